@@ -1,0 +1,12 @@
+"""Certified upper bounds on the calibration error of binary classifiers."""
+
+from ._result import BoundResult
+from ._tv_bound import TVCalibrationBound, tv_bound
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "BoundResult",
+    "TVCalibrationBound",
+    "tv_bound",
+]

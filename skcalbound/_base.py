@@ -1,0 +1,177 @@
+"""The cross-fitting framework shared by every certified bound.
+
+``_BaseCalibrationBound.fit`` is the only place where the stages meet:
+``_validation`` -> ``_splitting`` -> ``_surrogates`` -> ``_terms`` -> ``_result``.
+A bound plugs in through a small picklable *method* object (see ``_BoundMethod``).
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from ._compat import Interval, StrOptions, _fit_context
+from ._result import FoldResult, aggregate_folds
+from ._splitting import SortedSample, make_folds
+from ._validation import check_scores, check_scores_labels
+
+
+class _BoundMethod:
+    """Interface of the per-bound method objects (frozen dataclasses in subclasses).
+
+    Attributes
+    ----------
+    min_train : int
+        Fewest training points a fold may have.
+    uses_rank : bool
+        Whether :meth:`fold_terms` wants, for each validation score, the number of
+        training scores ``<=`` it (computed once from the global sort).
+    """
+
+    min_train = 2
+    uses_rank = False
+
+    def fit(self, sorted_scores, sorted_labels, delta):
+        """Fit the surrogate on training data in stable score order."""
+        raise NotImplementedError
+
+    def fold_terms(self, surrogate, scores, rank, delta):
+        """Return ``(terms, info, estimate)`` for validation ``scores``."""
+        raise NotImplementedError
+
+
+def _fold_result(method, surrogate, scores, rank, delta):
+    terms, info, estimate = method.fold_terms(surrogate, scores, rank, delta)
+    info = {
+        "n_train": int(surrogate.n_train),
+        "n_validation": int(scores.shape[0]),
+        "delta": float(delta),
+        **info,
+    }
+    return FoldResult(terms=terms, info=info, estimate=float(estimate))
+
+
+def _fit_fold(method, sample, fold, group_end, delta):
+    """Fit on one fold's training part and bound on its validation part."""
+    surrogate = method.fit(sample.scores[fold.train], sample.labels[fold.train], delta)
+    rank = fold.train_rank(group_end) if method.uses_rank else None
+    return _fold_result(method, surrogate, sample.scores[fold.validation], rank, delta)
+
+
+class _BaseCalibrationBound(BaseEstimator):
+    """Base class: cross-fitted certified upper bound on the L1 calibration error."""
+
+    _parameter_constraints = {
+        "confidence_level": [Interval(Real, 0, 1, closed="neither")],
+        "cv": ["cv_object"],
+        "aggregate": [StrOptions({"mean", "min"})],
+        "random_state": ["random_state"],
+        "n_jobs": [Integral, None],
+    }
+
+    def _method(self):
+        raise NotImplementedError
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Compute the certified bound by cross-fitting, and refit the surrogate.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+            Scores in [0, 1], or a ``predict_proba`` output whose column 1 is the
+            positive class.
+        y : array-like of shape (n_samples,)
+            Binary labels; the positive class is the larger label.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        scores, labels, self.classes_ = check_scores_labels(self, X, y)
+        method = self._method()
+        delta = 1.0 - self.confidence_level
+        sample = SortedSample.from_arrays(scores, labels)
+        folds = make_folds(
+            self.cv,
+            check_random_state(self.random_state),
+            sample,
+            method.min_train,
+            type(self).__name__,
+        )
+        group_end = sample.group_end() if method.uses_rank else None
+        delta_fold = delta / len(folds)  # union bound over the folds
+        results = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_fold)(method, sample, fold, group_end, delta_fold)
+            for fold in folds
+        )
+        self.result_ = aggregate_folds(results, self.aggregate, self.confidence_level)
+        self.bound_ = self.result_.bound
+        self.estimate_ = self.result_.estimate
+        self.terms_ = dict(self.result_.terms)
+        self.fold_results_ = self.result_.fold_frame()
+        self.n_splits_ = len(folds)
+        # The surrogate on all data, at the full delta: what predict and score use.
+        self.surrogate_ = method.fit(sample.scores, sample.labels, delta)
+        return self
+
+    def predict(self, X):
+        """Recalibrated probabilities: the surrogate refit on all fitted data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+            Scores in [0, 1], or a ``predict_proba`` output.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The surrogate calibration function at the scores.
+        """
+        check_is_fitted(self)
+        return self.surrogate_(check_scores(self, X))
+
+    def score(self, X, y):
+        """Negated fixed-split certified bound on held-out data (greater is better).
+
+        The surrogate refit on all fitted data plays the training part and ``(X, y)``
+        the validation part, at the full ``1 - confidence_level`` (the paper's
+        fixed-split bound). Choosing among several bounds by their value on the same
+        held-out data needs fresh data or a union bound.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+            Held-out scores, independent of the data passed to ``fit``.
+        y : array-like of shape (n_samples,)
+            Held-out labels (only their number is used: the bound depends on scores).
+
+        Returns
+        -------
+        float
+            ``-min(U, 1)`` where ``U`` is the certified bound on the held-out data.
+        """
+        check_is_fitted(self)
+        scores = check_scores(self, X)
+        y = column_or_1d(y)
+        if y.shape[0] != scores.shape[0]:
+            raise ValueError(
+                "Found input variables with inconsistent numbers of samples: "
+                f"[{scores.shape[0]}, {y.shape[0]}]."
+            )
+        delta = 1.0 - self.confidence_level
+        fold = _fold_result(self._method(), self.surrogate_, scores, None, delta)
+        return -min(fold.bound, 1.0)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.target_tags.single_output = True
+        tags.target_tags.multi_output = False
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = True
+        return tags

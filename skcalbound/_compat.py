@@ -1,0 +1,23 @@
+"""The one place that imports scikit-learn's private helpers.
+
+Everything else imports them from here, so a change in scikit-learn's private API is
+mended in a single file.
+"""
+
+from sklearn.base import _fit_context
+from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    StrOptions,
+    validate_params,
+)
+
+__all__ = [
+    "HasMethods",
+    "Interval",
+    "StrOptions",
+    "_fit_context",
+    "available_if",
+    "validate_params",
+]

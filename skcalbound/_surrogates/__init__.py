@@ -1,0 +1,1 @@
+"""Surrogate calibration functions fitted on training scores and labels only."""

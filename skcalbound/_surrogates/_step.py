@@ -1,0 +1,41 @@
+"""Right-continuous step functions on [0, 1], the form of the TV surrogate."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class StepFunction:
+    """``f(s) = values[k]`` for ``knots[k] <= s < knots[k + 1]``; ``values[0]`` below.
+
+    ``knots`` are strictly increasing and ``values[k] != values[k + 1]``: one entry per
+    constant piece, so the object stays small however many points were fitted.
+    """
+
+    knots: np.ndarray
+    values: np.ndarray
+
+    def __call__(self, scores):
+        k = np.searchsorted(self.knots, scores, side="right") - 1
+        return self.values[np.maximum(k, 0)]
+
+    @property
+    def total_variation(self):
+        """Sum of the absolute jumps."""
+        return float(np.abs(np.diff(self.values)).sum())
+
+
+def tie_block_starts(sorted_scores):
+    """Start positions of the runs of equal values in a sorted vector."""
+    change = np.flatnonzero(sorted_scores[1:] != sorted_scores[:-1]) + 1
+    return np.concatenate(([0], change))
+
+
+def step_from_block_values(sorted_scores, starts, block_values):
+    """Compress one value per tie block into a :class:`StepFunction`."""
+    new_piece = np.concatenate(([True], block_values[1:] != block_values[:-1]))
+    return StepFunction(
+        knots=sorted_scores[starts[new_piece]].copy(),
+        values=block_values[new_piece].copy(),
+    )

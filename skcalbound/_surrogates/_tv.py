@@ -1,0 +1,79 @@
+"""Total-variation denoising surrogate (paper section 4, SPEC section 3).
+
+The only module that imports ``prox_tv``. Inputs are assumed validated and sorted.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._step import StepFunction, step_from_block_values, tie_block_starts
+
+try:
+    import prox_tv as _prox_tv
+except ImportError as exc:  # pragma: no cover - exercised only on broken installs
+    _prox_tv = None
+    _PROX_TV_ERROR = exc
+else:
+    _PROX_TV_ERROR = None
+
+
+def _tv1_1d(y, weight):
+    if _prox_tv is None:
+        raise ImportError(
+            "TVCalibrationBound needs the 'prox-tv' package, which failed to import "
+            f"({_PROX_TV_ERROR}). prox-tv is compiled against the system LAPACKE "
+            "library: on Debian/Ubuntu run `apt-get install liblapacke-dev` (as root), "
+            "then `pip install --force-reinstall --no-cache-dir prox-tv`."
+        ) from _PROX_TV_ERROR
+    return _prox_tv.tv1_1d(y, weight)
+
+
+@dataclass(frozen=True)
+class TVSurrogate:
+    """The fitted TV surrogate: a step function and the size of its training set."""
+
+    step: StepFunction
+    n_train: int
+    weight: float
+
+    def __call__(self, scores):
+        return self.step(scores)
+
+    @property
+    def total_variation(self):
+        return self.step.total_variation
+
+
+def fit_tv_surrogate(sorted_scores, sorted_labels, weight):
+    """Solve the 1-D TV prox on labels in stable score order and average over ties.
+
+    Parameters
+    ----------
+    sorted_scores : ndarray of shape (m,)
+        Training scores, sorted by a stable sort (tie order independent of labels).
+    sorted_labels : ndarray of shape (m,)
+        Their labels in {0, 1}, float64.
+    weight : float
+        The prox weight :math:`t_2`; problem (2) with :math:`\\lambda = t_2 / m`.
+
+    Returns
+    -------
+    TVSurrogate
+        The surrogate: on each tie block the mean of the block's prox values, extended
+        to all of [0, 1] by the block at the largest training score ``<= s``.
+    """
+    fitted = _tv1_1d(np.ascontiguousarray(sorted_labels, dtype=np.float64), weight)
+    # The prox of a vector in [0, 1]^m stays in [0, 1]^m; clip only against rounding.
+    np.clip(fitted, 0.0, 1.0, out=fitted)
+    starts = tie_block_starts(sorted_scores)
+    if starts.shape[0] == fitted.shape[0]:
+        block_values = fitted
+    else:
+        # Mean over each block of tied scores: by the triangle inequality this keeps
+        # (1/m) sum_i |eta(s_i) - eta_hat(s_i)| <= TVB (SPEC section 3, step 2).
+        sizes = np.diff(np.append(starts, fitted.shape[0]))
+        block_values = np.add.reduceat(fitted, starts) / sizes
+        np.clip(block_values, 0.0, 1.0, out=block_values)
+    step = step_from_block_values(sorted_scores, starts, block_values)
+    return TVSurrogate(step=step, n_train=int(sorted_scores.shape[0]), weight=float(weight))

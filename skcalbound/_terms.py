@@ -1,0 +1,141 @@
+"""The terms of the certified bounds, as pure functions of numbers and arrays.
+
+No scikit-learn, no randomness, no state: every formula here cites the equation of
+Gruber et al., "Measuring Uncertainty Calibration" (ICLR 2026) it implements, and the
+project's SPEC.md section that fixes its reading. Inputs are assumed validated.
+"""
+
+import math
+
+import numpy as np
+
+
+def population_variance(x):
+    """Empirical variance with divisor ``m`` (the form the Bernstein bound uses)."""
+    mean = float(np.mean(x))
+    return float(np.mean(np.square(x - mean))), mean
+
+
+def bernstein_term(m, delta, variance):
+    r"""Empirical Bernstein deviation for the mean of ``m`` i.i.d. variables in [0, 1].
+
+    Parameters
+    ----------
+    m : int
+        Number of variables.
+    delta : float
+        Failure probability, in (0, 1).
+    variance : float
+        Empirical variance with divisor ``m``.
+
+    Returns
+    -------
+    float
+        :math:`BB` such that :math:`P(\mu \le \bar X + BB) \ge 1 - \delta`.
+
+    Notes
+    -----
+    .. math:: BB(m, \delta, \hat\sigma^2) = \sqrt{\frac{2 \hat\sigma^2 \ln(3/\delta)}{m}}
+              + \frac{3 \ln(3/\delta)}{m}
+
+    (Mnih et al., 2008; paper section 2; SPEC section 2.) For variables in
+    :math:`[0, R]` use :math:`R \cdot BB(m, \delta, \hat\sigma^2(X/R))`.
+    """
+    log_term = math.log(3.0 / delta)
+    return math.sqrt(2.0 * variance * log_term / m) + 3.0 * log_term / m
+
+
+def tv_t1(delta1):
+    r"""Noise level of the mean direction, :math:`t_1 = \sqrt{\tfrac12 \ln(4/\delta_1)}`.
+
+    Notes
+    -----
+    Lemma 3 and Lemma 4 of the paper (Appendix B), with :math:`\delta' = \delta'' =
+    \delta_1 / 2`.
+    """
+    return math.sqrt(0.5 * math.log(4.0 / delta1))
+
+
+def tv_t2(m, delta1):
+    r"""TV regularisation level :math:`t_2 = \sqrt{\tfrac{m}{8} \ln\tfrac{4(m-1)}{\delta_1}}`.
+
+    The prox weight of ``prox_tv.tv1_1d`` is :math:`t_2`, i.e. :math:`\lambda = t_2 / m`
+    in problem (2).
+
+    Notes
+    -----
+    Lemma 4 of the paper (Appendix B). Requires ``m >= 2``.
+    """
+    return math.sqrt(m / 8.0 * math.log(4.0 * (m - 1) / delta1))
+
+
+def tv_denoising_term(m, delta1, V):
+    r"""Training-set reconstruction error bound :math:`TVB(\delta_1)`.
+
+    Notes
+    -----
+    Corollary 1 of the paper (Appendix B.4):
+
+    .. math:: TVB(\delta_1) = \sqrt{\frac{2 t_1^2 + 2 t_1 \sqrt{t_1^2 + 4 t_2 V}
+              + 4 t_2 V}{m}}
+    """
+    t1 = tv_t1(delta1)
+    t2 = tv_t2(m, delta1)
+    return math.sqrt(
+        (2.0 * t1**2 + 2.0 * t1 * math.sqrt(t1**2 + 4.0 * t2 * V) + 4.0 * t2 * V) / m
+    )
+
+
+def tv_population_transfer_term(m, delta2, delta3, V, V_hat):
+    r"""Population transfer bound :math:`PTB(\delta_2, \delta_3)`.
+
+    Notes
+    -----
+    Corollary 2 of the paper (Appendix B.5), with the training size :math:`m` in the
+    last term (SPEC section 9):
+
+    .. math:: PTB = (V + \hat V) \sqrt{\frac{\ln(2/\delta_2)}{2m}}
+              + \sqrt{\frac{\ln(2/\delta_3)}{2m}}
+
+    The first part is DKW (Massart's constant) times the total variation of
+    :math:`|\eta - \hat\eta|`; the second is Hoeffding at one point.
+    """
+    return (V + V_hat) * math.sqrt(math.log(2.0 / delta2) / (2.0 * m)) + math.sqrt(
+        math.log(2.0 / delta3) / (2.0 * m)
+    )
+
+
+def tv_bound_terms(residuals, m, delta, V, V_hat):
+    r"""All terms of the TV fold bound (Proposition 1), in the order they add up.
+
+    Parameters
+    ----------
+    residuals : ndarray of shape (n_validation,)
+        :math:`r_i = |s_i - \hat\eta(s_i)|` on the validation part, in [0, 1].
+    m : int
+        Training size.
+    delta : float
+        The fold's failure probability, split equally into four.
+    V, V_hat : float
+        Assumed total variation of :math:`\eta` and total variation of the surrogate.
+
+    Returns
+    -------
+    dict
+        ``validation_mean``, ``bernstein``, ``tv_denoising``, ``population_transfer``;
+        their sum is the fold bound.
+
+    Notes
+    -----
+    .. math:: U = \frac{1}{|V|}\sum_{i \in V} r_i + BB(|V|, \delta_4, \hat\sigma^2(r))
+              + TVB(\delta_1) + PTB(\delta_2, \delta_3),
+              \quad \delta_1 = \dots = \delta_4 = \delta / 4.
+    """
+    d = delta / 4.0
+    variance, mean = population_variance(residuals)
+    return {
+        "validation_mean": mean,
+        "bernstein": bernstein_term(residuals.shape[0], d, variance),
+        "tv_denoising": tv_denoising_term(m, d, V),
+        "population_transfer": tv_population_transfer_term(m, d, d, V, V_hat),
+    }

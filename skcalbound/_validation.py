@@ -1,0 +1,140 @@
+"""Validation of scores and labels: the door every public entry point goes through.
+
+Everything downstream of this module trusts its inputs: scores are a float64 vector in
+``[0, 1]`` and labels a float64 vector of zeros and ones of the same length.
+"""
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+# Tolerance on ``|row sum - 1|`` for a two-column ``predict_proba`` output.
+_ROW_SUM_ATOL = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-5}
+
+_SHAPES = "(n_samples,), (n_samples, 1) or a predict_proba output of shape (n_samples, 2)"
+
+
+def _scores_from_array(X):
+    """Positive-class scores from a validated 1-D or 2-D float array (never a view we write to)."""
+    if X.ndim == 1:
+        scores = X
+    elif X.shape[1] == 1:
+        scores = X[:, 0]
+    elif X.shape[1] == 2:
+        if not np.all(np.isfinite(X)):
+            raise ValueError(_nonfinite_message(X))
+        row_sums = X.sum(axis=1)
+        bad = np.flatnonzero(np.abs(row_sums - 1.0) > _ROW_SUM_ATOL[X.dtype])
+        if bad.size:
+            raise ValueError(
+                "X has 2 columns, so it is read as a predict_proba output whose rows "
+                f"sum to one, but {bad.size} row(s) do not (row {bad[0]} sums to "
+                f"{row_sums[bad[0]]!r}). Pass the positive-class column alone as "
+                "scores of shape (n_samples,) instead."
+            )
+        scores = X[:, 1]
+    else:
+        raise ValueError(
+            f"X must hold scores of shape {_SHAPES}; got an array of shape {X.shape}."
+        )
+    return np.asarray(scores, dtype=np.float64)
+
+
+def _nonfinite_message(scores):
+    n_nan = int(np.isnan(scores).sum())
+    n_inf = int(np.isinf(scores).sum())
+    what = " and ".join(
+        part for part, k in (("NaN", n_nan), ("infinite values", n_inf)) if k
+    )
+    return f"Scores contain {what}; expected finite probabilities in [0, 1]."
+
+
+def _check_range(scores):
+    if not np.all(np.isfinite(scores)):
+        raise ValueError(_nonfinite_message(scores))
+    lo, hi = scores.min(), scores.max()
+    if lo < 0.0 or hi > 1.0:
+        raise ValueError(
+            "Scores must be probabilities in [0, 1]; got values in "
+            f"[{lo!r}, {hi!r}]. Pass predict_proba outputs, not decision_function "
+            "values or logits."
+        )
+
+
+def _validate(estimator, X, y, reset):
+    kwargs = dict(
+        ensure_2d=False,
+        dtype=(np.float64, np.float32),
+        ensure_all_finite=False,
+        ensure_min_features=1,
+    )
+    if y is None:
+        X = validate_data(estimator, X, reset=reset, **kwargs)
+    else:
+        X, y = validate_data(estimator, X, y, reset=reset, y_numeric=False, **kwargs)
+    if X.ndim > 2:
+        raise ValueError(f"X must hold scores of shape {_SHAPES}; got {X.ndim} dims.")
+    if reset:
+        estimator.n_features_in_ = 1 if X.ndim == 1 else X.shape[1]
+    scores = _scores_from_array(X)
+    _check_range(scores)
+    return scores, y
+
+
+def _binary_classes(y):
+    """The two sorted class labels of ``y``, checking there are exactly two."""
+    if y.dtype.kind in "biuf":
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("Labels y contain NaN or infinite values.")
+        lo, hi = y.min(), y.max()
+        # Two comparisons instead of np.unique: a sort of 10**7 labels is not needed.
+        if lo == hi or np.all((y == lo) | (y == hi)):
+            classes = np.unique([lo, hi])
+        else:
+            classes = np.unique(y)
+    else:
+        classes = np.unique(y)
+    if classes.size != 2:
+        shown = classes[:10].tolist()
+        more = ", ..." if classes.size > 10 else ""
+        if classes.size == 1:
+            raise ValueError(
+                f"y contains a single class ({shown[0]!r}); calibration bounds need "
+                "binary labels with both classes present."
+            )
+        raise ValueError(
+            "y must contain exactly two classes (binary labels; the positive class is "
+            f"the larger one); got {classes.size} classes: {shown}{more}. "
+            "Multiclass targets are not supported."
+        )
+    return classes
+
+
+def check_scores_labels(estimator, X, y):
+    """Validate ``(X, y)`` in ``fit``: set ``n_features_in_`` and return the arrays.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        The estimator being fitted; ``n_features_in_`` (and ``feature_names_in_`` for
+        data frames) are set on it.
+    X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+        Scores, or a ``predict_proba`` output whose column 1 is the positive class.
+    y : array-like of shape (n_samples,)
+        Binary labels; the positive class is the larger label.
+
+    Returns
+    -------
+    scores : ndarray of shape (n_samples,), float64 in [0, 1]
+    labels : ndarray of shape (n_samples,), float64 in {0, 1}
+    classes : ndarray of shape (2,)
+    """
+    scores, y = _validate(estimator, X, y, reset=True)
+    classes = _binary_classes(y)
+    labels = (y == classes[1]).astype(np.float64)
+    return scores, labels, classes
+
+
+def check_scores(estimator, X):
+    """Validate ``X`` after ``fit`` and return float64 scores in ``[0, 1]``."""
+    scores, _ = _validate(estimator, X, None, reset=False)
+    return scores
