@@ -8,35 +8,60 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.model_selection import KFold, check_cv
+from sklearn.utils import check_random_state
 
 
 def stable_argsort(x):
-    """Stable argsort of a 1-D float array without NaN.
+    """Stable argsort of scores in [0, 1], and the sorted scores.
 
-    ``np.argsort(kind="stable")`` is a merge sort and costs about 2.5x numpy's
-    vectorised quicksort on 10**7 doubles. We sort with the fast unstable sort and
-    then restore data order inside each run of tied values by sorting the integer keys
-    ``run * n + index`` of the tied elements only: continuous scores pay one pass, and
-    the result is identical to a stable sort in every case. (Tie order must not depend
-    on labels, see SPEC section 3; data order is what we promise.)
+    Why not ``np.argsort(x, kind="stable")``: it is a merge sort, 2.5x slower than
+    numpy's vectorised quicksort, which itself is ~8x slower than the vectorised sort of
+    plain 64-bit integers. Doubles in [0, 1] (in fact in [0, 2)) order like their bit
+    patterns, whose two top bits are zero; so we sort one ``uint64`` key per score: the
+    top ``64 - b`` informative bits of the score, then the ``b``-bit data index. Keys
+    order by truncated score, then by index. Scores that agree on the kept bits but
+    differ below them can come out of order; those short runs are found (a descent in
+    the gathered scores) and re-sorted with a stable ``lexsort``. The result is
+    identical to a stable sort in every case (``tests/test_splitting.py``), and about
+    2x faster than ``np.argsort`` plus the gather at 10**7 continuous scores.
+
+    Parameters
+    ----------
+    x : ndarray of shape (n,), float64, finite, in [0, 1]
+        Inputs are assumed validated.
+
+    Returns
+    -------
+    order : ndarray of shape (n,), intp
+    sorted_x : ndarray of shape (n,)
     """
     n = x.shape[0]
-    order = np.argsort(x)
-    if n < 2:
-        return order
-    xs = x[order]
-    tie = xs[1:] == xs[:-1]
-    if not tie.any():
-        return order
-    in_run = np.zeros(n, dtype=bool)
-    in_run[1:] |= tie
-    in_run[:-1] |= tie
-    run = np.cumsum(np.concatenate(([True], ~tie)))  # run id of every sorted position
-    key = run[in_run].astype(np.int64) * n + order[in_run]
+    b = np.uint64(max(1, (n - 1).bit_length()))
+    key = np.add(x, 0.0).view(np.uint64)  # adding 0.0 turns -0.0 into +0.0
+    key <<= np.uint64(2)
+    key >>= b
+    key <<= b
+    key |= np.arange(n, dtype=np.uint64)
     key.sort()
-    order = order.copy()
-    order[in_run] = key % n
-    return order
+    order = (key & ((np.uint64(1) << b) - np.uint64(1))).view(np.intp)
+    xs = x.take(order)
+    descents = np.flatnonzero(xs[1:] < xs[:-1])
+    if descents.size:
+        truncated = key >> b
+        starts = np.flatnonzero(
+            np.concatenate(([True], truncated[1:] != truncated[:-1]))
+        )
+        runs = np.unique(np.searchsorted(starts, descents, side="right") - 1)
+        first = starts[runs]
+        lengths = np.append(starts, n)[runs + 1] - first
+        offsets = np.repeat(first - np.cumsum(lengths) + lengths, lengths)
+        positions = offsets + np.arange(lengths.sum())
+        run_id = np.repeat(np.arange(runs.size), lengths)
+        # lexsort is stable: equal scores keep their (index) order inside a run.
+        fix = positions[np.lexsort((xs[positions], run_id))]
+        order[positions] = order[fix]
+        xs[positions] = xs[fix]
+    return order, xs
 
 
 @dataclass(frozen=True)
@@ -49,8 +74,8 @@ class SortedSample:
 
     @classmethod
     def from_arrays(cls, scores, labels):
-        order = stable_argsort(scores)
-        return cls(order=order, scores=scores[order], labels=labels[order])
+        order, sorted_scores = stable_argsort(scores)
+        return cls(order=order, scores=sorted_scores, labels=labels[order])
 
     def group_end(self):
         """Sorted position of the last element tied with each position."""
@@ -63,10 +88,29 @@ class SortedSample:
 
 @dataclass(frozen=True)
 class Fold:
-    """One cross-fitting split, as boolean masks over *sorted* positions."""
+    """One cross-fitting split over *sorted* positions.
 
-    train: np.ndarray
-    validation: np.ndarray
+    Either ``assignment`` (fold id of every sorted position; this fold is ``index``,
+    validation where ``assignment == index`` and training elsewhere) for partitions
+    such as ``KFold``, or explicit boolean masks ``train_mask``/``validation_mask``.
+    """
+
+    assignment: np.ndarray = None
+    index: int = -1
+    train_mask: np.ndarray = None
+    validation_mask: np.ndarray = None
+
+    @property
+    def train(self):
+        if self.assignment is not None:
+            return self.assignment != self.index
+        return self.train_mask
+
+    @property
+    def validation(self):
+        if self.assignment is not None:
+            return self.assignment == self.index
+        return self.validation_mask
 
     def train_rank(self, group_end):
         """For each validation point, the number of training scores ``<=`` its score."""
@@ -94,36 +138,43 @@ def _as_index(idx, n, what, k):
     return idx
 
 
-def make_folds(cv, random_state, sample, min_train, estimator_name):
-    """Resolve ``cv`` and return the folds as masks over the sorted sample.
+def _kfold_folds(splitter, order):
+    """The folds of a ``KFold`` splitter as masks over sorted positions.
 
-    Every fold must have at least ``min_train`` training points and one validation
-    point; training and validation parts must be disjoint and free of repeated indices,
-    because the certificate needs the validation part independent of the surrogate and
-    independent noise on every training label.
+    Same folds as ``splitter.split`` (same shuffle of ``arange(n)``, same fold sizes;
+    ``tests/test_splitting.py`` checks it), but as one fold-id vector gathered into
+    sorted order once: ``KFold.split`` materialises a training index array per fold,
+    which costs about as much as the TV prox itself at 10**7 samples.
     """
-    n = sample.order.shape[0]
-    splitter = resolve_cv(cv, random_state)
-    n_splits = splitter.get_n_splits() if hasattr(splitter, "get_n_splits") else None
-    if isinstance(cv, Integral) and n < 2 * cv:
-        raise ValueError(
-            f"{estimator_name} with cv={cv} needs at least {2 * cv} samples (every "
-            f"fold needs {min_train} training points and one validation point); "
-            f"got n_samples={n}."
-        )
-    dummy = np.zeros((n, 1))
+    n = order.shape[0]
+    k = splitter.n_splits
+    indices = np.arange(n)
+    if splitter.shuffle:
+        check_random_state(splitter.random_state).shuffle(indices)
+    sizes = np.full(k, n // k, dtype=np.intp)
+    sizes[: n % k] += 1
+    fold_of = np.empty(n, dtype=np.min_scalar_type(-k))
+    stops = np.cumsum(sizes)
+    for j in range(k):
+        fold_of[indices[stops[j] - sizes[j] : stops[j]]] = j
+    fold_sorted = fold_of[order]
+    return [Fold(assignment=fold_sorted, index=j) for j in range(k)]
+
+
+def _generic_folds(splitter, order):
+    """Folds of any splitter or iterable of (train, validation) index pairs."""
+    n = order.shape[0]
     inverse = np.empty(n, dtype=np.intp)
-    inverse[sample.order] = np.arange(n)
+    inverse[order] = np.arange(n)
     folds = []
-    for k, (train, val) in enumerate(splitter.split(dummy)):
+    for k, (train, val) in enumerate(splitter.split(np.zeros((n, 1)))):
         train = _as_index(train, n, "training", k)
         val = _as_index(val, n, "validation", k)
         train_mask = np.zeros(n, dtype=bool)
         val_mask = np.zeros(n, dtype=bool)
         train_mask[inverse[train]] = True
         val_mask[inverse[val]] = True
-        n_train, n_val = int(train_mask.sum()), int(val_mask.sum())
-        if n_train != train.size or n_val != val.size:
+        if train_mask.sum() != train.size or val_mask.sum() != val.size:
             raise ValueError(
                 f"Split {k} repeats indices; each sample may appear at most once in "
                 "the training part and once in the validation part."
@@ -133,16 +184,42 @@ def make_folds(cv, random_state, sample, min_train, estimator_name):
                 f"Split {k}: training and validation parts overlap; a certified bound "
                 "needs disjoint parts."
             )
+        folds.append(Fold(train_mask=train_mask, validation_mask=val_mask))
+    return folds
+
+
+def make_folds(cv, random_state, sample, min_train, estimator_name):
+    """Resolve ``cv`` and return the folds as masks over the sorted sample.
+
+    Every fold must have at least ``min_train`` training points and one validation
+    point; training and validation parts must be disjoint and free of repeated indices,
+    because the certificate needs the validation part independent of the surrogate and
+    independent noise on every training label.
+    """
+    n = sample.order.shape[0]
+    if isinstance(cv, Integral) and n < max(cv, min_train + 1):
+        raise ValueError(
+            f"{estimator_name} with cv={cv} needs at least {max(cv, min_train + 1)} "
+            f"samples (every fold needs {min_train} training points and one "
+            f"validation point); got n_samples={n}."
+        )
+    splitter = resolve_cv(cv, random_state)
+    if type(splitter) is KFold:
+        if splitter.n_splits > n:
+            raise ValueError(
+                f"{estimator_name}: cannot split {n} samples into "
+                f"{splitter.n_splits} folds."
+            )
+        folds = _kfold_folds(splitter, sample.order)
+    else:
+        folds = _generic_folds(splitter, sample.order)
+    if not folds:
+        raise ValueError("The cross-validation splitter yielded no splits.")
+    for k, fold in enumerate(folds):
+        n_train, n_val = int(fold.train.sum()), int(fold.validation.sum())
         if n_train < min_train or n_val < 1:
             raise ValueError(
                 f"Split {k} has {n_train} training and {n_val} validation points; "
                 f"{estimator_name} needs at least {min_train} and 1."
             )
-        folds.append(Fold(train=train_mask, validation=val_mask))
-    if not folds:
-        raise ValueError("The cross-validation splitter yielded no splits.")
-    if n_splits is not None and n_splits != len(folds):
-        raise ValueError(
-            f"The splitter announced {n_splits} splits but yielded {len(folds)}."
-        )
     return folds

@@ -32,10 +32,17 @@ def tie_block_starts(sorted_scores):
     return np.concatenate(([0], change))
 
 
+def _piece_starts(values):
+    return np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
+
+
 def step_from_block_values(sorted_scores, starts, block_values):
     """Compress one value per tie block into a :class:`StepFunction`."""
-    new_piece = np.concatenate(([True], block_values[1:] != block_values[:-1]))
-    return StepFunction(
-        knots=sorted_scores[starts[new_piece]].copy(),
-        values=block_values[new_piece].copy(),
-    )
+    first = _piece_starts(block_values)
+    return StepFunction(knots=sorted_scores[starts[first]], values=block_values[first])
+
+
+def step_from_point_values(sorted_scores, values):
+    """Compress one value per point (distinct sorted scores) into a :class:`StepFunction`."""
+    first = _piece_starts(values)
+    return StepFunction(knots=sorted_scores[first], values=values[first])

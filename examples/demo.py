@@ -1,0 +1,105 @@
+"""``make demo``: certified calibration bounds for real scikit-learn classifiers.
+
+Trains classifiers on generated data (no downloads), then, on held-out data, prints
+each classifier's certified upper bound on its L1 calibration error with the bound's
+terms, next to the plug-in estimate and the 15-bin ECE that people usually report,
+and writes a reliability plot to ``demo_output/reliability.png``.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.datasets import make_classification
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.naive_bayes import GaussianNB
+
+from skcalbound import TVCalibrationBound, binned_ece
+
+CLASSIFIERS = {
+    "GaussianNB": GaussianNB(),
+    "LogisticRegression": LogisticRegression(max_iter=1000),
+    "HistGradientBoosting": HistGradientBoostingClassifier(random_state=0),
+}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-samples", type=int, default=400_000)
+    parser.add_argument("--output", default="demo_output/reliability.png")
+    args = parser.parse_args(argv)
+
+    X, y = make_classification(
+        n_samples=args.n_samples, n_features=20, n_informative=6, n_redundant=4,
+        flip_y=0.05, class_sep=0.8, random_state=0,
+    )
+    X_fit, X_eval, y_fit, y_eval = train_test_split(
+        X, y, train_size=0.25, random_state=0
+    )
+    print(
+        f"{len(y_fit):,} samples train each classifier; its calibration is bounded on "
+        f"{len(y_eval):,} held-out samples.\n"
+    )
+
+    rows, curves = [], {}
+    for name, clf in CLASSIFIERS.items():
+        scores = clf.fit(X_fit, y_fit).predict_proba(X_eval)[:, 1]
+        start = time.perf_counter()
+        tv = TVCalibrationBound(V=1.0, confidence_level=0.95, random_state=0)
+        tv.fit(scores, y_eval)
+        seconds = time.perf_counter() - start
+        rows.append(
+            {
+                "classifier": name,
+                "TV bound (95%)": tv.bound_,
+                "plug-in estimate": tv.estimate_,
+                "ECE (15 bins)": binned_ece(y_eval, scores, n_bins=15),
+                **{f"  {term}": value for term, value in tv.terms_.items()},
+                "fit [s]": seconds,
+            }
+        )
+        curves[name] = (scores, tv)
+
+    table = pd.DataFrame(rows).set_index("classifier").T
+    with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
+        print("Certified upper bound on CE = E|s - E[y|s]| (TV bound, V = 1), with its")
+        print("terms (indented; they add up to the bound), next to the usual heuristics:\n")
+        print(table.to_string())
+    print(
+        "\nThe TV bound holds with probability >= 95% whatever the score distribution,"
+        "\nassuming only that E[y|s] has total variation <= 1 (e.g. is monotone)."
+        "\nBinned ECE is a heuristic: it is not an upper bound and depends on the bins."
+    )
+    _plot(curves, y_eval, Path(args.output))
+
+
+def _plot(curves, y, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sklearn.calibration import calibration_curve
+
+    fig, ax = plt.subplots(figsize=(6, 6))
+    grid = np.linspace(0, 1, 1001)
+    ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", label="perfectly calibrated")
+    for (name, (scores, tv)), color in zip(curves.items(), ["C0", "C1", "C2"]):
+        ax.step(grid, tv.predict(grid), where="post", color=color,
+                label=f"{name}: TV surrogate, CE <= {tv.bound_:.3f}")
+        prob_true, prob_pred = calibration_curve(y, scores, n_bins=15)
+        ax.plot(prob_pred, prob_true, "o", color=color, markersize=4, alpha=0.7)
+    ax.set_xlabel("predicted probability s")
+    ax.set_ylabel("E[y | s]")
+    ax.set_title("Reliability: TV surrogate (lines), 15 bins (dots)")
+    ax.legend(loc="upper left", fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    print(f"\nReliability plot written to {path}")
+
+
+if __name__ == "__main__":
+    main()

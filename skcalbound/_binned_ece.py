@@ -1,0 +1,74 @@
+"""Binned expected calibration error: the heuristic the certified bounds replace."""
+
+from numbers import Integral
+
+import numpy as np
+
+from ._compat import Interval, StrOptions, validate_params
+from ._validation import check_prob_labels
+
+
+@validate_params(
+    {
+        "y_true": ["array-like"],
+        "y_prob": ["array-like"],
+        "n_bins": [Interval(Integral, 1, None, closed="left")],
+        "strategy": [StrOptions({"uniform", "quantile"})],
+    },
+    prefer_skip_nested_validation=True,
+)
+def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform"):
+    """Binned expected calibration error (ECE), the usual plug-in heuristic.
+
+    ``sum_b (n_b / n) |mean(s in b) - mean(y in b)|`` over the bins of
+    :func:`sklearn.calibration.calibration_curve` with the same ``n_bins`` and
+    ``strategy``, so the two can be cross-checked. It is *not* a bound: it depends on
+    the binning and can stay a constant away from the true calibration error however
+    much data there is. It is here to be compared with the certified bounds.
+
+    Read more in the :ref:`User Guide <binned_ece>`.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Binary labels; the positive class is the larger label.
+
+    y_prob : array-like of shape (n_samples,) or (n_samples, 2)
+        Predicted probabilities of the positive class, or a ``predict_proba`` output.
+
+    n_bins : int, default=15
+        Number of bins.
+
+    strategy : {'uniform', 'quantile'}, default='uniform'
+        ``'uniform'``: equal-width bins on [0, 1]; ``'quantile'``: edges at the
+        quantiles of ``y_prob`` (equal mass), exactly as ``calibration_curve``.
+
+    Returns
+    -------
+    ece : float
+        The binned ECE, in [0, 1].
+
+    See Also
+    --------
+    sklearn.calibration.calibration_curve : The bins this function uses.
+    TVCalibrationBound : A certified upper bound instead of a heuristic.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalbound import binned_ece
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=100_000)
+    >>> y = rng.uniform(size=100_000) < s ** 2  # true CE = 1/6
+    >>> print(round(binned_ece(y, s), 3))
+    0.166
+    """
+    labels, scores = check_prob_labels(y_true, y_prob)
+    if strategy == "quantile":
+        edges = np.percentile(scores, np.linspace(0, 100, n_bins + 1))
+    else:
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+    bin_ids = np.searchsorted(edges[1:-1], scores)
+    score_sums = np.bincount(bin_ids, weights=scores, minlength=n_bins)
+    label_sums = np.bincount(bin_ids, weights=labels, minlength=n_bins)
+    return float(np.abs(score_sums - label_sums).sum() / scores.shape[0])

@@ -1,0 +1,216 @@
+"""TVCalibrationBound: every term recomputed by hand, and the surrogate against brute force."""
+
+import math
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy.optimize import lsq_linear, minimize
+
+from skcalbound import TVCalibrationBound, tv_bound
+from skcalbound._surrogates._tv import fit_tv_surrogate
+
+
+def _tiny_tied_problem():
+    """40 training points: 20 zeros then 20 ones in score order, one tie at the jump.
+
+    Scores (training): 0.01 .. 0.19 for the first 19 zeros, then a tie block at 0.30
+    holding the 20th zero and the first one (zero first in data order), then
+    0.41 .. 0.59 for the remaining 19 ones, and a second tie block at 0.9 of two ones.
+    """
+    s_zero = np.round(np.arange(1, 20) / 100, 2)
+    s_one = np.round(0.40 + np.arange(1, 18) / 100, 2)
+    train_s = np.concatenate([s_zero, [0.30, 0.30], s_one, [0.9, 0.9]])
+    train_y = np.concatenate([np.zeros(19), [0.0, 1.0], np.ones(17), [1.0, 1.0]])
+    val_s = np.array([0.0, 0.005, 0.10, 0.30, 0.35, 0.9, 0.95, 1.0, 0.3, 0.6])
+    return train_s, train_y, val_s
+
+
+def test_tv_terms_by_hand_with_ties():
+    train_s, train_y, val_s = _tiny_tied_problem()
+    m, n_val = train_s.size, val_s.size
+    confidence_level = 0.9
+    V = 1.0
+    delta = 1 - confidence_level  # one split: delta_fold = delta
+    d = delta / 4
+
+    # Weight of the prox: t2 = sqrt(m / 8 ln(4 (m - 1) / d)).
+    t1 = math.sqrt(0.5 * math.log(4 / d))
+    t2 = math.sqrt(m / 8 * math.log(4 * (m - 1) / d))
+    # Labels in stable score order are 20 zeros then 20 ones; for t2 < 20 * 20 / 40
+    # the 1-D TV prox is two constant pieces t2 / 20 and 1 - t2 / 20 (KKT: the
+    # cumulative residual runs linearly from 0 to -t2 and back to 0).
+    assert t2 < 10
+    low, high = t2 / 20, 1 - t2 / 20
+    # The tie block at 0.30 holds one point of each piece: its value is their mean.
+    tie = (low + high) / 2
+
+    def eta_hat(s):
+        if s < 0.30:
+            return low  # also below every training score: the first block's value
+        if s < 0.41:
+            return tie
+        return high
+
+    V_hat = abs(tie - low) + abs(high - tie)
+    r = np.array([abs(s - eta_hat(s)) for s in val_s])
+    mean = r.sum() / n_val
+    var = ((r - mean) ** 2).sum() / n_val
+    bb = math.sqrt(2 * var * math.log(3 / d) / n_val) + 3 * math.log(3 / d) / n_val
+    tvb = math.sqrt((2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / m)
+    ptb = (V + V_hat) * math.sqrt(math.log(2 / d) / (2 * m)) + math.sqrt(
+        math.log(2 / d) / (2 * m)
+    )
+
+    X = np.concatenate([train_s, val_s])
+    y = np.concatenate([train_y, np.zeros(n_val)])
+    y[-1] = 1  # validation labels do not enter the bound
+    split = [(np.arange(m), np.arange(m, m + n_val))]
+    est = TVCalibrationBound(V=V, confidence_level=confidence_level, cv=split).fit(X, y)
+
+    expected = {
+        "validation_mean": mean,
+        "bernstein": bb,
+        "tv_denoising": tvb,
+        "population_transfer": ptb,
+    }
+    assert list(est.terms_) == list(expected)
+    for name, value in expected.items():
+        assert_allclose(est.terms_[name], value, rtol=0, atol=1e-12, err_msg=name)
+    total = mean + bb + tvb + ptb
+    assert_allclose(est.bound_, min(total, 1.0), rtol=0, atol=1e-12)
+    assert total > 1.0 and est.bound_ == 1.0  # 40 points certify nothing: clipped
+    assert_allclose(est.fold_results_.loc[0, "bound"], total, rtol=0, atol=1e-12)
+    assert_allclose(est.fold_results_.loc[0, "V_hat"], V_hat, rtol=0, atol=1e-12)
+    assert est.fold_results_.loc[0, "n_train"] == m
+    assert est.fold_results_.loc[0, "n_validation"] == n_val
+    assert_allclose(est.estimate_, mean, rtol=0, atol=1e-12)
+    assert est.n_splits_ == 1
+
+
+def _prox_dual_bvls(y, w):
+    """Unconstrained 1-D TV prox by its dual, a bounded least-squares problem.
+
+    min_v 1/2 ||y - v||^2 + w ||Dv||_1  has  v = y - D^T u  with
+    u = argmin_{|u|_inf <= w} ||D^T u - y||^2 (Fenchel duality); BVLS solves it exactly.
+    """
+    m = y.size
+    D = np.diff(np.eye(m), axis=0)  # (m - 1, m), (Dv)_i = v_{i+1} - v_i
+    u = lsq_linear(D.T, y, bounds=(-w, w), method="bvls", tol=1e-14).x
+    return y - D.T @ u
+
+
+def _problem2_slsqp(y, lam):
+    """Problem (2) with the box v in [0, 1]^m, by a generic constrained solver."""
+    m = y.size
+
+    def objective(z):
+        v, p, q = z[:m], z[m : 2 * m - 1], z[2 * m - 1 :]
+        return 0.5 / m * np.sum((y - v) ** 2) + lam * np.sum(p + q)
+
+    cons = {"type": "eq", "fun": lambda z: np.diff(z[:m]) - z[m : 2 * m - 1] + z[2 * m - 1 :]}
+    bounds = [(0, 1)] * m + [(0, None)] * (2 * (m - 1))
+    z0 = np.concatenate([np.full(m, y.mean()), np.zeros(2 * (m - 1))])
+    res = minimize(objective, z0, bounds=bounds, constraints=[cons], method="SLSQP",
+                   options={"ftol": 1e-14, "maxiter": 2000})
+    return res.x[:m], res.fun
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_tv_surrogate_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(3, 13))
+    y = (rng.uniform(size=m) < rng.uniform(size=m)).astype(float)
+    s = np.sort(rng.uniform(size=m))  # distinct scores: one block per point
+    w = float(rng.uniform(0.05, 2.0))
+    surrogate = fit_tv_surrogate(s, y, w)
+    got = surrogate(s)
+    expected = _prox_dual_bvls(y, w)
+    assert_allclose(got, expected, atol=1e-9)
+    # The prox of labels stays in [0, 1] and solves problem (2) with lambda = w / m.
+    v_box, f_box = _problem2_slsqp(y, w / m)
+    f_got = 0.5 / m * np.sum((y - got) ** 2) + w / m * np.abs(np.diff(got)).sum()
+    assert f_got <= f_box + 1e-9
+    assert_allclose(surrogate.total_variation, np.abs(np.diff(expected)).sum(), atol=1e-9)
+
+
+def test_tv_surrogate_ties_are_block_means_of_the_prox():
+    rng = np.random.default_rng(3)
+    s = np.sort(rng.choice([0.1, 0.2, 0.5, 0.7], size=11))
+    y = (rng.uniform(size=11) < 0.5).astype(float)
+    w = 0.4
+    v = _prox_dual_bvls(y, w)
+    surrogate = fit_tv_surrogate(s, y, w)
+    for value in np.unique(s):
+        block = s == value
+        assert_allclose(surrogate(np.array([value]))[0], v[block].mean(), atol=1e-9)
+    # Between blocks the step function keeps the value of the block below.
+    assert_allclose(surrogate(np.array([0.15, 0.6]))[0], v[s == 0.1].mean(), atol=1e-9)
+    assert_allclose(surrogate(np.array([0.0]))[0], v[s == 0.1].mean(), atol=1e-9)
+
+
+def test_predict_is_refit_surrogate_on_all_data():
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=5000)
+    y = rng.uniform(size=5000) < s**2
+    est = TVCalibrationBound(random_state=0).fit(s, y)
+    order = np.argsort(s, kind="stable")
+    m = s.size
+    t2 = math.sqrt(m / 8 * math.log(4 * (m - 1) / (0.05 / 4)))
+    expected = _reference_surrogate(s[order], y[order].astype(float), t2)
+    grid = np.linspace(0, 1, 101)
+    assert_allclose(est.predict(grid), expected(grid), atol=1e-10)
+    # The surrogate is nondecreasing here (eta = s^2 is monotone) and tracks it.
+    assert np.all(np.diff(est.predict(grid)) >= -1e-12)
+    assert np.max(np.abs(est.predict(grid) - grid**2)) < 0.25
+
+
+def _reference_surrogate(sorted_s, sorted_y, w):
+    import prox_tv
+
+    v = prox_tv.tv1_1d(sorted_y, w)
+
+    def f(x):
+        k = np.searchsorted(sorted_s, x, side="right") - 1
+        return v[np.maximum(k, 0)]
+
+    return f
+
+
+def test_score_is_negated_fixed_split_bound():
+    rng = np.random.default_rng(1)
+    s = rng.uniform(size=4000)
+    y = rng.uniform(size=4000) < s
+    s_test = rng.uniform(size=3000)
+    est = TVCalibrationBound(V=1.0, random_state=0).fit(s, y)
+    m, n_val, d = s.size, s_test.size, 0.05 / 4
+    r = np.abs(s_test - est.predict(s_test))
+    t1 = math.sqrt(0.5 * math.log(4 / d))
+    t2 = math.sqrt(m / 8 * math.log(4 * (m - 1) / d))
+    V_hat = np.abs(np.diff(est.surrogate_.step.values)).sum()
+    expected = (
+        r.mean()
+        + math.sqrt(2 * r.var() * math.log(3 / d) / n_val) + 3 * math.log(3 / d) / n_val
+        + math.sqrt((2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2) + 4 * t2) / m)
+        + (1 + V_hat) * math.sqrt(math.log(2 / d) / (2 * m)) + math.sqrt(math.log(2 / d) / (2 * m))
+    )
+    assert_allclose(est.score(s_test, y[:3000]), -min(expected, 1.0), rtol=1e-12)
+
+
+def test_functional_equals_estimator():
+    rng = np.random.default_rng(2)
+    s = rng.beta(2, 3, size=3000)
+    y = rng.uniform(size=3000) < np.sqrt(s)
+    for aggregate in ("mean", "min"):
+        est = TVCalibrationBound(V=1.5, aggregate=aggregate, random_state=4).fit(s, y)
+        assert tv_bound(y, s, V=1.5, aggregate=aggregate, random_state=4) == est.bound_
+
+
+def test_bound_tightens_with_n():
+    rng = np.random.default_rng(5)
+    bounds = []
+    for n in (10**3, 10**4, 10**5):
+        s = rng.uniform(size=n)
+        y = rng.uniform(size=n) < s**2
+        bounds.append(tv_bound(y, s, random_state=0))
+    assert bounds[0] > bounds[1] > bounds[2] > 1 / 6
