@@ -1,13 +1,11 @@
 """Certified upper bounds on the calibration error of binary classifiers."""
 
 from ._binned_ece import binned_ece
-from ._result import BoundResult
 from ._tv_bound import TVCalibrationBound, tv_bound
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
-    "BoundResult",
     "TVCalibrationBound",
     "binned_ece",
     "tv_bound",

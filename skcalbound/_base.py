@@ -9,14 +9,14 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
+from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from ._compat import Interval, StrOptions, _fit_context
 from ._result import FoldResult, aggregate_folds
 from ._splitting import SortedSample, make_folds
-from ._validation import check_scores, check_scores_labels
+from ._validation import check_held_out_labels, check_scores, check_scores_labels
 
 
 class _BoundMethod:
@@ -38,13 +38,19 @@ class _BoundMethod:
         """Fit the surrogate on training data in stable score order."""
         raise NotImplementedError
 
-    def fold_terms(self, surrogate, scores, rank, delta):
-        """Return ``(terms, info, estimate)`` for validation ``scores``."""
+    def fold_terms(self, surrogate, scores, delta, *, is_sorted, rank=None):
+        """Return ``(terms, info, estimate)`` for validation ``scores``.
+
+        ``is_sorted`` says the scores are nondecreasing (cross-fitting passes them in
+        sorted order; ``score`` in data order); ``rank`` is given when ``uses_rank``.
+        """
         raise NotImplementedError
 
 
-def _fold_result(method, surrogate, scores, rank, delta):
-    terms, info, estimate = method.fold_terms(surrogate, scores, rank, delta)
+def _fold_result(method, surrogate, scores, delta, *, is_sorted, rank=None):
+    terms, info, estimate = method.fold_terms(
+        surrogate, scores, delta, is_sorted=is_sorted, rank=rank
+    )
     info = {
         "n_train": int(surrogate.n_train),
         "n_validation": int(scores.shape[0]),
@@ -56,9 +62,11 @@ def _fold_result(method, surrogate, scores, rank, delta):
 
 def _fit_fold(method, sample, fold, group_end, delta):
     """Fit on one fold's training part and bound on its validation part."""
-    surrogate = method.fit(sample.scores[fold.train], sample.labels[fold.train], delta)
+    train = np.flatnonzero(fold.train)
+    surrogate = method.fit(sample.scores.take(train), sample.labels.take(train), delta)
     rank = fold.train_rank(group_end) if method.uses_rank else None
-    return _fold_result(method, surrogate, sample.scores[fold.validation], rank, delta)
+    scores = sample.scores.take(np.flatnonzero(fold.validation))
+    return _fold_result(method, surrogate, scores, delta, is_sorted=True, rank=rank)
 
 
 class _BaseCalibrationBound(BaseEstimator):
@@ -148,7 +156,10 @@ class _BaseCalibrationBound(BaseEstimator):
         X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
             Held-out scores, independent of the data passed to ``fit``.
         y : array-like of shape (n_samples,)
-            Held-out labels (only their number is used: the bound depends on scores).
+            Held-out labels, from the classes seen in ``fit``. The bound depends on the
+            scores only (Proposition 1 evaluates ``|s - eta_hat(s)|``); the labels are
+            checked for consistency. The result does not depend on ``cv`` or
+            ``aggregate``, which only shape the cross-fitted :attr:`bound_`.
 
         Returns
         -------
@@ -157,14 +168,9 @@ class _BaseCalibrationBound(BaseEstimator):
         """
         check_is_fitted(self)
         scores = check_scores(self, X)
-        y = column_or_1d(y)
-        if y.shape[0] != scores.shape[0]:
-            raise ValueError(
-                "Found input variables with inconsistent numbers of samples: "
-                f"[{scores.shape[0]}, {y.shape[0]}]."
-            )
+        check_held_out_labels(self, y, scores.shape[0])
         delta = 1.0 - self.confidence_level
-        fold = _fold_result(self._method(), self.surrogate_, scores, None, delta)
+        fold = _fold_result(self._method(), self.surrogate_, scores, delta, is_sorted=False)
         return -min(fold.bound, 1.0)
 
     def __sklearn_tags__(self):
@@ -172,6 +178,11 @@ class _BaseCalibrationBound(BaseEstimator):
         tags.target_tags.required = True
         tags.target_tags.single_output = True
         tags.target_tags.multi_output = False
-        tags.input_tags.one_d_array = True
+        # Binary labels only (SPEC section 8); scikit-learn's tag for it.
+        tags.classifier_tags = ClassifierTags(multi_class=False)
+        # X may be 1-D too, but ``one_d_array=True`` only makes sklearn's common checks
+        # cut X to its first column and then index it as 2-D, so they crash inside the
+        # check instead of testing us. ``two_d_array=False`` would skip them all.
+        tags.input_tags.one_d_array = False
         tags.input_tags.two_d_array = True
         return tags

@@ -61,7 +61,7 @@ def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform"):
     >>> s = rng.uniform(size=100_000)
     >>> y = rng.uniform(size=100_000) < s ** 2  # true CE = 1/6
     >>> print(round(binned_ece(y, s), 3))
-    0.166
+    0.167
     """
     labels, scores = check_prob_labels(y_true, y_prob)
     if strategy == "quantile":

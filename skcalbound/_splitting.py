@@ -161,13 +161,19 @@ def _kfold_folds(splitter, order):
     return [Fold(assignment=fold_sorted, index=j) for j in range(k)]
 
 
-def _generic_folds(splitter, order):
-    """Folds of any splitter or iterable of (train, validation) index pairs."""
+def _generic_folds(splitter, sample):
+    """Folds of any splitter or iterable of (train, validation) index pairs.
+
+    The splitter sees the labels in data order, so ``StratifiedKFold`` stratifies.
+    """
+    order = sample.order
     n = order.shape[0]
     inverse = np.empty(n, dtype=np.intp)
     inverse[order] = np.arange(n)
+    labels = np.empty(n)
+    labels[order] = sample.labels
     folds = []
-    for k, (train, val) in enumerate(splitter.split(np.zeros((n, 1)))):
+    for k, (train, val) in enumerate(splitter.split(np.zeros((n, 1)), labels)):
         train = _as_index(train, n, "training", k)
         val = _as_index(val, n, "validation", k)
         train_mask = np.zeros(n, dtype=bool)
@@ -212,7 +218,7 @@ def make_folds(cv, random_state, sample, min_train, estimator_name):
             )
         folds = _kfold_folds(splitter, sample.order)
     else:
-        folds = _generic_folds(splitter, sample.order)
+        folds = _generic_folds(splitter, sample)
     if not folds:
         raise ValueError("The cross-validation splitter yielded no splits.")
     for k, fold in enumerate(folds):

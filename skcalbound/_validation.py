@@ -5,7 +5,12 @@ Everything downstream of this module trusts its inputs: scores are a float64 vec
 """
 
 import numpy as np
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import (
+    check_array,
+    check_consistent_length,
+    column_or_1d,
+    validate_data,
+)
 
 # Tolerance on ``|row sum - 1|`` for a two-column ``predict_proba`` output.
 _ROW_SUM_ATOL = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-5}
@@ -13,8 +18,12 @@ _ROW_SUM_ATOL = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-5}
 _SHAPES = "(n_samples,), (n_samples, 1) or a predict_proba output of shape (n_samples, 2)"
 
 
-def _scores_from_array(X):
-    """Positive-class scores from a validated 1-D or 2-D float array (never a view we write to)."""
+def _scores_from_array(X, name="X"):
+    """Positive-class scores from a validated 1-D or 2-D float array.
+
+    Never a view we write to. ``name`` is what the caller called the array (``X`` or
+    ``y_prob``), for messages.
+    """
     if X.ndim == 1:
         scores = X
     elif X.shape[1] == 1:
@@ -26,24 +35,30 @@ def _scores_from_array(X):
         bad = np.flatnonzero(np.abs(row_sums - 1.0) > _ROW_SUM_ATOL[X.dtype])
         if bad.size:
             raise ValueError(
-                "X has 2 columns, so it is read as a predict_proba output whose rows "
-                f"sum to one, but {bad.size} row(s) do not (row {bad[0]} sums to "
-                f"{row_sums[bad[0]]!r}). Pass the positive-class column alone as "
+                f"{name} has 2 columns, so it is read as a predict_proba output whose "
+                f"rows sum to one, but {bad.size} row(s) do not (row {bad[0]} sums to "
+                f"{_num(row_sums[bad[0]])}). Pass the positive-class column alone as "
                 "scores of shape (n_samples,) instead."
             )
         scores = X[:, 1]
     else:
         raise ValueError(
-            f"X must hold scores of shape {_SHAPES}; got an array of shape {X.shape}."
+            f"{name} must hold scores of shape {_SHAPES}; got an array of shape "
+            f"{X.shape}."
         )
     return np.asarray(scores, dtype=np.float64)
+
+
+def _num(x):
+    """A number as users type it (``0.5``, not ``np.float64(0.5)``)."""
+    return repr(float(x))
 
 
 def _nonfinite_message(scores):
     n_nan = int(np.isnan(scores).sum())
     n_inf = int(np.isinf(scores).sum())
     what = " and ".join(
-        part for part, k in (("NaN", n_nan), ("infinite values", n_inf)) if k
+        f"{k} {part}" for part, k in (("NaN", n_nan), ("infinite value(s)", n_inf)) if k
     )
     return f"Scores contain {what}; expected finite probabilities in [0, 1]."
 
@@ -55,14 +70,15 @@ def _check_range(scores):
     if lo < 0.0 or hi > 1.0:
         raise ValueError(
             "Scores must be probabilities in [0, 1]; got values in "
-            f"[{lo!r}, {hi!r}]. Pass predict_proba outputs, not decision_function "
-            "values or logits."
+            f"[{_num(lo)}, {_num(hi)}]. Pass predict_proba outputs, not "
+            "decision_function values or logits."
         )
 
 
 def _validate(estimator, X, y, reset):
     kwargs = dict(
         ensure_2d=False,
+        allow_nd=True,  # so that 3-D input gets the message below
         dtype=(np.float64, np.float32),
         ensure_all_finite=False,
         ensure_min_features=1,
@@ -72,7 +88,9 @@ def _validate(estimator, X, y, reset):
     else:
         X, y = validate_data(estimator, X, y, reset=reset, y_numeric=False, **kwargs)
     if X.ndim > 2:
-        raise ValueError(f"X must hold scores of shape {_SHAPES}; got {X.ndim} dims.")
+        raise ValueError(
+            f"X must hold scores of shape {_SHAPES}; got an array of shape {X.shape}."
+        )
     if reset:
         estimator.n_features_in_ = 1 if X.ndim == 1 else X.shape[1]
     scores = _scores_from_array(X)
@@ -92,7 +110,14 @@ def _binary_classes(y):
         else:
             classes = np.unique(y)
     else:
-        classes = np.unique(y)
+        try:
+            classes = np.unique(y)
+        except TypeError as exc:  # e.g. None among the labels, or str mixed with int
+            kinds = sorted({type(v).__name__ for v in y.ravel().tolist()})
+            raise TypeError(
+                "y must hold binary labels of one comparable type (numbers, strings "
+                f"or booleans); got labels of types {kinds}."
+            ) from exc
     if classes.size != 2:
         shown = classes[:10].tolist()
         more = ", ..." if classes.size > 10 else ""
@@ -128,6 +153,12 @@ def check_scores_labels(estimator, X, y):
     labels : ndarray of shape (n_samples,), float64 in {0, 1}
     classes : ndarray of shape (2,)
     """
+    if y is None:
+        # scikit-learn's wording, which its common checks look for.
+        raise ValueError(
+            f"This {type(estimator).__name__} estimator requires y to be passed, but "
+            "the target y is None."
+        )
     scores, y = _validate(estimator, X, y, reset=True)
     classes = _binary_classes(y)
     labels = (y == classes[1]).astype(np.float64)
@@ -138,3 +169,53 @@ def check_scores(estimator, X):
     """Validate ``X`` after ``fit`` and return float64 scores in ``[0, 1]``."""
     scores, _ = _validate(estimator, X, None, reset=False)
     return scores
+
+
+def check_prob_labels(y_true, y_prob):
+    """Validate the ``(y_true, y_prob)`` of a metric-style function (no estimator).
+
+    Returns
+    -------
+    labels : ndarray of shape (n_samples,), float64 in {0, 1}
+    scores : ndarray of shape (n_samples,), float64 in [0, 1]
+    """
+    X = check_array(
+        y_prob,
+        input_name="y_prob",
+        ensure_2d=False,
+        allow_nd=True,
+        dtype=(np.float64, np.float32),
+        ensure_all_finite=False,
+    )
+    if X.ndim > 2:
+        raise ValueError(
+            f"y_prob must hold scores of shape {_SHAPES}; got an array of shape {X.shape}."
+        )
+    y = column_or_1d(y_true)
+    check_consistent_length(y, X)
+    scores = _scores_from_array(X, "y_prob")
+    _check_range(scores)
+    classes = _binary_classes(y)
+    return (y == classes[1]).astype(np.float64), scores
+
+
+def check_held_out_labels(estimator, y, n_samples):
+    """Validate the labels passed to ``score``: classes seen in ``fit``, one per score.
+
+    The bound itself depends on the held-out scores only, but labels that cannot be
+    the held-out data's (unknown classes, NaN, wrong length) signal a mix-up.
+    """
+    y = column_or_1d(y)
+    if y.shape[0] != n_samples:
+        raise ValueError(
+            "Found input variables with inconsistent numbers of samples: "
+            f"[{n_samples}, {y.shape[0]}]."
+        )
+    if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+        raise ValueError("Labels y contain NaN or infinite values.")
+    unknown = np.setdiff1d(np.unique(y), estimator.classes_)
+    if unknown.size:
+        raise ValueError(
+            f"y contains labels {unknown[:10].tolist()} that were not seen in fit; "
+            f"the classes are {estimator.classes_.tolist()}."
+        )

@@ -214,3 +214,62 @@ def test_bound_tightens_with_n():
         y = rng.uniform(size=n) < s**2
         bounds.append(tv_bound(y, s, random_state=0))
     assert bounds[0] > bounds[1] > bounds[2] > 1 / 6
+
+
+def test_step_function_sorted_evaluation_matches_searchsorted():
+    from skcalbound._surrogates._step import StepFunction
+
+    rng = np.random.default_rng(8)
+    step = StepFunction(knots=np.array([0.1, 0.3, 0.3000001, 0.8]),
+                        values=np.array([0.2, 0.5, 0.4, 0.9]))
+    for x in (np.sort(rng.uniform(size=1000)), np.array([0.0, 0.1, 0.1, 0.3, 0.8, 1.0]),
+              np.array([]), np.full(5, 0.05)):
+        assert_allclose(step.evaluate_sorted(x), step(x), rtol=0, atol=0)
+
+
+def test_parallel_folds_give_identical_results():
+    rng = np.random.default_rng(9)
+    s = rng.uniform(size=20_000)
+    y = rng.uniform(size=20_000) < s**2
+    seq = TVCalibrationBound(random_state=0).fit(s, y)
+    par = TVCalibrationBound(random_state=0, n_jobs=2).fit(s, y)
+    assert par.bound_ == seq.bound_
+    assert par.terms_ == seq.terms_
+    assert par.fold_results_.equals(seq.fold_results_)
+
+
+def test_missing_prox_tv_names_the_system_package(monkeypatch):
+    import skcalbound._surrogates._tv as tv_module
+
+    monkeypatch.setattr(tv_module, "_prox_tv", None)
+    monkeypatch.setattr(tv_module, "_PROX_TV_ERROR", ImportError("liblapacke.so.3"))
+    with pytest.raises(ImportError, match="apt-get install liblapacke-dev"):
+        TVCalibrationBound().fit(np.linspace(0, 1, 50), np.arange(50) % 2)
+
+
+def test_union_bound_splits_delta_over_folds():
+    rng = np.random.default_rng(10)
+    s = rng.uniform(size=3000)
+    y = rng.uniform(size=3000) < s
+    for cv in (2, 5, 10):
+        est = TVCalibrationBound(cv=cv, confidence_level=0.9, random_state=0).fit(s, y)
+        assert est.n_splits_ == cv
+        assert_allclose(est.fold_results_["delta"], 0.1 / cv, rtol=1e-15)
+        assert_allclose(est.fold_results_["n_train"] + est.fold_results_["n_validation"], 3000)
+    mean = TVCalibrationBound(random_state=0).fit(s, y)
+    low = TVCalibrationBound(random_state=0, aggregate="min").fit(s, y)
+    assert_allclose(mean.bound_, mean.fold_results_["bound"].mean(), rtol=1e-15)
+    assert low.bound_ == mean.fold_results_["bound"].min()
+
+
+def test_score_checks_held_out_labels():
+    rng = np.random.default_rng(11)
+    s = rng.uniform(size=500)
+    y = np.where(rng.uniform(size=500) < s, "pos", "neg")
+    est = TVCalibrationBound(random_state=0).fit(s, y)
+    # One class only is fine on held-out data: the classes are known from fit.
+    assert est.score(s[:50], np.full(50, "pos")) == est.score(s[:50], y[:50])
+    with pytest.raises(ValueError, match=r"labels \['maybe'\] that were not seen in fit"):
+        est.score(s[:3], ["pos", "neg", "maybe"])
+    with pytest.raises(ValueError, match="inconsistent numbers of samples: \\[3, 2\\]"):
+        est.score(s[:3], ["pos", "neg"])

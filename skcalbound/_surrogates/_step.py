@@ -20,6 +20,15 @@ class StepFunction:
         k = np.searchsorted(self.knots, scores, side="right") - 1
         return self.values[np.maximum(k, 0)]
 
+    def evaluate_sorted(self, sorted_scores):
+        """Same as calling the function, for nondecreasing scores, in O(n + pieces log n).
+
+        One binary search per knot instead of one per score: the pieces are few.
+        """
+        bounds = np.searchsorted(sorted_scores, self.knots[1:], side="left")
+        counts = np.diff(bounds, prepend=0, append=sorted_scores.shape[0])
+        return np.repeat(self.values, counts)
+
     @property
     def total_variation(self):
         """Sum of the absolute jumps."""

@@ -47,6 +47,9 @@ class TVSurrogate:
     def __call__(self, scores):
         return self.step(scores)
 
+    def evaluate_sorted(self, sorted_scores):
+        return self.step.evaluate_sorted(sorted_scores)
+
     @property
     def total_variation(self):
         return self.step.total_variation

@@ -1,0 +1,570 @@
+"""Estimator invariants re-tested on valid scores.
+
+Most of sklearn's common checks feed feature matrices, which the bound estimators
+reject (see the expected-failure table in ``tests/test_common.py``). This file re-tests
+what those checks cover on scores in [0, 1]: fit returns self, idempotent fit, clone and
+pickle round trips, unmutated and read-only input, memory layout, dtypes, pandas and
+lists, the three accepted shapes, label types, the aggregates, the terms, the per-fold
+table and user-supplied splitters.
+"""
+
+import dataclasses
+import math
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold
+
+from skcalbound import TVCalibrationBound, tv_bound
+
+# Bound estimators to run every invariant on (add NW and Lipschitz when they exist).
+BOUND_ESTIMATORS = [TVCalibrationBound]
+
+TERM_NAMES = {
+    "TVCalibrationBound": [
+        "validation_mean",
+        "bernstein",
+        "tv_denoising",
+        "population_transfer",
+    ],
+}
+# Columns of fold_results_ as documented in each estimator's docstring.
+FOLD_COLUMNS = {
+    "TVCalibrationBound": [
+        "n_train",
+        "n_validation",
+        "delta",
+        "V_hat",
+        "n_pieces",
+        "estimate",
+        *TERM_NAMES["TVCalibrationBound"],
+        "bound",
+    ],
+}
+
+
+def _scores_labels(n=2000, seed=0):
+    """Uniform scores with y ~ Bernoulli(s**2): true calibration error 1/6.
+
+    With n=2000 the default bounds are about 0.8, so they are not clipped at 1 and
+    comparisons between them are informative.
+    """
+    rng = np.random.default_rng(seed)
+    scores = rng.uniform(size=n)
+    labels = (rng.uniform(size=n) < scores**2).astype(np.int64)
+    return scores, labels
+
+
+@pytest.fixture
+def data():
+    return _scores_labels()
+
+
+def _fitted_attributes(est):
+    return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+
+
+def _assert_same(a, b, path="attr"):
+    """Exact, recursive equality of fitted attributes (arrays, frames, dataclasses)."""
+    assert type(a) is type(b), path
+    if isinstance(a, pd.DataFrame):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    elif isinstance(a, np.ndarray):
+        assert_array_equal(a, b, err_msg=path, strict=True)
+    elif dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            _assert_same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, dict):
+        assert list(a) == list(b), path
+        for k in a:
+            _assert_same(a[k], b[k], f"{path}[{k!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, path
+
+
+def _assert_same_fit(a, b):
+    fa, fb = _fitted_attributes(a), _fitted_attributes(b)
+    assert set(fa) == set(fb)
+    for name in fa:
+        _assert_same(fa[name], fb[name], name)
+
+
+# --------------------------------------------------------------------------------------
+# fit, refit, clone, pickle
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_fit_returns_self_and_sets_documented_attributes(Est, data):
+    X, y = data
+    est = Est(random_state=0)
+    assert est.fit(X, y) is est
+    for name in ["bound_", "estimate_", "terms_", "result_", "fold_results_",
+                 "n_splits_", "classes_", "n_features_in_"]:
+        assert hasattr(est, name), name
+    assert 0.0 <= est.estimate_ <= est.bound_ <= 1.0
+    assert est.n_features_in_ == 1
+    assert not hasattr(est, "feature_names_in_")
+    assert_array_equal(est.classes_, [0, 1])
+    # fit does not change the hyperparameters.
+    assert est.get_params() == Est(random_state=0).get_params()
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_fit_is_idempotent(Est, data):
+    X, y = data
+    X2, y2 = _scores_labels(700, seed=5)
+    est = Est(random_state=0).fit(X, y)
+    first = pickle.loads(pickle.dumps(est))
+    est.fit(X2, y2)  # fitting other data in between leaves nothing behind
+    est.fit(X, y)
+    _assert_same_fit(first, est)
+    _assert_same_fit(est, Est(random_state=0).fit(X, y))
+    assert_array_equal(first.predict(X), est.predict(X), strict=True)
+    assert first.score(X2, y2) == est.score(X2, y2)
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_n_jobs_does_not_change_the_result(Est, data):
+    X, y = data
+    _assert_same_fit(
+        Est(random_state=0).fit(X, y), Est(random_state=0, n_jobs=2).fit(X, y)
+    )
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_random_state_controls_the_folds(Est, data):
+    X, y = data
+    a = Est(random_state=0).fit(X, y)
+    b = Est(random_state=1).fit(X, y)
+    assert a.bound_ != b.bound_
+    rng = np.random.RandomState(0)
+    c = Est(random_state=rng).fit(X, y)
+    assert c.bound_ == a.bound_  # a fresh RandomState(0) draws the same folds
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_clone_is_unfitted_and_refits_identically(Est, data):
+    X, y = data
+    est = Est(random_state=0, cv=4, aggregate="min").fit(X, y)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params()
+    assert not _fitted_attributes(twin)
+    _assert_same_fit(twin.fit(X, y), est)
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_pickle_round_trip(Est, data):
+    X, y = data
+    X_new, y_new = _scores_labels(500, seed=9)
+    est = Est(random_state=0).fit(X, y)
+    back = pickle.loads(pickle.dumps(est))
+    _assert_same_fit(back, est)
+    assert back.bound_ == est.bound_
+    assert_array_equal(back.predict(X_new), est.predict(X_new), strict=True)
+    assert back.score(X_new, y_new) == est.score(X_new, y_new)
+
+
+# --------------------------------------------------------------------------------------
+# Input containers, layouts, dtypes and shapes
+# --------------------------------------------------------------------------------------
+
+
+def _as_container(kind, scores):
+    if kind == "numpy":
+        return scores.copy()
+    if kind == "numpy_2d":
+        return np.column_stack([1.0 - scores, scores])
+    if kind == "list":
+        return scores.tolist()
+    if kind == "series":
+        return pd.Series(scores, name="p")
+    if kind == "frame_1":
+        return pd.DataFrame({"p": scores})
+    if kind == "frame_2":
+        return pd.DataFrame({"p0": 1.0 - scores, "p1": scores})
+    raise AssertionError(kind)
+
+
+def _snapshot(obj):
+    if isinstance(obj, (pd.DataFrame, pd.Series)):
+        return obj.copy(deep=True)
+    if isinstance(obj, np.ndarray):
+        return obj.copy()
+    return list(obj)
+
+
+def _assert_unchanged(before, after):
+    if isinstance(before, pd.DataFrame):
+        pd.testing.assert_frame_equal(before, after, check_exact=True)
+    elif isinstance(before, pd.Series):
+        pd.testing.assert_series_equal(before, after, check_exact=True)
+    elif isinstance(before, np.ndarray):
+        assert_array_equal(before, after, strict=True)
+    else:
+        assert before == after
+
+
+CONTAINERS = ["numpy", "numpy_2d", "list", "series", "frame_1", "frame_2"]
+
+
+@pytest.mark.parametrize("kind", CONTAINERS)
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
+    scores, labels = data
+    reference = Est(random_state=0).fit(scores, labels)
+    X = _as_container(kind, scores)
+    y = labels.tolist() if kind == "list" else (
+        pd.Series(labels) if kind in ("series", "frame_1", "frame_2") else labels.copy()
+    )
+    X_before, y_before = _snapshot(X), _snapshot(y)
+
+    est = Est(random_state=0).fit(X, y)
+    prediction = est.predict(X)
+    score = est.score(X, y)
+    value = tv_bound(y, X, random_state=0) if Est is TVCalibrationBound else None
+
+    _assert_unchanged(X_before, X)
+    _assert_unchanged(y_before, y)
+    assert_allclose(est.bound_, reference.bound_, rtol=1e-12)
+    pd.testing.assert_frame_equal(est.fold_results_, reference.fold_results_, rtol=1e-12)
+    assert_allclose(prediction, reference.predict(scores), rtol=1e-12)
+    assert score == pytest.approx(reference.score(scores, labels), rel=1e-12)
+    if value is not None:
+        assert value == pytest.approx(reference.bound_, rel=1e-12)
+    assert est.n_features_in_ == (2 if kind in ("numpy_2d", "frame_2") else 1)
+    if kind.startswith("frame"):
+        assert_array_equal(est.feature_names_in_, np.asarray(X.columns, dtype=object))
+    else:
+        assert not hasattr(est, "feature_names_in_")
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_one_d_column_and_predict_proba_shapes_agree(Est, data):
+    scores, labels = data
+    shapes = {
+        "1d": scores,
+        "column": scores[:, None],
+        "proba": np.column_stack([1.0 - scores, scores]),
+    }
+    fits = {k: Est(random_state=0).fit(X, labels) for k, X in shapes.items()}
+    query = _scores_labels(300, seed=4)[0]
+    query_shapes = [query, query[:, None], np.column_stack([1.0 - query, query])]
+    reference = fits["1d"].predict(query)
+    for name, est in fits.items():
+        assert_allclose(est.bound_, fits["1d"].bound_, rtol=1e-12)
+        pd.testing.assert_frame_equal(est.fold_results_, fits["1d"].fold_results_)
+        # predict accepts every shape, whatever shape fit saw.
+        for Xq in query_shapes:
+            assert_allclose(est.predict(Xq), reference, rtol=1e-12)
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_read_only_input(Est, data):
+    scores, labels = data
+    X = scores.copy()
+    y = labels.copy()
+    X2 = np.column_stack([1.0 - scores, scores])
+    for arr in (X, y, X2):
+        arr.setflags(write=False)
+    est = Est(random_state=0).fit(X, y)
+    assert est.bound_ == Est(random_state=0).fit(scores, labels).bound_
+    assert_allclose(est.predict(X2), est.predict(scores), rtol=1e-12)
+    assert est.score(X, y) == Est(random_state=0).fit(scores, labels).score(scores, labels)
+    assert Est(random_state=0).fit(X2, y).bound_ == est.bound_
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_fortran_ordered_predict_proba_input(Est, data):
+    scores, labels = data
+    X = np.asfortranarray(np.column_stack([1.0 - scores, scores]))
+    assert X.flags.f_contiguous and not X.flags.c_contiguous
+    before = X.copy(order="F")
+    est = Est(random_state=0).fit(X, labels)
+    assert est.bound_ == Est(random_state=0).fit(scores, labels).bound_
+    assert_allclose(est.predict(X), est.predict(scores), rtol=1e-12)
+    assert_array_equal(X, before, strict=True)
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_float32_scores(Est, data):
+    scores, labels = data
+    s32 = scores.astype(np.float32)
+    est32 = Est(random_state=0).fit(s32, labels)
+    # Exactly the float64 bound of the rounded scores ...
+    assert est32.bound_ == Est(random_state=0).fit(s32.astype(np.float64), labels).bound_
+    # ... and, up to that rounding, the float64 bound.
+    assert_allclose(est32.bound_, Est(random_state=0).fit(scores, labels).bound_, rtol=1e-5)
+    assert est32.predict(s32).dtype == np.float64
+    # A float32 predict_proba output passes the row-sum check.
+    proba32 = np.column_stack([1.0 - scores, scores]).astype(np.float32)
+    assert_allclose(Est(random_state=0).fit(proba32, labels).bound_, est32.bound_, rtol=1e-5)
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_predict_returns_recalibrated_probabilities(Est, data):
+    scores, labels = data
+    est = Est(random_state=0).fit(scores, labels)
+    query = np.concatenate([[0.0, 1.0], _scores_labels(400, seed=2)[0]])
+    pred = est.predict(query)
+    assert pred.shape == (query.shape[0],)
+    assert pred.dtype == np.float64
+    assert np.all((pred >= 0.0) & (pred <= 1.0))
+    # Pointwise: the order and the subset of the queries do not matter
+    # (check_methods_sample_order_invariance / subset_invariance on scores).
+    perm = np.random.default_rng(0).permutation(query.shape[0])
+    assert_array_equal(est.predict(query[perm]), pred[perm], strict=True)
+    assert_array_equal(est.predict(query[:7]), pred[:7], strict=True)
+    # y ~ Bernoulli(s**2): the recalibrated probabilities track s**2, not s.
+    grid = np.linspace(0.05, 0.95, 19)
+    assert np.mean(np.abs(est.predict(grid) - grid**2)) < np.mean(np.abs(grid - grid**2))
+    # predict leaves the fitted estimator unchanged (check_dict_unchanged on scores).
+    before = pickle.loads(pickle.dumps(est))
+    est.predict(query)
+    est.score(query, np.zeros_like(query))
+    _assert_same_fit(before, est)
+
+
+# --------------------------------------------------------------------------------------
+# score: the fixed-split bound of SPEC section 3, negated
+# --------------------------------------------------------------------------------------
+
+
+def _fixed_split_tv_bound(estimator, n_train, train_scores, test_scores):
+    """SPEC section 3 by hand: refit surrogate as T, test scores as V, full delta."""
+    V = estimator.V
+    delta = 1.0 - estimator.confidence_level
+    d = delta / 4.0
+    m = n_train
+    r = np.abs(test_scores - estimator.predict(test_scores))
+    k = r.shape[0]
+    # The surrogate is a step function with its knots at training scores: evaluating
+    # it at every sorted training score sees every jump.
+    V_hat = np.abs(np.diff(estimator.predict(np.sort(train_scores)))).sum()
+    t1 = math.sqrt(0.5 * math.log(4.0 / d))
+    t2 = math.sqrt(m / 8.0 * math.log(4.0 * (m - 1) / d))
+    tvb = math.sqrt((2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / m)
+    ptb = (V + V_hat) * math.sqrt(math.log(2.0 / d) / (2 * m)) + math.sqrt(
+        math.log(2.0 / d) / (2 * m)
+    )
+    bb = math.sqrt(2 * r.var() * math.log(3.0 / d) / k) + 3 * math.log(3.0 / d) / k
+    return r.mean() + bb + tvb + ptb
+
+
+@pytest.mark.parametrize("V", [0.5, 1.0])
+@pytest.mark.parametrize("confidence_level", [0.9, 0.95])
+def test_score_is_the_negated_fixed_split_bound(V, confidence_level, data):
+    X, y = data
+    X_test, y_test = _scores_labels(1500, seed=11)
+    est = TVCalibrationBound(V=V, confidence_level=confidence_level, random_state=0)
+    est.fit(X, y)
+    expected = _fixed_split_tv_bound(est, X.shape[0], X, X_test)
+    assert expected < 1.0  # unclipped, so the comparison is informative
+    score = est.score(X_test, y_test)
+    assert_allclose(score, -expected, rtol=1e-10)
+    assert -1.0 <= score <= 0.0
+    # Only the number of labels enters the validation part of the bound.
+    assert est.score(X_test, 1 - y_test) == score
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_score_is_clipped_at_minus_one(Est, data):
+    X, y = data
+    est = Est(random_state=0).fit(X[:60], y[:60])
+    assert est.score(X[:5], y[:5]) == -1.0
+
+
+# --------------------------------------------------------------------------------------
+# Labels
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "negative, positive",
+    [(False, True), ("neg", "pos"), (1, 2), (-1, 1), (0.0, 1.0), ("a", "b")],
+)
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_positive_class_is_the_larger_label(Est, negative, positive, data):
+    scores, labels = data
+    y = np.where(labels == 1, positive, negative)
+    if isinstance(positive, str):
+        y = y.astype(object)  # object labels as pandas gives them
+    est = Est(random_state=0).fit(scores, y)
+    assert est.classes_.tolist() == [negative, positive]
+    assert est.bound_ == Est(random_state=0).fit(scores, labels).bound_
+    # Swapping which label is larger swaps the positive class: a different problem.
+    flipped = Est(random_state=0).fit(scores, 1 - labels)
+    assert flipped.bound_ != est.bound_
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_string_labels_pos_is_positive(Est, data):
+    scores, labels = data
+    y = np.array(["neg", "pos"])[labels]
+    est = Est(random_state=0).fit(scores, y)
+    assert_array_equal(est.classes_, ["neg", "pos"])
+    assert_allclose(est.predict(scores), Est(random_state=0).fit(scores, labels).predict(scores))
+
+
+# --------------------------------------------------------------------------------------
+# Aggregation, terms and the per-fold table
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+@pytest.mark.parametrize("n", [2000, 150])  # unclipped and clipped at 1
+def test_min_aggregate_is_at_most_mean_on_the_same_folds(Est, n):
+    X, y = _scores_labels(n, seed=1)
+    mean = Est(random_state=0, aggregate="mean").fit(X, y)
+    low = Est(random_state=0, aggregate="min").fit(X, y)
+    pd.testing.assert_frame_equal(mean.fold_results_, low.fold_results_)
+    assert low.bound_ <= mean.bound_
+    folds = mean.fold_results_["bound"]
+    assert_allclose(low.bound_, min(folds.min(), 1.0), rtol=1e-12)
+    assert_allclose(mean.bound_, min(folds.mean(), 1.0), rtol=1e-12)
+    assert mean.estimate_ == low.estimate_
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "min"])
+@pytest.mark.parametrize("n", [2000, 150])
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_terms_add_up_to_the_unclipped_aggregate(Est, aggregate, n):
+    X, y = _scores_labels(n, seed=2)
+    est = Est(random_state=0, aggregate=aggregate).fit(X, y)
+    assert list(est.terms_) == TERM_NAMES[Est.__name__]
+    assert all(v >= 0.0 for v in est.terms_.values())
+    total = sum(est.terms_.values())
+    folds = est.fold_results_["bound"]
+    raw = folds.mean() if aggregate == "mean" else folds.min()
+    assert_allclose(total, raw, rtol=1e-12)
+    assert_allclose(est.bound_, min(total, 1.0), rtol=1e-12)
+    assert est.bound_ <= 1.0
+    if n == 150:
+        assert total > 1.0 and est.bound_ == 1.0  # the clipped case is exercised
+    else:
+        assert est.bound_ < 1.0
+    # Terms of the aggregate are the mean (or the argmin row) of the fold terms.
+    terms = est.fold_results_[TERM_NAMES[Est.__name__]]
+    expected = terms.mean() if aggregate == "mean" else terms.loc[folds.idxmin()]
+    assert_allclose([est.terms_[k] for k in terms.columns], expected.to_numpy(), rtol=1e-12)
+    # result_ carries the same numbers.
+    assert est.result_.bound == est.bound_
+    assert est.result_.aggregate == aggregate
+    assert est.result_.confidence_level == est.confidence_level
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_fold_results_has_one_row_per_fold_with_the_documented_columns(Est, data):
+    X, y = data
+    est = Est(random_state=0, cv=4, confidence_level=0.9).fit(X, y)
+    frame = est.fold_results_
+    assert isinstance(frame, pd.DataFrame)
+    assert est.n_splits_ == 4
+    assert frame.shape[0] == 4
+    assert frame.index.tolist() == [0, 1, 2, 3]
+    assert frame.columns.tolist() == FOLD_COLUMNS[Est.__name__]
+    assert_array_equal(frame["n_train"] + frame["n_validation"], X.shape[0])
+    assert frame["n_validation"].sum() == X.shape[0]  # KFold: every point once
+    assert_allclose(frame["delta"], 0.1 / 4, rtol=1e-12)  # union bound over folds
+    terms = frame[TERM_NAMES[Est.__name__]].sum(axis=1)
+    assert_allclose(frame["bound"], terms, rtol=1e-12)
+    assert_allclose(est.estimate_, frame["estimate"].mean(), rtol=1e-12)
+    # Every documented column is named in the docstring.
+    for column in FOLD_COLUMNS[Est.__name__]:
+        assert f"``{column}``" in Est.__doc__, column
+
+
+# --------------------------------------------------------------------------------------
+# Splitters
+# --------------------------------------------------------------------------------------
+
+
+def _explicit_splits(n):
+    idx = np.random.default_rng(0).permutation(n)
+    half = n // 2
+    return [(idx[:half], idx[half:]), (idx[half:], idx[:half])]
+
+
+@pytest.mark.parametrize(
+    "make_cv, n_splits",
+    [
+        (lambda n: KFold(3), 3),
+        (lambda n: KFold(4, shuffle=True, random_state=2), 4),
+        (lambda n: ShuffleSplit(n_splits=6, test_size=0.25, random_state=0), 6),
+        (_explicit_splits, 2),
+        (lambda n: iter(_explicit_splits(n)), 2),  # a one-shot generator
+        (lambda n: StratifiedKFold(3, shuffle=True, random_state=0), 3),
+    ],
+    ids=["KFold", "KFold-shuffled", "ShuffleSplit", "list", "generator", "StratifiedKFold"],
+)
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
+    X, y = data
+    cv = make_cv(X.shape[0])
+    est = Est(cv=cv).fit(X, y)
+    assert est.n_splits_ == n_splits
+    assert est.fold_results_.shape[0] == n_splits
+    assert_allclose(est.fold_results_["delta"], 0.05 / n_splits, rtol=1e-12)
+    assert 0.0 < est.bound_ <= 1.0
+    # The same splits given as an explicit list give the same bound.
+    splits = list(make_cv(X.shape[0]).split(X, y)) if hasattr(cv, "split") else list(
+        make_cv(X.shape[0])
+    )
+    assert Est(cv=splits).fit(X, y).bound_ == est.bound_
+    assert_array_equal(
+        est.fold_results_["n_validation"], [len(val) for _, val in splits]
+    )
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_int_cv_is_a_shuffled_kfold(Est, data):
+    X, y = data
+    est = Est(cv=3, random_state=7).fit(X, y)
+    splits = list(KFold(3, shuffle=True, random_state=7).split(X))
+    assert Est(cv=splits).fit(X, y).bound_ == est.bound_
+
+
+@pytest.mark.parametrize(
+    "splits, match",
+    [
+        (
+            [(np.arange(0, 120), np.arange(100, 200))],
+            "Split 0: training and validation parts overlap",
+        ),
+        (
+            [(np.arange(100, 200), np.arange(100)), (np.arange(0, 100), np.arange(90, 200))],
+            "Split 1: training and validation parts overlap",
+        ),
+        (
+            [(np.r_[np.arange(100), 5], np.arange(100, 200))],
+            "Split 0 repeats indices",
+        ),
+        (
+            [(np.arange(100), np.r_[np.arange(100, 200), 150])],
+            "Split 0 repeats indices",
+        ),
+        (
+            [(np.arange(100), np.arange(100, 250))],
+            r"Split 0: validation indices must lie in \[0, 199\]",
+        ),
+        ([(np.arange(1), np.arange(1, 200))], "Split 0 has 1 training and 199 validation"),
+        ([(np.arange(200), np.array([], dtype=int))], "Split 0 has 200 training and 0"),
+        ([], "The cross-validation splitter yielded no splits"),
+    ],
+)
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_invalid_explicit_splits_raise(Est, splits, match):
+    X, y = _scores_labels(200)
+    X_before, y_before = X.copy(), y.copy()
+    with pytest.raises(ValueError, match=match):
+        Est(cv=splits).fit(X, y)
+    assert_array_equal(X, X_before)
+    assert_array_equal(y, y_before)

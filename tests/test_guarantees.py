@@ -1,0 +1,317 @@
+"""Monte Carlo checks of the guarantee ``P(bound_ >= CE) >= confidence_level``.
+
+Each coverage cell fits the estimator ``R`` times on independent samples of a
+synthetic problem with an exactly known calibration error, with independent fold
+seeds, and requires the number of failures ``bound_ < CE`` to stay within the
+``1 - 1e-3`` quantile of ``Binomial(R, 1 - confidence_level)``. The default suite runs
+a small version; ``pytest -m slow`` (``make test-slow``) runs ``R >= 500``.
+
+The TV bound is loose, so the power tests check that the same harness does reject
+quantities that are not certified (the plug-in estimate, or the bound without the
+terms that pay for the surrogate's error).
+"""
+
+import zlib
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import stats
+
+from _synthetic import (
+    CalibratedBeta,
+    DiscreteTies,
+    PiecewiseLinear,
+    PowerMiscalibrated,
+    abs_linear_integral,
+    atoms_and_linear,
+    binomial_tolerance,
+    checked_quad,
+    coverage,
+    default_problems,
+    zigzag_steps,
+)
+from skcalbound import TVCalibrationBound
+
+PROBLEMS = default_problems()
+PROBLEM_IDS = [p.name for p in PROBLEMS]
+
+
+def tv_factory(aggregate):
+    """Estimator factory for :func:`coverage`: the TV bound with the problem's ``V``."""
+
+    def make(problem, confidence_level, random_state):
+        return TVCalibrationBound(
+            **problem.assumptions,
+            confidence_level=confidence_level,
+            aggregate=aggregate,
+            random_state=random_state,
+        )
+
+    return make
+
+
+def cell_seed(*key):
+    """A stable seed per test cell, so cells use independent data."""
+    return zlib.crc32(repr(key).encode())
+
+
+def check_coverage(problem, n, aggregate, confidence_level, repetitions):
+    result = coverage(
+        tv_factory(aggregate),
+        problem,
+        n,
+        repetitions,
+        confidence_level=confidence_level,
+        seed=cell_seed(problem.name, n, aggregate, confidence_level, repetitions),
+    )
+    assert result.repetitions == repetitions
+    assert np.all(np.isfinite(result.values))
+    assert np.all(result.values <= 1.0)  # CE <= 1, so the reported bound is clipped
+    print(f"coverage {aggregate}: {result.summary()}")  # shown with `pytest -s`
+    assert result.failures <= result.tolerance, f"{aggregate}: {result.summary()}"
+    return result
+
+
+# ----------------------------------------------------------------------------------
+# The problems themselves: closed forms, assumption constants, samplers
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "problem, true_ce, V",
+    [
+        (PowerMiscalibrated(k=2.0), 1.0 / 6.0, 1.0),
+        (PowerMiscalibrated(k=3.0), 0.25, 1.0),
+        (CalibratedBeta(), 0.0, 1.0),
+        (DiscreteTies(), 0.07, 0.9),
+        (atoms_and_linear(), 0.025 + 0.65 / 12.0, 0.85),
+        (zigzag_steps(), 0.33, 2.6),
+    ],
+    ids=["square", "cube", "calibrated", "discrete", "atoms", "zigzag"],
+)
+def test_hand_derived_truth(problem, true_ce, V):
+    assert_allclose(problem.true_ce, true_ce, rtol=1e-12, atol=1e-15)
+    assert_allclose(problem.V, V, rtol=1e-12)
+    assert problem.assumptions == {"V": problem.V}
+
+
+def test_atoms_sit_at_exactly_zero_and_one(rng):
+    scores, _ = atoms_and_linear().sample(100_000, rng)
+    assert_allclose(np.mean(scores == 0.0), 0.2, atol=5 * np.sqrt(0.2 * 0.8 / 1e5))
+    assert_allclose(np.mean(scores == 1.0), 0.15, atol=5 * np.sqrt(0.15 * 0.85 / 1e5))
+    inner = scores[(scores > 0.0) & (scores < 1.0)]
+    assert_allclose(inner.shape[0] / 1e5, 0.65, atol=5 * np.sqrt(0.65 * 0.35 / 1e5))
+    # The continuous part is U(0, 1): mean 1/2, variance 1/12.
+    assert_allclose(inner.mean(), 0.5, atol=5 * np.sqrt(1 / 12 / inner.shape[0]))
+
+
+def test_discrete_scores_are_tied(rng):
+    problem = DiscreteTies()
+    scores, labels = problem.sample(50_000, rng)
+    assert set(np.unique(scores)) == set(problem.support)
+    for s, p, e in zip(problem.support, problem.probs, problem.eta_values):
+        at = scores == s
+        assert_allclose(at.mean(), p, atol=5 * np.sqrt(p * (1 - p) / 50_000))
+        assert_allclose(labels[at].mean(), e, atol=5 * np.sqrt(e * (1 - e) / at.sum()))
+
+
+@pytest.mark.parametrize(
+    "u, v, fu, fv",
+    [(0.0, 1.0, -0.1, 0.2), (0.2, 0.7, 0.3, 0.1), (0.0, 0.5, -0.4, -0.05), (0.1, 0.9, 0.5, -0.5)],
+)
+def test_abs_linear_integral_matches_quadrature(u, v, fu, fv):
+    def f(s):
+        return abs(fu + (fv - fu) * (s - u) / (v - u))
+
+    root = u - fu * (v - u) / (fv - fu)
+    points = [root] if u < root < v else None
+    assert_allclose(
+        abs_linear_integral(u, v, fu, fv), checked_quad(f, u, v, points=points), atol=1e-10
+    )
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=PROBLEM_IDS)
+def test_true_ce_matches_quadrature(problem):
+    """An independent route to CE: quadrature of ``|s - eta(s)|`` against the score law."""
+
+    def residual(s):
+        return abs(s - float(problem.eta(np.array([s]))[0]))
+
+    if isinstance(problem, PowerMiscalibrated):
+        expected = checked_quad(residual, 0.0, 1.0)
+    elif isinstance(problem, CalibratedBeta):
+        density = stats.beta(problem.a, problem.b).pdf
+        expected = checked_quad(lambda s: residual(s) * density(s), 0.0, 1.0)
+    elif isinstance(problem, DiscreteTies):
+        expected = sum(p * residual(s) for s, p in zip(problem.support, problem.probs))
+    else:
+        assert isinstance(problem, PiecewiseLinear)
+        pieces = 0.0
+        for u, v, lo, hi in zip(problem.knots, problem.knots[1:], problem.left, problem.right):
+            # quad never evaluates the endpoints (where atoms sit); split at the kink.
+            fu, fv = u - lo, v - hi
+            root = u - fu * (v - u) / (fv - fu) if fv != fu else u
+            points = [root] if u < root < v else None
+            pieces += checked_quad(residual, u, v, points=points)
+        atoms = sum(p * residual(x) for x, p, _ in problem.atoms)
+        expected = atoms + problem.continuous_weight * pieces
+    assert_allclose(problem.true_ce, expected, atol=1e-9)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=PROBLEM_IDS)
+def test_V_is_the_total_variation_of_eta(problem):
+    """TV of ``eta`` on a fine grid holding every knot, atom and support point."""
+    grid = np.linspace(0.0, 1.0, 200_001)
+    extra = []
+    for x in getattr(problem, "knots", ()) + getattr(problem, "support", ()):
+        extra += [x - 1e-12, x, x + 1e-12]
+    grid = np.unique(np.clip(np.concatenate([grid, extra]), 0.0, 1.0))
+    grid_tv = np.sum(np.abs(np.diff(problem.eta(grid))))
+    # A grid can only see less variation than there is; for these problems it sees all.
+    assert grid_tv <= problem.V + 1e-12
+    assert_allclose(grid_tv, problem.V, atol=1e-8)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=PROBLEM_IDS)
+def test_sampler_matches_true_ce(problem):
+    n = 10**6
+    scores, labels = problem.sample(n, np.random.default_rng(cell_seed(problem.name, "mc")))
+    assert scores.shape == labels.shape == (n,)
+    assert np.all((scores >= 0.0) & (scores <= 1.0))
+    assert set(np.unique(labels)) == {0, 1}
+    eta = problem.eta(scores)
+    residual = np.abs(scores - eta)
+    se = residual.std() / np.sqrt(n)
+    assert abs(residual.mean() - problem.true_ce) <= 5 * se + 1e-12
+    # Labels follow eta: E[y - eta(s)] = 0 and E[(y - eta(s)) s] = 0.
+    noise = labels - eta
+    for g in (noise, noise * scores):
+        assert abs(g.mean()) <= 5 * g.std() / np.sqrt(n)
+
+
+# ----------------------------------------------------------------------------------
+# The harness
+# ----------------------------------------------------------------------------------
+class _ConstantBound:
+    """A fake estimator whose ``bound_`` is a fixed ``value``."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def fit(self, scores, labels):
+        assert scores.shape == labels.shape
+        self.bound_ = self.value
+        return self
+
+
+@pytest.mark.parametrize("repetitions, confidence_level", [(60, 0.95), (100, 0.8), (1000, 0.95)])
+def test_binomial_tolerance(repetitions, confidence_level):
+    """The tolerance is the smallest count a valid bound exceeds with prob. <= 1e-3."""
+    tolerance = binomial_tolerance(repetitions, confidence_level)
+    failures = stats.binom(repetitions, 1.0 - confidence_level)
+    assert failures.sf(tolerance) <= 1e-3 < failures.sf(tolerance - 1)
+    assert repetitions * (1.0 - confidence_level) < tolerance < repetitions
+
+
+def test_binomial_tolerance_tightens_with_repetitions():
+    assert binomial_tolerance(100, 0.95) == 13
+    assert binomial_tolerance(1000, 0.95) / 1000 < binomial_tolerance(100, 0.95) / 100
+
+
+@pytest.mark.parametrize("shift, failures", [(-1e-12, 30), (0.0, 0), (1e-3, 0)])
+def test_coverage_counts_strict_failures(shift, failures):
+    problem = PowerMiscalibrated()
+    result = coverage(
+        lambda p, level, rs: _ConstantBound(p.true_ce + shift),
+        problem,
+        50,
+        30,
+        confidence_level=0.95,
+        seed=0,
+    )
+    assert result.failures == failures
+    assert result.passed == (failures <= result.tolerance)
+
+
+def test_coverage_is_reproducible_and_repetitions_are_independent():
+    problem = PowerMiscalibrated()
+    kwargs = dict(confidence_level=0.95, seed=3, quantity=lambda e: e.estimate_)
+    first = coverage(tv_factory("mean"), problem, 300, 8, **kwargs)
+    second = coverage(tv_factory("mean"), problem, 300, 8, **kwargs)
+    assert_allclose(first.values, second.values, rtol=0, atol=0)
+    assert np.unique(first.values).shape[0] == 8
+
+
+# ----------------------------------------------------------------------------------
+# Coverage of the TV bound
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("confidence_level", [0.95, 0.8])
+@pytest.mark.parametrize("n", [200, 2000])
+@pytest.mark.parametrize("aggregate", ["mean", "min"])
+@pytest.mark.parametrize("problem", PROBLEMS, ids=PROBLEM_IDS)
+def test_tv_bound_coverage(problem, aggregate, n, confidence_level):
+    check_coverage(problem, n, aggregate, confidence_level, repetitions=100)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("confidence_level", [0.95, 0.8])
+@pytest.mark.parametrize("n, repetitions", [(500, 1000), (5000, 1000), (50_000, 500)])
+@pytest.mark.parametrize("aggregate", ["mean", "min"])
+@pytest.mark.parametrize("problem", PROBLEMS, ids=PROBLEM_IDS)
+def test_tv_bound_coverage_slow(problem, aggregate, n, repetitions, confidence_level):
+    check_coverage(problem, n, aggregate, confidence_level, repetitions)
+
+
+# ----------------------------------------------------------------------------------
+# Power: the harness rejects quantities that are not certified
+# ----------------------------------------------------------------------------------
+def _plug_in(estimator):
+    return estimator.estimate_
+
+
+def _without_surrogate_terms(estimator):
+    terms = estimator.terms_
+    return estimator.bound_ - terms["tv_denoising"] - terms["population_transfer"]
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "min"])
+@pytest.mark.parametrize(
+    "quantity", [_plug_in, _without_surrogate_terms], ids=["estimate", "no_tvb_ptb"]
+)
+def test_harness_detects_an_invalid_bound(quantity, aggregate):
+    """On the non-monotone problem, at n = 5000, dropping the certification fails."""
+    problem = zigzag_steps()
+    result = coverage(
+        tv_factory(aggregate),
+        problem,
+        5000,
+        60,
+        confidence_level=0.95,
+        seed=cell_seed("power", aggregate),
+        quantity=quantity,
+    )
+    assert not result.passed, result.summary()
+    assert result.failure_rate >= 0.5
+    # ... while the certified bound from the very same fits holds.
+    valid = coverage(
+        tv_factory(aggregate),
+        problem,
+        5000,
+        60,
+        confidence_level=0.95,
+        seed=cell_seed("power", aggregate),
+    )
+    assert valid.passed, valid.summary()
+
+
+def test_harness_detects_an_invalid_bound_with_ties():
+    """The plug-in estimate also undercovers on the tied, discrete problem."""
+    result = coverage(
+        tv_factory("mean"),
+        DiscreteTies(),
+        2000,
+        60,
+        confidence_level=0.95,
+        seed=cell_seed("power", "discrete"),
+        quantity=_plug_in,
+    )
+    assert not result.passed, result.summary()

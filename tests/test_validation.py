@@ -1,0 +1,388 @@
+"""Bad input gets a clear error and the caller's input is unchanged (SPEC section 8).
+
+Every case runs through every public entry point: the estimators' ``fit`` and the
+functional one-liners (whose argument order is labels first: ``tv_bound(y_true,
+y_prob)``, ``binned_ece(y_true, y_prob)``). Each test asserts the exception type, its
+message, and that neither the scores nor the labels were modified.
+"""
+
+import re
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from numpy.testing import assert_array_equal
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import KFold
+
+from skcalbound import TVCalibrationBound, binned_ece, tv_bound
+
+N = 50
+
+
+def _scores_labels(n=N, seed=0):
+    rng = np.random.default_rng(seed)
+    scores = rng.uniform(0.05, 0.95, size=n)
+    labels = (rng.uniform(size=n) < scores).astype(np.int64)
+    labels[:2] = [0, 1]  # both classes present whatever the seed
+    return scores, labels
+
+
+# Entry points: (id, owner name in parameter-validation messages, call(X, y, **params)).
+# Add NWCalibrationBound/nw_bound and LipschitzBucketBound/lipschitz_bucket_bound here.
+ENTRY_POINTS = [
+    (
+        "TVCalibrationBound.fit",
+        "TVCalibrationBound",
+        lambda X, y, **p: TVCalibrationBound(**{"random_state": 0, **p}).fit(X, y),
+    ),
+    (
+        "tv_bound",
+        "tv_bound",
+        lambda X, y, **p: tv_bound(y, X, **{"random_state": 0, **p}),
+    ),
+    ("binned_ece", "binned_ece", lambda X, y, **p: binned_ece(y, X, **p)),
+]
+# Where an entry point words an error differently, or a case does not apply to it
+# (None: binned_ece has no cross-fitting and no cv).
+_FUNCTIONAL_MESSAGES = {
+    # Functions validate (y_true, y_prob) themselves and name y_prob in messages.
+    "nan_labels": (ValueError, r"Labels y contain NaN or infinite"),
+    "inf_labels": (ValueError, r"Labels y contain NaN or infinite"),
+    # check_consistent_length(y_true, y_prob): the numbers come in argument order.
+    "fewer_labels": (ValueError, r"inconsistent numbers of samples: \[49, 50\]"),
+    "more_labels": (ValueError, r"inconsistent numbers of samples: \[50, 49\]"),
+    "three_dimensional": (ValueError, r"y_prob must hold scores of shape "
+                          r".*got an array of shape \(50, 1, 1\)"),
+    "two_columns_not_summing_to_one": (
+        ValueError, r"y_prob has 2 columns, so it is read as a predict_proba output"
+    ),
+    "one_row_not_summing_to_one": (
+        ValueError, r"y_prob has 2 columns.* but 1 row\(s\) do not \(row 7 sums to"
+    ),
+    "three_columns": (ValueError, r"y_prob must hold scores of shape "
+                      r".*got an array of shape \(50, 3\)"),
+    "ten_columns": (ValueError, r"y_prob must hold scores of shape "
+                    r".*got an array of shape \(50, 10\)"),
+}
+OVERRIDES = {
+    **{(f, case): v for f in ("binned_ece", "tv_bound")
+       for case, v in _FUNCTIONAL_MESSAGES.items()},
+    ("binned_ece", "too_few_samples_for_cv"): None,
+    ("binned_ece", "too_few_samples_for_kfold"): None,
+}
+# Entry points with the common hyperparameters (confidence_level, cv, ...).
+BOUND_ENTRY_POINTS = [e for e in ENTRY_POINTS if e[0] != "binned_ece"]
+ENTRY_IDS = [e[0] for e in ENTRY_POINTS]
+FITTED_ESTIMATORS = [TVCalibrationBound]
+
+
+def _with(values, index, value):
+    out = values.astype(np.float64).copy()
+    out[index] = value
+    return out
+
+
+def _snapshot(obj):
+    if obj is None:
+        return None
+    if sp.issparse(obj):
+        return obj.copy()
+    if isinstance(obj, np.ndarray):
+        return obj.copy()
+    return list(obj)
+
+
+def _assert_unchanged(before, after):
+    if before is None:
+        assert after is None
+    elif sp.issparse(before):
+        assert type(after) is type(before)
+        assert_array_equal(after.toarray(), before.toarray())
+        assert_array_equal(after.indices, before.indices)
+    elif isinstance(before, np.ndarray):
+        assert_array_equal(after, before, strict=True)
+    else:
+        assert after == before
+
+
+S, Y = _scores_labels()
+PROBA = np.column_stack([1.0 - S, S])
+
+_SHAPES = re.escape(
+    "X must hold scores of shape (n_samples,), (n_samples, 1) or a predict_proba "
+    "output of shape (n_samples, 2); got an array of shape "
+)
+
+# (id, X, y, exception, message regex, extra params). ``X``/``y`` are built once; each
+# test works on copies and checks the copies are untouched.
+BAD_DATA = [
+    ("nan_scores", _with(S, 3, np.nan), Y, ValueError,
+     r"Scores contain 1 NaN; expected finite probabilities in \[0, 1\]", {}),
+    ("nan_scores_2col", np.column_stack([1 - S, _with(S, [3, 9], np.nan)]), Y, ValueError,
+     r"Scores contain 2 NaN; expected finite probabilities in \[0, 1\]", {}),
+    ("inf_scores", _with(S, 3, np.inf), Y, ValueError,
+     r"Scores contain 1 infinite value\(s\); expected finite probabilities", {}),
+    ("minus_inf_scores", _with(S, 0, -np.inf), Y, ValueError,
+     r"Scores contain 1 infinite value\(s\)", {}),
+    ("nan_and_inf_scores", _with(_with(S, 1, np.nan), 2, np.inf), Y, ValueError,
+     r"Scores contain 1 NaN and 1 infinite value\(s\)", {}),
+    ("negative_scores", _with(S, 4, -0.25), Y, ValueError,
+     r"Scores must be probabilities in \[0, 1\]; got values in \[-0\.25, 0\.9\d*\]\. "
+     r"Pass predict_proba outputs, not decision_function values or logits\.", {}),
+    ("scores_above_one", _with(S, 4, 1.5), Y, ValueError,
+     r"Scores must be probabilities in \[0, 1\]; got values in \[0\.0\d*, 1\.5\]", {}),
+    ("logits", np.log(S / (1 - S)), Y, ValueError,
+     r"Scores must be probabilities in \[0, 1\]; got values in \[-2\.\d+, 2\.\d+\]", {}),
+    ("two_columns_not_summing_to_one", np.column_stack([S, S]), Y, ValueError,
+     r"X has 2 columns, so it is read as a predict_proba output whose rows sum to "
+     r"one, but 50 row\(s\) do not \(row 0 sums to [\d.]+\)\. Pass the positive-class "
+     r"column alone", {}),
+    ("one_row_not_summing_to_one", _with(PROBA, (7, 0), 0.9), Y, ValueError,
+     r"but 1 row\(s\) do not \(row 7 sums to 1\.[\d]+\)", {}),
+    ("three_columns", np.column_stack([S, S, S]) / 3, Y, ValueError,
+     _SHAPES + re.escape("(50, 3)."), {}),
+    ("ten_columns", np.full((N, 10), 0.1), Y, ValueError,
+     _SHAPES + re.escape("(50, 10)."), {}),
+    ("three_dimensional", S.reshape(N, 1, 1), Y, ValueError,
+     _SHAPES + re.escape("(50, 1, 1)."), {}),
+    ("zero_columns", np.empty((N, 0)), Y, ValueError,
+     r"0 feature\(s\) \(shape=\(50, 0\)\) while a minimum of 1 is required", {}),
+    ("three_classes", S, np.arange(N) % 3, ValueError,
+     r"y must contain exactly two classes \(binary labels; the positive class is the "
+     r"larger one\); got 3 classes: \[0, 1, 2\]\. Multiclass targets are not "
+     r"supported\.", {}),
+    ("twelve_classes", S, np.arange(N) % 12, ValueError,
+     r"got 12 classes: \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\], \.\.\.", {}),
+    ("three_string_classes", S, np.array(["a", "b", "c"] * 17)[:N], ValueError,
+     r"got 3 classes: \['a', 'b', 'c'\]", {}),
+    ("one_class", S, np.ones(N, dtype=np.int64), ValueError,
+     r"y contains a single class \(1\); calibration bounds need binary labels with "
+     r"both classes present", {}),
+    ("one_string_class", S, np.array(["pos"] * N), ValueError,
+     r"y contains a single class \('pos'\)", {}),
+    ("nan_labels", S, _with(Y, 5, np.nan), ValueError, r"Input y contains NaN", {}),
+    ("inf_labels", S, _with(Y, 5, np.inf), ValueError, r"Input y contains infinity", {}),
+    ("none_among_labels", S, np.array([None, "a"] * 25, dtype=object), TypeError,
+     r"y must hold binary labels of one comparable type \(numbers, strings or "
+     r"booleans\); got labels of types \['NoneType', 'str'\]", {}),
+    ("int_and_str_labels", S, np.array([0, "a"] * 25, dtype=object), TypeError,
+     r"got labels of types \['int', 'str'\]", {}),
+    ("two_dimensional_labels", S, np.column_stack([Y, Y]), ValueError,
+     r"y should be a 1d array, got an array of shape \(50, 2\) instead", {}),
+    ("fewer_labels", S, Y[:-1], ValueError,
+     r"Found input variables with inconsistent numbers of samples: \[50, 49\]", {}),
+    ("more_labels", S[:-1], Y, ValueError,
+     r"Found input variables with inconsistent numbers of samples: \[49, 50\]", {}),
+    ("too_few_samples_for_cv", S[:3], np.array([0, 1, 0]), ValueError,
+     r"with cv=5 needs at least \d+ samples .*got n_samples=3", {}),
+    ("too_few_samples_for_kfold", S[:3], np.array([0, 1, 0]), ValueError,
+     r"3 samples .*5|n_splits=5 greater than the number of samples: n_samples=3",
+     {"cv": KFold(5)}),
+    ("empty", np.array([]), np.array([]), ValueError,
+     r"Found array with 0 sample\(s\) \(shape=\(0,\)\) while a minimum of 1 is "
+     r"required", {}),
+    ("empty_2d", np.empty((0, 2)), np.array([]), ValueError,
+     r"Found array with 0 sample\(s\) \(shape=\(0, 2\)\)", {}),
+    ("complex_scores", S.astype(complex), Y, ValueError, r"Complex data not supported", {}),
+]
+
+# Sparse scores: the estimator says dense data is required; the function's parameter
+# validation says array-like is required. InvalidParameterError is also a TypeError.
+SPARSE = [
+    ("csr_matrix", sp.csr_matrix(S.reshape(-1, 1))),
+    ("csr_array", sp.csr_array(S.reshape(-1, 1))),
+    ("csc_two_columns", sp.csc_matrix(PROBA)),
+]
+SPARSE_MESSAGES = {
+    "TVCalibrationBound.fit": r"Sparse data was passed for X, but dense data is "
+    r"required",
+    "tv_bound": r"The 'y_prob' parameter of tv_bound must be an array-like",
+    "binned_ece": r"The 'y_prob' parameter of binned_ece must be an array-like",
+}
+
+
+def _bad_data_params():
+    params = []
+    for entry in ENTRY_POINTS:
+        for case, X, y, exc, match, extra in BAD_DATA:
+            key = (entry[0], case)
+            if key in OVERRIDES:
+                if OVERRIDES[key] is None:
+                    continue  # does not apply
+                exc, match = OVERRIDES[key]
+            params.append(
+                pytest.param(entry[2], X, y, exc, match, extra, id=f"{entry[0]}-{case}")
+            )
+    return params
+
+
+@pytest.mark.parametrize("call, X, y, exc, match, params", _bad_data_params())
+def test_bad_data_raises_and_does_not_mutate(call, X, y, exc, match, params):
+    X, y = X.copy(), y.copy()
+    X_before, y_before = _snapshot(X), _snapshot(y)
+    with pytest.raises(exc, match=match):
+        call(X, y, **params)
+    _assert_unchanged(X_before, X)
+    _assert_unchanged(y_before, y)
+
+
+@pytest.mark.parametrize("X", [case[1] for case in SPARSE], ids=[c[0] for c in SPARSE])
+@pytest.mark.parametrize("entry", ENTRY_POINTS, ids=ENTRY_IDS)
+def test_sparse_scores_are_rejected(entry, X):
+    name, _, call = entry
+    X = X.copy()
+    X_before, y_before = _snapshot(X), Y.copy()
+    y = Y.copy()
+    with pytest.raises(TypeError, match=SPARSE_MESSAGES[name]):
+        call(X, y)
+    _assert_unchanged(X_before, X)
+    _assert_unchanged(y_before, y)
+
+
+def test_missing_labels_are_reported():
+    X = S.copy()
+    with pytest.raises(
+        ValueError,
+        match=r"This TVCalibrationBound estimator requires y to be passed, but the "
+        r"target y is None",
+    ):
+        TVCalibrationBound().fit(X, None)
+    for function in (tv_bound, binned_ece):
+        with pytest.raises(
+            ValueError,
+            match=rf"The 'y_true' parameter of {function.__name__} must be an array-like",
+        ):
+            function(None, X)
+    assert_array_equal(X, S, strict=True)
+
+
+def test_lists_are_not_mutated_on_error():
+    X = S.tolist()
+    X[3] = float("nan")
+    y = Y.tolist()
+    X_before, y_before = list(X), list(y)
+    for _, _, call in ENTRY_POINTS:
+        with pytest.raises(ValueError, match=r"Scores contain 1 NaN"):
+            call(X, y)
+    assert X[:3] == X_before[:3] and X[4:] == X_before[4:] and np.isnan(X[3])
+    assert y == y_before
+
+
+# --------------------------------------------------------------------------------------
+# Hyperparameters: validated before any data is looked at.
+# --------------------------------------------------------------------------------------
+
+BAD_PARAMS = [
+    ({"confidence_level": 0}, r"The 'confidence_level' parameter of {owner} must be a "
+     r"float in the range \(0\.0, 1\.0\)\. Got 0 instead"),
+    ({"confidence_level": 1}, r"'confidence_level' parameter of {owner} .*Got 1 instead"),
+    ({"confidence_level": 1.5}, r"'confidence_level' parameter of {owner} .*Got 1\.5 instead"),
+    ({"confidence_level": -0.1}, r"'confidence_level' parameter of {owner} .*Got -0\.1 instead"),
+    ({"confidence_level": np.nan}, r"'confidence_level' parameter of {owner} .*Got nan instead"),
+    ({"confidence_level": "0.95"}, r"'confidence_level' parameter of {owner} .*Got '0\.95'"),
+    ({"V": 0}, r"The 'V' parameter of {owner} must be a float in the range \(0\.0, inf\)\. "
+     r"Got 0 instead"),
+    ({"V": -1.0}, r"The 'V' parameter of {owner} .*Got -1\.0 instead"),
+    ({"V": np.inf}, r"The 'V' parameter of {owner} .*Got inf instead"),
+    ({"aggregate": "median"}, r"The 'aggregate' parameter of {owner} must be a str among "
+     r"\{('mean', 'min'|'min', 'mean')\}\. Got 'median' instead"),
+    ({"cv": 1}, r"The 'cv' parameter of {owner} must be an int in the range \[2, inf\)"),
+    ({"cv": "five"}, r"The 'cv' parameter of {owner} .*Got 'five' instead"),
+    ({"n_jobs": 1.5}, r"The 'n_jobs' parameter of {owner} .*Got 1\.5 instead"),
+    ({"random_state": "seed"}, r"The 'random_state' parameter of {owner} .*Got 'seed'"),
+]
+
+
+@pytest.mark.parametrize(
+    "params, match", BAD_PARAMS, ids=[",".join(map(str, p)) + "=" + str(list(p.values())[0])
+                                       for p, _ in BAD_PARAMS]
+)
+@pytest.mark.parametrize("entry", BOUND_ENTRY_POINTS, ids=[e[0] for e in BOUND_ENTRY_POINTS])
+def test_bad_hyperparameters_raise_before_data_is_inspected(entry, params, match):
+    _, owner, call = entry
+    # The data is bad too: the parameter error must come first.
+    X, y = _with(S, 0, np.nan), np.arange(N) % 3
+    X_before, y_before = X.copy(), y.copy()
+    with pytest.raises(ValueError, match=match.replace("{owner}", owner)):
+        call(X, y, **params)
+    _assert_unchanged(X_before, X)
+    _assert_unchanged(y_before, y)
+
+
+# --------------------------------------------------------------------------------------
+# predict and score
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("Est", FITTED_ESTIMATORS)
+@pytest.mark.parametrize("method", ["predict", "score"])
+def test_methods_before_fit_raise_not_fitted(Est, method):
+    args = (S,) if method == "predict" else (S, Y)
+    with pytest.raises(
+        NotFittedError, match=rf"This {Est.__name__} instance is not fitted yet"
+    ):
+        getattr(Est(), method)(*args)
+
+
+PREDICT_BAD = [
+    case for case in BAD_DATA
+    if case[0] in {
+        "nan_scores", "nan_scores_2col", "inf_scores", "negative_scores",
+        "scores_above_one", "logits", "two_columns_not_summing_to_one",
+        "one_row_not_summing_to_one", "three_columns", "three_dimensional", "empty",
+        "complex_scores",
+    }
+]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = _scores_labels(400, seed=1)
+    return {Est.__name__: Est(random_state=0).fit(X, y) for Est in FITTED_ESTIMATORS}
+
+
+@pytest.mark.parametrize(
+    "X, match", [(c[1], c[4]) for c in PREDICT_BAD], ids=[c[0] for c in PREDICT_BAD]
+)
+@pytest.mark.parametrize("Est", FITTED_ESTIMATORS)
+@pytest.mark.parametrize("method", ["predict", "score"])
+def test_predict_and_score_reject_bad_scores(fitted, Est, method, X, match):
+    est = fitted[Est.__name__]
+    X = X.copy()
+    X_before = X.copy()
+    y = np.zeros(X.shape[0], dtype=np.int64)
+    before = est.bound_, est.predict(S).copy()
+    with pytest.raises(ValueError, match=match):
+        if method == "predict":
+            est.predict(X)
+        else:
+            est.score(X, y)
+    _assert_unchanged(X_before, X)
+    # The fitted estimator is unchanged by the failed call.
+    assert est.bound_ == before[0]
+    assert_array_equal(est.predict(S), before[1])
+
+
+@pytest.mark.parametrize("Est", FITTED_ESTIMATORS)
+def test_predict_rejects_sparse_scores(fitted, Est):
+    with pytest.raises(TypeError, match=r"Sparse data was passed for X, but dense"):
+        fitted[Est.__name__].predict(sp.csr_matrix(S.reshape(-1, 1)))
+
+
+@pytest.mark.parametrize("Est", FITTED_ESTIMATORS)
+@pytest.mark.parametrize(
+    "y, match",
+    [
+        (Y[:-1], r"Found input variables with inconsistent numbers of samples: \[50, 49\]"),
+        (np.column_stack([Y, Y]), r"y should be a 1d array, got an array of shape \(50, 2\)"),
+    ],
+    ids=["fewer_labels", "two_dimensional_labels"],
+)
+def test_score_rejects_bad_labels(fitted, Est, y, match):
+    X = S.copy()
+    y_before = y.copy()
+    with pytest.raises(ValueError, match=match):
+        fitted[Est.__name__].score(X, y)
+    assert_array_equal(X, S, strict=True)
+    assert_array_equal(y, y_before, strict=True)
