@@ -10,6 +10,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import ClassifierTags, check_random_state
+from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
@@ -34,8 +35,12 @@ class _BoundMethod:
     min_train = 2
     uses_rank = False
 
-    def fit(self, sorted_scores, sorted_labels, delta):
-        """Fit the surrogate on training data in stable score order."""
+    def fit(self, sorted_scores, sorted_labels, delta, *, out=None):
+        """Fit the surrogate on training data in stable score order.
+
+        ``sorted_labels`` are float64 zeros and ones; ``out``, when given, is a float64
+        scratch buffer of the same length the method may write to.
+        """
         raise NotImplementedError
 
     def fold_terms(self, surrogate, scores, delta, *, is_sorted, rank=None):
@@ -60,13 +65,45 @@ def _fold_result(method, surrogate, scores, delta, *, is_sorted, rank=None):
     return FoldResult(terms=terms, info=info, estimate=float(estimate))
 
 
-def _fit_fold(method, sample, fold, group_end, delta):
-    """Fit on one fold's training part and bound on its validation part."""
-    train = np.flatnonzero(fold.train)
-    surrogate = method.fit(sample.scores.take(train), sample.labels.take(train), delta)
-    rank = fold.train_rank(group_end) if method.uses_rank else None
-    scores = sample.scores.take(np.flatnonzero(fold.validation))
-    return _fold_result(method, surrogate, scores, delta, is_sorted=True, rank=rank)
+class _Workspace:
+    """Float64 buffers for one fold's training data, reused from fold to fold.
+
+    At 10**7 samples a fresh 64 MB array per fold and per vector costs more than the
+    TV prox itself on a virtual machine, where first-touch page faults are slow. A
+    fold's surrogate may keep references into the buffers, so it must not outlive its
+    fold: only the numbers in its ``FoldResult`` are kept.
+    """
+
+    def __init__(self, size):
+        self.scores = np.empty(size)
+        self.labels = np.empty(size)
+        self.labels_uint8 = np.empty(size, dtype=np.uint8)
+        self.out = np.empty(size)
+
+    def training_data(self, sample, train):
+        """Training scores and float64 labels at sorted positions ``train``."""
+        m = train.shape[0]
+        # mode="clip" (the indices are valid) lets take write into ``out`` unbuffered.
+        scores = np.take(sample.scores, train, out=self.scores[:m], mode="clip")
+        labels = self.labels[:m]
+        labels[...] = np.take(sample.labels, train, out=self.labels_uint8[:m], mode="clip")
+        return scores, labels, self.out[:m]
+
+
+def _fit_folds(method, sample, folds, group_end, delta):
+    """Fit on each fold's training part and bound on its validation part."""
+    trains = [np.flatnonzero(fold.train) for fold in folds]
+    workspace = _Workspace(max(train.shape[0] for train in trains))
+    results = []
+    for fold, train in zip(folds, trains):
+        scores, labels, out = workspace.training_data(sample, train)
+        surrogate = method.fit(scores, labels, delta, out=out)
+        rank = fold.train_rank(group_end) if method.uses_rank else None
+        validation = sample.scores.take(np.flatnonzero(fold.validation))
+        results.append(
+            _fold_result(method, surrogate, validation, delta, is_sorted=True, rank=rank)
+        )
+    return results
 
 
 class _BaseCalibrationBound(BaseEstimator):
@@ -113,10 +150,14 @@ class _BaseCalibrationBound(BaseEstimator):
         )
         group_end = sample.group_end() if method.uses_rank else None
         delta_fold = delta / len(folds)  # union bound over the folds
+        # One task per worker, each running a contiguous group of folds.
+        groups = np.array_split(np.arange(len(folds)), effective_n_jobs(self.n_jobs))
         results = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_fold)(method, sample, fold, group_end, delta_fold)
-            for fold in folds
+            delayed(_fit_folds)(method, sample, [folds[k] for k in g], group_end, delta_fold)
+            for g in groups
+            if g.size
         )
+        results = [fold_result for group in results for fold_result in group]
         self.result_ = aggregate_folds(results, self.aggregate, self.confidence_level)
         self.bound_ = self.result_.bound
         self.estimate_ = self.result_.estimate
@@ -124,7 +165,9 @@ class _BaseCalibrationBound(BaseEstimator):
         self.fold_results_ = self.result_.fold_frame()
         self.n_splits_ = len(folds)
         # The surrogate on all data, at the full delta: what predict and score use.
-        self.surrogate_ = method.fit(sample.scores, sample.labels, delta)
+        self.surrogate_ = method.fit(
+            sample.scores, sample.labels.astype(np.float64), delta
+        )
         return self
 
     def predict(self, X):

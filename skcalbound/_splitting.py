@@ -41,19 +41,24 @@ def stable_argsort(x):
     key <<= np.uint64(2)
     key >>= b
     key <<= b
-    key |= np.arange(n, dtype=np.uint64)
+    step = 1 << 20  # index bits in chunks: no 8n-byte temporary
+    for start in range(0, n, step):
+        key[start : start + step] |= np.arange(start, min(start + step, n), dtype=np.uint64)
     key.sort()
     order = (key & ((np.uint64(1) << b) - np.uint64(1))).view(np.intp)
     xs = x.take(order)
     descents = np.flatnonzero(xs[1:] < xs[:-1])
     if descents.size:
-        truncated = key >> b
-        starts = np.flatnonzero(
-            np.concatenate(([True], truncated[1:] != truncated[:-1]))
-        )
-        runs = np.unique(np.searchsorted(starts, descents, side="right") - 1)
-        first = starts[runs]
-        lengths = np.append(starts, n)[runs + 1] - first
+        key >>= b  # the truncated scores, in sorted order
+        # Runs of equal truncated scores are short and rare: work on the positions
+        # that continue a run, not on all n positions.
+        cont = np.flatnonzero(key[1:] == key[:-1])
+        breaks = np.flatnonzero(np.diff(cont) != 1) + 1
+        run_first = cont[np.concatenate(([0], breaks))]
+        run_last = cont[np.concatenate((breaks - 1, [cont.size - 1]))] + 1
+        runs = np.unique(np.searchsorted(run_first, descents, side="right") - 1)
+        first = run_first[runs]
+        lengths = run_last[runs] - first + 1
         offsets = np.repeat(first - np.cumsum(lengths) + lengths, lengths)
         positions = offsets + np.arange(lengths.sum())
         run_id = np.repeat(np.arange(runs.size), lengths)
@@ -66,7 +71,10 @@ def stable_argsort(x):
 
 @dataclass(frozen=True)
 class SortedSample:
-    """All scores and labels in stable score order; ``order[k]`` is the data index."""
+    """All scores and labels in stable score order; ``order[k]`` is the data index.
+
+    ``labels`` are uint8 (a random gather of bytes is 2.5x faster than of doubles).
+    """
 
     order: np.ndarray
     scores: np.ndarray
@@ -170,7 +178,7 @@ def _generic_folds(splitter, sample):
     n = order.shape[0]
     inverse = np.empty(n, dtype=np.intp)
     inverse[order] = np.arange(n)
-    labels = np.empty(n)
+    labels = np.empty(n, dtype=np.uint8)
     labels[order] = sample.labels
     folds = []
     for k, (train, val) in enumerate(splitter.split(np.zeros((n, 1)), labels)):

@@ -20,9 +20,10 @@ class _TVMethod(_BoundMethod):
     min_train = 2
     uses_rank = False
 
-    def fit(self, sorted_scores, sorted_labels, delta):
+    def fit(self, sorted_scores, sorted_labels, delta, *, out=None):
         m = sorted_scores.shape[0]
-        return fit_tv_surrogate(sorted_scores, sorted_labels, tv_t2(m, delta / 4.0))
+        weight = tv_t2(m, delta / 4.0)
+        return fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=out)
 
     def fold_terms(self, surrogate, scores, delta, *, is_sorted, rank=None):
         fitted = surrogate.evaluate_sorted(scores) if is_sorted else surrogate(scores)

@@ -150,7 +150,7 @@ def check_scores_labels(estimator, X, y):
     Returns
     -------
     scores : ndarray of shape (n_samples,), float64 in [0, 1]
-    labels : ndarray of shape (n_samples,), float64 in {0, 1}
+    labels : ndarray of shape (n_samples,), uint8 in {0, 1}
     classes : ndarray of shape (2,)
     """
     if y is None:
@@ -161,7 +161,7 @@ def check_scores_labels(estimator, X, y):
         )
     scores, y = _validate(estimator, X, y, reset=True)
     classes = _binary_classes(y)
-    labels = (y == classes[1]).astype(np.float64)
+    labels = (y == classes[1]).view(np.uint8)
     return scores, labels, classes
 
 

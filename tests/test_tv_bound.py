@@ -273,3 +273,18 @@ def test_score_checks_held_out_labels():
         est.score(s[:3], ["pos", "neg", "maybe"])
     with pytest.raises(ValueError, match="inconsistent numbers of samples: \\[3, 2\\]"):
         est.score(s[:3], ["pos", "neg"])
+
+
+def test_prox_into_scratch_buffer_equals_public_prox():
+    import prox_tv
+
+    rng = np.random.default_rng(12)
+    for m in (2, 7, 1000):
+        y = (rng.uniform(size=m) < 0.4).astype(float)
+        s = np.sort(rng.uniform(size=m))
+        w = float(rng.uniform(0.1, 3.0))
+        out = np.full(m, np.nan)  # the solver must overwrite every entry
+        got = fit_tv_surrogate(s, y, w, out=out)
+        assert not np.isnan(out).any()
+        assert_allclose(out, prox_tv.tv1_1d(y, w), atol=1e-12)
+        assert_allclose(got(s), fit_tv_surrogate(s, y, w)(s), rtol=0, atol=0)

@@ -45,13 +45,20 @@ def _piece_starts(values):
     return np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
 
 
+def _clipped_step(knots, values):
+    """A step function with values clipped to [0, 1] (against rounding only)."""
+    values = np.clip(values, 0.0, 1.0)
+    first = _piece_starts(values)
+    return StepFunction(knots=knots[first], values=values[first])
+
+
 def step_from_block_values(sorted_scores, starts, block_values):
     """Compress one value per tie block into a :class:`StepFunction`."""
     first = _piece_starts(block_values)
-    return StepFunction(knots=sorted_scores[starts[first]], values=block_values[first])
+    return _clipped_step(sorted_scores[starts[first]], block_values[first])
 
 
 def step_from_point_values(sorted_scores, values):
     """Compress one value per point (distinct sorted scores) into a :class:`StepFunction`."""
     first = _piece_starts(values)
-    return StepFunction(knots=sorted_scores[first], values=values[first])
+    return _clipped_step(sorted_scores[first], values[first])
