@@ -92,10 +92,10 @@ class _Workspace:
 
 def _fit_folds(method, sample, folds, group_end, delta):
     """Fit on each fold's training part and bound on its validation part."""
-    trains = [np.flatnonzero(fold.train) for fold in folds]
-    workspace = _Workspace(max(train.shape[0] for train in trains))
+    workspace = _Workspace(max(int(np.count_nonzero(fold.train)) for fold in folds))
     results = []
-    for fold, train in zip(folds, trains):
+    for fold in folds:
+        train = np.flatnonzero(fold.train)  # one fold's index array alive at a time
         scores, labels, out = workspace.training_data(sample, train)
         surrogate = method.fit(scores, labels, delta, out=out)
         rank = fold.train_rank(group_end) if method.uses_rank else None
