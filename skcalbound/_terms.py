@@ -139,3 +139,110 @@ def tv_bound_terms(residuals, m, delta, V, V_hat):
         "tv_denoising": tv_denoising_term(m, d, V),
         "population_transfer": tv_population_transfer_term(m, d, d, V, V_hat),
     }
+
+
+def nw_plugin_bandwidth(m, b1, b2):
+    r"""Plug-in bandwidth of the smoother (paper Appendix E), clipped to [1e-4, 1/4].
+
+    Parameters
+    ----------
+    m : int
+        Training size.
+    b1, b2 : float
+        Bounds on :math:`|\eta'|` and :math:`|\eta''|`.
+
+    Returns
+    -------
+    float
+        :math:`h' = t^2` where :math:`t > 0` solves :math:`2 b t^5 + a t^3 - c/2 = 0`.
+
+    Notes
+    -----
+    .. math:: a = \tfrac38 b_1, \quad b = \tfrac1{10} b_2, \quad
+              c = \frac{1.15}{2\sqrt{2m}}.
+
+    The left side is increasing and convex in :math:`t > 0`, so Newton's method
+    started to the right of the root (where either term alone reaches :math:`c/2`)
+    decreases monotonically to it. With :math:`b_1 = b_2 = 0` there is no root and the
+    upper clip :math:`1/4` is returned.
+    """
+    a, b, c = 3.0 * b1 / 8.0, b2 / 10.0, 1.15 / (2.0 * math.sqrt(2.0 * m))
+    if a <= 0.0 and b <= 0.0:
+        return 0.25
+    t = max(
+        (c / (2.0 * a)) ** (1.0 / 3.0) if a > 0 else 0.0,
+        (c / (4.0 * b)) ** 0.2 if b > 0 else 0.0,
+    )
+    for _ in range(100):
+        f = 2.0 * b * t**5 + a * t**3 - 0.5 * c
+        step = f / (10.0 * b * t**4 + 3.0 * a * t**2)
+        t -= step
+        if step <= 4.0 * np.finfo(float).eps * t:
+            break
+    return float(min(max(t * t, 1e-4), 0.25))
+
+
+def nw_smoothing_error(sum_abs, sum_squares, sum_w2, b1, b2):
+    r"""Smoothing-error bound :math:`\tilde g = \min(g_T, 1)` of Lemma 6.
+
+    Parameters
+    ----------
+    sum_abs, sum_squares, sum_w2 : ndarray
+        Per query, :math:`\sum_i w_i |s' - s_i|`, :math:`\sum_i w_i (s' - s_i)^2`
+        and :math:`\sum_i w_i^2` for weights summing to one.
+    b1, b2 : float
+        Bounds on :math:`|\eta'|` and :math:`|\eta''|`.
+
+    Notes
+    -----
+    Lemma 6 of the paper (Appendix C):
+
+    .. math:: g_T(s') = b_1 \sum_i w_i |s' - s_i| + \tfrac12 b_2 \sum_i w_i (s' - s_i)^2
+              + \tfrac12 \sqrt{\sum_i w_i^2},
+
+    clipped at 1 because :math:`|\hat\eta - \eta| \le 1` (SPEC section 4, step 3).
+    """
+    g = b1 * sum_abs + 0.5 * b2 * sum_squares + 0.5 * np.sqrt(sum_w2)
+    return np.minimum(g, 1.0)
+
+
+def nw_bound_terms(residuals, smoothing, delta, R=1.0):
+    r"""All terms of the NW fold bound (Proposition 2), in the order they add up.
+
+    Parameters
+    ----------
+    residuals : ndarray of shape (n_validation,)
+        :math:`|\hat\eta(s_i) - s_i|` on the evaluated validation points, in [0, 1].
+    smoothing : ndarray of shape (n_validation,)
+        :math:`\tilde g(s_i) \in [0, R]` at the same points.
+    delta : float
+        The fold's failure probability, split equally into two.
+    R : float, default=1.0
+        A bound on :math:`\tilde g` over [0, 1] computed from training data only.
+
+    Returns
+    -------
+    dict
+        ``validation_mean``, ``smoothing_mean``, ``bernstein_residual``,
+        ``bernstein_smoothing``; their sum is the fold bound.
+
+    Notes
+    -----
+    .. math:: U = \overline{|\hat\eta - s|} + \overline{\tilde g}
+              + BB(|V'|, \delta_1, \hat\sigma^2(|\hat\eta - s|))
+              + R \cdot BB(|V'|, \delta_2, \hat\sigma^2(\tilde g / R)),
+              \quad \delta_1 = \delta_2 = \delta / 2.
+
+    As published, the last step of Proposition 2 holds in expectation over the
+    training labels (SPEC section 9).
+    """
+    d = delta / 2.0
+    n = residuals.shape[0]
+    var_r, mean_r = population_variance(residuals)
+    var_g, mean_g = population_variance(smoothing / R)
+    return {
+        "validation_mean": mean_r,
+        "smoothing_mean": mean_g * R,
+        "bernstein_residual": bernstein_term(n, d, var_r),
+        "bernstein_smoothing": R * bernstein_term(n, d, var_g),
+    }
