@@ -10,6 +10,13 @@ problem knows
   estimator parameter they feed (``{"V": ...}`` here; problems for the NW and
   Lipschitz bounds add e.g. ``"L"``, ``"b1"``, ``"b2"``). ``V`` is always an upper bound
   on the total variation of ``eta`` on [0, 1], and is exact for the problems below.
+  A problem with several constants is used through ``assumption_kwargs(*names)``;
+  only :func:`default_problems` (all ``{"V": ...}``) feed the TV coverage tests.
+
+:class:`SmoothSine` (exact ``b1``, ``b2``) and :class:`SechPerturbed` (a classifier
+perturbed as in SPEC section 6, with atoms and a non-smooth ``eta_orig`` underneath; its
+CE, paper eq. (7), by quadrature with a reported error estimate) serve the NW and
+Lipschitz bounds; see :func:`smooth_problems` and :func:`perturbed_problems`.
 
 ``coverage`` is the Monte Carlo harness of ``test_guarantees.py``: it repeats
 ``fit`` on independent samples and independent fold seeds and counts how often a
@@ -24,9 +31,18 @@ numerical integral, use :func:`checked_quad`, which refuses an error estimate ab
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import integrate, optimize, stats
+
+from skcalbound._sech import (
+    gd,
+    sech,
+    sech_derivative_bounds,
+    sech_inverse_cdf,
+    sech_normalizer,
+)
 
 __all__ = [
     "CalibratedBeta",
@@ -34,7 +50,10 @@ __all__ = [
     "CoverageResult",
     "DiscreteTies",
     "PiecewiseLinear",
+    "PERTURBED_RULES",
     "PowerMiscalibrated",
+    "SechPerturbed",
+    "SmoothSine",
     "abs_linear_integral",
     "atoms_and_linear",
     "binomial_tolerance",
@@ -42,7 +61,12 @@ __all__ = [
     "coverage",
     "default_problems",
     "fitted_bound",
+    "gauss_legendre_panels",
+    "panel_edges",
+    "perturbed_problems",
+    "smooth_problems",
     "total_variation_up",
+    "zigzag_base",
     "zigzag_steps",
 ]
 
@@ -102,6 +126,19 @@ class CalibrationProblem:
     def assumptions(self):
         """Estimator keyword arguments for the assumptions that hold (``{"V": V}``)."""
         return {"V": float(self.V)}
+
+    def assumption_kwargs(self, *names):
+        """The entries ``names`` of :attr:`assumptions`, e.g. ``("b1", "b2")`` for NW.
+
+        Problems may hold constants for several bounds (``SechPerturbed``: ``h``, ``b1``,
+        ``b2``, ``L``) while each estimator takes only some of them, and NW takes ``h``
+        *or* ``(b1, b2)``; a missing name is a ``KeyError`` naming the problem.
+        """
+        available = self.assumptions
+        missing = [name for name in names if name not in available]
+        if missing:
+            raise KeyError(f"{self}: no assumption {missing}; it has {sorted(available)}")
+        return {name: available[name] for name in names}
 
     def sample_scores(self, n, rng):
         raise NotImplementedError
@@ -361,6 +398,287 @@ def default_problems():
         atoms_and_linear(),
         zigzag_steps(),
     )
+
+
+# ----------------------------------------------------------------------------------
+# Problems for the derivative-based bounds (NW, Lipschitz bucketing)
+# ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SmoothSine(CalibrationProblem):
+    """``s ~ U(0, 1)``, ``eta(s) = s + A sin(2 pi c s)``: smooth, known derivative bounds.
+
+    ``c`` (``cycles``) is a positive integer and ``0 < A <= 1 / (2 pi c)``, so
+    ``eta' = 1 + 2 pi c A cos(2 pi c s) >= 0``: ``eta`` increases from 0 to 1 and stays
+    in [0, 1].
+
+    CE: ``|s - eta(s)| = A |sin(2 pi c s)|``; over a whole number of periods
+    ``int_0^1 |sin(2 pi c s)| ds = 2 / pi``, so ``CE = 2 A / pi`` (``0.2 / pi =
+    0.0636619...`` for the default ``A = 0.1``, ``c = 1``).
+    Derivatives: ``b1 = sup |eta'| = 1 + 2 pi c A`` (at ``s = 0``), ``b2 = sup |eta''| =
+    4 pi^2 c^2 A`` (at ``s = 1/(4c)``); both suprema are attained, so the constants are
+    exact. ``L = b1``. ``V = 1`` (monotone from 0 to 1).
+    """
+
+    amplitude: float = 0.1
+    cycles: int = 1
+    name: str = "smooth_sine"
+
+    def __post_init__(self):
+        if int(self.cycles) != self.cycles or self.cycles < 1:
+            raise ValueError("cycles must be a positive integer")
+        if not 0 < self.amplitude <= 1.0 / (2.0 * math.pi * self.cycles):
+            raise ValueError("need 0 < amplitude <= 1 / (2 pi cycles) for a monotone eta")
+
+    V = 1.0
+
+    @property
+    def b1(self):
+        return 1.0 + 2.0 * math.pi * self.cycles * self.amplitude
+
+    @property
+    def b2(self):
+        return 4.0 * math.pi**2 * self.cycles**2 * self.amplitude
+
+    @property
+    def assumptions(self):
+        """Every constant that holds: ``V``, ``b1``, ``b2`` and ``L = b1``."""
+        return {"V": float(self.V), "b1": self.b1, "b2": self.b2, "L": self.b1}
+
+    @property
+    def true_ce(self):
+        return 2.0 * self.amplitude / math.pi
+
+    def sample_scores(self, n, rng):
+        return rng.uniform(size=n)
+
+    def eta(self, s):
+        s = np.asarray(s, dtype=float)
+        return s + self.amplitude * np.sin(2.0 * math.pi * self.cycles * s)
+
+
+def gauss_legendre_panels(edges, order):
+    """Nodes and weights of composite Gauss-Legendre with ``order`` nodes per panel."""
+    x, w = np.polynomial.legendre.leggauss(order)
+    edges = np.asarray(edges, dtype=float)
+    lo, hi = edges[:-1, None], edges[1:, None]
+    return (0.5 * (lo + hi) + 0.5 * (hi - lo) * x).ravel(), (0.5 * (hi - lo) * w).ravel()
+
+
+def panel_edges(breakpoints, width):
+    """Sorted edges covering [0, 1]: every breakpoint, and no panel wider than ``width``."""
+    points = np.unique(np.concatenate([[0.0, 1.0], np.clip(breakpoints, 0.0, 1.0)]))
+    edges = [points[:1]]
+    for a, b in zip(points[:-1], points[1:]):
+        edges.append(np.linspace(a, b, max(1, math.ceil((b - a) / width)) + 1)[1:])
+    return np.concatenate(edges)
+
+
+# Inner and outer rules of the two refinements of SechPerturbed.true_ce:
+# (panel width in units of h, Gauss-Legendre nodes per panel).
+PERTURBED_RULES = ((1.0, 16), (0.5, 24))
+
+
+@dataclass(frozen=True)
+class SechPerturbed(CalibrationProblem):
+    """A classifier whose scores went through the sech perturbation (SPEC section 6).
+
+    The unperturbed score ``s_orig`` and its calibration function ``eta_orig`` are those
+    of ``base`` (a :class:`PiecewiseLinear`: atoms at knots, a uniform continuous part,
+    ``eta_orig`` piecewise linear with jumps). A sample draws ``s_orig`` from ``base``,
+    the label ``y ~ Bernoulli(eta_orig(s_orig))`` from the *unperturbed* score, and the
+    perturbed score ``s = sech_inverse_cdf(u, s_orig, h)`` with fresh ``u ~ U(0, 1)``,
+    exactly the generative process of Appendix D. The problem is about ``(s, y)``.
+
+    Truth (paper eq. (7) / (21)): with ``k(s | so) = sech((s - so)/h) / Z(so, h)``,
+    ``p(s) = int k(s|so) dP(so)`` (the density of ``s``) and
+    ``q(s) = int eta_orig(so) k(s|so) dP(so)`` (the density of ``s`` with ``y = 1``),
+    ``eta(s) = q(s) / p(s)`` and ``CE = int_0^1 |s p(s) - q(s)| ds``.
+
+    - Atoms enter ``p`` and ``q`` as exact finite sums.
+    - The continuous part (``so`` in the open pieces) is integrated by composite
+      Gauss-Legendre with panel edges at every knot of ``eta_orig`` (its jumps and kinks)
+      and panels no wider than ``h``: the integrand is analytic on each panel, with
+      singularities of ``sech`` and ``1 / Z`` at distance ``pi h / 2`` from the real
+      axis, so on a panel of width ``<= h`` an ``n``-node rule errs by ``~ 6.4^(-2n)``.
+    - The outer integral uses the same kind of rule over ``s``, with extra edges at the
+      sign changes of ``s p(s) - q(s)`` (found on the nodes and refined by ``brentq``),
+      where ``|.|`` has a kink.
+
+    ``true_ce`` is the finer of two refinements (:data:`PERTURBED_RULES`);
+    ``ce_integration_error`` is ``max(|CE_coarse - CE_fine|, |int p - 1|)`` over both, an
+    estimate of the integration error (the tests also compare against ``quad``).
+
+    Assumptions (Corollaries 3 and 4, whatever ``base`` is): ``b1 = tanh(1/h) / (2h)``,
+    ``b2 = 1.5 tanh(1/h)^2 / h^2``, ``L = b1``, and ``h`` itself. No ``V`` is exposed, so
+    the TV coverage harness must not be pointed at these problems.
+    """
+
+    base: PiecewiseLinear = field(default_factory=PiecewiseLinear)
+    h: float = 2.0**-6
+    name: str = "sech_perturbed"
+
+    def __post_init__(self):
+        if not self.h > 0:
+            raise ValueError("h must be positive")
+
+    # -- assumptions ---------------------------------------------------------------
+    @property
+    def assumptions(self):
+        """``{"h", "b1", "b2", "L"}``; pick with :meth:`assumption_kwargs`."""
+        b1, b2 = sech_derivative_bounds(self.h)
+        return {"h": float(self.h), "b1": float(b1), "b2": float(b2), "L": float(b1)}
+
+    # -- sampling ------------------------------------------------------------------
+    def sample_with_original(self, n, rng):
+        """``(s, y, s_orig)``: perturbed scores, labels drawn from ``s_orig``, and ``s_orig``."""
+        s_orig = np.asarray(self.base.sample_scores(n, rng), dtype=float)
+        labels = (rng.uniform(size=n) < self.base.eta(s_orig)).astype(np.int64)
+        scores = sech_inverse_cdf(rng.uniform(size=n), s_orig, self.h)
+        return scores, labels, s_orig
+
+    def sample(self, n, rng):
+        """Draw ``(scores, labels)``; labels depend on the unperturbed score."""
+        scores, labels, _ = self.sample_with_original(n, rng)
+        return scores, labels
+
+    def sample_scores(self, n, rng):
+        return self.sample(n, rng)[0]
+
+    # -- densities -----------------------------------------------------------------
+    @cached_property
+    def _inner_rules(self):
+        """Per rule: nodes ``so``, weights ``w(so) / Z(so, h)``, ``eta_orig(so)`` (continuous part)."""
+        rules = []
+        for width, order in PERTURBED_RULES:
+            nodes, weights = gauss_legendre_panels(
+                panel_edges(np.asarray(self.base.knots), width * self.h), order
+            )
+            weights = self.base.continuous_weight * weights / sech_normalizer(nodes, self.h)
+            # Nodes are interior to the pieces, never at a knot, so never at an atom.
+            rules.append((nodes, weights, self.base.eta(nodes)))
+        return tuple(rules)
+
+    def _atoms(self):
+        x = np.array([a[0] for a in self.base.atoms], dtype=float)
+        p = np.array([a[1] for a in self.base.atoms], dtype=float)
+        e = np.array([a[2] for a in self.base.atoms], dtype=float)
+        return x, p / sech_normalizer(x, self.h), e
+
+    def _p_q(self, s, rule=0, *, cumulative=False, chunk=2048):
+        """``(p(s), q(s))``; with ``cumulative=True`` their integrals over ``[0, s]``."""
+        s = np.atleast_1d(np.asarray(s, dtype=float))
+        nodes, weights, eta_nodes = self._inner_rules[rule]
+        x, weight_atoms, eta_atoms = self._atoms()
+        h = self.h
+
+        def unnormalised(block, centres):
+            # sech((s - so)/h), or its integral over [0, s]: h (gd((s-so)/h) - gd(-so/h)).
+            if cumulative:
+                return h * (gd((block - centres) / h) - gd(-centres / h))
+            return sech((block - centres) / h)
+
+        p, q = np.empty_like(s), np.empty_like(s)
+        for start in range(0, s.shape[0], chunk):
+            block = s[start:start + chunk, None]
+            k_c, k_a = unnormalised(block, nodes), unnormalised(block, x)
+            p[start:start + chunk] = k_c @ weights + k_a @ weight_atoms
+            q[start:start + chunk] = k_c @ (weights * eta_nodes) + k_a @ (
+                weight_atoms * eta_atoms
+            )
+        return p, q
+
+    def density(self, s):
+        """``p(s)``, the density of the perturbed score on [0, 1]."""
+        return self._p_q(s)[0]
+
+    def positive_density(self, s):
+        """``q(s) = p(s) eta(s)``, the density of the perturbed score jointly with ``y = 1``."""
+        return self._p_q(s)[1]
+
+    def cdf(self, s):
+        """``P(perturbed score <= s)``, from the exact kernel CDF (Lemma 7's antiderivative)."""
+        return np.clip(self._p_q(np.clip(s, 0.0, 1.0), cumulative=True)[0], 0.0, 1.0)
+
+    def eta(self, s):
+        """Calibration function of the perturbed classifier, eq. (7): ``q(s) / p(s)``."""
+        p, q = self._p_q(s)
+        return q / p
+
+    def gap(self, s, rule=0):
+        """``s p(s) - q(s)``, whose integral of the absolute value is the CE."""
+        s = np.atleast_1d(np.asarray(s, dtype=float))
+        p, q = self._p_q(s, rule)
+        return s * p - q
+
+    # -- the calibration error -----------------------------------------------------
+    def sign_changes(self, rule=0):
+        """Roots of ``s p(s) - q(s)`` in (0, 1): the kinks of the CE integrand."""
+        width, order = PERTURBED_RULES[rule]
+        edges = panel_edges(np.asarray(self.base.knots), width * self.h)
+        grid = np.unique(np.concatenate([edges, gauss_legendre_panels(edges, order)[0]]))
+        values = self.gap(grid, rule)
+        roots = list(grid[1:-1][values[1:-1] == 0.0])
+        for i in np.flatnonzero(values[:-1] * values[1:] < 0):
+            roots.append(optimize.brentq(
+                lambda t: self.gap(t, rule)[0], grid[i], grid[i + 1], xtol=1e-15, rtol=1e-15
+            ))
+        return np.sort(np.asarray(roots, dtype=float))
+
+    def _ce_by_rule(self, rule):
+        width, order = PERTURBED_RULES[rule]
+        roots = self.sign_changes(rule)
+        breakpoints = np.concatenate([np.asarray(self.base.knots), roots])
+        nodes, weights = gauss_legendre_panels(panel_edges(breakpoints, width * self.h), order)
+        p, q = self._p_q(nodes, rule)
+        return float(weights @ np.abs(nodes * p - q)), float(weights @ p)
+
+    @cached_property
+    def _ce_quadrature(self):
+        (ce_coarse, mass_coarse), (ce_fine, mass_fine) = (
+            self._ce_by_rule(rule) for rule in range(len(PERTURBED_RULES))
+        )
+        error = max(abs(ce_coarse - ce_fine), abs(mass_coarse - 1.0), abs(mass_fine - 1.0))
+        return ce_fine, error
+
+    @property
+    def true_ce(self):
+        return self._ce_quadrature[0]
+
+    @property
+    def ce_integration_error(self):
+        """Estimated absolute error of :attr:`true_ce` (two refinements, and ``int p = 1``)."""
+        return self._ce_quadrature[1]
+
+
+def zigzag_base():
+    """Unperturbed scores with atoms at 0, 1/2 and 1; non-smooth, non-monotone ``eta``.
+
+    ``P(so = 0) = 0.15`` (``eta = 0.1``), ``P(so = 0.5) = 0.2`` (``eta = 0.6``),
+    ``P(so = 1) = 0.1`` (``eta = 0.95``), weight ``0.55`` on ``U(0, 1)`` with ``eta``
+    ``0.3`` on ``[0, .2)``, ``0.05`` on ``[.2, .35)``, linear ``.2 -> .7`` on ``[.35, .5)``,
+    a kink at ``.5`` (linear ``.7 -> .4`` on ``[.5, .65)``), ``0.9`` on ``[.65, .8)`` and
+    ``0.6`` on ``[.8, 1]``: four jumps, up and down.
+    """
+    return PiecewiseLinear(
+        knots=(0.0, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0),
+        left=(0.3, 0.05, 0.2, 0.7, 0.9, 0.6),
+        right=(0.3, 0.05, 0.7, 0.4, 0.9, 0.6),
+        atoms=((0.0, 0.15, 0.1), (0.5, 0.2, 0.6), (1.0, 0.1, 0.95)),
+        name="zigzag_atoms",
+    )
+
+
+def perturbed_problems(bandwidths=(2.0**-4, 2.0**-6)):
+    """:func:`zigzag_base` perturbed with each bandwidth (for NW / Lipschitz tests)."""
+    return tuple(
+        SechPerturbed(base=zigzag_base(), h=h, name=f"perturbed_h=2^{math.log2(h):g}")
+        for h in bandwidths
+    )
+
+
+def smooth_problems():
+    """Smooth problems with exact ``b1``, ``b2`` (for NW / Lipschitz tests)."""
+    return (SmoothSine(),)
 
 
 # ----------------------------------------------------------------------------------

@@ -1,0 +1,296 @@
+r"""The hyperbolic secant perturbation kernel on [0, 1], as pure functions.
+
+A perturbed score is drawn from the density
+:math:`k(s \mid s_o) = \operatorname{sech}((s - s_o)/h) / Z(s_o, h)` on [0, 1]
+(paper section 5, equation (8); Appendix D, Lemma 7; SPEC section 6). Everything here is
+written with the Gudermannian :math:`\operatorname{gd}(x) = \arctan(\sinh x)` in the
+overflow-free form :math:`2 \arctan(\tanh(x/2))`, so it stays finite and exact for every
+bandwidth :math:`h > 0` (``sinh(1/h)`` and ``cosh(1/h)`` overflow for ``h < 1/710``).
+
+No scikit-learn, no randomness, no state: the caller draws the uniforms that
+:func:`sech_inverse_cdf` maps to scores. Inputs are assumed validated (``h > 0``,
+``s_orig`` in [0, 1]); all functions broadcast their array arguments.
+"""
+
+import numpy as np
+
+_HALF_PI = 0.5 * np.pi
+
+
+def _result(out):
+    """A 0-d array as a numpy scalar, anything else unchanged."""
+    return out[()] if out.ndim == 0 else out
+
+
+def gd(x):
+    r"""Gudermannian function :math:`\operatorname{gd}(x) = \arctan(\sinh x)`.
+
+    Parameters
+    ----------
+    x : float or array-like
+        Real arguments; infinities are allowed.
+
+    Returns
+    -------
+    float or ndarray
+        Values in :math:`[-\pi/2, \pi/2]`, finite for every ``x`` (no overflow).
+
+    Notes
+    -----
+    .. math:: \operatorname{gd}(x) = \arctan(\sinh x) = 2 \arctan(\tanh(x/2)),
+              \qquad \operatorname{gd}'(x) = \operatorname{sech} x.
+
+    It is the antiderivative of :math:`\operatorname{sech}` used in the closed form of
+    the normaliser (Lemma 7, Appendix D). The ``tanh`` form avoids the overflow of
+    ``sinh`` for :math:`|x| > 710` and is odd to the last bit.
+    """
+    x = np.asarray(x, dtype=float)
+    return _result(2.0 * np.arctan(np.tanh(0.5 * x)))
+
+
+def gd_inverse(theta):
+    r"""Inverse Gudermannian :math:`\operatorname{gd}^{-1}(\theta) = \operatorname{arcsinh}(\tan\theta)`.
+
+    Parameters
+    ----------
+    theta : float or array-like
+        Angles in :math:`[-\pi/2, \pi/2]`.
+
+    Returns
+    -------
+    float or ndarray
+        Finite on the open interval :math:`(-\pi/2, \pi/2)` (in floating point
+        :math:`|\theta| \le` ``numpy.pi / 2`` maps to :math:`|x| \le 37.4`). An angle
+        at :math:`\pm\pi/2` up to rounding (within ``1e-12``) maps to :math:`\pm\infty`;
+        farther outside the domain the result is ``nan``.
+
+    Notes
+    -----
+    .. math:: \operatorname{gd}^{-1}(\theta) = \operatorname{arcsinh}(\tan\theta)
+              = 2 \operatorname{artanh}(\tan(\theta/2)).
+
+    The half-angle form never evaluates :math:`\tan` near its pole, so it is accurate
+    for small angles and as accurate as the angle itself near :math:`\pm\pi/2`, where the
+    inverse is ill-conditioned (:math:`d\,\operatorname{gd}^{-1}/d\theta = \cosh x`).
+    Used by the inverse-CDF sampler of SPEC section 6.
+    """
+    theta = np.asarray(theta, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 2.0 * np.arctanh(np.clip(np.tan(0.5 * theta), -1.0, 1.0))
+    out = np.where(np.abs(theta) <= _HALF_PI + 1e-12, out, np.nan)
+    return _result(out)
+
+
+def sech(x):
+    r"""Hyperbolic secant :math:`1/\cosh x`, without overflow.
+
+    Parameters
+    ----------
+    x : float or array-like
+        Real arguments; infinities are allowed.
+
+    Returns
+    -------
+    float or ndarray
+        Values in :math:`[0, 1]`.
+
+    Notes
+    -----
+    .. math:: \operatorname{sech} x = \frac{2 e^{-|x|}}{1 + e^{-2|x|}},
+
+    the kernel of equation (8) of the paper; ``cosh`` itself overflows for
+    :math:`|x| > 710`, while :math:`e^{-|x|}` only underflows to zero.
+    """
+    e = np.exp(-np.abs(np.asarray(x, dtype=float)))
+    return _result(2.0 * e / (1.0 + e * e))
+
+
+def sech_normalizer(s_orig, h):
+    r"""Normaliser :math:`Z(s_o, h) = \int_0^1 \operatorname{sech}((s - s_o)/h)\,ds`.
+
+    Parameters
+    ----------
+    s_orig : float or array-like
+        Unperturbed scores in [0, 1].
+    h : float or array-like
+        Perturbation bandwidths, ``h > 0``.
+
+    Returns
+    -------
+    float or ndarray
+        :math:`Z > 0`, with :math:`h\pi/2 < Z \le h\pi` for :math:`s_o \in [0, 1]`.
+
+    Notes
+    -----
+    Lemma 7 (Appendix D, equation (24)):
+
+    .. math:: Z(s_o, h) = h \left[\operatorname{gd}\!\left(\frac{1 - s_o}{h}\right)
+              + \operatorname{gd}\!\left(\frac{s_o}{h}\right)\right],
+              \qquad \operatorname{gd}(x) = \arctan(\sinh x).
+    """
+    s_orig = np.asarray(s_orig, dtype=float)
+    h = np.asarray(h, dtype=float)
+    return _result(np.asarray(h * (gd((1.0 - s_orig) / h) + gd(s_orig / h))))
+
+
+def sech_pdf(s, s_orig, h):
+    r"""Density :math:`k(s \mid s_o)` of a perturbed score.
+
+    Parameters
+    ----------
+    s : float or array-like
+        Points at which to evaluate the density.
+    s_orig : float or array-like
+        Unperturbed scores in [0, 1].
+    h : float or array-like
+        Perturbation bandwidths, ``h > 0``.
+
+    Returns
+    -------
+    float or ndarray
+        The density on [0, 1], zero outside; finite for every ``h > 0``.
+
+    Notes
+    -----
+    Equation (8) of the paper, normalised by Lemma 7 (Appendix D, equation (23)):
+
+    .. math:: k(s \mid s_o) = \frac{\operatorname{sech}((s - s_o)/h)}{Z(s_o, h)}
+              \,\mathbf{1}\{0 \le s \le 1\}.
+    """
+    s = np.asarray(s, dtype=float)
+    s_orig = np.asarray(s_orig, dtype=float)
+    h = np.asarray(h, dtype=float)
+    out = np.asarray(sech((s - s_orig) / h) / sech_normalizer(s_orig, h))
+    return _result(np.where((s >= 0.0) & (s <= 1.0), out, 0.0))
+
+
+def sech_cdf(s, s_orig, h):
+    r"""Distribution function :math:`K(s \mid s_o) = \int_0^s k(t \mid s_o)\,dt`.
+
+    Parameters
+    ----------
+    s : float or array-like
+        Points at which to evaluate; values outside [0, 1] give 0 or 1.
+    s_orig : float or array-like
+        Unperturbed scores in [0, 1].
+    h : float or array-like
+        Perturbation bandwidths, ``h > 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Values in [0, 1].
+
+    Notes
+    -----
+    With :math:`a = -s_o/h` and :math:`b = (1 - s_o)/h` (SPEC section 6, from the
+    antiderivative of Lemma 7):
+
+    .. math:: K(s \mid s_o) = \frac{\operatorname{gd}((s - s_o)/h) - \operatorname{gd}(a)}
+              {\operatorname{gd}(b) - \operatorname{gd}(a)},
+
+    clipped to [0, 1].
+    """
+    s = np.asarray(s, dtype=float)
+    s_orig = np.asarray(s_orig, dtype=float)
+    h = np.asarray(h, dtype=float)
+    lower = gd(-s_orig / h)
+    upper = gd((1.0 - s_orig) / h)
+    out = (gd((s - s_orig) / h) - lower) / (upper - lower)
+    return _result(np.clip(np.asarray(out), 0.0, 1.0))
+
+
+def sech_inverse_cdf(u, s_orig, h):
+    r"""Perturbed scores from uniforms, by exact inverse-CDF sampling.
+
+    Parameters
+    ----------
+    u : float or array-like
+        Uniforms in [0, 1), drawn by the caller (e.g. ``rng.uniform(size=n)``).
+    s_orig : float or array-like
+        Unperturbed scores in [0, 1].
+    h : float or array-like
+        Perturbation bandwidths, ``h > 0``.
+
+    Returns
+    -------
+    float or ndarray
+        Scores in [0, 1], finite for every ``h > 0`` and every ``s_orig`` in [0, 1]
+        (including exactly 0 and 1); distributed as :math:`k(\cdot \mid s_o)` when ``u`` is
+        uniform. Nondecreasing in ``u``.
+
+    Notes
+    -----
+    SPEC section 6: with :math:`a = -s_o/h`, :math:`b = (1 - s_o)/h` and
+    :math:`\operatorname{gd}(x) = \arctan(\sinh x)`,
+
+    .. math:: \theta = \operatorname{gd}(a) + u\,(\operatorname{gd}(b) - \operatorname{gd}(a)),
+              \qquad s = s_o + h \operatorname{gd}^{-1}(\theta)
+              = s_o + h \operatorname{arcsinh}(\tan\theta),
+
+    clipped to [0, 1]. :math:`\theta` is uniform on :math:`(\operatorname{gd}(a),
+    \operatorname{gd}(b))` and :math:`\operatorname{gd}` is the antiderivative of
+    :math:`\operatorname{sech}` (Lemma 7, Appendix D), so :math:`s` has the CDF
+    :func:`sech_cdf`. The angle is clipped to :math:`[\operatorname{gd}(a),
+    \operatorname{gd}(b)]` against rounding; the resolution of :math:`\theta` limits the
+    reach of the tails to :math:`|s - s_o| \lesssim 37 h`, a region of probability
+    below :math:`10^{-15}`.
+    """
+    u = np.asarray(u, dtype=float)
+    s_orig = np.asarray(s_orig, dtype=float)
+    h = np.asarray(h, dtype=float)
+    lower = gd(-s_orig / h)
+    upper = gd((1.0 - s_orig) / h)
+    theta = np.clip(lower + u * (upper - lower), lower, upper)
+    out = s_orig + h * gd_inverse(theta)
+    return _result(np.clip(np.asarray(out), 0.0, 1.0))
+
+
+def sech_derivative_bounds(h):
+    r"""Derivative bounds :math:`(b_1, b_2)` of the perturbed calibration function.
+
+    Parameters
+    ----------
+    h : float or array-like
+        Perturbation bandwidths, ``h > 0``.
+
+    Returns
+    -------
+    b1 : float or ndarray
+        :math:`\tanh(1/h) / (2h)`, at most :math:`1/(2h)`.
+    b2 : float or ndarray
+        :math:`\tfrac32 \tanh^2(1/h) / h^2`, at most :math:`\tfrac32 / h^2`.
+
+    Notes
+    -----
+    Whatever the unperturbed calibration function and score law, the calibration
+    function :math:`\eta` of the perturbed classifier (equation (7)) satisfies
+    (Corollaries 3 and 4, Appendix D; SPEC section 4)
+
+    .. math:: \sup_s |\eta'(s)| \le \frac{\tanh(1/h)}{2h}, \qquad
+              \sup_s |\eta''(s)| \le \frac{3}{2} \frac{\tanh^2(1/h)}{h^2}.
+    """
+    h = np.asarray(h, dtype=float)
+    tau = np.tanh(1.0 / h)
+    return _result(tau / (2.0 * h)), _result(1.5 * tau * tau / (h * h))
+
+
+def sech_lipschitz(h):
+    r"""Lipschitz constant :math:`L = \tanh(1/h)/(2h)` of the perturbed calibration function.
+
+    Parameters
+    ----------
+    h : float or array-like
+        Perturbation bandwidths, ``h > 0``.
+
+    Returns
+    -------
+    float or ndarray
+        :math:`b_1` of :func:`sech_derivative_bounds`.
+
+    Notes
+    -----
+    Corollary 3 (Appendix D): :math:`|\eta(s_1) - \eta(s_2)| \le
+    \frac{\tanh(1/h)}{2h} |s_1 - s_2|` (SPEC section 5).
+    """
+    return sech_derivative_bounds(h)[0]

@@ -1,0 +1,242 @@
+"""The synthetic truth for perturbed classifiers and for smooth calibration functions.
+
+``SechPerturbed`` computes the calibration error of a sech-perturbed classifier (paper
+eq. (7)) by quadrature; these tests check that number against independent quadrature
+(``scipy.integrate.quad``), against Monte Carlo draws of the generative process of
+Appendix D (labels from the *unperturbed* score), and check the derivative bounds of
+Corollaries 3 and 4 on the resulting calibration function.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import stats
+
+from _synthetic import (
+    SechPerturbed,
+    SmoothSine,
+    checked_quad,
+    default_problems,
+    perturbed_problems,
+    smooth_problems,
+    zigzag_base,
+)
+from skcalbound._sech import sech_derivative_bounds, sech_pdf
+
+BANDWIDTHS = (2.0**-4, 2.0**-6)
+PROBLEMS = dict(zip(BANDWIDTHS, perturbed_problems(BANDWIDTHS)))
+H_IDS = ["h=2^-4", "h=2^-6"]
+N_MC = 10**5
+
+
+@pytest.fixture(scope="module", params=BANDWIDTHS, ids=H_IDS)
+def drawn(request):
+    """``(problem, s, y, s_orig, eta(s))`` for 10**5 draws, shared by the tests below."""
+    problem = PROBLEMS[request.param]
+    rng = np.random.default_rng(int(1 / request.param))
+    scores, labels, s_orig = problem.sample_with_original(N_MC, rng)
+    return problem, scores, labels, s_orig, problem.eta(scores)
+
+
+def inner_points(problem, s):
+    """Breakpoints of the ``so``-integrand at ``s``: the knots and the kernel peak."""
+    offsets = problem.h * np.array([-40, -10, -3, -1, 0, 1, 3, 10, 40])
+    return np.unique(np.concatenate([problem.base.knots, np.clip(s + offsets, 0, 1)]))
+
+
+def quad_p_q(problem, s):
+    """``p(s)``, ``q(s)`` by ``quad`` over each piece of the continuous part, plus atoms."""
+    base, h = problem.base, problem.h
+    p = sum(w * sech_pdf(s, x, h) for x, w, _ in base.atoms)
+    q = sum(w * e * sech_pdf(s, x, h) for x, w, e in base.atoms)
+    points = inner_points(problem, s)
+    w = base.continuous_weight / h  # the integrands, k(s | so) * h, are of order one
+    for lo, hi in zip(points[:-1], points[1:]):
+        p += w * checked_quad(lambda so: sech_pdf(s, so, h) * h, lo, hi, tol=1e-13)
+        q += w * checked_quad(
+            lambda so: base.eta(so) * sech_pdf(s, so, h) * h, lo, hi, tol=1e-13
+        )
+    return p, q
+
+
+# ----------------------------------------------------------------------------------
+# The perturbed problems
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("h", BANDWIDTHS, ids=H_IDS)
+def test_integration_error_estimate_is_small(h):
+    problem = PROBLEMS[h]
+    print(f"{problem}: CE = {problem.true_ce:.15f}, "
+          f"integration error estimate {problem.ce_integration_error:.2e}")
+    assert problem.ce_integration_error < 1e-6
+    assert 0.0 < problem.true_ce < 1.0
+
+
+def test_true_ce_values():
+    # Regression values of the truth (integration error estimates ~1e-17).
+    assert_allclose(PROBLEMS[2.0**-4].true_ce, 0.0761820222811182, rtol=0, atol=1e-12)
+    assert_allclose(PROBLEMS[2.0**-6].true_ce, 0.12819719778714647, rtol=0, atol=1e-12)
+    # The unperturbed classifier's CE, the h -> 0 limit, is larger on this problem.
+    assert_allclose(zigzag_base().true_ce, 0.14476190476190476, rtol=1e-14)
+
+
+def test_true_ce_matches_monte_carlo(drawn):
+    problem, scores, _, _, eta = drawn
+    residual = np.abs(scores - eta)
+    se = residual.std() / math.sqrt(N_MC)
+    assert abs(residual.mean() - problem.true_ce) < 5 * se, (residual.mean(), se)
+
+
+@pytest.mark.parametrize("h", BANDWIDTHS, ids=H_IDS)
+def test_outer_integral_matches_quad(h):
+    problem = PROBLEMS[h]
+    points = np.unique(np.concatenate([
+        problem.base.knots, problem.sign_changes(), np.arange(0, 1, h),
+    ]))
+    value = sum(
+        checked_quad(lambda s: abs(problem.gap(s)[0]), lo, hi, tol=1e-12)
+        for lo, hi in zip(points[:-1], points[1:])
+    )
+    assert_allclose(value, problem.true_ce, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("h", BANDWIDTHS, ids=H_IDS)
+def test_inner_integrals_match_quad(h):
+    problem = PROBLEMS[h]
+    s = np.array([0.0, 0.003, 0.2, 0.2 + h / 3, 0.5, 0.5 + 2 * h, 0.77, 0.999, 1.0])
+    p, q = problem.density(s), problem.positive_density(s)
+    for i, si in enumerate(s):
+        p_ref, q_ref = quad_p_q(problem, si)
+        assert_allclose([p[i], q[i]], [p_ref, q_ref], rtol=1e-12)
+
+
+@pytest.mark.parametrize("h", BANDWIDTHS, ids=H_IDS)
+def test_density_integrates_to_one_and_matches_the_cdf(h):
+    problem = PROBLEMS[h]
+    points = np.unique(np.concatenate([problem.base.knots, np.arange(0, 1, h)]))
+    pieces = [checked_quad(lambda s: problem.density(s)[0], lo, hi, tol=1e-12)
+              for lo, hi in zip(points[:-1], points[1:])]
+    assert_allclose(sum(pieces), 1.0, atol=1e-10)
+    assert_allclose(problem.cdf(points[1:]), np.cumsum(pieces), atol=1e-10)
+    assert problem.cdf(0.0)[0] == 0.0 and abs(problem.cdf(1.0)[0] - 1.0) < 1e-14
+    assert np.all(problem.density(np.linspace(0, 1, 1001)) > 0)
+
+
+def test_scores_follow_the_mixture_cdf(drawn):
+    problem, scores, _, s_orig, _ = drawn
+    assert np.all((scores >= 0) & (scores <= 1)) and np.all(np.isfinite(scores))
+    result = stats.kstest(scores, problem.cdf)
+    assert result.pvalue > 1e-3, result
+    # The unperturbed scores keep their atoms; the perturbed ones have none.
+    for x, p, _ in problem.base.atoms:
+        assert abs(np.mean(s_orig == x) - p) < 5 * math.sqrt(p * (1 - p) / N_MC)
+    assert np.unique(scores).shape[0] > 0.999 * N_MC
+
+
+def test_labels_drawn_from_the_original_score_agree_with_eq_7(drawn):
+    # y ~ Bernoulli(eta_orig(s_orig)), but given the perturbed s it is
+    # Bernoulli(eta(s)) with eta from eq. (7): E[y - eta(s) | s in bin] = 0.
+    problem, scores, labels, s_orig, eta = drawn
+    assert not np.array_equal(labels, (eta > 0.5).astype(int))
+    edges = np.quantile(scores, np.linspace(0, 1, 21))
+    bins = np.clip(np.searchsorted(edges, scores, side="right") - 1, 0, 19)
+    naive = problem.base.eta(scores)  # the unperturbed eta at the perturbed score
+    naive_off = 0
+    for b in range(20):
+        at = bins == b
+        se = math.sqrt(np.mean(eta[at] * (1 - eta[at])) / at.sum())
+        assert abs(np.mean(labels[at] - eta[at])) < 5 * se, b
+        naive_off += abs(np.mean(labels[at] - naive[at])) > 5 * se
+    assert naive_off >= 3  # the check has power: a wrong eta fails it
+
+
+@pytest.mark.parametrize("h", BANDWIDTHS, ids=H_IDS)
+def test_eta_derivatives_are_within_corollaries_3_and_4(h):
+    problem = PROBLEMS[h]
+    b1, b2 = sech_derivative_bounds(h)
+    step = h / 64
+    s = np.linspace(step, 1 - step, 1501)
+    up, mid, down = problem.eta(s + step), problem.eta(s), problem.eta(s - step)
+    first = (up - down) / (2 * step)
+    second = (up - 2 * mid + down) / step**2
+    assert np.max(np.abs(first)) <= b1
+    assert np.max(np.abs(second)) <= b2
+    # eta is a weighted mean of eta_orig values, so it stays inside their range.
+    assert np.all((mid >= 0.05) & (mid <= 0.95))
+
+
+def test_assumptions_of_the_perturbed_problems():
+    for h, problem in PROBLEMS.items():
+        b1, b2 = sech_derivative_bounds(h)
+        assert problem.assumptions == {"h": h, "b1": b1, "b2": b2, "L": b1}
+        assert problem.assumption_kwargs("b1", "b2") == {"b1": b1, "b2": b2}
+        assert problem.assumption_kwargs("h") == {"h": h}
+        with pytest.raises(KeyError, match="no assumption"):
+            problem.assumption_kwargs("V")
+    assert_allclose(PROBLEMS[2.0**-6].assumptions["b1"], 32.0, rtol=1e-15)
+    assert_allclose(PROBLEMS[2.0**-6].assumptions["b2"], 1.5 * 64**2, rtol=1e-15)
+    with pytest.raises(ValueError, match="h must be positive"):
+        SechPerturbed(base=zigzag_base(), h=0.0)
+
+
+def test_tv_problems_are_unchanged():
+    # The TV coverage tests splat `assumptions` into TVCalibrationBound: only V there.
+    for problem in default_problems():
+        assert set(problem.assumptions) == {"V"}
+        assert not isinstance(problem, (SechPerturbed, SmoothSine))
+
+
+def test_perturbed_sampler_is_reproducible():
+    problem = PROBLEMS[2.0**-4]
+    first = problem.sample(1000, np.random.default_rng(3))
+    second = problem.sample(1000, np.random.default_rng(3))
+    assert all(np.array_equal(a, b) for a, b in zip(first, second))
+    assert set(np.unique(first[1])) == {0, 1}
+
+
+# ----------------------------------------------------------------------------------
+# The smooth problem
+# ----------------------------------------------------------------------------------
+def test_smooth_sine_hand_values():
+    (problem,) = smooth_problems()
+    assert_allclose(problem.true_ce, 0.2 / math.pi, rtol=1e-15)
+    assert_allclose(problem.b1, 1 + 0.2 * math.pi, rtol=1e-15)
+    assert_allclose(problem.b2, 0.4 * math.pi**2, rtol=1e-15)
+    assert problem.assumptions == {"V": 1.0, "b1": problem.b1, "b2": problem.b2,
+                                   "L": problem.b1}
+    ce = checked_quad(lambda s: abs(s - problem.eta(s)), 0, 1, points=[0.5])
+    assert_allclose(ce, problem.true_ce, atol=1e-10)
+
+
+@pytest.mark.parametrize("amplitude, cycles", [(0.1, 1), (0.05, 3)])
+def test_smooth_sine_derivative_bounds_are_attained(amplitude, cycles):
+    problem = SmoothSine(amplitude=amplitude, cycles=cycles)
+    s = np.linspace(0, 1, 200_001)
+    step = 1e-4
+    first = (problem.eta(s + step) - problem.eta(s - step)) / (2 * step)
+    second = (problem.eta(s + step) - 2 * problem.eta(s) + problem.eta(s - step)) / step**2
+    # Central differences are off by O(step^2 (2 pi c)^2) relative.
+    assert_allclose(np.max(np.abs(first)), problem.b1, rtol=2e-6)
+    assert_allclose(np.max(np.abs(second)), problem.b2, rtol=2e-6)
+    eta = problem.eta(s)
+    assert np.all(np.diff(eta) >= 0) and eta[0] == 0.0 and abs(eta[-1] - 1) < 1e-15
+    assert_allclose(problem.true_ce, 2 * amplitude / math.pi, rtol=1e-15)
+
+
+def test_smooth_sine_monte_carlo(rng):
+    problem = SmoothSine()
+    scores, labels = problem.sample(N_MC, rng)
+    residual = np.abs(scores - problem.eta(scores))
+    assert abs(residual.mean() - problem.true_ce) < 5 * residual.std() / math.sqrt(N_MC)
+    y_resid = labels - problem.eta(scores)
+    assert abs(y_resid.mean()) < 5 * y_resid.std() / math.sqrt(N_MC)
+
+
+def test_smooth_sine_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="positive integer"):
+        SmoothSine(cycles=1.5)
+    with pytest.raises(ValueError, match="monotone"):
+        SmoothSine(amplitude=0.2)
+    with pytest.raises(ValueError, match="monotone"):
+        SmoothSine(amplitude=0.0)
