@@ -12,10 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The five window sums of one query, for weights that sum to one.
-WINDOW_SUMS = ("eta_hat", "sum_abs", "sum_squares", "sum_w2")
-
-
 @dataclass(frozen=True)
 class WindowSums:
     """Per-query sums: ``eta_hat = sum w y``, ``sum_abs = sum w |d|``,
