@@ -1,12 +1,15 @@
 """Certified upper bounds on the calibration error of binary classifiers."""
 
 from ._binned_ece import binned_ece
+from ._nw_bound import NWCalibrationBound, nw_bound
 from ._tv_bound import TVCalibrationBound, tv_bound
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "NWCalibrationBound",
     "TVCalibrationBound",
     "binned_ece",
+    "nw_bound",
     "tv_bound",
 ]

@@ -23,17 +23,17 @@ from ._validation import check_held_out_labels, check_scores, check_scores_label
 class _BoundMethod:
     """Interface of the per-bound method objects (frozen dataclasses in subclasses).
 
+    The default :meth:`fit_folds` gathers each fold's training data, calls :meth:`fit`
+    and then :meth:`fold_terms` on the validation scores; a method whose surrogate can
+    be computed more cheaply from the whole sorted sample overrides it.
+
     Attributes
     ----------
     min_train : int
         Fewest training points a fold may have.
-    uses_rank : bool
-        Whether :meth:`fold_terms` wants, for each validation score, the number of
-        training scores ``<=`` it (computed once from the global sort).
     """
 
     min_train = 2
-    uses_rank = False
 
     def fit(self, sorted_scores, sorted_labels, delta, *, out=None):
         """Fit the surrogate on training data in stable score order.
@@ -43,19 +43,44 @@ class _BoundMethod:
         """
         raise NotImplementedError
 
-    def fold_terms(self, surrogate, scores, delta, *, is_sorted, rank=None):
+    def fold_terms(self, surrogate, scores, delta, *, is_sorted):
         """Return ``(terms, info, estimate)`` for validation ``scores``.
 
         ``is_sorted`` says the scores are nondecreasing (cross-fitting passes them in
-        sorted order; ``score`` in data order); ``rank`` is given when ``uses_rank``.
+        sorted order; ``score`` in data order).
         """
         raise NotImplementedError
 
+    def fit_folds(self, sample, folds, delta):
+        """Fit on each fold's training part and bound on its validation part."""
+        workspace = _Workspace(max(int(np.count_nonzero(fold.train)) for fold in folds))
+        results = []
+        for fold in folds:
+            train = np.flatnonzero(fold.train)  # one fold's index array alive at a time
+            scores, labels, out = workspace.training_data(sample, train)
+            surrogate = self.fit(scores, labels, delta, out=out)
+            validation = sample.scores.take(np.flatnonzero(fold.validation))
+            results.append(
+                fold_result(self, surrogate, validation, delta, is_sorted=True)
+            )
+        return results
 
-def _fold_result(method, surrogate, scores, delta, *, is_sorted, rank=None):
-    terms, info, estimate = method.fold_terms(
-        surrogate, scores, delta, is_sorted=is_sorted, rank=rank
-    )
+    def refit(self, sample, delta):
+        """The surrogate on all data (what ``predict`` and ``score`` use)."""
+        return self.fit(sample.scores, sample.labels.astype(np.float64), delta)
+
+    def fitted_attributes(self, surrogate):
+        """Extra fitted attributes of the estimator, by name."""
+        return {}
+
+    def held_out_result(self, surrogate, scores, delta):
+        """The fixed-split bound of ``surrogate`` on held-out ``scores`` (data order)."""
+        return fold_result(self, surrogate, scores, delta, is_sorted=False)
+
+
+def fold_result(method, surrogate, scores, delta, *, is_sorted):
+    """The :class:`FoldResult` of ``method.fold_terms``."""
+    terms, info, estimate = method.fold_terms(surrogate, scores, delta, is_sorted=is_sorted)
     info = {
         "n_train": int(surrogate.n_train),
         "n_validation": int(scores.shape[0]),
@@ -88,22 +113,6 @@ class _Workspace:
         labels = self.labels[:m]
         labels[...] = np.take(sample.labels, train, out=self.labels_uint8[:m], mode="clip")
         return scores, labels, self.out[:m]
-
-
-def _fit_folds(method, sample, folds, group_end, delta):
-    """Fit on each fold's training part and bound on its validation part."""
-    workspace = _Workspace(max(int(np.count_nonzero(fold.train)) for fold in folds))
-    results = []
-    for fold in folds:
-        train = np.flatnonzero(fold.train)  # one fold's index array alive at a time
-        scores, labels, out = workspace.training_data(sample, train)
-        surrogate = method.fit(scores, labels, delta, out=out)
-        rank = fold.train_rank(group_end) if method.uses_rank else None
-        validation = sample.scores.take(np.flatnonzero(fold.validation))
-        results.append(
-            _fold_result(method, surrogate, validation, delta, is_sorted=True, rank=rank)
-        )
-    return results
 
 
 class _BaseCalibrationBound(BaseEstimator):
@@ -148,16 +157,15 @@ class _BaseCalibrationBound(BaseEstimator):
             method.min_train,
             type(self).__name__,
         )
-        group_end = sample.group_end() if method.uses_rank else None
         delta_fold = delta / len(folds)  # union bound over the folds
         # One task per worker, each running a contiguous group of folds.
         groups = np.array_split(np.arange(len(folds)), effective_n_jobs(self.n_jobs))
         results = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_folds)(method, sample, [folds[k] for k in g], group_end, delta_fold)
+            delayed(method.fit_folds)(sample, [folds[k] for k in g], delta_fold)
             for g in groups
             if g.size
         )
-        results = [fold_result for group in results for fold_result in group]
+        results = [result for group in results for result in group]
         self.result_ = aggregate_folds(results, self.aggregate, self.confidence_level)
         self.bound_ = self.result_.bound
         self.estimate_ = self.result_.estimate
@@ -165,9 +173,9 @@ class _BaseCalibrationBound(BaseEstimator):
         self.fold_results_ = self.result_.fold_frame()
         self.n_splits_ = len(folds)
         # The surrogate on all data, at the full delta: what predict and score use.
-        self.surrogate_ = method.fit(
-            sample.scores, sample.labels.astype(np.float64), delta
-        )
+        self.surrogate_ = method.refit(sample, delta)
+        for name, value in method.fitted_attributes(self.surrogate_).items():
+            setattr(self, name, value)
         return self
 
     def predict(self, X):
@@ -213,7 +221,7 @@ class _BaseCalibrationBound(BaseEstimator):
         scores = check_scores(self, X)
         check_held_out_labels(self, y, scores.shape[0])
         delta = 1.0 - self.confidence_level
-        fold = _fold_result(self._method(), self.surrogate_, scores, delta, is_sorted=False)
+        fold = self._method().held_out_result(self.surrogate_, scores, delta)
         return -min(fold.bound, 1.0)
 
     def __sklearn_tags__(self):

@@ -85,14 +85,6 @@ class SortedSample:
         order, sorted_scores = stable_argsort(scores)
         return cls(order=order, scores=sorted_scores, labels=labels[order])
 
-    def group_end(self):
-        """Sorted position of the last element tied with each position."""
-        s = self.scores
-        n = s.shape[0]
-        last = np.flatnonzero(np.concatenate((s[1:] != s[:-1], [True])))
-        # Each position belongs to the first run end at or after it.
-        return last[np.searchsorted(last, np.arange(n), side="left")]
-
 
 @dataclass(frozen=True)
 class Fold:
@@ -100,7 +92,8 @@ class Fold:
 
     Either ``assignment`` (fold id of every sorted position; this fold is ``index``,
     validation where ``assignment == index`` and training elsewhere) for partitions
-    such as ``KFold``, or explicit boolean masks ``train_mask``/``validation_mask``.
+    such as ``KFold``, or explicit boolean masks ``train_mask``/``validation_mask``
+    (``index`` then only numbers the split).
     """
 
     assignment: np.ndarray = None
@@ -119,11 +112,6 @@ class Fold:
         if self.assignment is not None:
             return self.assignment == self.index
         return self.validation_mask
-
-    def train_rank(self, group_end):
-        """For each validation point, the number of training scores ``<=`` its score."""
-        count = np.cumsum(self.train)
-        return count[group_end[self.validation]]
 
 
 def resolve_cv(cv, random_state):
@@ -198,7 +186,7 @@ def _generic_folds(splitter, sample):
                 f"Split {k}: training and validation parts overlap; a certified bound "
                 "needs disjoint parts."
             )
-        folds.append(Fold(train_mask=train_mask, validation_mask=val_mask))
+        folds.append(Fold(index=k, train_mask=train_mask, validation_mask=val_mask))
     return folds
 
 
@@ -229,8 +217,13 @@ def make_folds(cv, random_state, sample, min_train, estimator_name):
         folds = _generic_folds(splitter, sample)
     if not folds:
         raise ValueError("The cross-validation splitter yielded no splits.")
-    for k, fold in enumerate(folds):
-        n_train, n_val = int(fold.train.sum()), int(fold.validation.sum())
+    if folds[0].assignment is not None:
+        # One pass instead of two per fold: a partition's sizes are its fold counts.
+        sizes = np.bincount(folds[0].assignment.astype(np.intp), minlength=len(folds))
+        counts = [(n - int(c), int(c)) for c in sizes]
+    else:
+        counts = [(int(f.train.sum()), int(f.validation.sum())) for f in folds]
+    for k, (n_train, n_val) in enumerate(counts):
         if n_train < min_train or n_val < 1:
             raise ValueError(
                 f"Split {k} has {n_train} training and {n_val} validation points; "

@@ -18,14 +18,13 @@ class _TVMethod(_BoundMethod):
 
     V: float
     min_train = 2
-    uses_rank = False
 
     def fit(self, sorted_scores, sorted_labels, delta, *, out=None):
         m = sorted_scores.shape[0]
         weight = tv_t2(m, delta / 4.0)
         return fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=out)
 
-    def fold_terms(self, surrogate, scores, delta, *, is_sorted, rank=None):
+    def fold_terms(self, surrogate, scores, delta, *, is_sorted):
         fitted = surrogate.evaluate_sorted(scores) if is_sorted else surrogate(scores)
         residuals = np.abs(scores - fitted)
         V_hat = surrogate.total_variation

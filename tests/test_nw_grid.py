@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from skcalbound._surrogates._nw_grid import window_sums_grid
+#
 
 
 def _reference(scores, labels, query, bandwidth, tempering, G):

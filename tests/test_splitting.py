@@ -34,20 +34,6 @@ def test_stable_argsort_ignores_labels_within_ties():
     assert_array_equal(stable_argsort(s)[0], [1, 4, 0, 2, 3])
 
 
-def test_train_rank_counts_training_scores_at_or_below():
-    rng = np.random.default_rng(2)
-    s = np.round(rng.uniform(size=300), 1)
-    y = (rng.uniform(size=300) < 0.5).astype(float)
-    sample = SortedSample.from_arrays(s, y)
-    folds = make_folds(3, np.random.RandomState(0), sample, 2, "Est")
-    group_end = sample.group_end()
-    for fold in folds:
-        train_s = sample.scores[fold.train]
-        val_s = sample.scores[fold.validation]
-        expected = np.searchsorted(np.sort(train_s), val_s, side="right")
-        assert_array_equal(fold.train_rank(group_end), expected)
-
-
 def test_kfold_folds_partition_and_are_disjoint():
     rng = np.random.default_rng(3)
     s = rng.uniform(size=103)

@@ -1,243 +1,518 @@
-"""Nadaraya–Watson surrogate with tempered Epanechnikov weights (SPEC section 4).
+"""Nadaraya–Watson surrogate and its smoothing-error sums on a fine grid (SPEC section 4).
 
-Inputs are assumed validated; training scores are sorted. The weights of a query
-``s'`` are ``(1 - u_i**2) ** tempering`` with ``u_i = (s' - s_i) / bandwidth`` for the
-training scores strictly within ``bandwidth`` of ``s'``, normalised to sum to one; if
-there is none, equal weights on the training points at the nearest training score(s)
-(both sides when equidistant). Lemma 6 holds for any such weights as long as every
-sum below is computed for the weights actually used.
+Inputs are assumed validated; scores are sorted.
+
+Why a grid: the five window sums of every validation point (``sum w``, ``sum w y``,
+``sum w |d|``, ``sum w d**2``, ``sum w**2``) by a loop over each window cost
+``O(n h')`` per point, far too slow at 10**7 scores, and the textbook prefix-sum trick
+(the untempered kernel is a polynomial in the scores) loses its digits to cancellation
+and cannot serve the paper's tempering ``1.2``. No library computes exact
+kernel-smoother *error sums* for arbitrary weights, so this module does it.
+
+The weights. Scores are binned on ``G`` equal bins of [0, 1] (``G`` a power of two,
+so that ``s * G`` and every bin edge are exact). A training point in bin ``b`` gets,
+from a query in bin ``q``, the weight ``ker(q - b) / A0(q)`` with
+``ker(k) = (1 - (k / (G h'))**2) ** tempering`` for ``|k| < G h'`` and zero beyond:
+the tempered Epanechnikov kernel at bin offsets, with any tempering served exactly. If
+no training point receives weight, the query falls back to equal weights on the
+nearest training score(s). These weights depend on training *scores* only, which is
+all Lemma 6 asks; the sums below are exact for them.
+
+The sums. Per-bin moments (count, positives, and the sums of offsets ``t = s - c_b``
+and ``t**2`` from bin centres ``c_b``) turn every per-query-bin sum into a short
+convolution over bins: for a bin ``b != q`` all its points lie on one side of the
+query, so ``sum |s' - s_i|`` is linear in the bin's count and offset sum, and squared
+distances are a quadratic in the same sums. Only the query's own bin needs the
+split at the query: the sum over the training points of that bin at or below the
+query, from a prefix sum of offsets from the *bin mean*. Those offsets sum to zero
+over every bin, so the prefix never drifts far from zero and a difference of two
+prefixes keeps its digits (the classic failure of prefix sums over 10**7 values).
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+
+# The kernel is sampled at >= this many bin offsets on each side of zero (unless the
+# bandwidth is below 32 bins of the finest grid): tight enough that the binned kernel
+# behaves like the continuous one, coarse enough that the convolutions stay cheap.
+_BINS_PER_BANDWIDTH = 32
+_MAX_BINS = 2**20
+# Rows of the global pass at a time: keeps the temporaries in cache.
+_CHUNK = 2**18
+
+
+def n_bins_for(bandwidth):
+    """Grid size: the power of two with at least 32 bins per bandwidth, in [16, 2**20]."""
+    target = _BINS_PER_BANDWIDTH / bandwidth
+    exponent = math.ceil(math.log2(target)) if target > 16 else 4
+    return 1 << min(exponent, 20)
+
+
+def bin_of(scores, n_bins):
+    """Bin ids ``min(floor(s * G), G - 1)`` (exact: ``G`` is a power of two)."""
+    b = np.multiply(scores, n_bins).astype(np.intp)
+    return np.minimum(b, n_bins - 1, out=b)
+
+
+def bin_centres(n_bins):
+    return (np.arange(n_bins) + 0.5) / n_bins
+
+
+def _kernel(n_bins, bandwidth, tempering):
+    """Offsets ``k / G`` and kernel values for ``k = -K..K`` (zero where ``|u| >= 1``)."""
+    half = min(int(math.floor(bandwidth * n_bins)), n_bins - 1)
+    k = np.arange(-half, half + 1, dtype=float)
+    u = k / (n_bins * bandwidth)
+    ker = np.maximum(1.0 - u * u, 0.0)
+    if tempering != 1.0:
+        ker = ker**tempering
+    ker[np.abs(u) >= 1.0] = 0.0
+    return k / n_bins, ker
+
+
 @dataclass(frozen=True)
-class WindowSums:
-    """Per-query sums: ``eta_hat = sum w y``, ``sum_abs = sum w |d|``,
-    ``sum_squares = sum w d**2``, ``sum_w2 = sum w**2`` (``d = s' - s_i``), and
-    ``fallback`` marking the queries that used the nearest-neighbour weights."""
+class BinStats:
+    """Per-bin count, positives, and sums of ``t`` and ``t**2`` (offsets from centres)."""
 
-    eta_hat: np.ndarray
-    sum_abs: np.ndarray
-    sum_squares: np.ndarray
-    sum_w2: np.ndarray
-    fallback: np.ndarray
+    count: np.ndarray
+    positives: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+
+    @classmethod
+    def from_bins(cls, bins, offsets, labels, n_bins):
+        return cls(
+            count=np.bincount(bins, minlength=n_bins).astype(float),
+            positives=np.bincount(bins, weights=labels, minlength=n_bins),
+            s1=np.bincount(bins, weights=offsets, minlength=n_bins),
+            s2=np.bincount(bins, weights=np.square(offsets), minlength=n_bins),
+        )
+
+    def __add__(self, other):
+        return BinStats(
+            self.count + other.count,
+            self.positives + other.positives,
+            self.s1 + other.s1,
+            self.s2 + other.s2,
+        )
+
+    def __sub__(self, other):
+        return BinStats(
+            self.count - other.count,
+            self.positives - other.positives,
+            self.s1 - other.s1,
+            self.s2 - other.s2,
+        )
 
 
-def _nearest_neighbour_sums(scores, labels, queries, lo):
-    """Equal weights on the training points at the nearest training score(s).
+@dataclass(frozen=True)
+class KernelTables:
+    """Per-query-bin sums for one training set, one bandwidth and one tempering.
 
-    ``lo`` is ``searchsorted(scores, queries, side="left")``; the queries have no
-    training score strictly within the bandwidth.
+    For a query ``s' = c_q + e`` in bin ``q``, with ``left`` the sum of ``s' - s_i``
+    over the training points of bin ``q`` at or below ``s'``:
+    ``sum w = 1``, ``sum w y = eta[q]``,
+    ``sum w |d| = (D1[q] + e * E1[q] + 2 * left) / A0[q]``,
+    ``sum w d**2 = (Q0[q] + e * Q1[q]) / A0[q] + e**2``, ``sum w**2 = W2[q]``
+    (``tests/test_nw_surrogate.py`` checks each against a loop over the window).
+    ``A0[q] == 0`` (no training point within the kernel) means nearest-neighbour
+    fallback.
     """
-    m = scores.shape[0]
-    prefix = np.concatenate(([0.0], np.cumsum(labels)))
-    below = np.clip(lo - 1, 0, m - 1)
-    above = np.clip(lo, 0, m - 1)
-    d_below = np.where(lo > 0, queries - scores[below], np.inf)
-    d_above = np.where(lo < m, scores[above] - queries, np.inf)
+
+    n_bins: int
+    bandwidth: float
+    tempering: float
+    A0: np.ndarray
+    eta: np.ndarray
+    D1: np.ndarray
+    E1: np.ndarray
+    Q0: np.ndarray
+    Q1: np.ndarray
+    W2: np.ndarray
+
+    @classmethod
+    def from_stats(cls, stats, bandwidth, tempering):
+        G = stats.count.shape[0]
+        offset, ker = _kernel(G, bandwidth, tempering)
+        sign = np.sign(offset)
+
+        # Direct convolution, not FFT: its rounding error is relative to each output,
+        # where an FFT's is relative to the largest bin and would swamp sparse bins.
+        def conv(x, v):
+            return np.convolve(x, v, mode="same")
+
+        n, s1 = stats.count, stats.s1
+        A0 = conv(n, ker)
+        # Bins b = q - k, k != 0 (the kernel index is the offset k = q - b): all their
+        # points are on one side, sum |s' - s_i| = n_b |k|/G + sign(k) (n_b e - S1_b).
+        # The own bin's part, sum over it of |e - t_i| = 2 left - (n_q e - S1_q), is
+        # folded in through ``+ s1`` and ``- n`` (the kernel is 1 at offset 0).
+        D1 = conv(n, ker * np.abs(offset)) - conv(s1, ker * sign) + s1
+        E1 = conv(n, ker * sign) - n
+        # Every bin: sum (k/G - t_i + e)**2 expanded in e (the e**2 part is A0 e**2).
+        Q0 = conv(n, ker * offset**2) - 2.0 * conv(s1, ker * offset) + conv(stats.s2, ker)
+        Q1 = 2.0 * conv(n, ker * offset) - 2.0 * conv(s1, ker)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eta = conv(stats.positives, ker) / A0
+            W2 = conv(n, ker * ker) / (A0 * A0)
+        return cls(G, bandwidth, tempering, A0, eta, D1, E1, Q0, Q1, W2)
+
+    def smoothing_coefficients(self, b1, b2):
+        """Per-bin ``(alpha, beta, gamma)`` with ``g = alpha + e (beta + b2 e / 2) + gamma left``.
+
+        ``g = b1 sum w |d| + b2/2 sum w d**2 + sqrt(sum w**2) / 2`` (Lemma 6), with the
+        window sums above grouped by what depends on the query bin only.
+        """
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / self.A0
+            alpha = (b1 * self.D1 + 0.5 * b2 * self.Q0) * inv + 0.5 * np.sqrt(self.W2)
+            beta = (b1 * self.E1 + 0.5 * b2 * self.Q1) * inv
+            gamma = 2.0 * b1 * inv
+        return alpha, beta, gamma
+
+
+class _Buffers:
+    """Named scratch arrays, allocated once at the largest size and reused.
+
+    A fresh 16 MB temporary costs a trip through the kernel's page-fault handler,
+    which on a virtual machine is several times the arithmetic it holds; each fold
+    of a 10**7-score fit would pay it some forty times.
+    """
+
+    def __init__(self):
+        self._arrays = {}
+
+    def __call__(self, name, size, dtype=np.float64):
+        a = self._arrays.get(name)
+        if a is None or a.shape[0] < size or a.dtype != dtype:
+            a = self._arrays[name] = np.empty(size, dtype=dtype)
+            if name == "arange":
+                a[...] = np.arange(size)
+        return a[:size]
+
+
+def _take(table, index, out):
+    # mode="clip" (the indices are valid): with the default "raise", numpy buffers
+    # ``out`` and the gather costs several times more.
+    return np.take(table, index, out=out, mode="clip")
+
+
+def _smoothing_values(tables, b1, b2, bins, e, left, out, tmp):
+    """``g_T`` at the queries (meaningless where ``A0 == 0``), written into ``out``.
+
+    ``left`` is overwritten.
+    """
+    alpha, beta, gamma = tables.smoothing_coefficients(b1, b2)
+    with np.errstate(invalid="ignore"):  # fallback queries: inf * 0, replaced later
+        np.multiply(e, 0.5 * b2, out=out)
+        out += _take(beta, bins, tmp)
+        out *= e
+        out += _take(alpha, bins, tmp)
+        left *= _take(gamma, bins, tmp)
+        out += left
+    return out
+
+
+def _block_sums(values, lo, hi):
+    """``values[lo[i]:hi[i]].sum()`` as int64, for blocks that are equal or disjoint.
+
+    Each distinct block is summed once, so the work is the total size of the distinct
+    blocks (an atom of a million tied scores next to many fallback queries costs one
+    pass over the atom, not one per query).
+    """
+    out = np.zeros(lo.shape[0], dtype=np.int64)
+    nonempty = np.flatnonzero(hi > lo)
+    if nonempty.size:
+        first, where, inverse = np.unique(lo[nonempty], return_index=True, return_inverse=True)
+        sizes = hi[nonempty][where] - first
+        offsets = np.cumsum(sizes) - sizes
+        positions = np.repeat(first - offsets, sizes) + np.arange(sizes.sum())
+        sums = np.add.reduceat(values[positions], offsets, dtype=np.int64)
+        out[nonempty] = sums[inverse.reshape(-1)]
+    return out
+
+
+def _nearest_neighbour(sample, queries, below, b1, b2, validation=None, val_labels=None,
+                       train_before=None):
+    """``eta`` and ``g_T`` for equal weights on the training points at the nearest
+    training score(s), both sides when equidistant (the fallback of SPEC section 4).
+
+    The training set is ``sample`` without the sorted positions ``validation``
+    (``val_labels`` their labels, ``train_before = validation - arange``); ``below``
+    is, per query, the number of training scores smaller than it. Work is O(log n)
+    per query plus the size of the nearest tie blocks: no training array is built.
+    """
+    scores = sample.scores
+    m = scores.shape[0] - (0 if validation is None else validation.shape[0])
+
+    def position(k):
+        k = np.clip(k, 0, max(m - 1, 0))
+        if validation is None:
+            return k
+        # The k-th training point (0-based) sits at k + #{i : validation[i] - i <= k}.
+        return k + np.searchsorted(train_before, k, side="right")
+
+    def block(value):
+        """Training count and positives among the points scoring exactly ``value``."""
+        lo = np.searchsorted(scores, value, side="left")
+        hi = np.searchsorted(scores, value, side="right")
+        count = hi - lo
+        positives = _block_sums(sample.labels, lo, hi)
+        if validation is not None:
+            vlo = np.searchsorted(validation, lo, side="left")
+            vhi = np.searchsorted(validation, hi, side="left")
+            count = count - (vhi - vlo)
+            positives = positives - _block_sums(val_labels, vlo, vhi)
+        return count, positives
+
+    s_below = scores[position(below - 1)]
+    s_above = scores[position(below)]
+    d_below = np.where(below > 0, queries - s_below, np.inf)
+    d_above = np.where(below < m, s_above - queries, np.inf)
     d = np.minimum(d_below, d_above)
-    use_below = d_below <= d_above
-    use_above = d_above <= d_below
-    # Tie blocks of the nearest scores: [start_below, lo) and [lo, end_above).
-    start_below = np.searchsorted(scores, scores[below], side="left")
-    end_above = np.searchsorted(scores, scores[above], side="right")
-    count = np.where(use_below, lo - start_below, 0) + np.where(use_above, end_above - lo, 0)
-    positives = np.where(use_below, prefix[lo] - prefix[start_below], 0.0) + np.where(
-        use_above, prefix[end_above] - prefix[lo], 0.0
-    )
-    return positives / count, d, d * d, 1.0 / count
+    count = np.zeros(queries.shape[0], dtype=np.int64)
+    positives = np.zeros(queries.shape[0], dtype=np.int64)
+    for use, side in ((d_below <= d_above, s_below), (d_above <= d_below, s_above)):
+        c, p = block(side)
+        count += np.where(use, c, 0)
+        positives += np.where(use, p, 0)
+    eta = positives / count
+    return eta, b1 * d + 0.5 * b2 * d * d + 0.5 / np.sqrt(count)
 
 
-def window_sums_direct(scores, labels, queries, bandwidth, tempering, chunk=2**22):
-    """Exact window sums by direct summation over each query's window.
+@dataclass(frozen=True)
+class BinnedSample:
+    """Sorted scores and labels with their grid moments and within-bin prefix sums.
 
-    Cost is the total number of (query, training point) pairs within the bandwidth;
-    memory is bounded by ``chunk`` pairs at a time. Works for any ``tempering``.
+    ``starts[b]`` is the sorted position of bin ``b``'s first point; ``mean[b]`` the
+    bin's mean score (its centre if empty); ``prefix[i]`` the sum over positions
+    ``< i`` of ``s - mean[bin(s)]``. Those offsets sum to zero over every bin, so the
+    prefix returns to about zero at every bin end and the difference of two prefixes
+    within a bin keeps its digits.
+    """
+
+    scores: np.ndarray
+    labels: np.ndarray
+    n_bins: int
+    starts: np.ndarray
+    stats: BinStats
+    mean: np.ndarray
+    prefix: np.ndarray
+
+    @classmethod
+    def from_sorted(cls, scores, labels, n_bins):
+        """Build from sorted scores and their 0/1 labels (any numeric dtype)."""
+        n = scores.shape[0]
+        G = n_bins
+        starts = np.append(np.searchsorted(scores, np.arange(G) / G, side="left"), n)
+        centres = bin_centres(G)
+        positives = np.zeros(G)
+        s1 = np.zeros(G)
+        s2 = np.zeros(G)
+        chunks = range(0, n, _CHUNK)
+        for a in chunks:
+            s = scores[a : a + _CHUNK]
+            b = bin_of(s, G)
+            t = s - centres[b]
+            positives += np.bincount(b, weights=labels[a : a + _CHUNK], minlength=G)
+            s1 += np.bincount(b, weights=t, minlength=G)
+            t *= t
+            s2 += np.bincount(b, weights=t, minlength=G)
+        count = np.diff(starts).astype(float)
+        mean = centres.copy()
+        nonempty = count > 0
+        mean[nonempty] += s1[nonempty] / count[nonempty]
+        prefix = np.empty(n + 1)
+        prefix[0] = 0.0
+        for a in chunks:
+            s = scores[a : a + _CHUNK]
+            t = s - mean[bin_of(s, G)]
+            part = prefix[a + 1 : a + 1 + s.shape[0]]
+            np.cumsum(t, out=part)
+            part += prefix[a]
+        stats = BinStats(count, positives, s1, s2)
+        return cls(scores, labels, G, starts, stats, mean, prefix)
+
+    @property
+    def n_samples(self):
+        return self.scores.shape[0]
+
+    def tables(self, bandwidth, tempering):
+        """Kernel tables with this whole sample as the training set."""
+        return KernelTables.from_stats(self.stats, bandwidth, tempering)
+
+    def _query_bins(self, queries):
+        b = bin_of(queries, self.n_bins)
+        return b, queries - bin_centres(self.n_bins)[b]
+
+    def eta(self, tables, queries):
+        """The surrogate ``sum w y`` at arbitrary queries (this sample as training set)."""
+        b, _ = self._query_bins(queries)
+        eta = tables.eta[b]
+        f = np.flatnonzero(~(tables.A0[b] > 0.0))
+        if f.size:
+            below = np.searchsorted(self.scores, queries[f], side="left")
+            eta[f] = _nearest_neighbour(self, queries[f], below, 0.0, 0.0)[0]
+        return eta
+
+    def residuals_and_smoothing(self, tables, b1, b2, queries):
+        """``|eta_hat(s) - s|`` and unclipped ``g_T(s)`` at arbitrary queries, this
+        sample being the training set, and the number of fallback queries."""
+        b, e = self._query_bins(queries)
+        rank = np.searchsorted(self.scores, queries, side="right")
+        first = self.starts[b]
+        # left: sum over the training points of the query's bin at or below it of
+        # (s' - s_i), in offsets from the bin mean.
+        left = (rank - first) * (queries - self.mean[b])
+        left -= self.prefix[rank] - self.prefix[first]
+        g = _smoothing_values(tables, b1, b2, b, e, left, np.empty_like(e), np.empty_like(e))
+        eta = tables.eta[b]
+        f = np.flatnonzero(~(tables.A0[b] > 0.0))
+        if f.size:
+            below = np.searchsorted(self.scores, queries[f], side="left")
+            eta[f], g[f] = _nearest_neighbour(self, queries[f], below, b1, b2)
+        return np.abs(eta - queries), g, f.size
+
+    def complement_fold(
+        self, validation, tables_for, b1, b2, *, evaluate=None, buffers=None
+    ):
+        """Residuals and ``g_T`` at validation points, the training set being the
+        rest of this sample.
+
+        Parameters
+        ----------
+        validation : ndarray of intp
+            Sorted positions of the validation points.
+        tables_for : callable
+            ``tables_for(training_stats, n_train)`` returns the :class:`KernelTables`.
+        b1, b2 : float
+        evaluate : ndarray of intp, optional
+            Sorted indices into ``validation`` of the points to evaluate; all if None.
+        buffers : _Buffers, optional
+            Scratch space reused from fold to fold; the results live in it.
+
+        Returns
+        -------
+        residuals, smoothing : ndarray
+            ``|eta_hat - s|`` and unclipped ``g_T`` at the evaluated points.
+        tables : KernelTables
+        n_fallback : int
+        """
+        buf = _Buffers() if buffers is None else buffers
+        G, nv = self.n_bins, validation.shape[0]
+        s = _take(self.scores, validation, buf("s", nv))
+        tmp = buf("tmp", nv)
+        b = buf("b", nv, np.intp)
+        np.multiply(s, G, out=tmp)
+        np.copyto(b, tmp, casting="unsafe")  # truncation is floor: s >= 0
+        np.minimum(b, G - 1, out=b)
+        e = _take(bin_centres(G), b, buf("e", nv))
+        np.subtract(s, e, out=e)
+        y = buf("y", nv)
+        y_raw = _take(self.labels, validation, buf("y_raw", nv, self.labels.dtype))
+        y[...] = y_raw
+        count = np.bincount(b, minlength=G).astype(float)
+        positives = np.bincount(b, weights=y, minlength=G)
+        s1 = np.bincount(b, weights=e, minlength=G)
+        s2 = np.bincount(b, weights=np.square(e, out=tmp), minlength=G)
+        tables = tables_for(self.stats - BinStats(count, positives, s1, s2), self.n_samples - nv)
+
+        # Own-bin split. For the j-th validation point, at sorted position p in bin q,
+        # the training points before it number n_left = (p - j) - (starts[q] -
+        # val_starts[q]), and with P, V the prefix sums of s - mean over all points
+        # and over validation points,
+        #   left = n_left (s' - mean_q) - [(P[p] - V[j]) - (P[starts_q] - V[val_starts_q])].
+        centred = _take(self.mean, b, buf("centred", nv))
+        np.subtract(s, centred, out=centred)
+        val_prefix = buf("val_prefix", nv + 1)
+        val_prefix[0] = 0.0
+        np.cumsum(centred, out=val_prefix[1:])
+        val_starts = np.append(0, np.cumsum(count.astype(np.intp)))
+        bin_left_count = self.starts[:G] - val_starts[:G]
+        bin_left_sum = self.prefix[self.starts[:G]] - val_prefix[val_starts[:G]]
+        # Training points before each validation point: p - j.
+        train_before = all_before = np.subtract(
+            validation, buf("arange", nv, np.intp), out=buf("before", nv, np.intp)
+        )
+        if evaluate is not None:
+            j = evaluate
+            s, b, e, centred = s[j], b[j], e[j], centred[j]
+            train_before, position, v_prefix = train_before[j], validation[j], val_prefix[j]
+            nv = j.shape[0]
+            tmp = buf("tmp", nv)
+        else:
+            position, v_prefix = validation, val_prefix[:nv]
+        n_left = np.subtract(train_before, _take(bin_left_count, b, buf("i_tmp", nv, np.intp)),
+                             out=buf("n_left", nv, np.intp))
+        left = np.multiply(n_left, centred, out=buf("left", nv))
+        left -= _take(self.prefix, position, tmp)
+        left += v_prefix
+        left += _take(bin_left_sum, b, tmp)
+
+        g = _smoothing_values(tables, b1, b2, b, e, left, buf("g", nv), tmp)
+        residual = _take(tables.eta, b, buf("residual", nv))
+        residual -= s
+        np.abs(residual, out=residual)
+        # Most folds have no validation point in a bin without training point within
+        # the kernel, which the per-bin counts tell in O(G).
+        n_fallback = 0
+        if count[~(tables.A0 > 0.0)].any():
+            f = np.flatnonzero(~(tables.A0[b] > 0.0))
+            n_fallback = f.size
+            if n_fallback:
+                eta_f, g[f] = _nearest_neighbour(
+                    self, s[f], train_before[f], b1, b2, validation, y_raw, all_before
+                )
+                residual[f] = np.abs(eta_f - s[f])
+        return residual, g, tables, n_fallback
+
+
+
+
+class NWSurrogate:
+    """The Nadaraya–Watson surrogate fitted on sorted scores and labels.
+
+    The grid tables are built on first use, so a fit that never calls ``predict`` or
+    ``score`` does not pay for them.
 
     Parameters
     ----------
     scores : ndarray of shape (m,)
         Sorted training scores.
     labels : ndarray of shape (m,)
-        Training labels in {0, 1}, float64.
-    queries : ndarray of shape (q,)
-        Scores at which to evaluate.
-    bandwidth : float
-    tempering : float
-
-    Returns
-    -------
-    WindowSums
-    """
-    q = queries.shape[0]
-    # Window: the training scores strictly within ``bandwidth``. A point that the
-    # search puts inside but whose rounded ``|u|`` reaches 1 gets weight 0.
-    lo_strict = np.searchsorted(scores, queries - bandwidth, side="right")
-    hi = np.searchsorted(scores, queries + bandwidth, side="left")
-    size = hi - lo_strict
-    eta = np.empty(q)
-    sum_abs = np.empty(q)
-    sum_sq = np.empty(q)
-    sum_w2 = np.empty(q)
-    fallback = size <= 0
-    start = 0
-    order = np.flatnonzero(~fallback)
-    while start < order.size:
-        # As many queries as fit in ``chunk`` pairs (at least one).
-        cum = np.cumsum(size[order[start:]])
-        stop = start + max(1, int(np.searchsorted(cum, chunk, side="right")))
-        idx = order[start:stop]
-        counts = size[idx]
-        owner = np.repeat(np.arange(idx.size), counts)
-        first = np.repeat(lo_strict[idx] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        members = first + np.arange(owner.size)
-        d = queries[idx][owner] - scores[members]
-        u = d / bandwidth
-        k = np.maximum(1.0 - u * u, 0.0)
-        if tempering != 1.0:
-            k = k**tempering
-        bounds = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        total = np.add.reduceat(k, bounds)
-        empty = total <= 0.0
-        if empty.any():  # every point of the window on its edge: no weight at all
-            fallback[idx[empty]] = True
-            total[empty] = 1.0
-        eta[idx] = np.add.reduceat(k * labels[members], bounds) / total
-        sum_abs[idx] = np.add.reduceat(k * np.abs(d), bounds) / total
-        sum_sq[idx] = np.add.reduceat(k * d * d, bounds) / total
-        sum_w2[idx] = np.add.reduceat(k * k, bounds) / (total * total)
-        start = stop
-    if fallback.any():
-        f = np.flatnonzero(fallback)
-        eta[f], sum_abs[f], sum_sq[f], sum_w2[f] = _nearest_neighbour_sums(
-            scores, labels, queries[f], np.searchsorted(scores, queries[f], side="left")
-        )
-    return WindowSums(eta, sum_abs, sum_sq, sum_w2, fallback)
-
-
-# Columns of the block-local moment table: t**0 .. t**4 and y * t**0 .. y * t**2.
-_N_MOMENTS = 8
-
-
-@dataclass(frozen=True)
-class BlockMoments:
-    """Block-local prefix moments of sorted training scores, for the fast path.
-
-    Blocks are the cells ``[b W, (b + 1) W)`` of width ``W = 2 * bandwidth``; within a
-    block, ``t = s - b W`` is small and nonnegative and prefix sums restart at every
-    block, so a window sum is a difference of two prefix sums of one short block
-    (few cancelled digits), shifted to the query by the binomial formula.
+        Their 0/1 labels.
+    bandwidth, tempering : float
+    n_bins : int
+        Grid size (a power of two).
     """
 
-    width: float
-    block: np.ndarray  # block id of every training point
-    block_end: np.ndarray  # per point: index one past the last point of its block
-    exclusive: np.ndarray  # (m, 8) prefix sums within the block, excluding the point
-    totals: np.ndarray  # (m, 8) the block's total, repeated for each of its points
+    def __init__(self, scores, labels, bandwidth, tempering, n_bins):
+        self.scores = scores
+        self.labels = labels
+        self.bandwidth = float(bandwidth)
+        self.tempering = float(tempering)
+        self.n_bins = int(n_bins)
+        self._cache = None
 
-    @classmethod
-    def from_sorted(cls, scores, labels, bandwidth):
-        width = 2.0 * bandwidth
-        block = np.floor(scores / width).astype(np.int64)
-        t = scores - block * width
-        values = np.empty((scores.shape[0], _N_MOMENTS))
-        values[:, 0] = 1.0
-        for k in range(1, 5):
-            values[:, k] = values[:, k - 1] * t
-        values[:, 5:8] = values[:, 0:3] * labels[:, None]
-        starts = np.flatnonzero(np.diff(block)) + 1
-        bounds = np.concatenate(([0], starts, [scores.shape[0]]))
-        exclusive = np.empty_like(values)
-        totals = np.empty_like(values)
-        block_end = np.empty(scores.shape[0], dtype=np.intp)
-        # One cumulative sum per block: restarting keeps prefix sums as small as the
-        # block (numpy has no segmented cumsum; the blocks number at most 1 / width).
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            csum = np.cumsum(values[a:b], axis=0)
-            exclusive[a] = 0.0
-            exclusive[a + 1 : b] = csum[:-1]
-            totals[a:b] = csum[-1]
-            block_end[a:b] = b
-        return cls(width, block, block_end, exclusive, totals)
+    @property
+    def n_train(self):
+        return self.scores.shape[0]
 
-    def segment(self, i0, i1, origin):
-        """Moments of ``x = s - origin`` over positions ``[i0, i1)`` (length <= width/2).
+    def _binned(self):
+        if self._cache is None:
+            sample = BinnedSample.from_sorted(self.scores, self.labels, self.n_bins)
+            self._cache = sample, sample.tables(self.bandwidth, self.tempering)
+        return self._cache
 
-        Returns an (q, 8) array: sums of x**0..x**4 and y * x**0..x**2.
-        """
-        out = np.zeros((i0.shape[0], _N_MOMENTS))
-        nonempty = i1 > i0
-        idx = np.flatnonzero(nonempty)
-        a, b = i0[idx], i1[idx]
-        end_a = self.block_end[a]
-        mid = np.minimum(b, end_a)
-        for lo, hi in ((a, mid), (mid, b)):
-            has = hi > lo
-            j = np.flatnonzero(has)
-            lo_j, hi_j = lo[j], hi[j]
-            blk_end = self.block_end[lo_j]
-            top = np.where(
-                (hi_j == blk_end)[:, None], self.totals[lo_j], self.exclusive[np.minimum(hi_j, self.block.shape[0] - 1)]
-            )
-            raw = top - self.exclusive[lo_j]
-            delta = self.block[lo_j] * self.width - origin[idx[j]]
-            out[idx[j]] += _shift(raw, delta)
-        return out
+    def __call__(self, x):
+        """The surrogate ``eta_hat`` at scores ``x``."""
+        sample, tables = self._binned()
+        return sample.eta(tables, x)
 
-
-_BINOMIAL = [[1], [1, 1], [1, 2, 1], [1, 3, 3, 1], [1, 4, 6, 4, 1]]
-
-
-def _shift(raw, delta):
-    """Moments of ``t + delta`` from moments of ``t`` (binomial formula)."""
-    powers = [np.ones_like(delta)]
-    for _ in range(4):
-        powers.append(powers[-1] * delta)
-    out = np.empty_like(raw)
-    for k in range(5):
-        out[:, k] = sum(_BINOMIAL[k][j] * powers[k - j] * raw[:, j] for j in range(k + 1))
-    for k in range(3):
-        out[:, 5 + k] = sum(
-            _BINOMIAL[k][j] * powers[k - j] * raw[:, 5 + j] for j in range(k + 1)
-        )
-    return out
-
-
-def window_sums_fast(scores, labels, queries, bandwidth, moments=None):
-    """Window sums for the untempered Epanechnikov weights in O(log m) per query.
-
-    The weights ``1 - u**2`` are a polynomial in ``s_i``, so every window sum is a
-    combination of power sums over the left part (``s_i <= s'``) and the right part
-    of the window. Queries whose sums would lose digits (a window much smaller than
-    the blocks it reads from, or weights concentrated at the window's edges) and
-    fallback queries are recomputed by :func:`window_sums_direct`, whose cost is
-    their (small) window size.
-    """
-    if moments is None:
-        moments = BlockMoments.from_sorted(scores, labels, bandwidth)
-    h2 = bandwidth * bandwidth
-    lo = np.searchsorted(scores, queries - bandwidth, side="right")
-    mid = np.searchsorted(scores, queries, side="right")
-    hi = np.searchsorted(scores, queries + bandwidth, side="left")
-    left = moments.segment(lo, mid, queries)
-    right = moments.segment(mid, hi, queries)
-    M = left + right
-    total = M[:, 0] - M[:, 2] / h2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        eta = (M[:, 5] - M[:, 7] / h2) / total
-        sum_abs = (-(left[:, 1] - left[:, 3] / h2) + (right[:, 1] - right[:, 3] / h2)) / total
-        sum_sq = (M[:, 2] - M[:, 4] / h2) / total
-        sum_w2 = (M[:, 0] - 2.0 * M[:, 2] / h2 + M[:, 4] / (h2 * h2)) / (total * total)
-    count = (hi - lo).astype(float)
-    block_points = moments.block_end[np.minimum(lo, scores.shape[0] - 1)] - lo
-    redo = (count <= 0) | (total < 0.05 * count) | (block_points > 64 * np.maximum(count, 1))
-    fallback = np.zeros(queries.shape[0], dtype=bool)
-    if redo.any():
-        r = np.flatnonzero(redo)
-        direct = window_sums_direct(scores, labels, queries[r], bandwidth, 1.0)
-        eta[r], sum_abs[r] = direct.eta_hat, direct.sum_abs
-        sum_sq[r], sum_w2[r] = direct.sum_squares, direct.sum_w2
-        fallback[r] = direct.fallback
-    return WindowSums(eta, sum_abs, sum_sq, sum_w2, fallback)
+    def residuals_and_smoothing(self, b1, b2, x):
+        """``|eta_hat(x) - x|``, unclipped ``g_T(x)`` and the number of fallbacks."""
+        sample, tables = self._binned()
+        return sample.residuals_and_smoothing(tables, b1, b2, x)

@@ -1,0 +1,478 @@
+"""``NWCalibrationBound``: certified bound under bounded derivatives (paper section 5)."""
+
+import math
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+
+from ._base import _BaseCalibrationBound, _BoundMethod
+from ._compat import Interval, StrOptions, validate_params
+from ._result import FoldResult
+from ._sech import sech_derivative_bounds
+from ._surrogates._nw import BinnedSample, KernelTables, NWSurrogate, _Buffers, n_bins_for
+from ._terms import nw_bound_terms, nw_plugin_bandwidth
+from ._validation import check_prob_labels
+
+# The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
+_AUTO_MIN, _AUTO_MAX, _AUTO_FRACTION = 5000, 15000, 0.05
+
+
+@dataclass(frozen=True)
+class _NWMethod(_BoundMethod):
+    """Proposition 2 wired to the grid NW smoother; ``delta`` is split into two."""
+
+    b1: float
+    b2: float
+    bandwidth: object  # "plugin" or a float
+    tempering: float
+    max_validation: object  # None, "auto" or an int
+    seed: int  # of the validation subsample, when there is one
+    min_train = 1
+
+    def bandwidth_for(self, m):
+        if self.bandwidth == "plugin":
+            return nw_plugin_bandwidth(m, self.b1, self.b2)
+        return float(self.bandwidth)
+
+    def evaluation_subset(self, n_validation, n_samples, k):
+        """Sorted indices of the validation points to evaluate, or None for all."""
+        if self.max_validation is None:
+            return None
+        if self.max_validation == "auto":
+            cap = min(_AUTO_MAX, max(_AUTO_MIN, math.ceil(_AUTO_FRACTION * n_samples)))
+        else:
+            cap = int(self.max_validation)
+        if cap >= n_validation:
+            return None
+        # Uniform, and independent of the data: validity is kept (SPEC section 4).
+        rng = np.random.default_rng([self.seed, k])
+        return np.sort(rng.choice(n_validation, size=cap, replace=False))
+
+    def _fold(self, residuals, smoothing, delta, n_train, info):
+        np.minimum(smoothing, 1.0, out=smoothing)  # |eta_hat - eta| <= 1
+        terms = nw_bound_terms(residuals, smoothing, delta)
+        info = {
+            "n_train": int(n_train),
+            "n_validation": int(residuals.shape[0]),
+            "delta": float(delta),
+            **info,
+        }
+        return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"])
+
+    def fit_folds(self, sample, folds, delta):
+        n = sample.scores.shape[0]
+        # One grid for every fold and the refit: fine enough for the smallest
+        # bandwidth (the plug-in bandwidth decreases with the training size).
+        n_bins = n_bins_for(self.bandwidth_for(n))
+        binned = BinnedSample.from_sorted(sample.scores, sample.labels, n_bins)
+        buffers = _Buffers()
+        results = []
+        for fold in folds:
+            k = fold.index
+            validation = np.flatnonzero(fold.validation)
+            evaluate = self.evaluation_subset(validation.shape[0], n, k)
+            if fold.assignment is not None or np.array_equal(fold.train, ~fold.validation):
+                # Training = the rest of the sample: its grid moments are the whole
+                # sample's minus the validation points'.
+                bandwidths = {}
+
+                def tables_for(stats, m):
+                    bandwidths["h"] = self.bandwidth_for(m)
+                    return KernelTables.from_stats(stats, bandwidths["h"], self.tempering)
+
+                residuals, smoothing, _, n_fallback = binned.complement_fold(
+                    validation, tables_for, self.b1, self.b2,
+                    evaluate=evaluate, buffers=buffers,
+                )
+                m, h = n - validation.shape[0], bandwidths["h"]
+            else:
+                train = np.flatnonzero(fold.train)
+                m, h = train.shape[0], self.bandwidth_for(train.shape[0])
+                surrogate = NWSurrogate(
+                    sample.scores[train], sample.labels[train], h, self.tempering, n_bins
+                )
+                queries = sample.scores[validation]
+                if evaluate is not None:
+                    queries = queries[evaluate]
+                residuals, smoothing, n_fallback = surrogate.residuals_and_smoothing(
+                    self.b1, self.b2, queries
+                )
+            info = {"bandwidth": h, "n_bins": n_bins, "n_fallback": int(n_fallback)}
+            results.append(self._fold(residuals, smoothing, delta, m, info))
+        return results
+
+    def fitted_attributes(self, surrogate):
+        return {"b1_": self.b1, "b2_": self.b2, "bandwidth_": surrogate.bandwidth}
+
+    def refit(self, sample, delta):
+        n = sample.scores.shape[0]
+        h = self.bandwidth_for(n)
+        return NWSurrogate(sample.scores, sample.labels, h, self.tempering, n_bins_for(h))
+
+    def held_out_result(self, surrogate, scores, delta):
+        evaluate = self.evaluation_subset(scores.shape[0], scores.shape[0], 0)
+        if evaluate is not None:
+            scores = scores[evaluate]
+        residuals, smoothing, n_fallback = surrogate.residuals_and_smoothing(
+            self.b1, self.b2, scores
+        )
+        info = {
+            "bandwidth": surrogate.bandwidth,
+            "n_bins": surrogate.n_bins,
+            "n_fallback": int(n_fallback),
+        }
+        return self._fold(residuals, smoothing, delta, surrogate.n_train, info)
+
+
+_NW_PARAMETERS = {
+    "h": [Interval(Real, 0, None, closed="neither"), None],
+    "b1": [Interval(Real, 0, None, closed="left"), None],
+    "b2": [Interval(Real, 0, None, closed="left"), None],
+    "bandwidth": [StrOptions({"plugin"}), Interval(Real, 0, None, closed="neither")],
+    "tempering": [Interval(Real, 0, None, closed="left")],
+    "max_validation": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
+}
+
+
+def _derivative_bounds(h, b1, b2):
+    """``(b1, b2)`` from ``h`` (Corollaries 3 and 4) or as given; exactly one way."""
+    if h is not None:
+        if b1 is not None or b2 is not None:
+            raise ValueError(
+                "Give either h (the perturbation bandwidth, from which b1 and b2 "
+                f"follow) or both b1 and b2, not both; got h={h!r}, b1={b1!r}, b2={b2!r}."
+            )
+        b1, b2 = sech_derivative_bounds(h)
+        return float(b1), float(b2)
+    if b1 is None or b2 is None:
+        raise ValueError(
+            "NWCalibrationBound needs the derivative bounds of the calibration "
+            "function: give h (the bandwidth of the sech perturbation the scores went "
+            "through) or both b1 (bound on |eta'|) and b2 (bound on |eta''|); got "
+            f"h=None, b1={b1!r}, b2={b2!r}."
+        )
+    return float(b1), float(b2)
+
+
+class NWCalibrationBound(_BaseCalibrationBound):
+    """Certified upper bound on the L1 calibration error under bounded derivatives.
+
+    Assumes the calibration function :math:`\\eta(s) = E[y \\mid s]` has
+    :math:`|\\eta'| \\le b_1` and :math:`|\\eta''| \\le b_2`. This holds, whatever the
+    classifier, for scores perturbed with the sech kernel of bandwidth ``h``
+    (:func:`~skcalbound.perturb_scores`, ``SechPerturbedClassifier``): pass ``h`` and
+    the bounds follow. On each cross-fitting split a Nadaraya–Watson smoother of the
+    training labels estimates :math:`\\eta`, Lemma 6 of the paper bounds its error
+    at every validation score, and Proposition 2 bounds :math:`CE = E|s -
+    \\eta(s)|`; the fold bounds are combined by the union bound. This is the paper's
+    tightest bound.
+
+    Read more in the :ref:`User Guide <nw_bound>`.
+
+    Parameters
+    ----------
+    h : float, default=None
+        Bandwidth of the sech perturbation the scores went through. Implies
+        ``b1 = tanh(1/h) / (2h)`` and ``b2 = 1.5 tanh(1/h)**2 / h**2``. Give either
+        ``h`` or both ``b1`` and ``b2``.
+
+    b1 : float, default=None
+        Bound on the first derivative of the calibration function.
+
+    b2 : float, default=None
+        Bound on the second derivative of the calibration function.
+
+    bandwidth : "plugin" or float, default="plugin"
+        Bandwidth of the smoother's kernel. ``"plugin"`` is the paper's plug-in rule
+        (Appendix E), computed from ``b1``, ``b2`` and each fold's training size.
+
+    tempering : float, default=1.2
+        Exponent of the Epanechnikov kernel, :math:`(1 - u^2)^{tempering}`; the
+        paper's default is 1.2.
+
+    max_validation : None, "auto" or int, default=None
+        Validation points evaluated per fold. ``None`` uses all of them (tightest).
+        ``"auto"`` is the paper's rule, a uniform subsample of
+        ``min(15000, max(5000, ceil(0.05 n)))`` points; an int caps the number. A
+        subsample keeps the guarantee and only widens the Bernstein terms.
+
+    confidence_level : float, default=0.95
+        Probability with which the bound holds, in (0, 1); the paper's
+        ``delta`` is ``1 - confidence_level``.
+
+    cv : int, cross-validation generator or iterable, default=5
+        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
+        random_state=random_state)``; any scikit-learn splitter or iterable of
+        ``(train, validation)`` index pairs is accepted. Each split is bounded at
+        ``(1 - confidence_level) / n_splits``, so the aggregate is certified.
+
+    aggregate : {'mean', 'min'}, default='mean'
+        How fold bounds are combined: their mean (most stable) or their minimum
+        (tighter). Both are certified by the union bound over the folds.
+
+    random_state : int, RandomState instance or None, default=None
+        Seed of the shuffled ``KFold`` used when ``cv`` is an int. Pass an int for
+        reproducible output across calls.
+
+    n_jobs : int, default=None
+        Number of folds computed in parallel with joblib. ``None`` means 1 unless in
+        a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
+
+    Attributes
+    ----------
+    bound_ : float
+        Certified upper bound on the calibration error: ``min(aggregate of the fold
+        bounds, 1)``.
+
+    estimate_ : float
+        Plug-in estimate of the calibration error, the mean over folds of
+        ``mean |s - eta_hat(s)|`` on the validation part. Not certified.
+
+    terms_ : dict of str to float
+        Named additive components of the aggregated bound before clipping:
+        ``validation_mean`` (mean of :math:`|\\hat\\eta - s|`), ``smoothing_mean``
+        (mean of the smoothing-error bound :math:`\\tilde g`), ``bernstein_residual``
+        and ``bernstein_smoothing``. With ``aggregate='min'`` they are the terms of
+        the smallest fold bound.
+
+    fold_results_ : pandas.DataFrame
+        One row per fold: ``n_train``, ``n_validation`` (points evaluated),
+        ``delta``, ``bandwidth``, ``n_bins`` (grid size), ``n_fallback`` (validation
+        points with no training score within the kernel, which used the nearest
+        training scores), ``estimate``, the terms and the unclipped fold ``bound``.
+
+    result_ : object
+        The same numbers as a frozen dataclass with fields ``bound``, ``estimate``,
+        ``terms``, ``folds``, ``aggregate`` and ``confidence_level``.
+
+    n_splits_ : int
+        Number of cross-fitting splits.
+
+    b1_ : float
+        Bound on :math:`|\\eta'|` used (from ``h`` or as given).
+
+    b2_ : float
+        Bound on :math:`|\\eta''|` used.
+
+    bandwidth_ : float
+        Kernel bandwidth of :attr:`surrogate_` (the folds' bandwidths are in
+        :attr:`fold_results_`).
+
+    surrogate_ : object
+        Nadaraya–Watson smoother on all data (bandwidth for the full sample), used by
+        :meth:`predict` and :meth:`score`.
+
+    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is the positive class.
+
+    n_features_in_ : int
+        Number of columns of ``X`` seen in :meth:`fit` (1 for a vector of scores).
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Column names of ``X``, defined only when ``X`` is a data frame with string
+        column names.
+
+    See Also
+    --------
+    nw_bound : The same bound as a function of arrays.
+    TVCalibrationBound : Bound that needs only bounded variation.
+
+    Notes
+    -----
+    Per fold, with :math:`\\delta_1 = \\delta_2 = \\delta_{fold} / 2`, the bound of
+    Proposition 2 is
+
+    .. math:: U = \\overline{|\\hat\\eta - s|} + \\overline{\\tilde g}
+              + BB(|V'|, \\delta_1, \\hat\\sigma^2(|\\hat\\eta - s|))
+              + BB(|V'|, \\delta_2, \\hat\\sigma^2(\\tilde g)),
+
+    with :math:`\\tilde g = \\min(g_T, 1)` and Lemma 6's :math:`g_T(s) = b_1 \\sum_i
+    w_i |s - s_i| + \\tfrac12 b_2 \\sum_i w_i (s - s_i)^2 + \\tfrac12 \\sqrt{\\sum_i
+    w_i^2}`. The weights :math:`w_i(s)` are the tempered Epanechnikov kernel over a
+    fine grid of training-score bins (at least 32 bins per bandwidth), with
+    nearest-neighbour fallback; every sum uses the actual scores and is exact for
+    these weights, which is all Lemma 6 needs.
+
+    As published, the last step of Proposition 2 (its equation (10)) holds in
+    expectation over the training labels rather than with probability
+    ``confidence_level``; this implementation follows the paper.
+
+    References
+    ----------
+    .. [1] Gruber et al., "Measuring Uncertainty Calibration", ICLR 2026,
+       section 5 and Appendices C to E.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalbound import NWCalibrationBound
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20_000)
+    >>> y = rng.uniform(size=20_000) < s ** 2  # miscalibrated: CE = 1/6
+    >>> est = NWCalibrationBound(b1=2.0, b2=2.0, random_state=0).fit(s, y)
+    >>> print(f"{est.bound_:.3f} >= CE = {1 / 6:.3f}")
+    """
+
+    _parameter_constraints = {**_BaseCalibrationBound._parameter_constraints, **_NW_PARAMETERS}
+
+    def __init__(
+        self,
+        h=None,
+        *,
+        b1=None,
+        b2=None,
+        bandwidth="plugin",
+        tempering=1.2,
+        max_validation=None,
+        confidence_level=0.95,
+        cv=5,
+        aggregate="mean",
+        random_state=None,
+        n_jobs=None,
+    ):
+        self.h = h
+        self.b1 = b1
+        self.b2 = b2
+        self.bandwidth = bandwidth
+        self.tempering = tempering
+        self.max_validation = max_validation
+        self.confidence_level = confidence_level
+        self.cv = cv
+        self.aggregate = aggregate
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _method(self):
+        b1, b2 = _derivative_bounds(self.h, self.b1, self.b2)
+        seed = int(np.random.SeedSequence().entropy % 2**32)
+        if isinstance(self.random_state, Integral):
+            seed = int(self.random_state)
+        elif isinstance(self.random_state, np.random.RandomState):
+            seed = int(self.random_state.randint(2**31 - 1))
+        return _NWMethod(
+            b1=b1,
+            b2=b2,
+            bandwidth=self.bandwidth,
+            tempering=float(self.tempering),
+            max_validation=self.max_validation,
+            seed=seed,
+        )
+
+
+@validate_params(
+    {"y_true": ["array-like"], "y_prob": ["array-like"], **NWCalibrationBound._parameter_constraints},
+    prefer_skip_nested_validation=True,
+)
+def nw_bound(
+    y_true,
+    y_prob,
+    *,
+    h=None,
+    b1=None,
+    b2=None,
+    bandwidth="plugin",
+    tempering=1.2,
+    max_validation=None,
+    confidence_level=0.95,
+    cv=5,
+    aggregate="mean",
+    random_state=None,
+    n_jobs=None,
+):
+    """Certified upper bound on the L1 calibration error under bounded derivatives.
+
+    The functional form of :class:`NWCalibrationBound`: returns the same number as
+    ``NWCalibrationBound(...).fit(y_prob, y_true).bound_``.
+
+    Read more in the :ref:`User Guide <nw_bound>`.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Binary labels; the positive class is the larger label.
+
+    y_prob : array-like of shape (n_samples,) or (n_samples, 2)
+        Predicted probabilities of the positive class, or a ``predict_proba`` output.
+
+    h : float, default=None
+        Bandwidth of the sech perturbation the scores went through. Implies
+        ``b1 = tanh(1/h) / (2h)`` and ``b2 = 1.5 tanh(1/h)**2 / h**2``. Give either
+        ``h`` or both ``b1`` and ``b2``.
+
+    b1 : float, default=None
+        Bound on the first derivative of the calibration function.
+
+    b2 : float, default=None
+        Bound on the second derivative of the calibration function.
+
+    bandwidth : "plugin" or float, default="plugin"
+        Bandwidth of the smoother's kernel. ``"plugin"`` is the paper's plug-in rule
+        (Appendix E), computed from ``b1``, ``b2`` and each fold's training size.
+
+    tempering : float, default=1.2
+        Exponent of the Epanechnikov kernel, :math:`(1 - u^2)^{tempering}`; the
+        paper's default is 1.2.
+
+    max_validation : None, "auto" or int, default=None
+        Validation points evaluated per fold. ``None`` uses all of them (tightest).
+        ``"auto"`` is the paper's rule, a uniform subsample of
+        ``min(15000, max(5000, ceil(0.05 n)))`` points; an int caps the number. A
+        subsample keeps the guarantee and only widens the Bernstein terms.
+
+    confidence_level : float, default=0.95
+        Probability with which the bound holds, in (0, 1); the paper's
+        ``delta`` is ``1 - confidence_level``.
+
+    cv : int, cross-validation generator or iterable, default=5
+        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
+        random_state=random_state)``; any scikit-learn splitter or iterable of
+        ``(train, validation)`` index pairs is accepted. Each split is bounded at
+        ``(1 - confidence_level) / n_splits``, so the aggregate is certified.
+
+    aggregate : {'mean', 'min'}, default='mean'
+        How fold bounds are combined: their mean (most stable) or their minimum
+        (tighter). Both are certified by the union bound over the folds.
+
+    random_state : int, RandomState instance or None, default=None
+        Seed of the shuffled ``KFold`` used when ``cv`` is an int. Pass an int for
+        reproducible output across calls.
+
+    n_jobs : int, default=None
+        Number of folds computed in parallel with joblib. ``None`` means 1 unless in
+        a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
+
+    Returns
+    -------
+    bound : float
+        Upper bound on the calibration error that holds with probability at least
+        ``confidence_level``.
+
+    See Also
+    --------
+    NWCalibrationBound : The estimator, with the terms and per-fold results.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalbound import nw_bound
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20_000)
+    >>> y = rng.uniform(size=20_000) < s  # perfectly calibrated: CE = 0
+    >>> print(round(nw_bound(y, s, b1=1.0, b2=0.0, random_state=0), 3))
+    """
+    labels, scores = check_prob_labels(y_true, y_prob)
+    estimator = NWCalibrationBound(
+        h=h,
+        b1=b1,
+        b2=b2,
+        bandwidth=bandwidth,
+        tempering=tempering,
+        max_validation=max_validation,
+        confidence_level=confidence_level,
+        cv=cv,
+        aggregate=aggregate,
+        random_state=random_state,
+        n_jobs=n_jobs,
+    )
+    return estimator.fit(scores, labels).bound_
