@@ -45,11 +45,14 @@ def stable_argsort(x):
     for start in range(0, n, step):
         key[start : start + step] |= np.arange(start, min(start + step, n), dtype=np.uint64)
     key.sort()
-    order = (key & ((np.uint64(1) << b) - np.uint64(1))).view(np.intp)
+    key &= (np.uint64(1) << b) - np.uint64(1)  # in place: no second 8n-byte array
+    order = key.view(np.intp)
     xs = x.take(order)
     descents = np.flatnonzero(xs[1:] < xs[:-1])
     if descents.size:
-        key >>= b  # the truncated scores, in sorted order
+        key = np.add(xs, 0.0).view(np.uint64)  # the truncated scores, in sorted order
+        key <<= np.uint64(2)
+        key >>= b
         # Runs of equal truncated scores are short and rare: work on the positions
         # that continue a run, not on all n positions.
         cont = np.flatnonzero(key[1:] == key[:-1])
@@ -144,6 +147,7 @@ def _kfold_folds(splitter, order):
     """
     n = order.shape[0]
     k = splitter.n_splits
+    # intp, not a narrower type: numpy's shuffle has a fast path for 8-byte items.
     indices = np.arange(n)
     if splitter.shuffle:
         check_random_state(splitter.random_state).shuffle(indices)

@@ -11,9 +11,11 @@ import numpy as np
 
 
 def population_variance(x):
-    """Empirical variance with divisor ``m`` (the form the Bernstein bound uses)."""
+    """Empirical variance with divisor ``m`` (the form the Bernstein bound uses), and
+    the mean. Two passes (mean, then squared deviations), so no cancellation."""
     mean = float(np.mean(x))
-    return float(np.mean(np.square(x - mean))), mean
+    deviation = x - mean
+    return float(np.dot(deviation, deviation)) / x.shape[0], mean
 
 
 def bernstein_term(m, delta, variance):
@@ -180,30 +182,6 @@ def nw_plugin_bandwidth(m, b1, b2):
         if step <= 4.0 * np.finfo(float).eps * t:
             break
     return float(min(max(t * t, 1e-4), 0.25))
-
-
-def nw_smoothing_error(sum_abs, sum_squares, sum_w2, b1, b2):
-    r"""Smoothing-error bound :math:`\tilde g = \min(g_T, 1)` of Lemma 6.
-
-    Parameters
-    ----------
-    sum_abs, sum_squares, sum_w2 : ndarray
-        Per query, :math:`\sum_i w_i |s' - s_i|`, :math:`\sum_i w_i (s' - s_i)^2`
-        and :math:`\sum_i w_i^2` for weights summing to one.
-    b1, b2 : float
-        Bounds on :math:`|\eta'|` and :math:`|\eta''|`.
-
-    Notes
-    -----
-    Lemma 6 of the paper (Appendix C):
-
-    .. math:: g_T(s') = b_1 \sum_i w_i |s' - s_i| + \tfrac12 b_2 \sum_i w_i (s' - s_i)^2
-              + \tfrac12 \sqrt{\sum_i w_i^2},
-
-    clipped at 1 because :math:`|\hat\eta - \eta| \le 1` (SPEC section 4, step 3).
-    """
-    g = b1 * sum_abs + 0.5 * b2 * sum_squares + 0.5 * np.sqrt(sum_w2)
-    return np.minimum(g, 1.0)
 
 
 def nw_bound_terms(residuals, smoothing, delta, R=1.0):

@@ -1,70 +1,132 @@
-"""NW window sums against a slow, obviously correct loop over every training point."""
+"""The grid NW smoother against a slow, obviously correct loop over every training point.
+
+The reference computes, one query at a time, the weights the fast path uses (the
+tempered Epanechnikov kernel at the offset between the query's bin and each training
+point's bin, nearest-neighbour fallback when none is positive) and then every sum of
+Lemma 6 from the actual scores. The fast path must agree to 1e-9 relative on each of
+``eta_hat``, ``sum w |d|``, ``sum w d**2`` and ``sum w**2`` (isolated through the
+choice of ``b1, b2`` in ``g_T``), in both of its forms: arbitrary queries against a
+training sample (``predict``/``score``) and the complement of a validation fold
+(cross-fitting).
+"""
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from skcalbound._surrogates._nw import window_sums_direct
-from skcalbound._terms import nw_bound_terms, nw_plugin_bandwidth, nw_smoothing_error
+from skcalbound._surrogates._nw import BinnedSample, KernelTables
+from skcalbound._terms import nw_bound_terms, nw_plugin_bandwidth
 
 
-def _reference(scores, labels, query, bandwidth, tempering):
-    """One query, one training point at a time."""
+def _reference(scores, labels, query, bandwidth, tempering, G):
+    """``(eta, sum w|d|, sum w d**2, sum w**2)`` for one query, one point at a time."""
+    qb = min(int(query * G), G - 1)
     weights = []
     for s in scores:
-        u = (query - s) / bandwidth
+        u = (qb - min(int(s * G), G - 1)) / (G * bandwidth)
         weights.append(max(1.0 - u * u, 0.0) ** tempering if abs(u) < 1 else 0.0)
-    weights = np.array(weights)
-    if weights.sum() == 0:
+    w = np.array(weights)
+    if w.sum() == 0:
         dist = np.abs(scores - query)
-        weights = (dist == dist.min()).astype(float)
-    w = weights / weights.sum()
+        w = (dist == dist.min()).astype(float)
+    w = w / w.sum()
     d = query - scores
-    return (w @ labels, w @ np.abs(d), w @ (d * d), w @ w)
+    return w @ labels, w @ np.abs(d), w @ (d * d), w @ w
+
+
+# (b1, b2) -> g_T isolates one sum (plus the sqrt(sum w**2) / 2 part).
+PROBES = [(0.0, 0.0), (1.0, 0.0), (0.0, 2.0), (32.0, 6144.0)]
+
+
+def _g(ref, b1, b2):
+    return b1 * ref[1] + 0.5 * b2 * ref[2] + 0.5 * np.sqrt(ref[3])
 
 
 CASES = {
-    "random": lambda rng: rng.uniform(size=300),
-    "ties": lambda rng: rng.choice([0.1, 0.2, 0.2005, 0.5, 0.9], size=300),
+    "random": lambda rng: rng.uniform(size=400),
+    "ties": lambda rng: rng.choice([0.1, 0.2, 0.2005, 0.5, 0.9], size=400),
+    "grid_aligned": lambda rng: rng.integers(0, 257, size=400) / 256,
     "clusters": lambda rng: np.concatenate(
-        [np.full(100, 0.3), 0.3 + rng.normal(0, 1e-4, 100), rng.uniform(size=100)]
+        [np.full(150, 0.3), 0.3 + rng.normal(0, 1e-4, 100), rng.uniform(size=150)]
     ),
-    "edges": lambda rng: np.concatenate([np.zeros(50), np.ones(50), rng.uniform(size=200)]),
-    "gaps": lambda rng: np.concatenate(
-        [rng.uniform(0, 0.1, 150), rng.uniform(0.6, 0.61, 150)]
-    ),
+    "edges": lambda rng: np.concatenate([np.zeros(60), np.ones(60), rng.uniform(size=280)]),
+    "gaps": lambda rng: np.concatenate([rng.uniform(0, 0.1, 200), rng.uniform(0.6, 0.61, 200)]),
 }
+
+
+def _data(case, seed=0):
+    rng = np.random.default_rng(seed)
+    scores = np.sort(np.clip(CASES[case](rng), 0, 1))
+    labels = (rng.uniform(size=scores.size) < 0.4).astype(np.uint8)
+    return rng, scores, labels
 
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("tempering", [1.0, 1.2])
-@pytest.mark.parametrize("bandwidth", [0.003, 0.05])
-def test_direct_window_sums_match_reference(case, tempering, bandwidth):
-    rng = np.random.default_rng(0)
-    scores = np.sort(np.clip(CASES[case](rng), 0, 1))
-    labels = (rng.uniform(size=scores.size) < 0.4).astype(float)
-    queries = np.concatenate(
-        [rng.uniform(size=60), [0.0, 1.0, 0.3, 0.35, 0.2, 0.2 + bandwidth, 0.8]]
-    )
-    got = window_sums_direct(scores, labels, queries, bandwidth, tempering, chunk=500)
-    for j, query in enumerate(queries):
-        expected = _reference(scores, labels, query, bandwidth, tempering)
-        actual = (got.eta_hat[j], got.sum_abs[j], got.sum_squares[j], got.sum_w2[j])
-        assert_allclose(actual, expected, rtol=1e-12, atol=1e-300, err_msg=f"q={query}")
+@pytest.mark.parametrize("bandwidth, G", [(0.01, 2**10), (0.05, 2**8), (0.003, 2**12)])
+def test_queries_against_a_training_sample_match_the_reference(case, tempering, bandwidth, G):
+    rng, scores, labels = _data(case)
+    sample = BinnedSample.from_sorted(scores, labels, G)
+    tables = sample.tables(bandwidth, tempering)
+    queries = np.concatenate([rng.uniform(size=60), scores[::9], [0.0, 1.0, 0.3]])
+    refs = [_reference(scores, labels.astype(float), q, bandwidth, tempering, G)
+            for q in queries]
+    eta = sample.eta(tables, queries)
+    assert_allclose(eta, [r[0] for r in refs], rtol=1e-9, atol=1e-300)
+    for b1, b2 in PROBES:
+        residual, g, _ = sample.residuals_and_smoothing(tables, b1, b2, queries)
+        assert_allclose(residual, np.abs(eta - queries), rtol=1e-15, atol=0)
+        assert_allclose(g, [_g(r, b1, b2) for r in refs], rtol=1e-9, atol=0,
+                        err_msg=f"b1={b1}, b2={b2}")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("tempering", [1.0, 1.2])
+@pytest.mark.parametrize("bandwidth, G", [(0.01, 2**10), (0.003, 2**12)])
+@pytest.mark.parametrize("subsample", [False, True])
+def test_complement_fold_matches_the_reference(case, tempering, bandwidth, G, subsample):
+    rng, scores, labels = _data(case, seed=1)
+    sample = BinnedSample.from_sorted(scores, labels, G)
+    validation = np.sort(rng.choice(scores.size, scores.size // 4, replace=False))
+    train = np.setdiff1d(np.arange(scores.size), validation)
+    evaluate = np.sort(rng.choice(validation.size, 37, replace=False)) if subsample else None
+    queries = scores[validation] if evaluate is None else scores[validation[evaluate]]
+    refs = [_reference(scores[train], labels[train].astype(float), q, bandwidth, tempering, G)
+            for q in queries]
+    seen = {}
+
+    def tables_for(stats, m):
+        seen["m"] = m
+        return KernelTables.from_stats(stats, bandwidth, tempering)
+
+    for b1, b2 in PROBES:
+        residual, g, _, _ = sample.complement_fold(
+            validation, tables_for, b1, b2, evaluate=evaluate
+        )
+        assert seen["m"] == train.size
+        assert_allclose(residual, [abs(r[0] - q) for r, q in zip(refs, queries)],
+                        rtol=1e-9, atol=1e-15)
+        assert_allclose(g, [_g(r, b1, b2) for r in refs], rtol=1e-9, atol=0,
+                        err_msg=f"b1={b1}, b2={b2}")
 
 
 def test_nearest_neighbour_fallback_uses_both_equidistant_blocks():
-    # Dyadic scores, so that "equidistant" holds in floating point.
+    # Dyadic scores, so that "equidistant" holds in floating point; the kernel reaches
+    # one bin only (bandwidth 1/G), so every query below falls back.
     scores = np.array([0.125, 0.125, 0.125, 0.5, 0.875, 0.875])
-    labels = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 0.0])
+    labels = np.array([0, 1, 1, 0, 1, 0], dtype=np.uint8)
+    G = 1024
+    sample = BinnedSample.from_sorted(scores, labels, G)
+    tables = sample.tables(1.0 / G, 1.0)
     queries = np.array([0.3125, 0.6875, 0.0, 0.25])
-    got = window_sums_direct(scores, labels, queries, 0.01, 1.0)
-    assert got.fallback.tolist() == [True, True, True, True]
+    residual, g, n_fallback = sample.residuals_and_smoothing(tables, 1.0, 0.0, queries)
+    assert n_fallback == 4
     # 0.3125 is equidistant from 0.125 (three points) and 0.5 (one): four points.
-    assert_allclose(got.eta_hat, [2 / 4, 1 / 3, 2 / 3, 2 / 3], rtol=1e-15)
-    assert_allclose(got.sum_abs, [0.1875, 0.1875, 0.125, 0.125], rtol=1e-15)
-    assert_allclose(got.sum_squares, [0.1875**2, 0.1875**2, 0.125**2, 0.125**2])
-    assert_allclose(got.sum_w2, [1 / 4, 1 / 3, 1 / 3, 1 / 3], rtol=1e-15)
+    eta = np.array([2 / 4, 1 / 3, 2 / 3, 2 / 3])
+    d = np.array([0.1875, 0.1875, 0.125, 0.125])
+    assert_allclose(residual, np.abs(eta - queries), rtol=1e-15)
+    assert_allclose(g, d + 0.5 * np.sqrt([1 / 4, 1 / 3, 1 / 3, 1 / 3]), rtol=1e-15)
+    assert_allclose(sample.eta(tables, queries), eta, rtol=1e-15)
 
 
 def test_plugin_bandwidth_solves_appendix_e_equation():
@@ -79,10 +141,7 @@ def test_plugin_bandwidth_solves_appendix_e_equation():
     assert nw_plugin_bandwidth(10**9, 1e3, 1e7) == 1e-4
 
 
-def test_smoothing_error_and_terms_by_hand():
-    g = nw_smoothing_error(np.array([0.01, 0.5]), np.array([1e-4, 0.3]),
-                           np.array([0.04, 0.5]), b1=2.0, b2=10.0)
-    assert_allclose(g, [2 * 0.01 + 5 * 1e-4 + 0.5 * 0.2, 1.0])
+def test_bound_terms_by_hand():
     r = np.array([0.1, 0.2, 0.3, 0.0])
     gt = np.array([0.05, 0.05, 0.15, 0.05])
     terms = nw_bound_terms(r, gt, delta=0.06)
@@ -93,20 +152,3 @@ def test_smoothing_error_and_terms_by_hand():
                     np.sqrt(2 * r.var() * L / 4) + 3 * L / 4, rtol=1e-14)
     assert_allclose(terms["bernstein_smoothing"],
                     np.sqrt(2 * gt.var() * L / 4) + 3 * L / 4, rtol=1e-14)
-
-
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("bandwidth", [0.003, 0.05])
-def test_fast_window_sums_match_direct(case, bandwidth):
-    from skcalbound._surrogates._nw import window_sums_fast
-
-    rng = np.random.default_rng(1)
-    scores = np.sort(np.clip(CASES[case](rng), 0, 1))
-    labels = (rng.uniform(size=scores.size) < 0.4).astype(float)
-    queries = np.concatenate([rng.uniform(size=500), scores[::7], [0.0, 1.0]])
-    fast = window_sums_fast(scores, labels, queries, bandwidth)
-    direct = window_sums_direct(scores, labels, queries, bandwidth, 1.0)
-    for name in ("eta_hat", "sum_abs", "sum_squares", "sum_w2"):
-        assert_allclose(getattr(fast, name), getattr(direct, name), rtol=1e-9, atol=1e-15,
-                        err_msg=name)
-    assert np.array_equal(fast.fallback, direct.fallback)

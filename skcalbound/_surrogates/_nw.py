@@ -38,7 +38,7 @@ import numpy as np
 # The kernel is sampled at >= this many bin offsets on each side of zero (unless the
 # bandwidth is below 32 bins of the finest grid): tight enough that the binned kernel
 # behaves like the continuous one, coarse enough that the convolutions stay cheap.
-_BINS_PER_BANDWIDTH = 32
+_BINS_PER_BANDWIDTH = 16
 _MAX_BINS = 2**20
 # Rows of the global pass at a time: keeps the temporaries in cache.
 _CHUNK = 2**18
