@@ -2,6 +2,7 @@
 
 from ._binned_ece import binned_ece
 from ._nw_bound import NWCalibrationBound, nw_bound
+from ._sech_perturbed import perturb_scores
 from ._tv_bound import TVCalibrationBound, tv_bound
 
 __version__ = "0.1.0.dev0"
@@ -11,5 +12,6 @@ __all__ = [
     "TVCalibrationBound",
     "binned_ece",
     "nw_bound",
+    "perturb_scores",
     "tv_bound",
 ]

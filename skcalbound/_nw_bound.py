@@ -10,12 +10,46 @@ from ._base import _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, StrOptions, validate_params
 from ._result import FoldResult
 from ._sech import sech_derivative_bounds
-from ._surrogates._nw import BinnedSample, KernelTables, NWSurrogate, _Buffers, n_bins_for
-from ._terms import nw_bound_terms, nw_plugin_bandwidth
+from ._surrogates._nw import BinnedSample, NWSurrogate, _Buffers, n_bins_for
+from ._terms import nw_bound_terms, nw_plugin_bandwidth, population_variance
 from ._validation import check_prob_labels
 
 # The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
 _AUTO_MIN, _AUTO_MAX, _AUTO_FRACTION = 5000, 15000, 0.05
+
+
+class _Moments:
+    """Count, mean and population variance of ``|eta_hat - s|`` and ``min(g_T, 1)``,
+    accumulated chunk by chunk (a ``sink`` of :meth:`BinnedSample.complement_fold`).
+
+    Sums are taken around a shift (the first chunk's means), which keeps the variance's
+    digits as a two-pass computation would without storing the values.
+    """
+
+    def __init__(self):
+        self.n = 0
+        self.shift = None
+        self.sums = np.zeros((2, 2))  # [quantity, (sum of x - shift, of its square)]
+
+    def __call__(self, residuals, smoothing):
+        np.minimum(smoothing, 1.0, out=smoothing)  # |eta_hat - eta| <= 1
+        if self.shift is None:
+            self.shift = (float(np.mean(residuals)), float(np.mean(smoothing)))
+        for k, x in enumerate((residuals, smoothing)):
+            x -= self.shift[k]
+            self.sums[k] += (float(np.sum(x)), float(np.dot(x, x)))
+        self.n += residuals.shape[0]
+
+    def moments(self, k):
+        mean = self.sums[k, 0] / self.n
+        return self.shift[k] + mean, max(self.sums[k, 1] / self.n - mean * mean, 0.0)
+
+
+def _array_moments(residuals, smoothing):
+    np.minimum(smoothing, 1.0, out=smoothing)
+    var_r, mean_r = population_variance(residuals)
+    var_g, mean_g = population_variance(smoothing)
+    return (mean_r, var_r), (mean_g, var_g)
 
 
 @dataclass(frozen=True)
@@ -49,15 +83,9 @@ class _NWMethod(_BoundMethod):
         rng = np.random.default_rng([self.seed, k])
         return np.sort(rng.choice(n_validation, size=cap, replace=False))
 
-    def _fold(self, residuals, smoothing, delta, n_train, info):
-        np.minimum(smoothing, 1.0, out=smoothing)  # |eta_hat - eta| <= 1
-        terms = nw_bound_terms(residuals, smoothing, delta)
-        info = {
-            "n_train": int(n_train),
-            "n_validation": int(residuals.shape[0]),
-            "delta": float(delta),
-            **info,
-        }
+    def _fold(self, n, residual_moments, smoothing_moments, delta, n_train, info):
+        terms = nw_bound_terms(n, residual_moments, smoothing_moments, delta)
+        info = {"n_train": int(n_train), "n_validation": int(n), "delta": float(delta), **info}
         return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"])
 
     def fit_folds(self, sample, folds, delta):
@@ -75,17 +103,14 @@ class _NWMethod(_BoundMethod):
             if fold.assignment is not None or np.array_equal(fold.train, ~fold.validation):
                 # Training = the rest of the sample: its grid moments are the whole
                 # sample's minus the validation points'.
-                bandwidths = {}
-
-                def tables_for(stats, m):
-                    bandwidths["h"] = self.bandwidth_for(m)
-                    return KernelTables.from_stats(stats, bandwidths["h"], self.tempering)
-
-                residuals, smoothing, _, n_fallback = binned.complement_fold(
-                    validation, tables_for, self.b1, self.b2,
+                m = n - validation.shape[0]
+                h = self.bandwidth_for(m)
+                sink = _Moments()
+                _, n_fallback = binned.complement_fold(
+                    validation, h, self.tempering, self.b1, self.b2, sink,
                     evaluate=evaluate, buffers=buffers,
                 )
-                m, h = n - validation.shape[0], bandwidths["h"]
+                n_eval, moments = sink.n, (sink.moments(0), sink.moments(1))
             else:
                 train = np.flatnonzero(fold.train)
                 m, h = train.shape[0], self.bandwidth_for(train.shape[0])
@@ -98,8 +123,9 @@ class _NWMethod(_BoundMethod):
                 residuals, smoothing, n_fallback = surrogate.residuals_and_smoothing(
                     self.b1, self.b2, queries
                 )
+                n_eval, moments = queries.shape[0], _array_moments(residuals, smoothing)
             info = {"bandwidth": h, "n_bins": n_bins, "n_fallback": int(n_fallback)}
-            results.append(self._fold(residuals, smoothing, delta, m, info))
+            results.append(self._fold(n_eval, *moments, delta, m, info))
         return results
 
     def fitted_attributes(self, surrogate):
@@ -122,7 +148,8 @@ class _NWMethod(_BoundMethod):
             "n_bins": surrogate.n_bins,
             "n_fallback": int(n_fallback),
         }
-        return self._fold(residuals, smoothing, delta, surrogate.n_train, info)
+        moments = _array_moments(residuals, smoothing)
+        return self._fold(scores.shape[0], *moments, delta, surrogate.n_train, info)
 
 
 _NW_PARAMETERS = {

@@ -184,15 +184,18 @@ def nw_plugin_bandwidth(m, b1, b2):
     return float(min(max(t * t, 1e-4), 0.25))
 
 
-def nw_bound_terms(residuals, smoothing, delta, R=1.0):
+def nw_bound_terms(n, residual_moments, smoothing_moments, delta, R=1.0):
     r"""All terms of the NW fold bound (Proposition 2), in the order they add up.
 
     Parameters
     ----------
-    residuals : ndarray of shape (n_validation,)
-        :math:`|\hat\eta(s_i) - s_i|` on the evaluated validation points, in [0, 1].
-    smoothing : ndarray of shape (n_validation,)
-        :math:`\tilde g(s_i) \in [0, R]` at the same points.
+    n : int
+        Number of evaluated validation points :math:`|V'|`.
+    residual_moments : tuple of float
+        Mean and population variance of :math:`|\hat\eta(s_i) - s_i| \in [0, 1]`
+        over them.
+    smoothing_moments : tuple of float
+        Mean and population variance of :math:`\tilde g(s_i) \in [0, R]`.
     delta : float
         The fold's failure probability, split equally into two.
     R : float, default=1.0
@@ -215,12 +218,11 @@ def nw_bound_terms(residuals, smoothing, delta, R=1.0):
     training labels (SPEC section 9).
     """
     d = delta / 2.0
-    n = residuals.shape[0]
-    var_r, mean_r = population_variance(residuals)
-    var_g, mean_g = population_variance(smoothing / R)
+    mean_r, var_r = residual_moments
+    mean_g, var_g = smoothing_moments
     return {
-        "validation_mean": mean_r,
-        "smoothing_mean": mean_g * R,
+        "validation_mean": float(mean_r),
+        "smoothing_mean": float(mean_g),
         "bernstein_residual": bernstein_term(n, d, var_r),
-        "bernstein_smoothing": R * bernstein_term(n, d, var_g),
+        "bernstein_smoothing": R * bernstein_term(n, d, var_g / (R * R)),
     }

@@ -171,6 +171,29 @@ def check_scores(estimator, X):
     return scores
 
 
+def _probabilities_array(y_prob, name):
+    X = check_array(
+        y_prob,
+        input_name=name,
+        ensure_2d=False,
+        allow_nd=True,
+        dtype=(np.float64, np.float32),
+        ensure_all_finite=False,
+    )
+    if X.ndim > 2:
+        raise ValueError(
+            f"{name} must hold scores of shape {_SHAPES}; got an array of shape {X.shape}."
+        )
+    return X
+
+
+def check_probabilities(y_prob, name="scores"):
+    """Validate the scores of a function without labels; float64 scores in [0, 1]."""
+    scores = _scores_from_array(_probabilities_array(y_prob, name), name)
+    _check_range(scores)
+    return scores
+
+
 def check_prob_labels(y_true, y_prob):
     """Validate the ``(y_true, y_prob)`` of a metric-style function (no estimator).
 
@@ -179,18 +202,7 @@ def check_prob_labels(y_true, y_prob):
     labels : ndarray of shape (n_samples,), float64 in {0, 1}
     scores : ndarray of shape (n_samples,), float64 in [0, 1]
     """
-    X = check_array(
-        y_prob,
-        input_name="y_prob",
-        ensure_2d=False,
-        allow_nd=True,
-        dtype=(np.float64, np.float32),
-        ensure_all_finite=False,
-    )
-    if X.ndim > 2:
-        raise ValueError(
-            f"y_prob must hold scores of shape {_SHAPES}; got an array of shape {X.shape}."
-        )
+    X = _probabilities_array(y_prob, "y_prob")
     y = column_or_1d(y_true)
     check_consistent_length(y, X)
     scores = _scores_from_array(X, "y_prob")

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from skcalbound._surrogates._nw import BinnedSample, KernelTables
+import skcalbound._surrogates._nw as nw_module
+from skcalbound._surrogates._nw import BinnedSample
 from skcalbound._terms import nw_bound_terms, nw_plugin_bandwidth
 
 
@@ -84,7 +85,12 @@ def test_queries_against_a_training_sample_match_the_reference(case, tempering, 
 @pytest.mark.parametrize("tempering", [1.0, 1.2])
 @pytest.mark.parametrize("bandwidth, G", [(0.01, 2**10), (0.003, 2**12)])
 @pytest.mark.parametrize("subsample", [False, True])
-def test_complement_fold_matches_the_reference(case, tempering, bandwidth, G, subsample):
+@pytest.mark.parametrize("chunk", [None, 7])
+def test_complement_fold_matches_the_reference(
+    case, tempering, bandwidth, G, subsample, chunk, monkeypatch
+):
+    if chunk is not None:  # queries are processed in chunks: check the seams
+        monkeypatch.setattr(nw_module, "_QUERY_CHUNK", chunk)
     rng, scores, labels = _data(case, seed=1)
     sample = BinnedSample.from_sorted(scores, labels, G)
     validation = np.sort(rng.choice(scores.size, scores.size // 4, replace=False))
@@ -93,17 +99,17 @@ def test_complement_fold_matches_the_reference(case, tempering, bandwidth, G, su
     queries = scores[validation] if evaluate is None else scores[validation[evaluate]]
     refs = [_reference(scores[train], labels[train].astype(float), q, bandwidth, tempering, G)
             for q in queries]
-    seen = {}
-
-    def tables_for(stats, m):
-        seen["m"] = m
-        return KernelTables.from_stats(stats, bandwidth, tempering)
-
     for b1, b2 in PROBES:
-        residual, g, _, _ = sample.complement_fold(
-            validation, tables_for, b1, b2, evaluate=evaluate
+        chunks = []
+
+        def sink(residual, g):
+            chunks.append((residual.copy(), g.copy()))
+
+        tables, _ = sample.complement_fold(
+            validation, bandwidth, tempering, b1, b2, sink, evaluate=evaluate
         )
-        assert seen["m"] == train.size
+        assert tables.bandwidth == bandwidth
+        residual, g = (np.concatenate(part) for part in zip(*chunks))
         assert_allclose(residual, [abs(r[0] - q) for r, q in zip(refs, queries)],
                         rtol=1e-9, atol=1e-15)
         assert_allclose(g, [_g(r, b1, b2) for r in refs], rtol=1e-9, atol=0,
@@ -144,7 +150,7 @@ def test_plugin_bandwidth_solves_appendix_e_equation():
 def test_bound_terms_by_hand():
     r = np.array([0.1, 0.2, 0.3, 0.0])
     gt = np.array([0.05, 0.05, 0.15, 0.05])
-    terms = nw_bound_terms(r, gt, delta=0.06)
+    terms = nw_bound_terms(4, (r.mean(), r.var()), (gt.mean(), gt.var()), delta=0.06)
     L = np.log(3 / 0.03)
     assert_allclose(terms["validation_mean"], 0.15, rtol=1e-15)
     assert_allclose(terms["smoothing_mean"], 0.075, rtol=1e-15)
@@ -152,3 +158,24 @@ def test_bound_terms_by_hand():
                     np.sqrt(2 * r.var() * L / 4) + 3 * L / 4, rtol=1e-14)
     assert_allclose(terms["bernstein_smoothing"],
                     np.sqrt(2 * gt.var() * L / 4) + 3 * L / 4, rtol=1e-14)
+    # g in [0, R]: R * BB(n, d, var(g / R)).
+    R = 0.5
+    halved = nw_bound_terms(4, (r.mean(), r.var()), (gt.mean(), gt.var()), 0.06, R=R)
+    assert_allclose(halved["bernstein_smoothing"],
+                    np.sqrt(2 * gt.var() * L / 4) + 3 * R * L / 4, rtol=1e-14)
+
+
+def test_chunked_evaluation_gives_the_same_bound(monkeypatch):
+    # Means and variances are accumulated chunk by chunk around a shift; with many
+    # chunks they must equal the one-chunk (two-pass) values.
+    from skcalbound import NWCalibrationBound
+
+    rng = np.random.default_rng(3)
+    s = rng.uniform(size=3000)
+    y = rng.uniform(size=3000) < s**2
+    one = NWCalibrationBound(b1=2.0, b2=2.0, random_state=0).fit(s, y)
+    monkeypatch.setattr(nw_module, "_QUERY_CHUNK", 37)
+    many = NWCalibrationBound(b1=2.0, b2=2.0, random_state=0).fit(s, y)
+    for name, value in one.terms_.items():
+        assert_allclose(many.terms_[name], value, rtol=1e-12, err_msg=name)
+    assert one.terms_["bernstein_residual"] > 3 * np.log(3 / 0.005) / 600

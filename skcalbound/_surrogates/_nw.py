@@ -42,6 +42,8 @@ _BINS_PER_BANDWIDTH = 16
 _MAX_BINS = 2**20
 # Rows of the global pass at a time: keeps the temporaries in cache.
 _CHUNK = 2**18
+# Queries per chunk of the per-query arithmetic (a few arrays of 128 kB, in L2).
+_QUERY_CHUNK = 2**14
 
 
 def n_bins_for(bandwidth):
@@ -200,12 +202,12 @@ def _take(table, index, out):
     return np.take(table, index, out=out, mode="clip")
 
 
-def _smoothing_values(tables, b1, b2, bins, e, left, out, tmp):
+def _smoothing_values(coef, b2, bins, e, left, out, tmp):
     """``g_T`` at the queries (meaningless where ``A0 == 0``), written into ``out``.
 
-    ``left`` is overwritten.
+    ``coef`` is :meth:`KernelTables.smoothing_coefficients`; ``left`` is overwritten.
     """
-    alpha, beta, gamma = tables.smoothing_coefficients(b1, b2)
+    alpha, beta, gamma = coef
     with np.errstate(invalid="ignore"):  # fallback queries: inf * 0, replaced later
         np.multiply(e, 0.5 * b2, out=out)
         out += _take(beta, bins, tmp)
@@ -368,7 +370,8 @@ class BinnedSample:
         # (s' - s_i), in offsets from the bin mean.
         left = (rank - first) * (queries - self.mean[b])
         left -= self.prefix[rank] - self.prefix[first]
-        g = _smoothing_values(tables, b1, b2, b, e, left, np.empty_like(e), np.empty_like(e))
+        coef = tables.smoothing_coefficients(b1, b2)
+        g = _smoothing_values(coef, b2, b, e, left, np.empty_like(e), np.empty_like(e))
         eta = tables.eta[b]
         f = np.flatnonzero(~(tables.A0[b] > 0.0))
         if f.size:
@@ -377,97 +380,112 @@ class BinnedSample:
         return np.abs(eta - queries), g, f.size
 
     def complement_fold(
-        self, validation, tables_for, b1, b2, *, evaluate=None, buffers=None
+        self, validation, bandwidth, tempering, b1, b2, sink, *, evaluate=None, buffers=None
     ):
         """Residuals and ``g_T`` at validation points, the training set being the
-        rest of this sample.
+        rest of this sample, passed chunk by chunk to ``sink``.
 
         Parameters
         ----------
         validation : ndarray of intp
             Sorted positions of the validation points.
-        tables_for : callable
-            ``tables_for(training_stats, n_train)`` returns the :class:`KernelTables`.
+        bandwidth, tempering : float
+            Of the kernel (see :class:`KernelTables`).
         b1, b2 : float
+        sink : callable
+            ``sink(residuals, smoothing)`` receives ``|eta_hat - s|`` and unclipped
+            ``g_T`` for consecutive chunks of the evaluated points (in order); it may
+            modify them, and must not keep them (they are scratch space).
         evaluate : ndarray of intp, optional
             Sorted indices into ``validation`` of the points to evaluate; all if None.
         buffers : _Buffers, optional
-            Scratch space reused from fold to fold; the results live in it.
+            Scratch space reused from fold to fold.
 
         Returns
         -------
-        residuals, smoothing : ndarray
-            ``|eta_hat - s|`` and unclipped ``g_T`` at the evaluated points.
         tables : KernelTables
         n_fallback : int
+            Evaluated points that used the nearest-neighbour fallback.
         """
         buf = _Buffers() if buffers is None else buffers
         G, nv = self.n_bins, validation.shape[0]
         s = _take(self.scores, validation, buf("s", nv))
-        tmp = buf("tmp", nv)
-        b = buf("b", nv, np.intp)
-        np.multiply(s, G, out=tmp)
-        np.copyto(b, tmp, casting="unsafe")  # truncation is floor: s >= 0
-        np.minimum(b, G - 1, out=b)
+        y = _take(self.labels, validation, buf("y", nv, self.labels.dtype))
+        # The validation scores are sorted, so each bin's points are contiguous: the
+        # bins' first indices come from a search of the G edges (exact, G a power of
+        # two), bin ids from a repeat, label sums from one pass over the raw labels.
+        first_of_bin = np.searchsorted(s, np.arange(G) / G, side="left")
+        count = np.diff(first_of_bin, append=nv)
+        b = np.repeat(np.arange(G), count)
+        occupied = np.flatnonzero(count)
+        count = count.astype(float)
+        positives = np.zeros(G)
+        if occupied.size:
+            positives[occupied] = np.add.reduceat(y, first_of_bin[occupied], dtype=float)
         e = _take(bin_centres(G), b, buf("e", nv))
         np.subtract(s, e, out=e)
-        y = buf("y", nv)
-        y_raw = _take(self.labels, validation, buf("y_raw", nv, self.labels.dtype))
-        y[...] = y_raw
-        count = np.bincount(b, minlength=G).astype(float)
-        positives = np.bincount(b, weights=y, minlength=G)
+        centred = buf("centred", nv)
         s1 = np.bincount(b, weights=e, minlength=G)
-        s2 = np.bincount(b, weights=np.square(e, out=tmp), minlength=G)
-        tables = tables_for(self.stats - BinStats(count, positives, s1, s2), self.n_samples - nv)
+        s2 = np.bincount(b, weights=np.square(e, out=centred), minlength=G)
+        training = self.stats - BinStats(count, positives, s1, s2)
+        tables = KernelTables.from_stats(training, bandwidth, tempering)
+        coef = tables.smoothing_coefficients(b1, b2)
+        # Some folds have validation points in bins with no training point within the
+        # kernel (the fallback); the per-bin counts tell which bins, in O(G).
+        fallback_bins = np.flatnonzero(~(tables.A0 > 0.0) & (count > 0))
 
         # Own-bin split. For the j-th validation point, at sorted position p in bin q,
         # the training points before it number n_left = (p - j) - (starts[q] -
         # val_starts[q]), and with P, V the prefix sums of s - mean over all points
         # and over validation points,
         #   left = n_left (s' - mean_q) - [(P[p] - V[j]) - (P[starts_q] - V[val_starts_q])].
-        centred = _take(self.mean, b, buf("centred", nv))
+        _take(self.mean, b, centred)
         np.subtract(s, centred, out=centred)
         val_prefix = buf("val_prefix", nv + 1)
         val_prefix[0] = 0.0
         np.cumsum(centred, out=val_prefix[1:])
-        val_starts = np.append(0, np.cumsum(count.astype(np.intp)))
-        bin_left_count = self.starts[:G] - val_starts[:G]
-        bin_left_sum = self.prefix[self.starts[:G]] - val_prefix[val_starts[:G]]
-        # Training points before each validation point: p - j.
-        train_before = all_before = np.subtract(
-            validation, buf("arange", nv, np.intp), out=buf("before", nv, np.intp)
-        )
-        if evaluate is not None:
-            j = evaluate
-            s, b, e, centred = s[j], b[j], e[j], centred[j]
-            train_before, position, v_prefix = train_before[j], validation[j], val_prefix[j]
-            nv = j.shape[0]
-            tmp = buf("tmp", nv)
-        else:
-            position, v_prefix = validation, val_prefix[:nv]
-        n_left = np.subtract(train_before, _take(bin_left_count, b, buf("i_tmp", nv, np.intp)),
-                             out=buf("n_left", nv, np.intp))
-        left = np.multiply(n_left, centred, out=buf("left", nv))
-        left -= _take(self.prefix, position, tmp)
-        left += v_prefix
-        left += _take(bin_left_sum, b, tmp)
+        val_starts = np.append(0, first_of_bin[1:])
+        bin_left_count = self.starts[:G] - val_starts
+        bin_left_sum = self.prefix[self.starts[:G]] - val_prefix[val_starts]
 
-        g = _smoothing_values(tables, b1, b2, b, e, left, buf("g", nv), tmp)
-        residual = _take(tables.eta, b, buf("residual", nv))
-        residual -= s
-        np.abs(residual, out=residual)
-        # Most folds have no validation point in a bin without training point within
-        # the kernel, which the per-bin counts tell in O(G).
-        n_fallback = 0
-        if count[~(tables.A0 > 0.0)].any():
-            f = np.flatnonzero(~(tables.A0[b] > 0.0))
-            n_fallback = f.size
-            if n_fallback:
-                eta_f, g[f] = _nearest_neighbour(
-                    self, s[f], train_before[f], b1, b2, validation, y_raw, all_before
-                )
-                residual[f] = np.abs(eta_f - s[f])
-        return residual, g, tables, n_fallback
+        # Per query, in cache-sized chunks: twenty-odd array operations per point
+        # run about 1.5x faster on chunks that stay in cache than on whole folds.
+        n_eval = nv if evaluate is None else evaluate.shape[0]
+        n_fallback, all_before = 0, None
+        for start in range(0, n_eval, _QUERY_CHUNK):
+            stop = min(start + _QUERY_CHUNK, n_eval)
+            k = stop - start
+            if evaluate is None:
+                idx, j = slice(start, stop), np.arange(start, stop)
+            else:
+                idx = j = evaluate[start:stop]
+            sj, bj, pj = s[idx], b[idx], validation[idx]
+            tmp, left, g = buf("chunk_tmp", k), buf("chunk_left", k), buf("chunk_g", k)
+            # Training points before each query: p - j.
+            train_before = np.subtract(pj, j, out=buf("chunk_before", k, np.intp))
+            n_left = _take(bin_left_count, bj, buf("chunk_n_left", k, np.intp))
+            np.subtract(train_before, n_left, out=n_left)
+            np.multiply(n_left, centred[idx], out=left)
+            left -= _take(self.prefix, pj, tmp)
+            left += val_prefix[idx]
+            left += _take(bin_left_sum, bj, tmp)
+            _smoothing_values(coef, b2, bj, e[idx], left, g, tmp)
+            residual = _take(tables.eta, bj, buf("chunk_residual", k))
+            residual -= sj
+            np.abs(residual, out=residual)
+            lo, hi = np.searchsorted(fallback_bins, (bj[0], bj[-1] + 1))
+            if hi > lo:  # the chunk's bin range (sorted) holds a fallback bin
+                f = np.flatnonzero(~(tables.A0[bj] > 0.0))
+                if f.size:
+                    n_fallback += f.size
+                    if all_before is None:
+                        all_before = validation - np.arange(nv)
+                    eta_f, g[f] = _nearest_neighbour(
+                        self, sj[f], train_before[f], b1, b2, validation, y, all_before
+                    )
+                    residual[f] = np.abs(eta_f - sj[f])
+            sink(residual, g)
+        return tables, n_fallback
 
 
 
