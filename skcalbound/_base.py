@@ -129,6 +129,10 @@ class _BaseCalibrationBound(BaseEstimator):
     def _method(self):
         raise NotImplementedError
 
+    def _score_method(self):
+        """The method :meth:`score` uses (fitted state may fix its randomness)."""
+        return self._method()
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Compute the certified bound by cross-fitting, and refit the surrogate.
@@ -146,8 +150,8 @@ class _BaseCalibrationBound(BaseEstimator):
         self : object
             The fitted estimator.
         """
+        method = self._method()  # hyperparameter consistency, before the data
         scores, labels, self.classes_ = check_scores_labels(self, X, y)
-        method = self._method()
         delta = 1.0 - self.confidence_level
         sample = SortedSample.from_arrays(scores, labels)
         folds = make_folds(
@@ -221,7 +225,7 @@ class _BaseCalibrationBound(BaseEstimator):
         scores = check_scores(self, X)
         check_held_out_labels(self, y, scores.shape[0])
         delta = 1.0 - self.confidence_level
-        fold = self._method().held_out_result(self.surrogate_, scores, delta)
+        fold = self._score_method().held_out_result(self.surrogate_, scores, delta)
         return -min(fold.bound, 1.0)
 
     def __sklearn_tags__(self):

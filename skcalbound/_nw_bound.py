@@ -1,10 +1,11 @@
 """``NWCalibrationBound``: certified bound under bounded derivatives (paper section 5)."""
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 from ._base import _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, StrOptions, validate_params
@@ -61,7 +62,7 @@ class _NWMethod(_BoundMethod):
     bandwidth: object  # "plugin" or a float
     tempering: float
     max_validation: object  # None, "auto" or an int
-    seed: int  # of the validation subsample, when there is one
+    random_state: object  # of the validation subsample, when there is one
     min_train = 1
 
     def bandwidth_for(self, m):
@@ -80,7 +81,11 @@ class _NWMethod(_BoundMethod):
         if cap >= n_validation:
             return None
         # Uniform, and independent of the data: validity is kept (SPEC section 4).
-        rng = np.random.default_rng([self.seed, k])
+        if isinstance(self.random_state, np.random.RandomState):
+            seed = self.random_state.randint(np.iinfo(np.int32).max)
+        else:
+            seed = self.random_state  # an int (reproducible) or None (fresh)
+        rng = np.random.default_rng(None if seed is None else [seed, k])
         return np.sort(rng.choice(n_validation, size=cap, replace=False))
 
     def _fold(self, n, residual_moments, smoothing_moments, delta, n_train, info):
@@ -129,7 +134,17 @@ class _NWMethod(_BoundMethod):
         return results
 
     def fitted_attributes(self, surrogate):
-        return {"b1_": self.b1, "b2_": self.b2, "bandwidth_": surrogate.bandwidth}
+        attributes = {"b1_": self.b1, "b2_": self.b2, "bandwidth_": surrogate.bandwidth}
+        if self.max_validation is not None:
+            # score() subsamples its held-out points with this seed, drawn once here,
+            # so that scoring a fitted estimator is reproducible.
+            random_state = self.random_state
+            if not isinstance(random_state, Integral):
+                random_state = check_random_state(random_state).randint(
+                    np.iinfo(np.int32).max
+                )
+            attributes["_score_seed"] = int(random_state)
+        return attributes
 
     def refit(self, sample, delta):
         n = sample.scores.shape[0]
@@ -174,7 +189,7 @@ def _derivative_bounds(h, b1, b2):
         return float(b1), float(b2)
     if b1 is None or b2 is None:
         raise ValueError(
-            "NWCalibrationBound needs the derivative bounds of the calibration "
+            "The NW bound needs the derivative bounds of the calibration "
             "function: give h (the bandwidth of the sech perturbation the scores went "
             "through) or both b1 (bound on |eta'|) and b2 (bound on |eta''|); got "
             f"h=None, b1={b1!r}, b2={b2!r}."
@@ -239,8 +254,9 @@ class NWCalibrationBound(_BaseCalibrationBound):
         (tighter). Both are certified by the union bound over the folds.
 
     random_state : int, RandomState instance or None, default=None
-        Seed of the shuffled ``KFold`` used when ``cv`` is an int. Pass an int for
-        reproducible output across calls.
+        Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
+        is an int, and the subsample of validation points if there is one. Pass an
+        int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in
@@ -317,7 +333,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
     with :math:`\\tilde g = \\min(g_T, 1)` and Lemma 6's :math:`g_T(s) = b_1 \\sum_i
     w_i |s - s_i| + \\tfrac12 b_2 \\sum_i w_i (s - s_i)^2 + \\tfrac12 \\sqrt{\\sum_i
     w_i^2}`. The weights :math:`w_i(s)` are the tempered Epanechnikov kernel over a
-    fine grid of training-score bins (at least 32 bins per bandwidth), with
+    fine grid of training-score bins (at least 16 bins per bandwidth), with
     nearest-neighbour fallback; every sum uses the actual scores and is exact for
     these weights, which is all Lemma 6 needs.
 
@@ -371,20 +387,21 @@ class NWCalibrationBound(_BaseCalibrationBound):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    def _score_method(self):
+        method = self._method()
+        if self.max_validation is None:
+            return method
+        return replace(method, random_state=self._score_seed)
+
     def _method(self):
         b1, b2 = _derivative_bounds(self.h, self.b1, self.b2)
-        seed = int(np.random.SeedSequence().entropy % 2**32)
-        if isinstance(self.random_state, Integral):
-            seed = int(self.random_state)
-        elif isinstance(self.random_state, np.random.RandomState):
-            seed = int(self.random_state.randint(2**31 - 1))
         return _NWMethod(
             b1=b1,
             b2=b2,
             bandwidth=self.bandwidth,
             tempering=float(self.tempering),
             max_validation=self.max_validation,
-            seed=seed,
+            random_state=self.random_state,
         )
 
 
@@ -463,8 +480,9 @@ def nw_bound(
         (tighter). Both are certified by the union bound over the folds.
 
     random_state : int, RandomState instance or None, default=None
-        Seed of the shuffled ``KFold`` used when ``cv`` is an int. Pass an int for
-        reproducible output across calls.
+        Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
+        is an int, and the subsample of validation points if there is one. Pass an
+        int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in
@@ -490,6 +508,7 @@ def nw_bound(
     >>> print(round(nw_bound(y, s, b1=1.0, b2=0.0, random_state=0), 3))
     0.051
     """
+    _derivative_bounds(h, b1, b2)  # hyperparameters before the data
     labels, scores = check_prob_labels(y_true, y_prob)
     estimator = NWCalibrationBound(
         h=h,

@@ -68,8 +68,9 @@ class TVCalibrationBound(_BaseCalibrationBound):
         (tighter). Both are certified by the union bound over the folds.
 
     random_state : int, RandomState instance or None, default=None
-        Seed of the shuffled ``KFold`` used when ``cv`` is an int. Pass an int for
-        reproducible output across calls.
+        Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
+        is an int, and the subsample of validation points if there is one. Pass an
+        int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in
@@ -230,8 +231,9 @@ def tv_bound(
         (tighter). Both are certified by the union bound over the folds.
 
     random_state : int, RandomState instance or None, default=None
-        Seed of the shuffled ``KFold`` used when ``cv`` is an int. Pass an int for
-        reproducible output across calls.
+        Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
+        is an int, and the subsample of validation points if there is one. Pass an
+        int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in

@@ -16,13 +16,37 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy.optimize import brentq
 from sklearn.base import clone
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold
 
-from skcalbound import TVCalibrationBound, tv_bound
+from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound, tv_bound
 
-# Bound estimators to run every invariant on (add NW and Lipschitz when they exist).
-BOUND_ESTIMATORS = [TVCalibrationBound]
+# Bound estimators to run every invariant on (add Lipschitz when it exists).
+BOUND_ESTIMATORS = [TVCalibrationBound, NWCalibrationBound]
+
+# Constructor arguments an estimator needs besides its defaults: NW has no default for
+# the derivative bounds of the calibration function. h = 1/16 implies b1 = 8 and
+# b2 = 384, which the data below (eta(s) = s**2) satisfies.
+REQUIRED_PARAMS = {
+    "NWCalibrationBound": {"h": 2**-4},
+}
+# The functional one-liner of each estimator.
+FUNCTIONS = {
+    "TVCalibrationBound": tv_bound,
+    "NWCalibrationBound": nw_bound,
+}
+# Fitted attributes of each estimator besides the common ones.
+EXTRA_FITTED_ATTRIBUTES = {
+    "TVCalibrationBound": [],
+    "NWCalibrationBound": ["b1_", "b2_", "bandwidth_"],
+}
+
+
+def _make(Est, **params):
+    """``Est(**params)`` with the arguments the estimator cannot do without."""
+    return Est(**{**REQUIRED_PARAMS.get(Est.__name__, {}), **params})
+
 
 TERM_NAMES = {
     "TVCalibrationBound": [
@@ -30,6 +54,12 @@ TERM_NAMES = {
         "bernstein",
         "tv_denoising",
         "population_transfer",
+    ],
+    "NWCalibrationBound": [
+        "validation_mean",
+        "smoothing_mean",
+        "bernstein_residual",
+        "bernstein_smoothing",
     ],
 }
 # Columns of fold_results_ as documented in each estimator's docstring.
@@ -42,6 +72,17 @@ FOLD_COLUMNS = {
         "n_pieces",
         "estimate",
         *TERM_NAMES["TVCalibrationBound"],
+        "bound",
+    ],
+    "NWCalibrationBound": [
+        "n_train",
+        "n_validation",
+        "delta",
+        "bandwidth",
+        "n_bins",
+        "n_fallback",
+        "estimate",
+        *TERM_NAMES["NWCalibrationBound"],
         "bound",
     ],
 }
@@ -69,7 +110,8 @@ def _fitted_attributes(est):
 
 
 def _assert_same(a, b, path="attr"):
-    """Exact, recursive equality of fitted attributes (arrays, frames, dataclasses)."""
+    """Exact, recursive equality of fitted attributes (arrays, frames, dataclasses,
+    and other objects by their pickled state)."""
     assert type(a) is type(b), path
     if isinstance(a, pd.DataFrame):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
@@ -86,6 +128,9 @@ def _assert_same(a, b, path="attr"):
         assert len(a) == len(b), path
         for i, (x, y) in enumerate(zip(a, b)):
             _assert_same(x, y, f"{path}[{i}]")
+    elif hasattr(a, "__dict__") and not isinstance(a, type):
+        # The state an object pickles: what it is, without caches it rebuilds.
+        _assert_same(a.__getstate__(), b.__getstate__(), path)
     else:
         assert a == b, path
 
@@ -105,29 +150,33 @@ def _assert_same_fit(a, b):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_fit_returns_self_and_sets_documented_attributes(Est, data):
     X, y = data
-    est = Est(random_state=0)
+    est = _make(Est, random_state=0)
     assert est.fit(X, y) is est
-    for name in ["bound_", "estimate_", "terms_", "result_", "fold_results_",
-                 "n_splits_", "classes_", "n_features_in_"]:
-        assert hasattr(est, name), name
+    expected = ["bound_", "estimate_", "terms_", "result_", "fold_results_", "n_splits_",
+                "surrogate_", "classes_", "n_features_in_",
+                *EXTRA_FITTED_ATTRIBUTES[Est.__name__]]
+    # Exactly the documented fitted attributes (feature_names_in_ only for frames).
+    assert set(_fitted_attributes(est)) == set(expected)
+    for name in expected:
+        assert f"\n    {name} :" in Est.__doc__, name
     assert 0.0 <= est.estimate_ <= est.bound_ <= 1.0
     assert est.n_features_in_ == 1
     assert not hasattr(est, "feature_names_in_")
     assert_array_equal(est.classes_, [0, 1])
     # fit does not change the hyperparameters.
-    assert est.get_params() == Est(random_state=0).get_params()
+    assert est.get_params() == _make(Est, random_state=0).get_params()
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_fit_is_idempotent(Est, data):
     X, y = data
     X2, y2 = _scores_labels(700, seed=5)
-    est = Est(random_state=0).fit(X, y)
+    est = _make(Est, random_state=0).fit(X, y)
     first = pickle.loads(pickle.dumps(est))
     est.fit(X2, y2)  # fitting other data in between leaves nothing behind
     est.fit(X, y)
     _assert_same_fit(first, est)
-    _assert_same_fit(est, Est(random_state=0).fit(X, y))
+    _assert_same_fit(est, _make(Est, random_state=0).fit(X, y))
     assert_array_equal(first.predict(X), est.predict(X), strict=True)
     assert first.score(X2, y2) == est.score(X2, y2)
 
@@ -136,25 +185,31 @@ def test_fit_is_idempotent(Est, data):
 def test_n_jobs_does_not_change_the_result(Est, data):
     X, y = data
     _assert_same_fit(
-        Est(random_state=0).fit(X, y), Est(random_state=0, n_jobs=2).fit(X, y)
+        _make(Est, random_state=0).fit(X, y), _make(Est, random_state=0, n_jobs=2).fit(X, y)
     )
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_random_state_controls_the_folds(Est, data):
     X, y = data
-    a = Est(random_state=0).fit(X, y)
-    b = Est(random_state=1).fit(X, y)
+    a = _make(Est, random_state=0).fit(X, y)
+    b = _make(Est, random_state=1).fit(X, y)
     assert a.bound_ != b.bound_
-    rng = np.random.RandomState(0)
-    c = Est(random_state=rng).fit(X, y)
+    assert_array_equal(a.predict(X), b.predict(X), strict=True)  # the refit does not
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_a_random_state_instance_draws_the_folds_of_its_seed(Est, data):
+    X, y = data
+    a = _make(Est, random_state=0).fit(X, y)
+    c = _make(Est, random_state=np.random.RandomState(0)).fit(X, y)
     assert c.bound_ == a.bound_  # a fresh RandomState(0) draws the same folds
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_clone_is_unfitted_and_refits_identically(Est, data):
     X, y = data
-    est = Est(random_state=0, cv=4, aggregate="min").fit(X, y)
+    est = _make(Est, random_state=0, cv=4, aggregate="min").fit(X, y)
     twin = clone(est)
     assert twin.get_params() == est.get_params()
     assert not _fitted_attributes(twin)
@@ -165,7 +220,7 @@ def test_clone_is_unfitted_and_refits_identically(Est, data):
 def test_pickle_round_trip(Est, data):
     X, y = data
     X_new, y_new = _scores_labels(500, seed=9)
-    est = Est(random_state=0).fit(X, y)
+    est = _make(Est, random_state=0).fit(X, y)
     back = pickle.loads(pickle.dumps(est))
     _assert_same_fit(back, est)
     assert back.bound_ == est.bound_
@@ -220,17 +275,19 @@ CONTAINERS = ["numpy", "numpy_2d", "list", "series", "frame_1", "frame_2"]
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
     scores, labels = data
-    reference = Est(random_state=0).fit(scores, labels)
+    reference = _make(Est, random_state=0).fit(scores, labels)
     X = _as_container(kind, scores)
     y = labels.tolist() if kind == "list" else (
         pd.Series(labels) if kind in ("series", "frame_1", "frame_2") else labels.copy()
     )
     X_before, y_before = _snapshot(X), _snapshot(y)
 
-    est = Est(random_state=0).fit(X, y)
+    est = _make(Est, random_state=0).fit(X, y)
     prediction = est.predict(X)
     score = est.score(X, y)
-    value = tv_bound(y, X, random_state=0) if Est is TVCalibrationBound else None
+    value = FUNCTIONS[Est.__name__](
+        y, X, random_state=0, **REQUIRED_PARAMS.get(Est.__name__, {})
+    )
 
     _assert_unchanged(X_before, X)
     _assert_unchanged(y_before, y)
@@ -238,8 +295,7 @@ def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
     pd.testing.assert_frame_equal(est.fold_results_, reference.fold_results_, rtol=1e-12)
     assert_allclose(prediction, reference.predict(scores), rtol=1e-12)
     assert score == pytest.approx(reference.score(scores, labels), rel=1e-12)
-    if value is not None:
-        assert value == pytest.approx(reference.bound_, rel=1e-12)
+    assert value == pytest.approx(reference.bound_, rel=1e-12)
     assert est.n_features_in_ == (2 if kind in ("numpy_2d", "frame_2") else 1)
     if kind.startswith("frame"):
         assert_array_equal(est.feature_names_in_, np.asarray(X.columns, dtype=object))
@@ -255,7 +311,7 @@ def test_one_d_column_and_predict_proba_shapes_agree(Est, data):
         "column": scores[:, None],
         "proba": np.column_stack([1.0 - scores, scores]),
     }
-    fits = {k: Est(random_state=0).fit(X, labels) for k, X in shapes.items()}
+    fits = {k: _make(Est, random_state=0).fit(X, labels) for k, X in shapes.items()}
     query = _scores_labels(300, seed=4)[0]
     query_shapes = [query, query[:, None], np.column_stack([1.0 - query, query])]
     reference = fits["1d"].predict(query)
@@ -275,11 +331,12 @@ def test_read_only_input(Est, data):
     X2 = np.column_stack([1.0 - scores, scores])
     for arr in (X, y, X2):
         arr.setflags(write=False)
-    est = Est(random_state=0).fit(X, y)
-    assert est.bound_ == Est(random_state=0).fit(scores, labels).bound_
+    est = _make(Est, random_state=0).fit(X, y)
+    reference = _make(Est, random_state=0).fit(scores, labels)
+    assert est.bound_ == reference.bound_
     assert_allclose(est.predict(X2), est.predict(scores), rtol=1e-12)
-    assert est.score(X, y) == Est(random_state=0).fit(scores, labels).score(scores, labels)
-    assert Est(random_state=0).fit(X2, y).bound_ == est.bound_
+    assert est.score(X, y) == reference.score(scores, labels)
+    assert _make(Est, random_state=0).fit(X2, y).bound_ == est.bound_
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
@@ -288,8 +345,8 @@ def test_fortran_ordered_predict_proba_input(Est, data):
     X = np.asfortranarray(np.column_stack([1.0 - scores, scores]))
     assert X.flags.f_contiguous and not X.flags.c_contiguous
     before = X.copy(order="F")
-    est = Est(random_state=0).fit(X, labels)
-    assert est.bound_ == Est(random_state=0).fit(scores, labels).bound_
+    est = _make(Est, random_state=0).fit(X, labels)
+    assert est.bound_ == _make(Est, random_state=0).fit(scores, labels).bound_
     assert_allclose(est.predict(X), est.predict(scores), rtol=1e-12)
     assert_array_equal(X, before, strict=True)
 
@@ -298,21 +355,24 @@ def test_fortran_ordered_predict_proba_input(Est, data):
 def test_float32_scores(Est, data):
     scores, labels = data
     s32 = scores.astype(np.float32)
-    est32 = Est(random_state=0).fit(s32, labels)
+    def bound(X):
+        return _make(Est, random_state=0).fit(X, labels).bound_
+
+    est32 = _make(Est, random_state=0).fit(s32, labels)
     # Exactly the float64 bound of the rounded scores ...
-    assert est32.bound_ == Est(random_state=0).fit(s32.astype(np.float64), labels).bound_
+    assert est32.bound_ == bound(s32.astype(np.float64))
     # ... and, up to that rounding, the float64 bound.
-    assert_allclose(est32.bound_, Est(random_state=0).fit(scores, labels).bound_, rtol=1e-5)
+    assert_allclose(est32.bound_, bound(scores), rtol=1e-5)
     assert est32.predict(s32).dtype == np.float64
     # A float32 predict_proba output passes the row-sum check.
     proba32 = np.column_stack([1.0 - scores, scores]).astype(np.float32)
-    assert_allclose(Est(random_state=0).fit(proba32, labels).bound_, est32.bound_, rtol=1e-5)
+    assert_allclose(bound(proba32), est32.bound_, rtol=1e-5)
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_predict_returns_recalibrated_probabilities(Est, data):
     scores, labels = data
-    est = Est(random_state=0).fit(scores, labels)
+    est = _make(Est, random_state=0).fit(scores, labels)
     query = np.concatenate([[0.0, 1.0], _scores_labels(400, seed=2)[0]])
     pred = est.predict(query)
     assert pred.shape == (query.shape[0],)
@@ -376,9 +436,28 @@ def test_score_is_the_negated_fixed_split_bound(V, confidence_level, data):
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_score_is_a_held_out_bound_above_the_plug_in_estimate(Est, data):
+    X, y = data
+    X_test, y_test = _scores_labels(1500, seed=11)
+    est = _make(Est, random_state=0).fit(X, y)
+    score = est.score(X_test, y_test)
+    plug_in = np.mean(np.abs(est.predict(X_test) - X_test))
+    assert -1.0 < score < -plug_in  # unclipped, and above the plug-in estimate
+    # Only the scores enter (the labels are checked, not used) ...
+    assert est.score(X_test, 1 - y_test) == score
+    # ... and the refit surrogate: neither the folds, cv nor aggregate.
+    other = _make(Est, random_state=1, cv=3, aggregate="min").fit(X, y)
+    assert other.score(X_test, y_test) == score
+    # A lower confidence level, a smaller bound (TV's surrogate depends on it too).
+    looser = _make(Est, random_state=0, confidence_level=0.8).fit(X, y)
+    looser_plug_in = np.mean(np.abs(looser.predict(X_test) - X_test))
+    assert score < looser.score(X_test, y_test) < -looser_plug_in
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_score_is_clipped_at_minus_one(Est, data):
     X, y = data
-    est = Est(random_state=0).fit(X[:60], y[:60])
+    est = _make(Est, random_state=0).fit(X[:60], y[:60])
     assert est.score(X[:5], y[:5]) == -1.0
 
 
@@ -397,11 +476,11 @@ def test_positive_class_is_the_larger_label(Est, negative, positive, data):
     y = np.where(labels == 1, positive, negative)
     if isinstance(positive, str):
         y = y.astype(object)  # object labels as pandas gives them
-    est = Est(random_state=0).fit(scores, y)
+    est = _make(Est, random_state=0).fit(scores, y)
     assert est.classes_.tolist() == [negative, positive]
-    assert est.bound_ == Est(random_state=0).fit(scores, labels).bound_
+    assert est.bound_ == _make(Est, random_state=0).fit(scores, labels).bound_
     # Swapping which label is larger swaps the positive class: a different problem.
-    flipped = Est(random_state=0).fit(scores, 1 - labels)
+    flipped = _make(Est, random_state=0).fit(scores, 1 - labels)
     assert flipped.bound_ != est.bound_
 
 
@@ -409,9 +488,10 @@ def test_positive_class_is_the_larger_label(Est, negative, positive, data):
 def test_string_labels_pos_is_positive(Est, data):
     scores, labels = data
     y = np.array(["neg", "pos"])[labels]
-    est = Est(random_state=0).fit(scores, y)
+    est = _make(Est, random_state=0).fit(scores, y)
     assert_array_equal(est.classes_, ["neg", "pos"])
-    assert_allclose(est.predict(scores), Est(random_state=0).fit(scores, labels).predict(scores))
+    reference = _make(Est, random_state=0).fit(scores, labels)
+    assert_allclose(est.predict(scores), reference.predict(scores))
 
 
 # --------------------------------------------------------------------------------------
@@ -423,8 +503,8 @@ def test_string_labels_pos_is_positive(Est, data):
 @pytest.mark.parametrize("n", [2000, 150])  # unclipped and clipped at 1
 def test_min_aggregate_is_at_most_mean_on_the_same_folds(Est, n):
     X, y = _scores_labels(n, seed=1)
-    mean = Est(random_state=0, aggregate="mean").fit(X, y)
-    low = Est(random_state=0, aggregate="min").fit(X, y)
+    mean = _make(Est, random_state=0, aggregate="mean").fit(X, y)
+    low = _make(Est, random_state=0, aggregate="min").fit(X, y)
     pd.testing.assert_frame_equal(mean.fold_results_, low.fold_results_)
     assert low.bound_ <= mean.bound_
     folds = mean.fold_results_["bound"]
@@ -438,7 +518,7 @@ def test_min_aggregate_is_at_most_mean_on_the_same_folds(Est, n):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_terms_add_up_to_the_unclipped_aggregate(Est, aggregate, n):
     X, y = _scores_labels(n, seed=2)
-    est = Est(random_state=0, aggregate=aggregate).fit(X, y)
+    est = _make(Est, random_state=0, aggregate=aggregate).fit(X, y)
     assert list(est.terms_) == TERM_NAMES[Est.__name__]
     assert all(v >= 0.0 for v in est.terms_.values())
     total = sum(est.terms_.values())
@@ -464,7 +544,7 @@ def test_terms_add_up_to_the_unclipped_aggregate(Est, aggregate, n):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_fold_results_has_one_row_per_fold_with_the_documented_columns(Est, data):
     X, y = data
-    est = Est(random_state=0, cv=4, confidence_level=0.9).fit(X, y)
+    est = _make(Est, random_state=0, cv=4, confidence_level=0.9).fit(X, y)
     frame = est.fold_results_
     assert isinstance(frame, pd.DataFrame)
     assert est.n_splits_ == 4
@@ -480,6 +560,48 @@ def test_fold_results_has_one_row_per_fold_with_the_documented_columns(Est, data
     # Every documented column is named in the docstring.
     for column in FOLD_COLUMNS[Est.__name__]:
         assert f"``{column}``" in Est.__doc__, column
+    for column in ["n_train", "n_validation"]:
+        assert pd.api.types.is_integer_dtype(frame[column]), column
+    FOLD_COLUMN_CHECKS[Est.__name__](est, frame)
+
+
+def _check_tv_columns(est, frame):
+    assert (frame["V_hat"] >= 0.0).all()
+    assert pd.api.types.is_integer_dtype(frame["n_pieces"])
+    assert ((frame["n_pieces"] >= 1) & (frame["n_pieces"] <= frame["n_train"])).all()
+
+
+def _plugin_bandwidth(m, b1, b2):
+    """SPEC section 4: h' = t**2, 2 b t**5 + a t**3 = c / 2, clipped to [1e-4, 1/4]."""
+    a, b, c = 3.0 * b1 / 8.0, b2 / 10.0, 1.15 / (2.0 * math.sqrt(2.0 * m))
+    t = brentq(lambda t: 2.0 * b * t**5 + a * t**3 - c / 2.0, 0.0, 10.0, xtol=1e-15)
+    return min(max(t * t, 1e-4), 0.25)
+
+
+def _check_nw_columns(est, frame):
+    # Each fold's plug-in bandwidth is computed from its own training size (all equal
+    # here: KFold(4) of 2000), the refit's from all n points: smaller.
+    expected = [_plugin_bandwidth(m, est.b1_, est.b2_) for m in frame["n_train"]]
+    assert_allclose(frame["bandwidth"], expected, rtol=1e-9)
+    assert est.bandwidth_ < frame["bandwidth"].min()
+    assert_allclose(
+        est.bandwidth_, _plugin_bandwidth(frame["n_validation"].sum(), est.b1_, est.b2_),
+        rtol=1e-9,
+    )
+    # One grid for every fold, a power of two fine enough for the smallest bandwidth.
+    n_bins = frame["n_bins"].iloc[0]
+    assert pd.api.types.is_integer_dtype(frame["n_bins"])
+    assert (frame["n_bins"] == n_bins).all()
+    assert n_bins & (n_bins - 1) == 0 and n_bins * est.bandwidth_ >= 16
+    # Uniform scores leave no validation point without a training score in its kernel.
+    assert pd.api.types.is_integer_dtype(frame["n_fallback"])
+    assert (frame["n_fallback"] == 0).all()
+
+
+FOLD_COLUMN_CHECKS = {
+    "TVCalibrationBound": _check_tv_columns,
+    "NWCalibrationBound": _check_nw_columns,
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -509,7 +631,7 @@ def _explicit_splits(n):
 def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
     X, y = data
     cv = make_cv(X.shape[0])
-    est = Est(cv=cv).fit(X, y)
+    est = _make(Est, cv=cv).fit(X, y)
     assert est.n_splits_ == n_splits
     assert est.fold_results_.shape[0] == n_splits
     assert_allclose(est.fold_results_["delta"], 0.05 / n_splits, rtol=1e-12)
@@ -518,7 +640,7 @@ def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
     splits = list(make_cv(X.shape[0]).split(X, y)) if hasattr(cv, "split") else list(
         make_cv(X.shape[0])
     )
-    assert Est(cv=splits).fit(X, y).bound_ == est.bound_
+    assert _make(Est, cv=splits).fit(X, y).bound_ == est.bound_
     assert_array_equal(
         est.fold_results_["n_validation"], [len(val) for _, val in splits]
     )
@@ -527,9 +649,9 @@ def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_int_cv_is_a_shuffled_kfold(Est, data):
     X, y = data
-    est = Est(cv=3, random_state=7).fit(X, y)
+    est = _make(Est, cv=3, random_state=7).fit(X, y)
     splits = list(KFold(3, shuffle=True, random_state=7).split(X))
-    assert Est(cv=splits).fit(X, y).bound_ == est.bound_
+    assert _make(Est, cv=splits).fit(X, y).bound_ == est.bound_
 
 
 @pytest.mark.parametrize(
@@ -555,7 +677,6 @@ def test_int_cv_is_a_shuffled_kfold(Est, data):
             [(np.arange(100), np.arange(100, 250))],
             r"Split 0: validation indices must lie in \[0, 199\]",
         ),
-        ([(np.arange(1), np.arange(1, 200))], "Split 0 has 1 training and 199 validation"),
         ([(np.arange(200), np.array([], dtype=int))], "Split 0 has 200 training and 0"),
         ([], "The cross-validation splitter yielded no splits"),
     ],
@@ -565,6 +686,69 @@ def test_invalid_explicit_splits_raise(Est, splits, match):
     X, y = _scores_labels(200)
     X_before, y_before = X.copy(), y.copy()
     with pytest.raises(ValueError, match=match):
-        Est(cv=splits).fit(X, y)
+        _make(Est, cv=splits).fit(X, y)
     assert_array_equal(X, X_before)
     assert_array_equal(y, y_before)
+
+
+# Fewest training points a fold may have: TV's transfer term needs two (its
+# log(4 (m - 1) / delta)); the NW smoother is defined from one (nearest-neighbour
+# fallback).
+MIN_TRAIN = {"TVCalibrationBound": 2, "NWCalibrationBound": 1}
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_smallest_training_part(Est):
+    X, y = _scores_labels(200)
+    k = MIN_TRAIN[Est.__name__]
+    est = _make(Est, cv=[(np.arange(k), np.arange(k, 200))]).fit(X, y)
+    assert est.fold_results_["n_train"].tolist() == [k]
+    assert est.bound_ == 1.0  # certified, if uninformative
+    with pytest.raises(
+        ValueError,
+        match=rf"Split 0 has {k - 1} training and {200 - k + 1} validation points; "
+        rf"{Est.__name__} needs at least {k} and 1\.",
+    ):
+        _make(Est, cv=[(np.arange(k - 1), np.arange(k - 1, 200))]).fit(X, y)
+
+
+# --------------------------------------------------------------------------------------
+# NWCalibrationBound: the derivative bounds and the validation subsample
+# --------------------------------------------------------------------------------------
+
+
+def test_nw_h_is_a_way_to_give_b1_and_b2(data):
+    X, y = data
+    h = 2**-4
+    from_h = NWCalibrationBound(h=h, random_state=0).fit(X, y)
+    # The docstring's b1 = tanh(1/h) / (2h), b2 = 1.5 tanh(1/h)**2 / h**2.
+    assert_allclose(from_h.b1_, math.tanh(1 / h) / (2 * h), rtol=1e-12)
+    assert_allclose(from_h.b2_, 1.5 * math.tanh(1 / h) ** 2 / h**2, rtol=1e-12)
+    given = NWCalibrationBound(b1=from_h.b1_, b2=from_h.b2_, random_state=0).fit(X, y)
+    _assert_same_fit(given, from_h)
+    # Given bounds are used as they are (as floats).
+    est = NWCalibrationBound(b1=2, b2=2, random_state=0).fit(X, y)
+    assert type(est.b1_) is float and type(est.b2_) is float
+    assert (est.b1_, est.b2_) == (2.0, 2.0)
+    assert type(est.bandwidth_) is float
+    assert_allclose(est.bandwidth_, _plugin_bandwidth(X.shape[0], 2.0, 2.0), rtol=1e-9)
+    # Smaller derivative bounds, a smaller smoothing term (eta(s) = s**2: b1 = b2 = 2
+    # hold, and are far below h = 1/16's b1 = 8, b2 = 384).
+    assert est.terms_["smoothing_mean"] < from_h.terms_["smoothing_mean"]
+
+
+@pytest.mark.parametrize(
+    "random_state",
+    [0, None, "RandomState(0)"],
+    ids=["int", "None", "RandomState"],
+)
+def test_nw_score_of_a_fitted_estimator_is_reproducible(random_state, data):
+    X, y = data
+    if random_state == "RandomState(0)":
+        random_state = np.random.RandomState(0)
+    X_test, y_test = _scores_labels(1500, seed=11)
+    est = NWCalibrationBound(h=2**-4, max_validation=100, random_state=random_state)
+    est.fit(X, y)
+    assert est.fold_results_["n_validation"].tolist() == [100] * 5
+    first = est.score(X_test, y_test)
+    assert est.score(X_test, y_test) == first

@@ -11,7 +11,7 @@ skip every check.
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import make_scorer
@@ -22,11 +22,14 @@ from sklearn.utils.estimator_checks import (
     parametrize_with_checks,
 )
 
-from skcalbound import TVCalibrationBound, tv_bound
+from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound, tv_bound
 
-# Add NWCalibrationBound(), LipschitzBucketBound() and
-# SechPerturbedClassifier(LogisticRegression()) here, with their rows in the table.
-ESTIMATORS = [TVCalibrationBound()]
+# NWCalibrationBound has no default for the derivative bounds of the calibration
+# function: it is built with h (from which b1 and b2 follow), which the common checks
+# keep (they clone the instance) and change only when testing parameter validation.
+# Add LipschitzBucketBound() and SechPerturbedClassifier(LogisticRegression()) here,
+# with their rows in the table.
+ESTIMATORS = [TVCalibrationBound(), NWCalibrationBound(h=2**-4)]
 
 # --------------------------------------------------------------------------------------
 # The single table of expected failures, keyed by class name. Every entry of a bound
@@ -108,15 +111,16 @@ _BOUND_ESTIMATOR_XFAILS = {
         f"the estimator: {_RETEST}"
     ),
     "check_fit_idempotent": (
-        f"fits on normal(loc=100) X with 2 columns; {_SHAPES} and {_RANGE}. "
-        f"Idempotent fit: {_RETEST}"
+        f"fits on normal(loc=100) X, 2 columns whose rows do not sum to one; {_SHAPES} "
+        f"and {_RANGE}. Idempotent fit: {_RETEST}"
     ),
     "check_fit_check_is_fitted": (
-        f"fits on normal(loc=100) X with 2 columns; {_SHAPES} and {_RANGE}"
+        f"fits on normal(loc=100) X, 2 columns whose rows do not sum to one; {_SHAPES} "
+        f"and {_RANGE}"
     ),
     "check_n_features_in": (
-        f"fits on normal(loc=100) X with 2 columns; {_SHAPES} and {_RANGE}. "
-        f"n_features_in_: {_RETEST}"
+        f"fits on normal(loc=100) X, 2 columns whose rows do not sum to one; {_SHAPES} "
+        f"and {_RANGE}. n_features_in_: {_RETEST}"
     ),
     "check_fit2d_predict1d": (
         f"fits on 3 * uniform X with 3 columns; {_SHAPES}. 1-D input is accepted "
@@ -126,7 +130,7 @@ _BOUND_ESTIMATOR_XFAILS = {
 
 EXPECTED_FAILED_CHECKS = {
     "TVCalibrationBound": _BOUND_ESTIMATOR_XFAILS,
-    # "NWCalibrationBound": _BOUND_ESTIMATOR_XFAILS,
+    "NWCalibrationBound": _BOUND_ESTIMATOR_XFAILS,
     # "LipschitzBucketBound": _BOUND_ESTIMATOR_XFAILS,
     # "SechPerturbedClassifier": {only the checks that assume deterministic
     #     predictions, each with the reason of STYLE.md section 5},
@@ -150,12 +154,23 @@ MUST_PASS = [
 ]
 
 # Messages of our own input validation that reject feature matrices (skcalbound
-# _validation): an expected failure must come from one of them.
-_X_REJECTED = (
-    "X must hold scores of shape",
-    "X has 2 columns, so it is read as a predict_proba output",
-    "Scores must be probabilities in [0, 1]",
-)
+# _validation): an expected failure must come from one of them, the one its reason
+# states: a 2-column X whose rows do not sum to one, one column outside [0, 1], or any
+# other shape.
+_X_REJECTED = {
+    "shape": "X must hold scores of shape",
+    "rows": "X has 2 columns, so it is read as a predict_proba output",
+    "range": "Scores must be probabilities in [0, 1]",
+}
+
+
+def _stated_rejection(reason):
+    if "rows do not sum to one" in reason:
+        return _X_REJECTED["rows"]
+    if "rejected for its range" in reason:
+        return _X_REJECTED["range"]
+    assert _SHAPES in reason, reason
+    return _X_REJECTED["shape"]
 
 
 def _expected_failed_checks(estimator):
@@ -191,7 +206,8 @@ def test_expected_failures_are_real_checks_failing_on_input_validation(estimator
     # parametrize_with_checks silently ignores a table entry whose name matches no
     # check; here every entry must be a check that ran and failed, every must-pass
     # check must have run and passed, and every expected failure of a bound
-    # estimator must come from our own rejection of X (shape or range).
+    # estimator must come from our own rejection of X, for the reason it states
+    # (rows not summing to one, range, or shape).
     table = _expected_failed_checks(estimator)
     results = check_estimator(
         estimator, expected_failed_checks=table, on_fail=None, on_skip=None
@@ -213,8 +229,10 @@ def test_expected_failures_are_real_checks_failing_on_input_validation(estimator
         while exc is not None:
             messages.append(str(exc))
             exc = exc.__cause__ or exc.__context__
-        assert any(m in msg for msg in messages for m in _X_REJECTED), (
+        expected = _stated_rejection(table[r["check_name"]])
+        assert any(expected in msg for msg in messages), (
             r["check_name"],
+            expected,
             messages,
         )
 
@@ -242,58 +260,76 @@ def _hand_scores(estimator, X, y, cv):
     )
 
 
-def test_grid_search_over_V_prefers_the_smallest_V():
+# Every bound estimator, with fixed folds.
+SEEDED = [clone(est).set_params(random_state=0) for est in ESTIMATORS]
+
+# (estimator, parameter, grid in order of increasing bound). The surrogate does not
+# depend on the parameter: TV's V enters only the bound; NW's b1 enters only the
+# smoothing-error bound g_T once the kernel bandwidth is fixed (the plug-in bandwidth
+# would depend on b1).
+GRID_CASES = [
+    (TVCalibrationBound(random_state=0), "V", [0.25, 0.5, 1.0]),
+    (
+        NWCalibrationBound(b2=2.0, bandwidth=0.1, random_state=0),
+        "b1",
+        [0.5, 1.0, 2.0],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "estimator, param, grid", GRID_CASES, ids=[type(c[0]).__name__ for c in GRID_CASES]
+)
+def test_grid_search_prefers_the_smallest_assumption_constant(estimator, param, grid):
     X, y = _scores_labels(3000)
     outer = KFold(n_splits=3, shuffle=True, random_state=0)
-    grid = [0.25, 0.5, 1.0]
-    search = GridSearchCV(
-        TVCalibrationBound(random_state=0), {"V": grid}, cv=outer
-    ).fit(X, y)
+    search = GridSearchCV(estimator, {param: grid}, cv=outer).fit(X, y)
 
-    # The bound grows with V while the surrogate does not depend on it.
-    assert search.best_params_ == {"V": 0.25}
+    # The bound grows with the constant while the surrogate does not depend on it.
+    assert search.best_params_ == {param: grid[0]}
     mean = search.cv_results_["mean_test_score"]
     assert np.all(np.diff(mean) < 0)
     assert np.all((mean >= -1.0) & (mean < 0.0))
-    for i, V in enumerate(grid):
-        expected = _hand_scores(TVCalibrationBound(V=V, random_state=0), X, y, outer)
+    for i, value in enumerate(grid):
+        candidate = clone(estimator).set_params(**{param: value})
+        expected = _hand_scores(candidate, X, y, outer)
         assert np.all(expected > -1.0)  # not clipped: the comparison is informative
         assert_allclose(search.cv_results_["split0_test_score"][i], expected[0], rtol=1e-12)
         assert_allclose(mean[i], expected.mean(), rtol=1e-12)
+    # The surrogate indeed does not depend on the constant.
+    fits = [clone(estimator).set_params(**{param: value}).fit(X, y) for value in grid]
+    for fit in fits[1:]:
+        assert_array_equal(fit.predict(X), fits[0].predict(X), strict=True)
+        assert fit.bound_ > fits[0].bound_
     # The refit estimator is the best one fitted on all data.
-    assert search.best_estimator_.V == 0.25
-    assert_allclose(
-        search.best_estimator_.bound_,
-        TVCalibrationBound(V=0.25, random_state=0).fit(X, y).bound_,
-        rtol=1e-12,
-    )
+    assert search.best_estimator_.get_params()[param] == grid[0]
+    assert_allclose(search.best_estimator_.bound_, fits[0].bound_, rtol=1e-12)
 
 
-def test_grid_search_over_cv_scores_do_not_depend_on_cv():
+@pytest.mark.parametrize("estimator", SEEDED, ids=_ids(SEEDED))
+def test_grid_search_over_cv_scores_do_not_depend_on_cv(estimator):
     # score is the fixed-split bound of the surrogate refit on all training data; the
     # inner cross-fitting (cv) changes bound_ but not score, so all candidates tie
     # and GridSearchCV keeps the first.
     X, y = _scores_labels(3000)
     outer = KFold(n_splits=3, shuffle=True, random_state=1)
-    search = GridSearchCV(
-        TVCalibrationBound(random_state=0), {"cv": [3, 5, 10]}, cv=outer
-    ).fit(X, y)
+    search = GridSearchCV(estimator, {"cv": [3, 5, 10]}, cv=outer).fit(X, y)
     assert search.best_params_ == {"cv": 3}
     mean = search.cv_results_["mean_test_score"]
     assert_allclose(mean, mean[0], rtol=0, atol=0)
-    expected = _hand_scores(TVCalibrationBound(cv=5, random_state=0), X, y, outer)
+    expected = _hand_scores(clone(estimator).set_params(cv=5), X, y, outer)
     assert_allclose(search.cv_results_["split0_test_score"][1], expected[0], rtol=1e-12)
     assert_allclose(mean[1], expected.mean(), rtol=1e-12)
     assert -1.0 < mean[0] < 0.0
     # ... while the certified bound itself does depend on cv.
-    bounds = [TVCalibrationBound(cv=k, random_state=0).fit(X, y).bound_ for k in (3, 10)]
+    bounds = [clone(estimator).set_params(cv=k).fit(X, y).bound_ for k in (3, 10)]
     assert bounds[0] != bounds[1]
 
 
-def test_cross_validate_uses_the_estimator_score():
+@pytest.mark.parametrize("est", SEEDED, ids=_ids(SEEDED))
+def test_cross_validate_uses_the_estimator_score(est):
     X, y = _scores_labels(2400, seed=3)
     cv = KFold(n_splits=4, shuffle=True, random_state=0)
-    est = TVCalibrationBound(random_state=0)
     result = cross_validate(est, X, y, cv=cv, return_estimator=True)
     expected = _hand_scores(est, X, y, cv)
     assert_allclose(result["test_score"], expected, rtol=1e-12)
@@ -304,24 +340,31 @@ def test_cross_validate_uses_the_estimator_score():
         )
 
 
-def _neg_tv_bound(y_true, y_prob):
-    return -tv_bound(y_true, y_prob, random_state=0)
+def _tv_bound(y_true, y_prob):
+    return tv_bound(y_true, y_prob, random_state=0)
 
 
-def test_make_scorer_around_tv_bound_in_cross_validate():
+def _nw_bound(y_true, y_prob):
+    # The logistic model below is well specified, so eta(s) is close to s: b1 = b2 = 2
+    # are given directly (the scores are not perturbed, so there is no h).
+    return nw_bound(y_true, y_prob, b1=2.0, b2=2.0, random_state=0)
+
+
+@pytest.mark.parametrize("bound", [_tv_bound, _nw_bound], ids=["tv_bound", "nw_bound"])
+def test_make_scorer_around_a_bound_function_in_cross_validate(bound):
     rng = np.random.default_rng(0)
     n = 6000
     features = rng.normal(size=(n, 3))
     logits = features @ np.array([1.5, -1.0, 0.5])
     y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-logits))).astype(int)
-    scorer = make_scorer(_neg_tv_bound, response_method="predict_proba")
+    scorer = make_scorer(bound, response_method="predict_proba", greater_is_better=False)
     cv = KFold(n_splits=3, shuffle=True, random_state=0)
     result = cross_validate(LogisticRegression(), features, y, cv=cv, scoring=scorer)
 
     expected = []
     for train, test in cv.split(features):
         clf = LogisticRegression().fit(features[train], y[train])
-        expected.append(-tv_bound(y[test], clf.predict_proba(features[test])[:, 1], random_state=0))
+        expected.append(-bound(y[test], clf.predict_proba(features[test])[:, 1]))
     assert_allclose(result["test_score"], expected, rtol=1e-12)
     # A well-specified logistic model is nearly calibrated: the bound is informative.
     assert np.all((result["test_score"] > -1.0) & (result["test_score"] < 0.0))

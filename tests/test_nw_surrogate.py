@@ -65,7 +65,12 @@ def _data(case, seed=0):
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("tempering", [1.0, 1.2])
 @pytest.mark.parametrize("bandwidth, G", [(0.01, 2**10), (0.05, 2**8), (0.003, 2**12)])
-def test_queries_against_a_training_sample_match_the_reference(case, tempering, bandwidth, G):
+@pytest.mark.parametrize("chunk", [None, 5])
+def test_queries_against_a_training_sample_match_the_reference(
+    case, tempering, bandwidth, G, chunk, monkeypatch
+):
+    if chunk is not None:  # the sample is built in chunks of whole bins; atoms > chunk
+        monkeypatch.setattr(nw_module, "_CHUNK", chunk)
     rng, scores, labels = _data(case)
     sample = BinnedSample.from_sorted(scores, labels, G)
     tables = sample.tables(bandwidth, tempering)

@@ -2,8 +2,9 @@
 
 Every case runs through every public entry point: the estimators' ``fit`` and the
 functional one-liners (whose argument order is labels first: ``tv_bound(y_true,
-y_prob)``, ``binned_ece(y_true, y_prob)``). Each test asserts the exception type, its
-message, and that neither the scores nor the labels were modified.
+y_prob)``, ``nw_bound(y_true, y_prob, h=...)``, ``binned_ece(y_true, y_prob)``). Each
+test asserts the exception type, its message, and that neither the scores nor the
+labels were modified.
 """
 
 import re
@@ -15,7 +16,13 @@ from numpy.testing import assert_array_equal
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import KFold
 
-from skcalbound import TVCalibrationBound, binned_ece, tv_bound
+from skcalbound import (
+    NWCalibrationBound,
+    TVCalibrationBound,
+    binned_ece,
+    nw_bound,
+    tv_bound,
+)
 
 N = 50
 
@@ -28,19 +35,30 @@ def _scores_labels(n=N, seed=0):
     return scores, labels
 
 
+# Constructor arguments a bound needs besides the data: NW has no default for the
+# derivative bounds of the calibration function (h, or b1 and b2).
+REQUIRED_PARAMS = {
+    "NWCalibrationBound": {"h": 2**-4},
+}
+
+
+def _fit(Est):
+    required = REQUIRED_PARAMS.get(Est.__name__, {})
+    return lambda X, y, **p: Est(**{"random_state": 0, **required, **p}).fit(X, y)
+
+
+def _bound_function(function, Est):
+    required = REQUIRED_PARAMS.get(Est.__name__, {})
+    return lambda X, y, **p: function(y, X, **{"random_state": 0, **required, **p})
+
+
 # Entry points: (id, owner name in parameter-validation messages, call(X, y, **params)).
-# Add NWCalibrationBound/nw_bound and LipschitzBucketBound/lipschitz_bucket_bound here.
+# Add LipschitzBucketBound/lipschitz_bucket_bound here.
 ENTRY_POINTS = [
-    (
-        "TVCalibrationBound.fit",
-        "TVCalibrationBound",
-        lambda X, y, **p: TVCalibrationBound(**{"random_state": 0, **p}).fit(X, y),
-    ),
-    (
-        "tv_bound",
-        "tv_bound",
-        lambda X, y, **p: tv_bound(y, X, **{"random_state": 0, **p}),
-    ),
+    ("TVCalibrationBound.fit", "TVCalibrationBound", _fit(TVCalibrationBound)),
+    ("tv_bound", "tv_bound", _bound_function(tv_bound, TVCalibrationBound)),
+    ("NWCalibrationBound.fit", "NWCalibrationBound", _fit(NWCalibrationBound)),
+    ("nw_bound", "nw_bound", _bound_function(nw_bound, NWCalibrationBound)),
     ("binned_ece", "binned_ece", lambda X, y, **p: binned_ece(y, X, **p)),
 ]
 # Where an entry point words an error differently, or a case does not apply to it
@@ -66,7 +84,7 @@ _FUNCTIONAL_MESSAGES = {
                     r".*got an array of shape \(50, 10\)"),
 }
 OVERRIDES = {
-    **{(f, case): v for f in ("binned_ece", "tv_bound")
+    **{(f, case): v for f in ("binned_ece", "tv_bound", "nw_bound")
        for case, v in _FUNCTIONAL_MESSAGES.items()},
     ("binned_ece", "too_few_samples_for_cv"): None,
     ("binned_ece", "too_few_samples_for_kfold"): None,
@@ -74,7 +92,7 @@ OVERRIDES = {
 # Entry points with the common hyperparameters (confidence_level, cv, ...).
 BOUND_ENTRY_POINTS = [e for e in ENTRY_POINTS if e[0] != "binned_ece"]
 ENTRY_IDS = [e[0] for e in ENTRY_POINTS]
-FITTED_ESTIMATORS = [TVCalibrationBound]
+FITTED_ESTIMATORS = [TVCalibrationBound, NWCalibrationBound]
 
 
 def _with(values, index, value):
@@ -198,6 +216,9 @@ SPARSE_MESSAGES = {
     "TVCalibrationBound.fit": r"Sparse data was passed for X, but dense data is "
     r"required",
     "tv_bound": r"The 'y_prob' parameter of tv_bound must be an array-like",
+    "NWCalibrationBound.fit": r"Sparse data was passed for X, but dense data is "
+    r"required",
+    "nw_bound": r"The 'y_prob' parameter of nw_bound must be an array-like",
     "binned_ece": r"The 'y_prob' parameter of binned_ece must be an array-like",
 }
 
@@ -242,13 +263,14 @@ def test_sparse_scores_are_rejected(entry, X):
 
 def test_missing_labels_are_reported():
     X = S.copy()
-    with pytest.raises(
-        ValueError,
-        match=r"This TVCalibrationBound estimator requires y to be passed, but the "
-        r"target y is None",
-    ):
-        TVCalibrationBound().fit(X, None)
-    for function in (tv_bound, binned_ece):
+    for Est in FITTED_ESTIMATORS:
+        with pytest.raises(
+            ValueError,
+            match=rf"This {Est.__name__} estimator requires y to be passed, but the "
+            r"target y is None",
+        ):
+            Est(**REQUIRED_PARAMS.get(Est.__name__, {})).fit(X, None)
+    for function in (tv_bound, nw_bound, binned_ece):
         with pytest.raises(
             ValueError,
             match=rf"The 'y_true' parameter of {function.__name__} must be an array-like",
@@ -273,6 +295,7 @@ def test_lists_are_not_mutated_on_error():
 # Hyperparameters: validated before any data is looked at.
 # --------------------------------------------------------------------------------------
 
+# Parameters every bound has.
 BAD_PARAMS = [
     ({"confidence_level": 0}, r"The 'confidence_level' parameter of {owner} must be a "
      r"float in the range \(0\.0, 1\.0\)\. Got 0 instead"),
@@ -281,10 +304,6 @@ BAD_PARAMS = [
     ({"confidence_level": -0.1}, r"'confidence_level' parameter of {owner} .*Got -0\.1 instead"),
     ({"confidence_level": np.nan}, r"'confidence_level' parameter of {owner} .*Got nan instead"),
     ({"confidence_level": "0.95"}, r"'confidence_level' parameter of {owner} .*Got '0\.95'"),
-    ({"V": 0}, r"The 'V' parameter of {owner} must be a float in the range \(0\.0, inf\)\. "
-     r"Got 0 instead"),
-    ({"V": -1.0}, r"The 'V' parameter of {owner} .*Got -1\.0 instead"),
-    ({"V": np.inf}, r"The 'V' parameter of {owner} .*Got inf instead"),
     ({"aggregate": "median"}, r"The 'aggregate' parameter of {owner} must be a str among "
      r"\{('mean', 'min'|'min', 'mean')\}\. Got 'median' instead"),
     ({"cv": 1}, r"The 'cv' parameter of {owner} must be an int in the range \[2, inf\)"),
@@ -293,12 +312,82 @@ BAD_PARAMS = [
     ({"random_state": "seed"}, r"The 'random_state' parameter of {owner} .*Got 'seed'"),
 ]
 
-
-@pytest.mark.parametrize(
-    "params, match", BAD_PARAMS, ids=[",".join(map(str, p)) + "=" + str(list(p.values())[0])
-                                       for p, _ in BAD_PARAMS]
+_NW_DERIVATIVES_TOO_MANY = (
+    r"Give either h \(the perturbation bandwidth, from which b1 and b2 follow\) or "
+    r"both b1 and b2, not both; got h=0\.1, b1=1\.0, b2={b2}\."
 )
-@pytest.mark.parametrize("entry", BOUND_ENTRY_POINTS, ids=[e[0] for e in BOUND_ENTRY_POINTS])
+_NW_DERIVATIVES_MISSING = (
+    r"The NW bound needs the derivative bounds of the calibration function: "
+    r"give h .* or both b1 \(bound on \|eta'\|\) and b2 \(bound on \|eta''\|\); got "
+    r"h=None, b1={b1}, b2={b2}\."
+)
+# Parameters of one bound, keyed by its estimator (the function shares them). Cases in
+# NW_CHECKED_AFTER_DATA are the derivative-bound combinations NWCalibrationBound checks
+# at the start of ``fit`` (before the data) rather than by parameter validation.
+METHOD_BAD_PARAMS = {
+    "TVCalibrationBound": [
+        ({"V": 0}, r"The 'V' parameter of {owner} must be a float in the range "
+         r"\(0\.0, inf\)\. Got 0 instead"),
+        ({"V": -1.0}, r"The 'V' parameter of {owner} .*Got -1\.0 instead"),
+        ({"V": np.inf}, r"The 'V' parameter of {owner} .*Got inf instead"),
+    ],
+    "NWCalibrationBound": [
+        ({"h": 0}, r"The 'h' parameter of {owner} must be a float in the range "
+         r"\(0\.0, inf\) or None\. Got 0 instead"),
+        ({"h": -0.5}, r"The 'h' parameter of {owner} .*Got -0\.5 instead"),
+        ({"h": np.inf}, r"The 'h' parameter of {owner} .*Got inf instead"),
+        ({"h": "0.1"}, r"The 'h' parameter of {owner} .*Got '0\.1' instead"),
+        ({"h": None, "b1": -1.0, "b2": 1.0}, r"The 'b1' parameter of {owner} must be a "
+         r"float in the range \[0\.0, inf\) or None\. Got -1\.0 instead"),
+        ({"h": None, "b1": 1.0, "b2": -0.5}, r"The 'b2' parameter of {owner} must be a "
+         r"float in the range \[0\.0, inf\) or None\. Got -0\.5 instead"),
+        ({"h": None, "b1": np.nan, "b2": 1.0}, r"The 'b1' parameter of {owner} .*Got nan"),
+        ({"bandwidth": 0}, r"The 'bandwidth' parameter of {owner} must be a str among "
+         r"\{'plugin'\} or a float in the range \(0\.0, inf\)\. Got 0 instead"),
+        ({"bandwidth": -0.1}, r"The 'bandwidth' parameter of {owner} .*Got -0\.1 instead"),
+        ({"bandwidth": "silverman"}, r"The 'bandwidth' parameter of {owner} .*Got "
+         r"'silverman' instead"),
+        ({"tempering": -1}, r"The 'tempering' parameter of {owner} must be a float in the "
+         r"range \[0\.0, inf\)\. Got -1 instead"),
+        ({"max_validation": 0}, r"The 'max_validation' parameter of {owner} must be a str "
+         r"among \{'auto'\}, an int in the range \[1, inf\) or None\. Got 0 instead"),
+        ({"max_validation": 1.5}, r"The 'max_validation' parameter of {owner} .*Got 1\.5"),
+        ({"max_validation": "all"}, r"'max_validation' parameter of {owner} .*Got 'all'"),
+        ({"h": 0.1, "b1": 1.0, "b2": 1.0}, _NW_DERIVATIVES_TOO_MANY.format(b2=r"1\.0")),
+        ({"h": 0.1, "b1": 1.0}, _NW_DERIVATIVES_TOO_MANY.format(b2="None")),
+        ({"h": None}, _NW_DERIVATIVES_MISSING.format(b1="None", b2="None")),
+        ({"h": None, "b1": 1.0}, _NW_DERIVATIVES_MISSING.format(b1=r"1\.0", b2="None")),
+        ({"h": None, "b2": 1.0}, _NW_DERIVATIVES_MISSING.format(b1="None", b2=r"1\.0")),
+    ],
+}
+NW_CHECKED_AFTER_DATA = [
+    case for case in METHOD_BAD_PARAMS["NWCalibrationBound"]
+    if case[1].startswith(("Give either", "The NW bound needs"))
+]
+# The estimator whose hyperparameters each bound entry point takes.
+ESTIMATOR_OF = {
+    "TVCalibrationBound.fit": "TVCalibrationBound",
+    "tv_bound": "TVCalibrationBound",
+    "NWCalibrationBound.fit": "NWCalibrationBound",
+    "nw_bound": "NWCalibrationBound",
+}
+
+
+def _params_id(params):
+    return ",".join(f"{k}={v}" for k, v in params.items())
+
+
+def _bad_params():
+    out = []
+    for entry in BOUND_ENTRY_POINTS:
+        for params, match in BAD_PARAMS + METHOD_BAD_PARAMS[ESTIMATOR_OF[entry[0]]]:
+            out.append(pytest.param(
+                entry, params, match, id=f"{entry[0]}-{_params_id(params)}"
+            ))
+    return out
+
+
+@pytest.mark.parametrize("entry, params, match", _bad_params())
 def test_bad_hyperparameters_raise_before_data_is_inspected(entry, params, match):
     _, owner, call = entry
     # The data is bad too: the parameter error must come first.
@@ -308,6 +397,25 @@ def test_bad_hyperparameters_raise_before_data_is_inspected(entry, params, match
         call(X, y, **params)
     _assert_unchanged(X_before, X)
     _assert_unchanged(y_before, y)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    NW_CHECKED_AFTER_DATA,
+    ids=[_params_id(p) for p, _ in NW_CHECKED_AFTER_DATA],
+)
+@pytest.mark.parametrize(
+    "entry",
+    [e for e in BOUND_ENTRY_POINTS if ESTIMATOR_OF[e[0]] == "NWCalibrationBound"],
+    ids=lambda e: e[0],
+)
+def test_derivative_bounds_are_given_one_way(entry, params, match):
+    # On valid data: exactly one of h and (b1, b2) must be given.
+    X, y = S.copy(), Y.copy()
+    with pytest.raises(ValueError, match=match):
+        entry[2](X, y, **params)
+    assert_array_equal(X, S, strict=True)
+    assert_array_equal(y, Y, strict=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -339,7 +447,10 @@ PREDICT_BAD = [
 @pytest.fixture(scope="module")
 def fitted():
     X, y = _scores_labels(400, seed=1)
-    return {Est.__name__: Est(random_state=0).fit(X, y) for Est in FITTED_ESTIMATORS}
+    return {
+        Est.__name__: Est(random_state=0, **REQUIRED_PARAMS.get(Est.__name__, {})).fit(X, y)
+        for Est in FITTED_ESTIMATORS
+    }
 
 
 @pytest.mark.parametrize(

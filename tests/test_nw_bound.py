@@ -1,0 +1,581 @@
+"""NWCalibrationBound: one fold recomputed by hand, parameters, splitters, subsampling.
+
+The hand checks rebuild the smoother's weights with a plain loop over the training
+points (the binned tempered Epanechnikov kernel, nearest-neighbour fallback) and every
+term of Proposition 2 from them; the estimator must agree to 1e-12 relative.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from sklearn.model_selection import KFold, ShuffleSplit
+
+from _synthetic import (
+    SmoothSine,
+    binomial_tolerance,
+    checked_quad,
+    coverage,
+    perturbed_problems,
+)
+from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound
+from skcalbound._terms import nw_plugin_bandwidth
+
+TERM_NAMES = ["validation_mean", "smoothing_mean", "bernstein_residual", "bernstein_smoothing"]
+
+
+# ----------------------------------------------------------------------------------
+# A slow, obviously correct reference
+# ----------------------------------------------------------------------------------
+def _bin(s, G):
+    return min(math.floor(s * G), G - 1)
+
+
+def _weights(train_s, query, bandwidth, tempering, G):
+    """Normalised weights of the training points for one query, and the fallback flag."""
+    q = _bin(query, G)
+    w = []
+    for s in train_s:
+        k = q - _bin(s, G)
+        if abs(k) < G * bandwidth:
+            w.append(max(1.0 - (k / (G * bandwidth)) ** 2, 0.0) ** tempering)
+        else:
+            w.append(0.0)
+    fallback = sum(w) == 0.0
+    if fallback:
+        # Equal weights on the nearest training score(s), both sides if equidistant.
+        dist = [abs(query - s) for s in train_s]
+        w = [1.0 if d == min(dist) else 0.0 for d in dist]
+    total = sum(w)
+    return [x / total for x in w], fallback
+
+
+def _reference(train_s, train_y, queries, bandwidth, tempering, G, b1, b2):
+    """``eta_hat``, unclipped ``g_T`` and fallback flags at each query."""
+    eta, g, fallback = [], [], []
+    for query in queries:
+        w, fb = _weights(train_s, query, bandwidth, tempering, G)
+        d = [query - s for s in train_s]
+        eta.append(sum(wi * yi for wi, yi in zip(w, train_y)))
+        g.append(
+            b1 * sum(wi * abs(di) for wi, di in zip(w, d))
+            + 0.5 * b2 * sum(wi * di * di for wi, di in zip(w, d))
+            + 0.5 * math.sqrt(sum(wi * wi for wi in w))
+        )
+        fallback.append(fb)
+    return np.array(eta), np.array(g), np.array(fallback)
+
+
+def _bernstein(m, delta, variance):
+    return math.sqrt(2 * variance * math.log(3 / delta) / m) + 3 * math.log(3 / delta) / m
+
+
+def _expected_terms(eta, g, queries, delta):
+    """Proposition 2 with delta split in two, R = 1, population variances."""
+    r = np.abs(eta - np.asarray(queries))
+    g = np.minimum(g, 1.0)
+    m = r.shape[0]
+    var_r = float(np.sum((r - r.mean()) ** 2)) / m
+    var_g = float(np.sum((g - g.mean()) ** 2)) / m
+    return {
+        "validation_mean": float(r.mean()),
+        "smoothing_mean": float(g.mean()),
+        "bernstein_residual": _bernstein(m, delta / 2, var_r),
+        "bernstein_smoothing": _bernstein(m, delta / 2, var_g),
+    }
+
+
+def _tiny_problem():
+    """60 points on a dyadic grid with ties, two clusters and a gap.
+
+    Training: 38 points in [0, 1/4] and [3/4, 1] (ties at 0, 1/8, 1/4, 7/8 and 1; the
+    block at 1/4 holds a 0 and a 1). Validation: 17 points, among them 1/2 (midway
+    between the blocks at 1/4 and 3/4: fallback to both), 3/8 and 0.6 (fallback to one
+    side), 0.7 (just outside the kernel of the block at 3/4), ties with training
+    scores, and both ends of [0, 1]. Five more points are neither training nor
+    validation in the non-partition split.
+    """
+    rng = np.random.default_rng(11)
+    left = np.concatenate([[0, 0, 16, 16, 32, 32], rng.integers(1, 32, size=14)]) / 128
+    right = np.concatenate([[96, 112, 112, 128, 128], rng.integers(97, 128, size=13)]) / 128
+    train_s = np.concatenate([left, right])
+    train_y = (rng.uniform(size=train_s.size) < 0.2 + 0.6 * train_s).astype(float)
+    train_y[[4, 5]] = [0.0, 1.0]  # the block at 1/4
+    val_s = np.array(
+        [0.5, 0.375, 0.6, 0.7, 0.0, 1.0, 0.125, 0.875, 0.2501, 0.03, 0.11, 0.19,
+         0.2, 0.8, 0.91, 0.97, 0.74]
+    )
+    extra_s = np.array([0.05, 0.1, 0.2, 0.8, 0.99])
+    scores = np.concatenate([train_s, val_s, extra_s])
+    labels = np.concatenate([train_y, np.ones(val_s.size), np.zeros(extra_s.size)])
+    assert scores.size == 60 and np.unique(scores).size < 60
+    # Shuffle the data order, so that data order differs from score order.
+    perm = rng.permutation(60)
+    inverse = np.argsort(perm)
+    n_train, n_val = train_s.size, val_s.size
+    train = np.sort(inverse[:n_train])
+    val = np.sort(inverse[n_train : n_train + n_val])
+    extra = np.sort(inverse[n_train + n_val :])
+    return scores[perm], labels[perm], train, val, extra
+
+
+@pytest.mark.parametrize(
+    "bandwidth",
+    # 0.6: the kernel is wider than the whole grid (once a crash, now a test).
+    [0.05, 0.3, 0.6],
+)
+@pytest.mark.parametrize("path", ["partition", "subset"])
+def test_one_fold_by_hand(path, bandwidth):
+    X, y, train, val, extra = _tiny_problem()
+    if path == "partition":  # training = the complement of the validation part
+        train = np.sort(np.concatenate([train, extra]))
+    confidence_level, b1, b2, tempering = 0.9, 3.0, 4.0, 1.2
+    est = NWCalibrationBound(
+        b1=b1,
+        b2=b2,
+        bandwidth=bandwidth,
+        tempering=tempering,
+        confidence_level=confidence_level,
+        cv=[(train, val)],
+    ).fit(X, y)
+    row = est.fold_results_.iloc[0]
+    G = int(row["n_bins"])
+    assert G & (G - 1) == 0 and G * bandwidth >= 16  # a power of two, fine enough
+
+    eta, g, fallback = _reference(X[train], y[train], X[val], bandwidth, tempering, G, b1, b2)
+    delta = 1 - confidence_level  # one split: delta_fold = delta
+    expected = _expected_terms(eta, g, X[val], delta)
+    assert list(est.terms_) == TERM_NAMES
+    for name in TERM_NAMES:
+        assert_allclose(est.terms_[name], expected[name], rtol=1e-12, atol=0, err_msg=name)
+        assert_allclose(row[name], expected[name], rtol=1e-12, atol=0, err_msg=name)
+    total = sum(expected.values())
+    assert_allclose(row["bound"], total, rtol=1e-12)
+    assert_allclose(est.bound_, min(total, 1.0), rtol=1e-12)
+    assert_allclose(est.estimate_, expected["validation_mean"], rtol=1e-12)
+    assert row["n_train"] == train.size
+    assert row["n_validation"] == val.size
+    assert_allclose(row["delta"], delta, rtol=1e-15)
+    assert row["bandwidth"] == bandwidth
+    assert row["n_fallback"] == np.count_nonzero(fallback)
+    if bandwidth == 0.05:
+        # 1/2, 3/8, 0.6 and 0.7 have no training score within the kernel; the
+        # midpoint 1/2 averages the blocks at 1/4 (labels 0, 1) and 3/4 (label 1).
+        assert row["n_fallback"] == 4
+        w, _ = _weights(X[train], 0.5, bandwidth, tempering, G)
+        near = [s for s, wi in zip(X[train], w) if wi > 0]
+        assert sorted(near) == [0.25, 0.25, 0.75]
+        assert_allclose(eta[list(X[val]).index(0.5)], 2 / 3, rtol=1e-15)
+        assert np.any(g > 1.0)  # the clip at 1 is exercised
+
+
+def test_refit_predict_and_score_by_hand():
+    """``predict`` is the smoother on all fitted data; ``score`` its fixed-split bound."""
+    X, y, train, val, _ = _tiny_problem()
+    confidence_level, b1, b2, bandwidth, tempering = 0.9, 0.5, 1.0, 0.05, 1.2
+    est = NWCalibrationBound(
+        b1=b1, b2=b2, bandwidth=bandwidth, tempering=tempering,
+        confidence_level=confidence_level, cv=[(train, val)],
+    ).fit(X, y)
+    G = int(est.fold_results_["n_bins"].iloc[0])  # the refit uses the same float bandwidth
+    assert est.bandwidth_ == bandwidth
+    rng = np.random.default_rng(5)
+    # Held-out scores mostly in the clusters, a few in the gap (fallback).
+    queries = np.concatenate(
+        [rng.uniform(0, 0.25, 190), rng.uniform(0.75, 1.0, 190), rng.uniform(0.25, 0.75, 20)]
+    )
+    eta, g, fallback = _reference(X, y, queries, bandwidth, tempering, G, b1, b2)
+    assert fallback.any() and not fallback.all()
+    assert_allclose(est.predict(queries), eta, rtol=1e-12, atol=1e-15)
+    held_out_y = (rng.uniform(size=queries.size) < 0.5).astype(int)
+    expected = _expected_terms(eta, g, queries, 1 - confidence_level)  # full delta
+    total = sum(expected.values())
+    assert total < 1.0  # so the check is not only the clip
+    assert_allclose(est.score(queries, held_out_y), -total, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------
+# Assumption constants and bandwidths
+# ----------------------------------------------------------------------------------
+def _uniform_sample(n, seed=0, power=2.0):
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(size=n)
+    return s, (rng.uniform(size=n) < s**power).astype(int)
+
+
+@pytest.mark.parametrize("h", [2.0**-4, 2.0**-6, 0.3])
+def test_b1_b2_follow_from_h(h):
+    s, y = _uniform_sample(3000)
+    est = NWCalibrationBound(h, random_state=0).fit(s, y)
+    t = math.tanh(1 / h)
+    assert_allclose(est.b1_, t / (2 * h), rtol=1e-14)
+    assert_allclose(est.b2_, 1.5 * t * t / h**2, rtol=1e-14)
+    # h enters only through (b1, b2): the same bound when they are given directly.
+    explicit = NWCalibrationBound(b1=est.b1_, b2=est.b2_, random_state=0).fit(s, y)
+    assert explicit.bound_ == est.bound_
+    assert explicit.terms_ == est.terms_
+
+
+def test_user_b1_b2_are_used_as_given():
+    s, y = _uniform_sample(3000)
+    fits = {
+        (b1, b2): NWCalibrationBound(b1=b1, b2=b2, bandwidth=0.05, random_state=0).fit(s, y)
+        for b1, b2 in [(0.5, 1.0), (2.0, 1.0), (2.0, 30.0)]
+    }
+    for (b1, b2), est in fits.items():
+        assert est.b1_ == b1 and est.b2_ == b2
+    # Same folds and smoother, so eta_hat is the same; g_T grows with b1 and with b2.
+    small, larger_b1, larger_b2 = fits.values()
+    assert small.terms_["validation_mean"] == larger_b1.terms_["validation_mean"]
+    assert small.terms_["smoothing_mean"] < larger_b1.terms_["smoothing_mean"]
+    assert larger_b1.terms_["smoothing_mean"] < larger_b2.terms_["smoothing_mean"]
+
+
+def test_plugin_bandwidth_for_the_full_sample_and_each_fold():
+    n, b1, b2 = 1003, 1.5, 6.0  # folds of 201 and 200 points: two training sizes
+    s, y = _uniform_sample(n)
+    est = NWCalibrationBound(b1=b1, b2=b2, random_state=0).fit(s, y)
+    assert_allclose(est.bandwidth_, nw_plugin_bandwidth(n, b1, b2), rtol=1e-15)
+    folds = est.fold_results_
+    assert sorted(set(folds["n_train"])) == [802, 803]
+    for m, bandwidth in zip(folds["n_train"], folds["bandwidth"]):
+        assert_allclose(bandwidth, nw_plugin_bandwidth(m, b1, b2), rtol=1e-15)
+    assert folds["bandwidth"].nunique() == 2
+    # Independently of that function: h' = t**2 with 2 b t^5 + a t^3 = c / 2 (App. E).
+    for m, bandwidth in [(n, est.bandwidth_), *zip(folds["n_train"], folds["bandwidth"])]:
+        t = math.sqrt(bandwidth)
+        c = 1.15 / (2 * math.sqrt(2 * m))
+        assert_allclose(2 * (b2 / 10) * t**5 + (3 * b1 / 8) * t**3, c / 2, rtol=1e-10)
+    # Fewer training points, wider kernel.
+    assert est.bandwidth_ < folds["bandwidth"].min()
+
+
+def test_float_bandwidth_is_used_everywhere():
+    s, y = _uniform_sample(2000)
+    est = NWCalibrationBound(b1=1.0, b2=2.0, bandwidth=0.037, random_state=0).fit(s, y)
+    assert est.bandwidth_ == 0.037
+    assert list(est.fold_results_["bandwidth"]) == [0.037] * 5
+    assert est.surrogate_.bandwidth == 0.037
+
+
+@pytest.mark.parametrize("bandwidth", [1.0, 2.0])  # exact values for 0.6: above
+def test_wide_float_bandwidth_gives_a_bound(bandwidth):
+    s, y = _uniform_sample(2000)
+    est = NWCalibrationBound(b1=1.0, b2=2.0, bandwidth=bandwidth, random_state=0).fit(s, y)
+    assert 0.0 < est.bound_ <= 1.0
+    # The kernel reaches every training point: eta_hat is their kernel-weighted mean.
+    G = int(est.fold_results_["n_bins"].iloc[0])
+    bins = np.minimum((s * G).astype(int), G - 1)
+    for q in (0.1, 0.9):
+        u = (min(int(q * G), G - 1) - bins) / (G * bandwidth)
+        w = (1 - u**2) ** 1.2
+        assert_allclose(est.predict([q]), [w @ y / w.sum()], rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------
+# Errors
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"h": 0.1, "b1": 1.0}, r"Give either h .* not both; got h=0.1, b1=1.0, b2=None"),
+        ({"h": 0.1, "b2": 1.0}, r"Give either h .* not both; got h=0.1, b1=None, b2=1.0"),
+        ({}, r"needs the derivative bounds .* got h=None, b1=None, b2=None"),
+        ({"b1": 1.0}, r"give h .* or both b1 .* and b2 .* got h=None, b1=1.0, b2=None"),
+        ({"b2": 1.0}, r"or both b1 .* got h=None, b1=None, b2=1.0"),
+        ({"b1": 1.0, "b2": 1.0, "bandwidth": 0.0}, r"'bandwidth' parameter .* Got 0.0"),
+        ({"b1": 1.0, "b2": 1.0, "bandwidth": -0.1}, r"'bandwidth' parameter .* Got -0.1"),
+        ({"b1": 1.0, "b2": 1.0, "bandwidth": "silverman"}, r"'bandwidth' parameter"),
+        ({"h": 0.0}, r"'h' parameter .* range \(0.0, inf\)"),
+        ({"h": -0.5}, r"'h' parameter .* Got -0.5"),
+        ({"b1": -1.0, "b2": 1.0}, r"'b1' parameter .* Got -1.0"),
+        ({"b1": 1.0, "b2": -1.0}, r"'b2' parameter .* Got -1.0"),
+        ({"h": 0.1, "max_validation": 0}, r"'max_validation' parameter .* Got 0"),
+        ({"h": 0.1, "max_validation": "all"}, r"'max_validation' parameter"),
+        ({"h": 0.1, "tempering": -0.2}, r"'tempering' parameter .* Got -0.2"),
+    ],
+)
+def test_invalid_parameters_raise_and_do_not_mutate(params, match):
+    s, y = _uniform_sample(200)
+    s_copy, y_copy = s.copy(), y.copy()
+    est = NWCalibrationBound(**params)
+    with pytest.raises(ValueError, match=match):
+        est.fit(s, y)
+    with pytest.raises(ValueError, match=match):
+        nw_bound(y, s, **params)
+    assert not hasattr(est, "bound_")
+    assert est.get_params()["h"] == params.get("h")  # hyperparameters unchanged
+    np.testing.assert_array_equal(s, s_copy)
+    np.testing.assert_array_equal(y, y_copy)
+
+
+def test_valid_fit_does_not_mutate_inputs():
+    s, y = _uniform_sample(500)
+    s[:7] = 0.25  # ties
+    s_copy, y_copy = s.copy(), y.copy()
+    NWCalibrationBound(b1=1.0, b2=1.0, max_validation=50, random_state=0).fit(s, y)
+    np.testing.assert_array_equal(s, s_copy)
+    np.testing.assert_array_equal(y, y_copy)
+
+
+# ----------------------------------------------------------------------------------
+# Validation subsample
+# ----------------------------------------------------------------------------------
+def test_max_validation_none_uses_every_point():
+    n = 2003
+    s, y = _uniform_sample(n)
+    est = NWCalibrationBound(b1=1.0, b2=1.0, random_state=0).fit(s, y)
+    assert est.fold_results_["n_validation"].sum() == n
+    assert sorted(set(est.fold_results_["n_validation"])) == [400, 401]
+
+
+def test_max_validation_int_caps_the_evaluated_points():
+    s, y = _uniform_sample(2000)
+    kfold = KFold(5, shuffle=True, random_state=1)
+    capped = NWCalibrationBound(b1=1.0, b2=1.0, max_validation=123, cv=kfold, random_state=0)
+    assert list(capped.fit(s, y).fold_results_["n_validation"]) == [123] * 5
+    # A cap above the fold size evaluates the whole fold, as None does.
+    full = NWCalibrationBound(b1=1.0, b2=1.0, cv=kfold, random_state=0).fit(s, y)
+    loose = NWCalibrationBound(b1=1.0, b2=1.0, max_validation=400, cv=kfold, random_state=0)
+    assert loose.fit(s, y).bound_ == full.bound_
+    assert list(loose.fold_results_["n_validation"]) == [400] * 5
+
+
+@pytest.mark.parametrize(
+    "n, expected",
+    [
+        (2000, 400),  # folds of 400 < 5000: every point
+        (40_000, 5000),  # ceil(0.05 n) = 2000 < 5000
+        (120_000, 6000),  # ceil(0.05 n) = 6000
+        (400_000, 15_000),  # ceil(0.05 n) = 20000 > 15000
+    ],
+)
+def test_max_validation_auto_is_the_papers_rule(n, expected):
+    assert expected == min(n // 5, min(15_000, max(5000, math.ceil(0.05 * n))))
+    rng = np.random.default_rng(n)
+    s = rng.uniform(size=n)
+    y = (rng.uniform(size=n) < s).astype(np.int8)
+    est = NWCalibrationBound(b1=1.0, b2=1.0, max_validation="auto", random_state=0).fit(s, y)
+    assert list(est.fold_results_["n_validation"]) == [expected] * 5
+    assert list(est.fold_results_["n_train"]) == [n - n // 5] * 5
+
+
+def test_subsample_is_reproducible_and_seeded_by_random_state():
+    s, y = _uniform_sample(3000)
+    kfold = KFold(5, shuffle=True, random_state=0)  # the folds do not change below
+
+    def fit(random_state):
+        return NWCalibrationBound(
+            b1=1.0, b2=1.0, max_validation=200, cv=kfold, random_state=random_state
+        ).fit(s, y)
+
+    first, again, other = fit(7), fit(7), fit(8)
+    assert first.bound_ == again.bound_
+    assert first.terms_ == again.terms_
+    assert first.bound_ != other.bound_
+    assert first.score(s[:1000], y[:1000]) == again.score(s[:1000], y[:1000])
+
+
+def test_subsampled_bound_is_not_tighter_than_the_full_one():
+    s, y = _uniform_sample(3000)
+    kfold = KFold(5, shuffle=True, random_state=0)
+    full = NWCalibrationBound(b1=1.0, b2=1.0, cv=kfold).fit(s, y)
+    subsampled = [
+        NWCalibrationBound(b1=1.0, b2=1.0, max_validation=150, cv=kfold, random_state=seed).fit(
+            s, y
+        )
+        for seed in range(10)
+    ]
+    for est in subsampled:
+        # 150 instead of 600 points per fold: wider Bernstein terms in every fold.
+        for name in ["bernstein_residual", "bernstein_smoothing"]:
+            assert np.all(est.fold_results_[name] > 1.5 * full.fold_results_[name]), name
+        # The subsample means are unbiased estimates of the full-fold means.
+        assert_allclose(est.terms_["validation_mean"], full.terms_["validation_mean"], atol=0.02)
+    assert np.mean([est.bound_ for est in subsampled]) > full.bound_ + 0.02
+
+
+# ----------------------------------------------------------------------------------
+# Splitters
+# ----------------------------------------------------------------------------------
+def test_explicit_split_list_equals_the_kfold_path():
+    s, y = _uniform_sample(2500)
+    s[::50] = 0.5  # ties across folds
+    kfold = KFold(5, shuffle=True, random_state=0)
+    a = NWCalibrationBound(h=2.0**-4, cv=kfold).fit(s, y)
+    b = NWCalibrationBound(h=2.0**-4, cv=list(kfold.split(s))).fit(s, y)
+    assert_allclose(b.bound_, a.bound_, rtol=1e-10)
+    for name in TERM_NAMES:
+        assert_allclose(b.terms_[name], a.terms_[name], rtol=1e-10, err_msg=name)
+        assert_allclose(b.fold_results_[name], a.fold_results_[name], rtol=1e-10)
+    assert list(b.fold_results_["n_validation"]) == list(a.fold_results_["n_validation"])
+
+
+def test_non_partition_splitter():
+    n = 2000
+    s, y = _uniform_sample(n)
+    cv = ShuffleSplit(n_splits=3, train_size=0.5, test_size=0.3, random_state=0)
+    est = NWCalibrationBound(b1=1.0, b2=2.0, confidence_level=0.9, cv=cv).fit(s, y)
+    folds = est.fold_results_
+    assert est.n_splits_ == 3
+    assert list(folds["n_train"]) == [1000] * 3
+    assert list(folds["n_validation"]) == [600] * 3
+    assert_allclose(folds["delta"], 0.1 / 3, rtol=1e-12)
+    for m, bandwidth in zip(folds["n_train"], folds["bandwidth"]):
+        assert_allclose(bandwidth, nw_plugin_bandwidth(m, 1.0, 2.0), rtol=1e-15)
+    assert 0 < est.bound_ < 1
+    assert_allclose(est.bound_, folds["bound"].mean(), rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------
+# predict, score, the functional form
+# ----------------------------------------------------------------------------------
+def test_predict_is_close_to_the_true_calibration_function():
+    problem = SmoothSine()
+    s, y = problem.sample(200_000, np.random.default_rng(3))
+    est = NWCalibrationBound(**problem.assumption_kwargs("b1", "b2"), random_state=0)
+    est.fit(s, y)
+    grid = np.linspace(0.0, 1.0, 1001)
+    pred = est.predict(grid)
+    assert np.all((pred >= 0.0) & (pred <= 1.0))
+    error = np.abs(pred - problem.eta(grid))
+    # Lemma 6: E|eta_hat - eta| <= g_T, whose mean over the (uniform) scores the
+    # folds' smoothing term estimates (the refit has more data and a narrower kernel).
+    assert error.mean() <= est.terms_["smoothing_mean"]
+    assert error.max() < 0.05
+    # Not the identity: the sine's miscalibration is found.
+    assert np.abs(pred - grid).mean() > 0.5 * problem.true_ce
+
+
+def test_score_is_a_negated_bound_above_the_held_out_residual():
+    problem = SmoothSine()
+    rng = np.random.default_rng(4)
+    s, y = problem.sample(20_000, rng)
+    held_s, held_y = problem.sample(20_000, rng)
+    est = NWCalibrationBound(**problem.assumption_kwargs("b1", "b2"), random_state=0)
+    score = est.fit(s, y).score(held_s, held_y)
+    assert -1.0 <= score <= 0.0
+    assert score < -np.mean(np.abs(est.predict(held_s) - held_s))
+    # The refit surrogate does not depend on cv or aggregate, nor does score.
+    other = NWCalibrationBound(
+        **problem.assumption_kwargs("b1", "b2"), cv=3, aggregate="min", random_state=1
+    ).fit(s, y)
+    assert other.score(held_s, held_y) == score
+    # The fixed split evaluates 20000 points at the full delta with a surrogate fitted
+    # on 20000; each of the 5 folds evaluates 4000 at delta / 5 with one fitted on 16000.
+    assert -score < est.bound_
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"h": 2.0**-4},
+        {"b1": 1.0, "b2": 3.0, "aggregate": "min", "confidence_level": 0.8},
+        {"b1": 1.0, "b2": 3.0, "bandwidth": 0.02, "tempering": 1.0, "max_validation": 100},
+        {"h": 0.1, "cv": 3, "max_validation": "auto"},
+    ],
+)
+def test_function_equals_estimator(params):
+    s, y = _uniform_sample(1500)
+    expected = NWCalibrationBound(**params, random_state=0).fit(s, y).bound_
+    assert nw_bound(y, s, **params, random_state=0) == expected
+    # A predict_proba-shaped input gives the same number.
+    proba = np.column_stack([1 - s, s])
+    assert nw_bound(y, proba, **params, random_state=0) == expected
+
+
+# ----------------------------------------------------------------------------------
+# Tightness, and the nearest-neighbour fallback
+# ----------------------------------------------------------------------------------
+def test_tighter_than_tv_on_a_perturbed_classifier():
+    (problem,) = perturbed_problems((2.0**-6,))
+    s, y = problem.sample(200_000, np.random.default_rng(6))
+    nw = NWCalibrationBound(h=problem.h, random_state=0).fit(s, y)
+    ce = problem.true_ce
+    assert ce <= nw.bound_ < ce + 0.06
+    # TV needs V >= TV(eta); a grid sees at most the true variation (eta is smooth at
+    # scale h, so 30 points per h see almost all of it), which only favours TV here.
+    V = float(np.sum(np.abs(np.diff(problem.eta(np.linspace(0.0, 1.0, 2001))))))
+    tv = TVCalibrationBound(V=V, random_state=0).fit(s, y)
+    assert nw.bound_ < tv.bound_ - 0.05
+
+
+@dataclass(frozen=True)
+class GappedSine(SmoothSine):
+    """The smooth sine (``eta = s + A sin(2 pi s)``) with scores in two clusters.
+
+    ``s`` is uniform on [0.05, 0.25] and on [0.75, 0.95] (mass ``(1 - gap_mass) / 2``
+    each) and on the gap [0.25, 0.75] (mass ``gap_mass``), so a narrow kernel finds no
+    training score near most gap points. ``b1, b2`` are those of the sine.
+
+    CE: ``int |A sin(2 pi s)| p(s) ds`` with ``int_a^b sin(2 pi s) ds =
+    (cos 2 pi a - cos 2 pi b) / (2 pi)``: each cluster gives ``cos(pi / 10) / (2 pi)``,
+    the gap ``1 / pi``.
+    """
+
+    amplitude: float = 0.05
+    gap_mass: float = 0.01
+    name: str = "gapped_sine"
+
+    def density(self, s):
+        cluster = (1 - self.gap_mass) / 2 / 0.2
+        if 0.05 <= s <= 0.25 or 0.75 <= s <= 0.95:
+            return cluster
+        return self.gap_mass / 0.5 if 0.25 < s < 0.75 else 0.0
+
+    @property
+    def true_ce(self):
+        cluster = (1 - self.gap_mass) / 2 / 0.2 * math.cos(math.pi / 10) / (2 * math.pi)
+        return self.amplitude * (2 * cluster + self.gap_mass / 0.5 / math.pi)
+
+    def sample_scores(self, n, rng):
+        part = rng.choice(3, size=n, p=[(1 - self.gap_mass) / 2] * 2 + [self.gap_mass])
+        low = np.array([0.05, 0.75, 0.25])[part]
+        high = np.array([0.25, 0.95, 0.75])[part]
+        return rng.uniform(low, high)
+
+
+def test_gapped_problem_truth():
+    problem = GappedSine()
+
+    def integrand(s):
+        return abs(s - float(problem.eta(s))) * problem.density(s)
+
+    quad = checked_quad(integrand, 0.0, 1.0, points=[0.05, 0.25, 0.5, 0.75, 0.95])
+    assert_allclose(problem.true_ce, quad, atol=1e-10)
+    s = problem.sample_scores(100_000, np.random.default_rng(0))
+    gap = (s > 0.25) & (s < 0.75)
+    assert abs(gap.mean() - 0.01) < 5 * math.sqrt(0.01 * 0.99 / 1e5)
+    assert s.min() >= 0.05 and s.max() <= 0.95
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "min"])
+def test_fallback_fires_across_a_gap_and_the_bound_still_covers(aggregate):
+    problem = GappedSine()
+    fallbacks = []
+
+    def make(p, confidence_level, random_state):
+        return NWCalibrationBound(
+            **p.assumption_kwargs("b1", "b2"),
+            bandwidth=0.003,
+            aggregate=aggregate,
+            confidence_level=confidence_level,
+            random_state=random_state,
+        )
+
+    def bound_recording_fallbacks(est):
+        fallbacks.append(int(est.fold_results_["n_fallback"].sum()))
+        return est.bound_
+
+    result = coverage(
+        make, problem, 5000, 40, confidence_level=0.9, seed=17,
+        quantity=bound_recording_fallbacks,
+    )
+    # About 50 validation points fall in the gap, where the training scores are
+    # ~0.01 apart: many have none within the kernel.
+    assert min(fallbacks) > 5
+    assert result.tolerance == binomial_tolerance(40, 0.9)
+    assert result.failures <= result.tolerance, result.summary()
+    assert np.all(result.values < 0.5)  # not a clipped, trivial bound
