@@ -117,7 +117,8 @@ def main(argv=None):
               f"median over {args.repeats} runs")
         print(table.rename(index=lambda n: f"{n:.0e}"))
         print("\nNW gap (bound - CE) by configuration")
-        print(configs.rename(columns=lambda n: f"{n:.0e}"))
+        print(configs.rename(columns=lambda n: f"{n:.0e}").to_string(
+            float_format="{:.6f}".format))
     if len(sizes) > 1:
         print(
             f"\nlog-log slope of the gap: NW {_slope(sizes, table['NW gap']):.3f} "
