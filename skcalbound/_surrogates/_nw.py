@@ -86,23 +86,6 @@ class BinStats:
     s1: np.ndarray
     s2: np.ndarray
 
-    @classmethod
-    def from_bins(cls, bins, offsets, labels, n_bins):
-        return cls(
-            count=np.bincount(bins, minlength=n_bins).astype(float),
-            positives=np.bincount(bins, weights=labels, minlength=n_bins),
-            s1=np.bincount(bins, weights=offsets, minlength=n_bins),
-            s2=np.bincount(bins, weights=np.square(offsets), minlength=n_bins),
-        )
-
-    def __add__(self, other):
-        return BinStats(
-            self.count + other.count,
-            self.positives + other.positives,
-            self.s1 + other.s1,
-            self.s2 + other.s2,
-        )
-
     def __sub__(self, other):
         return BinStats(
             self.count - other.count,
