@@ -69,8 +69,9 @@ class _BoundMethod:
         """The surrogate on all data (what ``predict`` and ``score`` use)."""
         return self.fit(sample.scores, sample.labels.astype(np.float64), delta)
 
-    def fitted_attributes(self, surrogate):
-        """Extra fitted attributes of the estimator, by name."""
+    def fitted_attributes(self, surrogate, folds):
+        """Extra fitted attributes of the estimator, by name, from the refit
+        ``surrogate`` and the cross-fitted ``folds`` (a tuple of ``FoldResult``)."""
         return {}
 
     def held_out_result(self, surrogate, scores, delta):
@@ -178,7 +179,9 @@ class _BaseCalibrationBound(BaseEstimator):
         self.n_splits_ = len(folds)
         # The surrogate on all data, at the full delta: what predict and score use.
         self.surrogate_ = method.refit(sample, delta)
-        for name, value in method.fitted_attributes(self.surrogate_).items():
+        for name, value in method.fitted_attributes(
+            self.surrogate_, self.result_.folds
+        ).items():
             setattr(self, name, value)
         return self
 

@@ -133,7 +133,7 @@ class _NWMethod(_BoundMethod):
             results.append(self._fold(n_eval, *moments, delta, m, info))
         return results
 
-    def fitted_attributes(self, surrogate):
+    def fitted_attributes(self, surrogate, folds):
         attributes = {"b1_": self.b1, "b2_": self.b2, "bandwidth_": surrogate.bandwidth}
         if self.max_validation is not None:
             # score() subsamples its held-out points with this seed, drawn once here,

@@ -8,11 +8,14 @@ import pandas as pd
 
 @dataclass(frozen=True)
 class FoldResult:
-    """One fold: additive ``terms`` (their sum is the unclipped fold bound) and ``info``."""
+    """One fold: additive ``terms`` (their sum is the unclipped fold bound) and ``info``
+    (scalars, one column each of ``fold_results_``); ``extra`` holds anything else a
+    method reports (arrays), kept out of the frame."""
 
     terms: dict
     info: dict
     estimate: float
+    extra: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def bound(self):

@@ -1,0 +1,475 @@
+"""``LipschitzBucketBound``: the paper's Lipschitz bucketing baseline (sections 5, 7)."""
+
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+import pandas as pd
+
+from ._base import _BaseCalibrationBound, _BoundMethod
+from ._compat import Interval, validate_params
+from ._result import FoldResult
+from ._sech import sech_derivative_bounds
+from ._surrogates._buckets import (
+    BucketSurrogate,
+    GridQueries,
+    GridTraining,
+    candidate_grids,
+    candidate_runs,
+    candidate_sums,
+    cell_of,
+    cell_offsets,
+)
+from ._terms import nw_bound_terms
+from ._validation import check_prob_labels
+
+# The paper's candidate bucket counts (Appendix E): 2, 4, ..., 4096.
+DEFAULT_N_BUCKETS = tuple(2**k for k in range(1, 13))
+
+
+def _moments(total, square, n):
+    mean = total / n
+    return mean, max(square / n - mean * mean, 0.0)
+
+
+@dataclass(frozen=True)
+class _LipschitzMethod(_BoundMethod):
+    """Proposition 2 with box weights: every candidate at ``delta / n_candidates``."""
+
+    L: float
+    n_buckets: tuple
+    n_shifts: int
+    min_train = 1
+
+    def _choose(self, sums, candidates, delta, n_train):
+        """The fold result of the best candidate, all candidates' bounds in ``extra``."""
+        delta_c = delta / len(candidates)  # union bound over the candidates
+        bounds, all_terms = [], []
+        for n, s_r, s_r2, s_g, s_g2, _ in sums:
+            terms = nw_bound_terms(
+                int(n), _moments(s_r, s_r2, n), _moments(s_g, s_g2, n), delta_c
+            )
+            all_terms.append(terms)
+            bounds.append(sum(terms.values()))
+        best = int(np.argmin(bounds))  # ties: the fewest buckets, the smallest shift
+        B, r = candidates[best]
+        n = int(sums[best][0])
+        info = {
+            "n_train": int(n_train),
+            "n_validation": n,
+            "delta": float(delta),
+            "n_buckets": int(B),
+            "shift": int(r),
+            "n_candidates": len(candidates),
+            "n_fallback": int(sums[best][5]),
+        }
+        terms = all_terms[best]
+        return FoldResult(
+            terms=terms,
+            info=info,
+            estimate=terms["validation_mean"],
+            extra={"candidate_bounds": np.array(bounds)},
+        )
+
+    def fit_folds(self, sample, folds, delta):
+        candidates, grids = candidate_grids(self.n_buckets, self.n_shifts)
+        # Cells and centre offsets of the whole sorted sample, once per grid; each fold
+        # gathers its training and validation parts (both stay sorted).
+        whole = {}
+        for K, _ in grids:
+            cells = cell_of(sample.scores, K)
+            whole[K] = cells, cell_offsets(sample.scores, cells, K)
+        results = []
+        for fold in folds:
+            train = np.flatnonzero(fold.train)
+            validation = np.flatnonzero(fold.validation)
+            scores_t = sample.scores.take(train)
+            labels_t = sample.labels.take(train)
+            scores_v = sample.scores.take(validation)
+            sums = [None] * len(candidates)
+            for K, members in grids:
+                cells, offsets = whole[K]
+                training = GridTraining.build(
+                    scores_t, labels_t, K, cells.take(train), offsets.take(train)
+                )
+                queries = GridQueries.build(
+                    training, scores_v, cells.take(validation), offsets.take(validation)
+                )
+                for j in members:
+                    B, r = candidates[j]
+                    runs = candidate_runs(queries, training, B, r, self.n_shifts)
+                    sums[j] = candidate_sums(queries, runs, self.L)
+            results.append(self._choose(sums, candidates, delta, train.shape[0]))
+        return results
+
+    def refit(self, sample, delta):
+        return BucketSurrogate(sample.scores, sample.labels, self.n_buckets, self.n_shifts)
+
+    def held_out_result(self, surrogate, scores, delta):
+        sums = surrogate.all_sums(np.sort(scores), self.L)
+        return self._choose(sums, surrogate.candidates, delta, surrogate.n_train)
+
+    def fitted_attributes(self, surrogate, folds):
+        bounds = np.stack([fold.extra["candidate_bounds"] for fold in folds])
+        mean = bounds.mean(axis=0)
+        best = int(np.argmin(mean))
+        surrogate.candidate = best  # what predict uses
+        frame = pd.DataFrame(surrogate.candidates, columns=["n_buckets", "shift"])
+        for k in range(bounds.shape[0]):
+            frame[f"fold{k}_bound"] = bounds[k]
+        frame["mean_bound"] = mean
+        B, r = surrogate.candidates[best]
+        return {"L_": self.L, "candidates_": frame, "n_buckets_": B, "shift_": r}
+
+
+_LIPSCHITZ_PARAMETERS = {
+    "L": [Interval(Real, 0, None, closed="left"), None],
+    "h": [Interval(Real, 0, None, closed="neither"), None],
+    "n_buckets": [Interval(Integral, 1, None, closed="left"), "array-like", None],
+    "n_shifts": [Interval(Integral, 1, None, closed="left")],
+}
+
+
+def _lipschitz_constant(L, h):
+    """``L`` as given or from ``h`` (Corollary 3); exactly one way."""
+    if h is not None:
+        if L is not None:
+            raise ValueError(
+                "Give either L (the Lipschitz constant of the calibration function) or "
+                f"h (the perturbation bandwidth, from which L follows), not both; got "
+                f"L={L!r}, h={h!r}."
+            )
+        return float(sech_derivative_bounds(h)[0])
+    if L is None:
+        raise ValueError(
+            "The Lipschitz bucketing bound needs the Lipschitz constant of the "
+            "calibration function: give L (bound on |eta(s1) - eta(s2)| / |s1 - s2|) "
+            "or h (the bandwidth of the sech perturbation the scores went through); "
+            "got L=None, h=None."
+        )
+    return float(L)
+
+
+def _bucket_counts(n_buckets):
+    """The candidate bucket counts as a sorted tuple of distinct positive ints."""
+    if n_buckets is None:
+        return DEFAULT_N_BUCKETS
+    if isinstance(n_buckets, Integral) and not isinstance(n_buckets, bool):
+        return (int(n_buckets),)
+    values = np.asarray(n_buckets)
+    if (
+        values.ndim != 1
+        or values.size == 0
+        or values.dtype.kind not in "iu"
+        or np.any(values < 1)
+    ):
+        raise ValueError(
+            "n_buckets must be None (the grid 2, 4, ..., 4096), a positive int or a "
+            f"non-empty 1-D sequence of positive ints; got {n_buckets!r}."
+        )
+    return tuple(sorted({int(b) for b in values}))
+
+
+class LipschitzBucketBound(_BaseCalibrationBound):
+    """Certified upper bound on the L1 calibration error by Lipschitz bucketing.
+
+    Assumes the calibration function :math:`\\eta(s) = E[y \\mid s]` is
+    ``L``-Lipschitz, which holds for scores perturbed with the sech kernel of bandwidth
+    ``h`` (:func:`~skcalbound.perturb_scores`) with ``L = tanh(1/h) / (2h)``. On each
+    cross-fitting split, the training scores are cut into equal buckets, the surrogate
+    is the mean label of a validation score's bucket, and the Lipschitz form of Lemma 6
+    bounds its error; Proposition 2 then bounds :math:`CE = E|s - \\eta(s)|`. Every
+    candidate bucketing (bucket count and shift) is evaluated at an equal share of the
+    fold's ``1 - confidence_level`` and the smallest bound is kept, so the choice is
+    certified by the union bound. This is the paper's baseline: it needs only a first
+    derivative bound, and it is looser than :class:`NWCalibrationBound`.
+
+    Read more in the :ref:`User Guide <lipschitz_bound>`.
+
+    Parameters
+    ----------
+    L : float, default=None
+        Lipschitz constant of the calibration function. Give either ``L`` or ``h``.
+
+    h : float, default=None
+        Bandwidth of the sech perturbation the scores went through; implies
+        ``L = tanh(1/h) / (2h)``.
+
+    n_buckets : int, sequence of int or None, default=None
+        Candidate bucket counts. ``None`` is the paper's grid 2, 4, ..., 4096.
+
+    n_shifts : int, default=4
+        Shifts per bucket count: bucket edges at ``(j + r / n_shifts) / B`` for
+        ``r = 0, ..., n_shifts - 1``.
+
+    confidence_level : float, default=0.95
+        Probability with which the bound holds, in (0, 1); the paper's
+        ``delta`` is ``1 - confidence_level``.
+
+    cv : int, cross-validation generator or iterable, default=5
+        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
+        random_state=random_state)``; any scikit-learn splitter or iterable of
+        ``(train, validation)`` index pairs is accepted. Each split is bounded at
+        ``(1 - confidence_level) / n_splits``, so the aggregate is certified.
+
+    aggregate : {'mean', 'min'}, default='mean'
+        How fold bounds are combined: their mean (most stable) or their minimum
+        (tighter). Both are certified by the union bound over the folds.
+
+    random_state : int, RandomState instance or None, default=None
+        Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
+        is an int, and the subsample of validation points if there is one. Pass an
+        int for reproducible output across calls.
+
+    n_jobs : int, default=None
+        Number of folds computed in parallel with joblib. ``None`` means 1 unless in
+        a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
+
+    Attributes
+    ----------
+    bound_ : float
+        Certified upper bound on the calibration error: ``min(aggregate of the fold
+        bounds, 1)``.
+
+    estimate_ : float
+        Plug-in estimate of the calibration error: the mean over folds of
+        ``mean |s - eta_hat(s)|`` on the validation part, for each fold's chosen
+        candidate. Not certified.
+
+    terms_ : dict of str to float
+        Named additive components of the aggregated bound before clipping:
+        ``validation_mean`` (mean of :math:`|\\hat\\eta - s|`), ``smoothing_mean``
+        (mean of :math:`\\tilde g`), ``bernstein_residual`` and
+        ``bernstein_smoothing``. With ``aggregate='min'`` they are the terms of the
+        smallest fold bound.
+
+    fold_results_ : pandas.DataFrame
+        One row per fold: ``n_train``, ``n_validation``, ``delta``, the chosen
+        candidate (``n_buckets``, ``shift``), ``n_candidates``, ``n_fallback``
+        (validation points whose bucket had no training score), ``estimate``, the
+        terms and the unclipped fold ``bound``.
+
+    candidates_ : pandas.DataFrame
+        One row per candidate: ``n_buckets``, ``shift``, its unclipped bound on each
+        fold (each at the fold's share of ``1 - confidence_level`` divided by the
+        number of candidates) and their ``mean_bound``.
+
+    result_ : object
+        The same numbers as a frozen dataclass with fields ``bound``, ``estimate``,
+        ``terms``, ``folds``, ``aggregate`` and ``confidence_level``.
+
+    n_splits_ : int
+        Number of cross-fitting splits.
+
+    L_ : float
+        Lipschitz constant used (from ``h`` or as given).
+
+    n_buckets_ : int
+        Bucket count of the candidate with the smallest ``mean_bound``, used by
+        :meth:`predict`.
+
+    shift_ : int
+        Its shift.
+
+    surrogate_ : object
+        Every candidate bucketing of all data; :meth:`predict` uses
+        ``(n_buckets_, shift_)`` and :meth:`score` takes the best candidate on the
+        held-out data, at an equal share of ``1 - confidence_level`` each.
+
+    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is the positive class.
+
+    n_features_in_ : int
+        Number of columns of ``X`` seen in :meth:`fit` (1 for a vector of scores).
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Column names of ``X``, defined only when ``X`` is a data frame with string
+        column names.
+
+    See Also
+    --------
+    lipschitz_bucket_bound : The same bound as a function of arrays.
+    NWCalibrationBound : Tighter bound from first and second derivative bounds.
+
+    Notes
+    -----
+    For a query :math:`s'` in a bucket :math:`b` with :math:`n_b \\ge 1` training
+    points the weights are :math:`1/n_b` on them, :math:`\\hat\\eta(s')` is their mean
+    label and
+
+    .. math:: \\tilde g(s') = \\min\\Big(L \\frac{1}{n_b} \\sum_{i \\in b} |s' - s_i|
+              + \\frac{1}{2\\sqrt{n_b}},\\ 1\\Big).
+
+    A query whose bucket has no training score uses the bucket of the nearest training
+    score (at the midpoint, the lower one), with its actual distances. The fold bound
+    is Proposition 2's, with :math:`\\delta_1 = \\delta_2` half of the candidate's
+    share. Every sum is exact for these weights; see ``_surrogates/_buckets.py`` for how
+    all candidates are evaluated from one grid of cell statistics.
+
+    As published, the last step of Proposition 2 holds in expectation over the
+    training labels rather than with probability ``confidence_level``; this
+    implementation follows the paper.
+
+    References
+    ----------
+    .. [1] Gruber et al., "Measuring Uncertainty Calibration", ICLR 2026,
+       sections 5 and 7 and Appendix E.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalbound import LipschitzBucketBound
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20_000)
+    >>> y = rng.uniform(size=20_000) < s ** 2  # miscalibrated: CE = 1/6
+    >>> est = LipschitzBucketBound(L=2.0, random_state=0).fit(s, y)
+    >>> print(f"{est.bound_:.3f} >= CE = {1 / 6:.3f}")
+    0.000 >= CE = 0.167
+    """
+
+    _parameter_constraints = {
+        **_BaseCalibrationBound._parameter_constraints,
+        **_LIPSCHITZ_PARAMETERS,
+    }
+
+    def __init__(
+        self,
+        *,
+        L=None,
+        h=None,
+        n_buckets=None,
+        n_shifts=4,
+        confidence_level=0.95,
+        cv=5,
+        aggregate="mean",
+        random_state=None,
+        n_jobs=None,
+    ):
+        self.L = L
+        self.h = h
+        self.n_buckets = n_buckets
+        self.n_shifts = n_shifts
+        self.confidence_level = confidence_level
+        self.cv = cv
+        self.aggregate = aggregate
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _method(self):
+        return _LipschitzMethod(
+            L=_lipschitz_constant(self.L, self.h),
+            n_buckets=_bucket_counts(self.n_buckets),
+            n_shifts=int(self.n_shifts),
+        )
+
+
+@validate_params(
+    {
+        "y_true": ["array-like"],
+        "y_prob": ["array-like"],
+        **LipschitzBucketBound._parameter_constraints,
+    },
+    prefer_skip_nested_validation=True,
+)
+def lipschitz_bucket_bound(
+    y_true,
+    y_prob,
+    *,
+    L=None,
+    h=None,
+    n_buckets=None,
+    n_shifts=4,
+    confidence_level=0.95,
+    cv=5,
+    aggregate="mean",
+    random_state=None,
+    n_jobs=None,
+):
+    """Certified upper bound on the L1 calibration error by Lipschitz bucketing.
+
+    The functional form of :class:`LipschitzBucketBound`: returns the same number as
+    ``LipschitzBucketBound(...).fit(y_prob, y_true).bound_``.
+
+    Read more in the :ref:`User Guide <lipschitz_bound>`.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Binary labels; the positive class is the larger label.
+
+    y_prob : array-like of shape (n_samples,) or (n_samples, 2)
+        Predicted probabilities of the positive class, or a ``predict_proba`` output.
+
+    L : float, default=None
+        Lipschitz constant of the calibration function. Give either ``L`` or ``h``.
+
+    h : float, default=None
+        Bandwidth of the sech perturbation the scores went through; implies
+        ``L = tanh(1/h) / (2h)``.
+
+    n_buckets : int, sequence of int or None, default=None
+        Candidate bucket counts. ``None`` is the paper's grid 2, 4, ..., 4096.
+
+    n_shifts : int, default=4
+        Shifts per bucket count: bucket edges at ``(j + r / n_shifts) / B`` for
+        ``r = 0, ..., n_shifts - 1``.
+
+    confidence_level : float, default=0.95
+        Probability with which the bound holds, in (0, 1); the paper's
+        ``delta`` is ``1 - confidence_level``.
+
+    cv : int, cross-validation generator or iterable, default=5
+        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
+        random_state=random_state)``; any scikit-learn splitter or iterable of
+        ``(train, validation)`` index pairs is accepted. Each split is bounded at
+        ``(1 - confidence_level) / n_splits``, so the aggregate is certified.
+
+    aggregate : {'mean', 'min'}, default='mean'
+        How fold bounds are combined: their mean (most stable) or their minimum
+        (tighter). Both are certified by the union bound over the folds.
+
+    random_state : int, RandomState instance or None, default=None
+        Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
+        is an int, and the subsample of validation points if there is one. Pass an
+        int for reproducible output across calls.
+
+    n_jobs : int, default=None
+        Number of folds computed in parallel with joblib. ``None`` means 1 unless in
+        a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
+
+    Returns
+    -------
+    bound : float
+        Upper bound on the calibration error that holds with probability at least
+        ``confidence_level``.
+
+    See Also
+    --------
+    LipschitzBucketBound : The estimator, with the terms, the chosen buckets and
+        every candidate's bound.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalbound import lipschitz_bucket_bound
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20_000)
+    >>> y = rng.uniform(size=20_000) < s  # perfectly calibrated: CE = 0
+    >>> print(round(lipschitz_bucket_bound(y, s, L=1.0, random_state=0), 3))
+    0.0
+    """
+    _lipschitz_constant(L, h)  # hyperparameters before the data
+    _bucket_counts(n_buckets)
+    labels, scores = check_prob_labels(y_true, y_prob)
+    estimator = LipschitzBucketBound(
+        L=L,
+        h=h,
+        n_buckets=n_buckets,
+        n_shifts=n_shifts,
+        confidence_level=confidence_level,
+        cv=cv,
+        aggregate=aggregate,
+        random_state=random_state,
+        n_jobs=n_jobs,
+    )
+    return estimator.fit(scores, labels).bound_
