@@ -17,8 +17,7 @@ from ._surrogates._buckets import (
     candidate_grids,
     candidate_runs,
     candidate_sums,
-    cell_of,
-    cell_offsets,
+    WholeGrid,
 )
 from ._terms import nw_bound_terms
 from ._validation import check_prob_labels
@@ -73,33 +72,39 @@ class _LipschitzMethod(_BoundMethod):
 
     def fit_folds(self, sample, folds, delta):
         candidates, grids = candidate_grids(self.n_buckets, self.n_shifts)
-        # Cells and centre offsets of the whole sorted sample, once per grid; each fold
-        # gathers its training and validation parts (both stay sorted).
-        whole = {}
-        for K, _ in grids:
-            cells = cell_of(sample.scores, K)
-            whole[K] = cells, cell_offsets(sample.scores, cells, K)
+        n = sample.scores.shape[0]
+        # Per grid, the whole sorted sample's cells once; a fold whose training part is
+        # the rest of the sample (KFold) takes its grid as the whole minus its
+        # validation part, without gathering training arrays.
+        whole = {K: WholeGrid.build(sample.scores, sample.labels, K) for K, _ in grids}
         results = []
         for fold in folds:
-            train = np.flatnonzero(fold.train)
             validation = np.flatnonzero(fold.validation)
-            scores_t = sample.scores.take(train)
-            labels_t = sample.labels.take(train)
-            scores_v = sample.scores.take(validation)
+            train = None
+            if fold.assignment is None and validation.shape[0] + int(
+                np.count_nonzero(fold.train)
+            ) != n:
+                train = np.flatnonzero(fold.train)
             sums = [None] * len(candidates)
             for K, members in grids:
-                cells, offsets = whole[K]
-                training = GridTraining.build(
-                    scores_t, labels_t, K, cells.take(train), offsets.take(train)
-                )
-                queries = GridQueries.build(
-                    training, scores_v, cells.take(validation), offsets.take(validation)
-                )
+                if train is None:
+                    training, queries = whole[K].complement(validation)
+                else:
+                    grid = whole[K]
+                    training = GridTraining.build(
+                        sample.scores.take(train), sample.labels.take(train), K,
+                        grid.point_cells.take(train), grid.offsets.take(train),
+                    )
+                    queries = GridQueries.build(
+                        training, sample.scores.take(validation),
+                        grid.point_cells.take(validation), grid.offsets.take(validation),
+                    )
                 for j in members:
                     B, r = candidates[j]
                     runs = candidate_runs(queries, training, B, r, self.n_shifts)
                     sums[j] = candidate_sums(queries, runs, self.L)
-            results.append(self._choose(sums, candidates, delta, train.shape[0]))
+            n_train = n - validation.shape[0] if train is None else train.shape[0]
+            results.append(self._choose(sums, candidates, delta, n_train))
         return results
 
     def refit(self, sample, delta):

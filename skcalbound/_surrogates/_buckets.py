@@ -112,21 +112,31 @@ def _prefix(x):
 
 @dataclass(frozen=True)
 class GridTraining:
-    """Training scores on a grid of ``n_cells`` cells: per occupied cell its position
-    range in the sorted scores, count, positives and sum of offsets, and the prefix
-    sum of offsets (for a query's distances inside its own cell)."""
+    """Training scores on a grid of ``n_cells`` cells: per cell its range of training
+    ranks ``[start, stop)``, positives, sum of offsets from the centre and the prefix
+    sum of offsets before it (what a query needs for its distances inside its own
+    cell). Cells may hold no training point (a fold's complement keeps the whole
+    sample's cells).
+
+    ``rank_scores`` maps training ranks to scores; ``offset_prefix`` (explicit
+    training data only) is the prefix sum of offsets over training ranks.
+    """
 
     n_cells: int
-    scores: np.ndarray
+    n_train: int
     cells: np.ndarray
     start: np.ndarray
     stop: np.ndarray
     positives: np.ndarray
     offset_sum: np.ndarray
-    offset_prefix: np.ndarray
+    prefix_start: np.ndarray
+    scores: np.ndarray = None
+    offset_prefix: np.ndarray = None
+    _complement: tuple = None  # (whole sorted scores, validation ranks)
 
     @classmethod
     def build(cls, scores, labels, n_cells, cells=None, offsets=None):
+        """From sorted training scores and their 0/1 labels."""
         if cells is None:
             cells = cell_of(scores, n_cells)
         if offsets is None:
@@ -135,26 +145,119 @@ class GridTraining:
         prefix = _prefix(offsets)
         return cls(
             n_cells=int(n_cells),
-            scores=scores,
+            n_train=scores.shape[0],
             cells=cells[start],
             start=start,
             stop=stop,
             positives=np.add.reduceat(labels, start, dtype=np.int64),
             offset_sum=prefix[stop] - prefix[start],
+            prefix_start=prefix[start],
+            scores=scores,
             offset_prefix=prefix,
         )
 
-    @property
-    def n_train(self):
-        return self.scores.shape[0]
+    def rank_scores(self, ranks):
+        """The training scores of the given training ranks."""
+        if self._complement is None:
+            return self.scores[ranks]
+        whole, validation_ranks = self._complement
+        # Validation point i precedes the training point of rank r iff its own rank
+        # (training points before it) is at most r.
+        return whole[ranks + np.searchsorted(validation_ranks, ranks, side="right")]
+
+
+@dataclass(frozen=True)
+class WholeGrid:
+    """The whole sorted sample on a grid, from which every KFold fold's training grid
+    is the whole minus the fold's validation part: no training arrays are gathered.
+
+    Offsets are from cell centres, so the prefix sums over 10**7 points stay of the
+    order of ``n / (2 K)`` and their differences keep their digits.
+    """
+
+    n_cells: int
+    scores: np.ndarray
+    labels: np.ndarray
+    point_cells: np.ndarray
+    offsets: np.ndarray
+    prefix: np.ndarray
+    cells: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+    positives: np.ndarray
+    offset_sum: np.ndarray
+
+    @classmethod
+    def build(cls, scores, labels, n_cells):
+        point_cells = cell_of(scores, n_cells)
+        offsets = cell_offsets(scores, point_cells, n_cells)
+        prefix = _prefix(offsets)
+        start, stop = _runs(point_cells)
+        return cls(
+            n_cells=int(n_cells),
+            scores=scores,
+            labels=labels,
+            point_cells=point_cells,
+            offsets=offsets,
+            prefix=prefix,
+            cells=point_cells[start],
+            start=start,
+            count=stop - start,
+            positives=np.add.reduceat(labels, start, dtype=np.int64),
+            offset_sum=prefix[stop] - prefix[start],
+        )
+
+    def complement(self, validation):
+        """``(training, queries)`` for the fold whose validation part is at sorted
+        positions ``validation`` (increasing) and whose training part is the rest."""
+        v_cells = self.point_cells.take(validation)
+        v_offsets = self.offsets.take(validation)
+        v_scores = self.scores.take(validation)
+        v_prefix = _prefix(v_offsets)
+        vs, ve = _runs(v_cells)
+        where = np.searchsorted(self.cells, v_cells[vs])
+        v_count = np.zeros_like(self.count)
+        v_count[where] = ve - vs
+        v_pos = np.zeros_like(self.positives)
+        if vs.shape[0]:
+            v_pos[where] = np.add.reduceat(self.labels.take(validation), vs, dtype=np.int64)
+        v_osum = np.zeros_like(self.offset_sum)
+        v_osum[where] = v_prefix[ve] - v_prefix[vs]
+        v_before = np.searchsorted(v_cells, self.cells, side="left")
+        count = self.count - v_count
+        start = self.start - v_before
+        ranks = validation - np.arange(validation.shape[0])
+        training = GridTraining(
+            n_cells=self.n_cells,
+            n_train=self.scores.shape[0] - validation.shape[0],
+            cells=self.cells,
+            start=start,
+            stop=start + count,
+            positives=self.positives - v_pos,
+            offset_sum=self.offset_sum - v_osum,
+            prefix_start=self.prefix[self.start] - v_prefix[v_before],
+            _complement=(self.scores, ranks),
+        )
+        # The training offsets before a validation point: all offsets before it
+        # minus the validation ones.
+        rank_prefix = self.prefix[validation] - v_prefix[:-1]
+        queries = GridQueries.build(
+            training, v_scores, v_cells, v_offsets, ranks=ranks,
+            rank_prefix=rank_prefix, e_prefix=v_prefix,
+        )
+        return training, queries
 
 
 @dataclass(frozen=True)
 class GridQueries:
-    """Sorted query scores against one ``GridTraining``: the union of occupied cells
-    with both sides' statistics, and the per-query ``D`` (distance sum to the training
-    points of the own cell) and ``e`` (offset from the cell centre), as prefix sums
-    of ``1, e, e**2, D, D**2, D e`` so that any run's moments are differences."""
+    """Sorted query scores against one ``GridTraining``.
+
+    On the union of occupied cells: both sides' statistics, and per cell the sums of
+    ``e, e**2, D, D**2, D e`` over its queries and the values at its first and last
+    query, where ``D`` is a query's distance sum to the training points of its own
+    cell and ``e`` its offset from the cell centre. Prefix sums of ``e`` and ``e**2``
+    serve runs that split a cell.
+    """
 
     scores: np.ndarray
     cells: np.ndarray  # union of occupied cells, sorted
@@ -164,12 +267,20 @@ class GridQueries:
     train_start: np.ndarray  # training points below the cell
     q_start: np.ndarray  # query position range of each union cell
     q_stop: np.ndarray
+    sums: np.ndarray  # shape (5, n_cells): e, e**2, D, D**2, D e
+    ends: np.ndarray  # shape (4, n_cells): e and D at the first and last query
     e: np.ndarray
     D: np.ndarray
-    prefix: np.ndarray  # shape (5, n_queries + 1): e, e**2, D, D**2, D e
+    e_prefix: np.ndarray  # shape (2, n_queries + 1): e, e**2
 
     @classmethod
-    def build(cls, training, scores, cells=None, offsets=None):
+    def build(cls, training, scores, cells=None, offsets=None, ranks=None,
+              rank_prefix=None, e_prefix=None):
+        """``ranks``, if given, is the number of training scores before each query in
+        a stable order of all scores (any count between the number strictly below and
+        the number at or below is exact here), and ``rank_prefix`` the sum of training
+        offsets before it; else both come from the explicit training data.
+        ``e_prefix`` is the prefix sum of ``offsets`` if already computed."""
         K = training.n_cells
         if cells is None:
             cells = cell_of(scores, K)
@@ -178,46 +289,57 @@ class GridQueries:
         q_start, q_stop = _runs(cells)
         q_cells = cells[q_start]
         union = np.union1d(training.cells, q_cells)
+        n_union = union.shape[0]
+        m = training.n_train
+        n_cells_t = training.cells.shape[0]
         # Training side on the union.
         it = np.searchsorted(training.cells, union)
-        present = np.zeros(union.shape[0], dtype=bool)
-        inside = it < training.cells.shape[0]
-        present[inside] = training.cells[it[inside]] == union[inside]
-        itc = np.minimum(it, training.cells.shape[0] - 1)
-        m = training.n_train
-        train_start = np.where(it < training.cells.shape[0], training.start[itc], m)
+        itc = np.minimum(it, n_cells_t - 1)
+        present = (it < n_cells_t) & (training.cells[itc] == union)
+        train_start = np.where(it < n_cells_t, training.start[itc], m)
         n_train = np.where(present, training.stop[itc] - training.start[itc], 0)
         positives = np.where(present, training.positives[itc], 0)
         offset_sum = np.where(present, training.offset_sum[itc], 0.0)
-        # Query side on the union.
+        # Query side on the union; cells without queries get an empty range at the
+        # position where their queries would be.
         iq = np.searchsorted(union, q_cells)
-        qs = np.zeros(union.shape[0], dtype=np.int64)
-        qe = np.zeros(union.shape[0], dtype=np.int64)
-        qs[iq], qe[iq] = q_start, q_stop
-        if q_start.shape[0]:
-            # Cells without queries: an empty range at the right place.
-            filler = np.searchsorted(q_cells, union)
-            pos = np.where(filler < q_start.shape[0], q_start[np.minimum(filler, q_start.shape[0] - 1)], scores.shape[0])
-            empty = np.ones(union.shape[0], dtype=bool)
-            empty[iq] = False
-            qs[empty] = pos[empty]
-            qe[empty] = pos[empty]
+        after = np.searchsorted(q_cells, union)
+        qs = np.append(q_start, scores.shape[0])[after]
+        qe = qs.copy()
+        qe[iq] = q_stop
         # Own-cell distance sums: the query splits its cell's training points at its
         # rank p; offsets are from the cell centre, so every prefix difference is a
         # sum of numbers no larger than half a cell.
-        p = np.searchsorted(training.scores, scores, side="left")
+        if ranks is None:
+            ranks = np.searchsorted(training.scores, scores, side="left")
+            rank_prefix = training.offset_prefix[ranks]
         per_query = np.repeat(iq, q_stop - q_start)
         st = train_start[per_query]
         en = st + n_train[per_query]
-        P = training.offset_prefix
-        below = P[p] - P[st]
-        D = (2 * p - st - en) * offsets - 2.0 * below + (P[en] - P[st])
+        prefix_start = np.where(present, training.prefix_start[itc], 0.0)[per_query]
+        D = (2 * ranks - st - en) * offsets
+        D -= 2.0 * (rank_prefix - prefix_start)
+        D += offset_sum[per_query]
+        D[en == st] = 0.0  # no training point in the cell
         # Rounding can leave -1e-17 for a query on top of the cell's only point.
         np.maximum(D, 0.0, out=D)
-        prefix = np.empty((5, scores.shape[0] + 1))
-        prefix[:, 0] = 0.0
-        for k, x in enumerate((offsets, offsets * offsets, D, D * D, D * offsets)):
-            np.cumsum(x, out=prefix[k, 1:])
+        sums = np.zeros((5, n_union))
+        ends = np.zeros((4, n_union))
+        if q_start.shape[0]:
+            e2 = offsets * offsets
+            for k, x in enumerate((offsets, e2, D, D * D, D * offsets)):
+                sums[k, iq] = np.add.reduceat(x, q_start)
+            last = q_stop - 1
+            ends[:, iq] = (offsets[q_start], offsets[last], D[q_start], D[last])
+        else:
+            e2 = offsets
+        prefix_e = np.empty((2, scores.shape[0] + 1))
+        if e_prefix is None:
+            prefix_e[0] = _prefix(offsets)
+        else:
+            prefix_e[0] = e_prefix
+        prefix_e[1, 0] = 0.0
+        np.cumsum(e2, out=prefix_e[1, 1:])
         return cls(
             scores=scores,
             cells=union,
@@ -227,9 +349,11 @@ class GridQueries:
             train_start=train_start,
             q_start=qs,
             q_stop=qe,
+            sums=sums,
+            ends=ends,
             e=offsets,
             D=D,
-            prefix=prefix,
+            e_prefix=prefix_e,
         )
 
 
@@ -258,8 +382,10 @@ def _fill_next(mask):
 @dataclass(frozen=True)
 class Runs:
     """Runs of sorted queries sharing a cell and the bucket whose training points they
-    use: query range ``[q0, q1)``, that bucket's count ``n`` and positives ``y``, and
-    the coefficients of ``sum_{i in bucket} |s' - s_i| = D + a e + k`` on the run."""
+    use: query range ``[q0, q1)``; that bucket's count ``n`` and positives ``y``; the
+    coefficients of ``sum_{i in bucket} |s' - s_i| = D + a e + k`` on the run; the
+    run's cell centre; the sums of ``e, e**2, D, D**2, D e`` over it (``sums``) and
+    ``e, e, D, D`` at its first and last query (``ends``). Only nonempty runs."""
 
     q0: np.ndarray
     q1: np.ndarray
@@ -268,7 +394,26 @@ class Runs:
     a: np.ndarray
     k: np.ndarray
     centre: np.ndarray
-    fallback: np.ndarray  # bool: the run's own bucket has no training point
+    sums: np.ndarray
+    ends: np.ndarray
+    n_fallback: int
+
+    @property
+    def count(self):
+        return (self.q1 - self.q0).astype(np.float64)
+
+
+def _split_run_moments(queries, q0, q1):
+    """``sums`` and ``ends`` of runs inside cells without training points (``D = 0``)."""
+    P = queries.e_prefix
+    sums = np.zeros((5, q0.shape[0]))
+    sums[0] = P[0, q1] - P[0, q0]
+    sums[1] = P[1, q1] - P[1, q0]
+    ends = np.zeros((4, q0.shape[0]))
+    if q0.shape[0]:
+        ends[0] = queries.e[q0]
+        ends[1] = queries.e[q1 - 1]
+    return sums, ends
 
 
 def candidate_runs(queries, training, n_buckets, shift, n_shifts):
@@ -278,131 +423,141 @@ def candidate_runs(queries, training, n_buckets, shift, n_shifts):
     o = shift * (K // (n_buckets * n_shifts))
     cells = queries.cells
     bucket = (cells - o) // w
-    seg_start, _ = _runs(bucket)
-    seg_id = np.repeat(np.arange(seg_start.shape[0]), np.diff(np.append(seg_start, cells.shape[0])))
+    seg_start, seg_stop = _runs(bucket)
+    seg_id = np.repeat(np.arange(seg_start.shape[0]), seg_stop - seg_start)
     N = queries.n_train
     n_lo, n_b = _segment_prefix(N, seg_id, seg_start)
     NM = N * cells
     m_lo, m_b = _segment_prefix(NM, seg_id, seg_start)
     t_lo, t_b = _segment_prefix(queries.offset_sum, seg_id, seg_start)
     y_b = np.add.reduceat(queries.positives, seg_start)
-    n_hi = n_b[seg_id] - n_lo - N
-    m_hi = m_b[seg_id] - m_lo - NM
-    t_hi = t_b[seg_id] - t_lo - queries.offset_sum
-    own = n_b[seg_id] > 0
-    # Own bucket: other cells of the bucket below and above the query's cell.
-    k_own = (cells * n_lo - m_lo + m_hi - cells * n_hi) / K - t_lo + t_hi
-    a_own = (n_lo - n_hi).astype(np.float64)
-    # Empty buckets: the nearest nonempty bucket below and above.
-    nonempty = n_b > 0
-    prev = _fill_previous(nonempty)[seg_id]
-    nxt = _fill_next(nonempty)[seg_id]
-    n_seg = seg_start.shape[0]
-    has_lo, has_hi = prev >= 0, nxt < n_seg
-    lo, hi = np.maximum(prev, 0), np.minimum(nxt, n_seg - 1)
-    m = training.n_train
-    ts = queries.train_start
-    t_low = training.scores[np.maximum(ts - 1, 0)]
-    t_high = training.scores[np.minimum(ts, m - 1)]
-    midpoint = 0.5 * (t_low + t_high)
-    split = np.searchsorted(queries.scores, midpoint, side="right")
-    split = np.where(has_lo, np.where(has_hi, split, queries.q_stop), queries.q_start)
-    split = np.clip(split, queries.q_start, queries.q_stop)
-    split = np.where(own, queries.q_stop, split)
-    # Run A: [q_start, split) with the own bucket or the lower one; run B: the rest,
-    # with the upper one (empty for cells of nonempty buckets).
-    n_A = np.where(own, n_b[seg_id], n_b[lo])
-    y_A = np.where(own, y_b[seg_id], y_b[lo])
-    a_A = np.where(own, a_own, n_b[lo].astype(np.float64))
-    k_A = np.where(own, k_own, (cells * n_b[lo] - m_b[lo]) / K - t_b[lo])
-    n_B = n_b[hi]
-    y_B = y_b[hi]
-    a_B = -n_b[hi].astype(np.float64)
-    k_B = (m_b[hi] - cells * n_b[hi]) / K + t_b[hi]
-    centre = (cells + 0.5) / K
-    fallback = ~own
-    return Runs(
-        q0=np.concatenate((queries.q_start, split)),
-        q1=np.concatenate((split, queries.q_stop)),
-        n=np.concatenate((n_A, n_B)),
-        y=np.concatenate((y_A, y_B)),
-        a=np.concatenate((a_A, a_B)),
-        k=np.concatenate((k_A, k_B)),
-        centre=np.concatenate((centre, centre)),
-        fallback=np.concatenate((fallback, fallback)),
-    )
+    has_queries = queries.q_stop > queries.q_start
+    own = (n_b[seg_id] > 0) & has_queries
+    fb = np.flatnonzero((n_b[seg_id] == 0) & has_queries)
+    # Cells of nonempty buckets: one run each, the other cells of the bucket below
+    # and above the query's cell.
+    c, sid = cells[own], seg_id[own]
+    nb_own = n_b[sid]
+    nl, ml, tl = n_lo[own], m_lo[own], t_lo[own]
+    nh = nb_own - nl - N[own]
+    mh = m_b[sid] - ml - NM[own]
+    th = t_b[sid] - tl - queries.offset_sum[own]
+    parts = [
+        dict(
+            q0=queries.q_start[own],
+            q1=queries.q_stop[own],
+            n=nb_own,
+            y=y_b[sid],
+            a=(nl - nh).astype(np.float64),
+            k=(c * nl - ml + mh - c * nh) / K - tl + th,
+            centre=(c + 0.5) / K,
+            sums=queries.sums[:, own],
+            ends=queries.ends[:, own],
+        )
+    ]
+    n_fallback = 0
+    if fb.size:
+        # Cells of empty buckets: the bucket of the nearest training score, below or
+        # above; queries at or below the midpoint of the two use the lower one.
+        nonempty = n_b > 0
+        prev = _fill_previous(nonempty)[seg_id[fb]]
+        nxt = _fill_next(nonempty)[seg_id[fb]]
+        n_seg = seg_start.shape[0]
+        has_lo, has_hi = prev >= 0, nxt < n_seg
+        lo, hi = np.maximum(prev, 0), np.minimum(nxt, n_seg - 1)
+        m = training.n_train
+        ts = queries.train_start[fb]
+        q_start, q_stop = queries.q_start[fb], queries.q_stop[fb]
+        around = training.rank_scores(np.concatenate((np.maximum(ts - 1, 0), np.minimum(ts, m - 1))))
+        midpoint = 0.5 * (around[: fb.size] + around[fb.size :])
+        split = np.searchsorted(queries.scores, midpoint, side="right")
+        split = np.where(has_lo, np.where(has_hi, split, q_stop), q_start)
+        split = np.clip(split, q_start, q_stop)
+        c = cells[fb]
+        for q0, q1, j, sign in ((q_start, split, lo, 1), (split, q_stop, hi, -1)):
+            keep = q1 > q0
+            q0, q1, j, cc = q0[keep], q1[keep], j[keep], c[keep]
+            sums, ends = _split_run_moments(queries, q0, q1)
+            nj = n_b[j]
+            # All of bucket j lies below (sign 1) or above (sign -1) the queries.
+            k = sign * ((cc * nj - m_b[j]) / K - t_b[j])
+            parts.append(
+                dict(q0=q0, q1=q1, n=nj, y=y_b[j], a=sign * nj.astype(np.float64), k=k,
+                     centre=(cc + 0.5) / K, sums=sums, ends=ends)
+            )
+            n_fallback += int(np.sum(q1 - q0))
+    fields = {
+        name: np.concatenate([part[name] for part in parts], axis=-1)
+        for name in parts[0]
+    }
+    return Runs(**fields, n_fallback=n_fallback)
 
 
 def candidate_sums(queries, runs, lipschitz):
     """Sums over the queries of ``r = |eta_hat - s|``, ``r**2``, ``g~ = min(g, 1)``,
     ``g~**2``, and the number of queries that used a fallback bucket."""
-    keep = runs.q1 > runs.q0
-    q0, q1 = runs.q0[keep], runs.q1[keep]
-    n_b = runs.n[keep]
-    eta = runs.y[keep] / n_b
-    d = runs.centre[keep] - eta  # s - eta_hat = e + d
-    count = (q1 - q0).astype(np.float64)
-    P = queries.prefix
-    S = P[:, q1] - P[:, q0]  # sums of e, e^2, D, D^2, D e over each run
-    se, se2, sD, sD2, sDe = S
-    e, D = queries.e, queries.D
-    last = q1 - 1
+    q0, q1, n_b = runs.q0, runs.q1, runs.n
+    eta = runs.y / n_b
+    d = runs.centre - eta  # s - eta_hat = e + d
+    count = runs.count
+    se, se2, sD, sD2, sDe = runs.sums
+    e_first, e_last, D_first, D_last = runs.ends
     # Residuals: one sign on a run unless eta_hat falls inside it.
-    first_r, last_r = e[q0] + d, e[last] + d
     sum_r = np.abs(se + count * d)
-    cross = (first_r < 0) & (last_r > 0)
-    if np.any(cross):
-        k = np.clip(np.searchsorted(queries.scores, eta[cross], side="left"), q0[cross], q1[cross])
-        above = (P[0, q1[cross]] - P[0, k]) + (q1[cross] - k) * d[cross]
-        below = (P[0, k] - P[0, q0[cross]]) + (k - q0[cross]) * d[cross]
+    cross = np.flatnonzero((e_first + d < 0) & (e_last + d > 0))
+    if cross.size:
+        P = queries.e_prefix[0]
+        a, b, dc = q0[cross], q1[cross], d[cross]
+        k = np.clip(np.searchsorted(queries.scores, eta[cross], side="left"), a, b)
+        above = (P[b] - P[k]) + (b - k) * dc
+        below = (P[k] - P[a]) + (k - a) * dc
         sum_r[cross] = above - below
     sum_r2 = se2 + 2.0 * d * se + count * d * d
-    # Smoothing error g = alpha D + beta e + gamma on each run.
+    # Smoothing error g = alpha D + beta e + gamma on each run: convex along the run
+    # (D is a sum of |s' - s_i|), so its maximum is at an end.
     alpha = lipschitz / n_b
-    beta = alpha * runs.a[keep]
-    gamma = alpha * runs.k[keep] + 0.5 / np.sqrt(n_b)
-    g_first = alpha * D[q0] + beta * e[q0] + gamma
-    g_last = alpha * D[last] + beta * e[last] + gamma
-    g_low = gamma + np.minimum(beta * e[q0], beta * e[last])  # D >= 0
-    below_one = np.maximum(g_first, g_last) <= 1.0
-    above_one = g_low >= 1.0
-    sum_g = np.where(
-        below_one, alpha * sD + beta * se + gamma * count, count
-    )
+    beta = alpha * runs.a
+    gamma = alpha * runs.k + 0.5 / np.sqrt(n_b)
+    g_max = np.maximum(alpha * D_first + beta * e_first, alpha * D_last + beta * e_last) + gamma
+    g_low = gamma + np.minimum(beta * e_first, beta * e_last)  # D >= 0
+    below_one = g_max <= 1.0
+    sum_g = np.where(below_one, alpha * sD + beta * se + gamma * count, count)
     sum_g2 = np.where(
         below_one,
         alpha * alpha * sD2 + beta * beta * se2 + gamma * gamma * count
         + 2.0 * (alpha * beta * sDe + alpha * gamma * sD + beta * gamma * se),
         count,
     )
-    mixed = np.flatnonzero(~below_one & ~above_one)
+    mixed = np.flatnonzero(~below_one & (g_low < 1.0))
     if mixed.size:
+        # Runs that cross g = 1: point by point.
         lengths = (q1 - q0)[mixed]
-        idx = np.repeat(q0[mixed] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+        idx = np.repeat(q0[mixed] - np.cumsum(lengths) + lengths, lengths)
+        idx += np.arange(idx.shape[0])
         run_of = np.repeat(np.arange(mixed.size), lengths)
-        g = alpha[mixed][run_of] * D[idx] + beta[mixed][run_of] * e[idx] + gamma[mixed][run_of]
+        g = alpha[mixed][run_of] * queries.D[idx]
+        g += beta[mixed][run_of] * queries.e[idx]
+        g += gamma[mixed][run_of]
         np.minimum(g, 1.0, out=g)
         sum_g[mixed] = np.bincount(run_of, weights=g, minlength=mixed.size)
         sum_g2[mixed] = np.bincount(run_of, weights=g * g, minlength=mixed.size)
-    n_fallback = int(count[runs.fallback[keep]].sum())
     return (
         float(count.sum()),
         float(sum_r.sum()),
         float(sum_r2.sum()),
         float(sum_g.sum()),
         float(sum_g2.sum()),
-        n_fallback,
+        runs.n_fallback,
     )
 
 
 def candidate_eta(queries, runs):
     """``eta_hat`` at every (sorted) query."""
-    keep = runs.q1 > runs.q0
-    eta = runs.y[keep] / runs.n[keep]
     out = np.empty(queries.scores.shape[0])
-    # Runs tile the queries but are not in query order (A runs, then B runs).
-    order = np.argsort(runs.q0[keep], kind="stable")
-    out[:] = np.repeat(eta[order], (runs.q1[keep] - runs.q0[keep])[order])
+    lengths = runs.q1 - runs.q0
+    idx = np.repeat(runs.q0 - np.cumsum(lengths) + lengths, lengths)
+    idx += np.arange(idx.shape[0])
+    out[idx] = np.repeat(runs.y / runs.n, lengths)
     return out
 
 
