@@ -5,7 +5,8 @@ for each classifier
 
 * the TV bound on its raw scores (assumes only a monotone calibration function), and
 * the NW bound on its scores perturbed with the sech kernel (``h = 2**-6``), which
-  holds for any classifier, with the perturbation's cost in AUROC,
+  holds for any classifier, with the perturbation's cost in AUROC, and the paper's
+  Lipschitz bucketing baseline on the same perturbed scores,
 
 with the bounds' terms, next to the plug-in estimates and the 15-bin ECE that people
 usually report, and writes a reliability plot to ``demo_output/reliability.png``.
@@ -24,7 +25,13 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
 
-from skcalbound import NWCalibrationBound, TVCalibrationBound, binned_ece, perturb_scores
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    binned_ece,
+    perturb_scores,
+)
 
 H = 2.0**-6  # perturbation bandwidth
 
@@ -65,6 +72,10 @@ def main(argv=None):
         nw = NWCalibrationBound(h=H, confidence_level=0.95, random_state=0)
         nw.fit(perturbed, y_eval)
         nw_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        lip = LipschitzBucketBound(h=H, confidence_level=0.95, random_state=0)
+        lip.fit(perturbed, y_eval)
+        lip_seconds = time.perf_counter() - start
         rows.append(
             {
                 "classifier": name,
@@ -76,9 +87,13 @@ def main(argv=None):
                 f"perturbed, h=2^{np.log2(H):.0f}:": "",
                 "  NW bound (95%)": nw.bound_,
                 **{f"    {term}": value for term, value in nw.terms_.items()},
+                "  Lipschitz bucketing bound (95%)": lip.bound_,
+                "    buckets, shift (for predict)": f"{lip.n_buckets_}, {lip.shift_}",
                 "  ECE (15 bins) ": binned_ece(y_eval, perturbed, n_bins=15),
                 "  AUROC ": roc_auc_score(y_eval, perturbed),
-                "fit TV / NW [s]": f"{tv_seconds:.2f} / {nw_seconds:.2f}",
+                "fit TV / NW / Lip [s]": (
+                    f"{tv_seconds:.2f} / {nw_seconds:.2f} / {lip_seconds:.2f}"
+                ),
             }
         )
         curves[name] = (scores, tv, nw)
@@ -89,10 +104,12 @@ def main(argv=None):
         print("the NW bound's terms (indented) add up to it:\n")
         print(table.to_string())
     print(
-        "\nBoth bounds hold with probability >= 95% whatever the score distribution."
+        "\nAll bounds hold with probability >= 95% whatever the score distribution."
         "\nTV assumes E[y|s] has total variation <= 1 (e.g. is monotone); NW needs no"
         "\nassumption on the classifier: it bounds the CE of the perturbed classifier,"
         "\nwhose calibration function is smooth by construction, at almost no AUROC cost."
+        "\nLipschitz bucketing (the paper's baseline) certifies the same perturbed"
+        "\nclassifier from a first-derivative bound only, and is looser."
         "\nBinned ECE is a heuristic: it is not an upper bound and depends on the bins."
     )
     _plot(curves, y_eval, Path(args.output))
