@@ -20,7 +20,7 @@ from ._surrogates._buckets import (
     WholeGrid,
 )
 from ._terms import nw_bound_terms
-from ._validation import check_prob_labels
+from ._validation import check_prob_labels, check_smoothness_constants
 
 # The paper's candidate bucket counts (Appendix E): 2, 4, ..., 4096.
 DEFAULT_N_BUCKETS = tuple(2**k for k in range(1, 13))
@@ -144,7 +144,9 @@ def _lipschitz_constant(L, h):
                 f"h (the perturbation bandwidth, from which L follows), not both; got "
                 f"L={L!r}, h={h!r}."
             )
-        return float(sech_derivative_bounds(h)[0])
+        L = float(sech_derivative_bounds(h)[0])
+        check_smoothness_constants(("L",), (L,), h)
+        return L
     if L is None:
         raise ValueError(
             "The Lipschitz bucketing bound needs the Lipschitz constant of the "
@@ -152,6 +154,7 @@ def _lipschitz_constant(L, h):
             "or h (the bandwidth of the sech perturbation the scores went through); "
             "got L=None, h=None."
         )
+    check_smoothness_constants(("L",), (float(L),))
     return float(L)
 
 

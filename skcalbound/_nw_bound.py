@@ -13,7 +13,7 @@ from ._result import FoldResult
 from ._sech import sech_derivative_bounds
 from ._surrogates._nw import BinnedSample, NWSurrogate, _Buffers, n_bins_for
 from ._terms import nw_bound_terms, nw_plugin_bandwidth, population_variance
-from ._validation import check_prob_labels
+from ._validation import check_prob_labels, check_smoothness_constants
 
 # The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
 _AUTO_MIN, _AUTO_MAX, _AUTO_FRACTION = 5000, 15000, 0.05
@@ -185,8 +185,9 @@ def _derivative_bounds(h, b1, b2):
                 "Give either h (the perturbation bandwidth, from which b1 and b2 "
                 f"follow) or both b1 and b2, not both; got h={h!r}, b1={b1!r}, b2={b2!r}."
             )
-        b1, b2 = sech_derivative_bounds(h)
-        return float(b1), float(b2)
+        b1, b2 = (float(b) for b in sech_derivative_bounds(h))
+        check_smoothness_constants(("b1", "b2"), (b1, b2), h)
+        return b1, b2
     if b1 is None or b2 is None:
         raise ValueError(
             "The NW bound needs the derivative bounds of the calibration "
@@ -194,6 +195,7 @@ def _derivative_bounds(h, b1, b2):
             "through) or both b1 (bound on |eta'|) and b2 (bound on |eta''|); got "
             f"h=None, b1={b1!r}, b2={b2!r}."
         )
+    check_smoothness_constants(("b1", "b2"), (float(b1), float(b2)))
     return float(b1), float(b2)
 
 

@@ -272,7 +272,10 @@ def sech_derivative_bounds(h):
     """
     h = np.asarray(h, dtype=float)
     tau = np.tanh(1.0 / h)
-    return _result(tau / (2.0 * h)), _result(1.5 * tau * tau / (h * h))
+    # Below h ~ 1e-154, b2 exceeds the largest double: inf is the honest value.
+    with np.errstate(over="ignore", divide="ignore"):
+        b2 = 1.5 * tau * tau / (h * h)
+    return _result(tau / (2.0 * h)), _result(b2)
 
 
 def sech_lipschitz(h):

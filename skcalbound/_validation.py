@@ -231,3 +231,33 @@ def check_held_out_labels(estimator, y, n_samples):
             f"y contains labels {unknown[:10].tolist()} that were not seen in fit; "
             f"the classes are {estimator.classes_.tolist()}."
         )
+
+
+# Above these, a smoothing-error term g = b1 * (distance) + ... is far above 1 at every
+# score not tied with training scores, and the distances that could keep it below 1
+# are below what double precision resolves after the grid sums (absolute error about
+# eps * bin width per unit of b1): the number would rest on rounding.
+MAX_FIRST_DERIVATIVE = 2.0**40
+MAX_SECOND_DERIVATIVE = 1.5 * 2.0**82  # b2(h) for h = 2**-41, as b1 <= 2**40
+
+
+def check_smoothness_constants(names, values, h=None):
+    """Raise a ValueError if a derivative bound is too large to evaluate reliably.
+
+    ``names``/``values`` pair the constants (``"b1"``, ``"b2"`` or ``"L"``) with their
+    values; ``h`` is the bandwidth they were derived from, if any.
+    """
+    limits = {"b1": MAX_FIRST_DERIVATIVE, "L": MAX_FIRST_DERIVATIVE,
+              "b2": MAX_SECOND_DERIVATIVE}
+    for name, value in zip(names, values):
+        limit = limits[name]
+        if value > limit:
+            origin = f" (from h={h!r})" if h is not None else ""
+            fix = "h >= 2**-41" if h is not None else f"{name} <= {limit:.4g}"
+            raise ValueError(
+                f"{name}={value:.4g}{origin} is too large: above {limit:.4g} the "
+                "smoothing-error term exceeds 1 at every score not tied with a training "
+                "score, and the distances that could keep it below 1 are smaller than "
+                "double precision resolves, so the bound would rest on rounding. Use "
+                f"{fix}; the bound is 1 (uninformative) in that regime anyway."
+            )

@@ -17,6 +17,8 @@ problem knows
 perturbed as in SPEC section 6, with atoms and a non-smooth ``eta_orig`` underneath; its
 CE, paper eq. (7), by quadrature with a reported error estimate) serve the NW and
 Lipschitz bounds; see :func:`smooth_problems` and :func:`perturbed_problems`.
+:class:`Oscillating` (``eta(s) = s + 0.15 sin(80 pi s)`` on ``s ~ U(0.2, 0.8)``, exact
+``CE``, ``L``, ``b2``, ``V``) is the case where binned ECE stays wrong as ``n`` grows.
 
 ``coverage`` is the Monte Carlo harness of ``test_guarantees.py``: it repeats
 ``fit`` on independent samples and independent fold seeds and counts how often a
@@ -49,6 +51,7 @@ __all__ = [
     "CalibrationProblem",
     "CoverageResult",
     "DiscreteTies",
+    "Oscillating",
     "PiecewiseLinear",
     "PERTURBED_RULES",
     "PowerMiscalibrated",
@@ -453,6 +456,122 @@ class SmoothSine(CalibrationProblem):
 
     def eta(self, s):
         s = np.asarray(s, dtype=float)
+        return s + self.amplitude * np.sin(2.0 * math.pi * self.cycles * s)
+
+
+@dataclass(frozen=True)
+class Oscillating(CalibrationProblem):
+    """``s ~ U(low, high)``, ``eta(s) = s + A sin(2 pi c s)``: fast, large oscillations.
+
+    The defaults ``A = 0.15``, ``c = 40`` are ``eta(s) = s + 0.15 sin(80 pi s)`` on
+    ``[0.2, 0.8]``, 24 whole periods. ``c low`` and ``c high`` must be integers (whole
+    periods) and ``low - A >= 0``, ``high + A <= 1``, so ``eta`` stays in [0, 1]; unlike
+    :class:`SmoothSine` it is far from monotone (``eta' = 1 + k cos(2 pi c s)`` with
+    ``k = 2 pi c A = 12 pi ~ 37.7``). Binning with bins wider than a period averages the
+    oscillation out, so the binned ECE converges to a small wrong value
+    (:meth:`population_binned_ece`) while the true CE is ``0.3 / pi``.
+
+    CE: ``|s - eta(s)| = A |sin(2 pi c s)|`` and ``s`` is uniform over a whole number of
+    periods, on each of which ``|sin|`` averages ``2 / pi``: ``CE = 2 A / pi``
+    (``0.3 / pi = 0.0954930`` by default).
+
+    ``eta`` outside ``[low, high]`` (probability 0) is held constant,
+    ``eta(s) = low`` below and ``high`` above (the formula's values at the ends, where
+    the sine vanishes). This version of the calibration function is continuous, and
+    its total variation and Lipschitz constant on [0, 1] are those on the support.
+
+    Derivatives on the support: ``eta' = 1 + k cos(2 pi c s)``, so
+    ``b1 = L = sup |eta'| = 1 + 2 pi c A`` (``1 + 12 pi = 38.699``), attained at
+    ``s = low`` (``c low`` is an integer); the constant extension has slope 0, so ``L``
+    is the Lipschitz constant on all of [0, 1]. ``eta'' = -(2 pi c)^2 A sin(2 pi c s)``,
+    so ``b2 = (2 pi c)^2 A`` (``0.15 (80 pi)^2 = 9474.8``), attained at
+    ``s = low + 1 / (4c)``. ``b2`` holds on ``[low, high]``, not across the kinks at its
+    ends; the NW bound applies Lemma 6 only between scores in the support, so that is
+    all it needs.
+
+    V (exact): for ``k > 1`` the integrand ``|eta'| = |1 + k cos theta|`` (``theta =
+    2 pi c s``, ``ds = d theta / (2 pi c)``) changes sign at ``cos theta = -1/k``, i.e.
+    ``theta_0 = arccos(-1/k)``. Over one period ``[-pi, pi]``,
+    ``int |1 + k cos| = 2 int_0^{theta_0} (1 + k cos) - 2 int_{theta_0}^pi (1 + k cos)
+    = 2 (theta_0 + k sin theta_0) - 2 (pi - theta_0 - k sin theta_0)
+    = 4 theta_0 - 2 pi + 4 sqrt(k^2 - 1)``. With ``c (high - low)`` periods,
+    ``V = (high - low) (4 arccos(-1/k) - 2 pi + 4 sqrt(k^2 - 1)) / (2 pi)``
+    (``14.405`` by default: each period rises and falls by about ``2 A`` each, and
+    ``24 * 4 * 0.15 = 14.4``). For ``k <= 1`` ``eta`` is nondecreasing and
+    ``V = eta(high) - eta(low) = high - low``. The float is rounded up by a relative
+    ``1e-12``, far above the rounding error of the formula.
+    """
+
+    amplitude: float = 0.15
+    cycles: int = 40
+    low: float = 0.2
+    high: float = 0.8
+    name: str = "oscillating"
+
+    def __post_init__(self):
+        if int(self.cycles) != self.cycles or self.cycles < 1:
+            raise ValueError("cycles must be a positive integer")
+        if not 0.0 <= self.low < self.high <= 1.0:
+            raise ValueError("need 0 <= low < high <= 1")
+        for end in (self.low, self.high):
+            if abs(self.cycles * end - round(self.cycles * end)) > 1e-9:
+                raise ValueError("cycles * low and cycles * high must be integers")
+        if not 0.0 < self.amplitude <= min(self.low, 1.0 - self.high):
+            raise ValueError("need 0 < amplitude <= min(low, 1 - high): eta in [0, 1]")
+
+    @property
+    def k(self):
+        """``2 pi c A``: the amplitude of the oscillation of ``eta'`` around 1."""
+        return 2.0 * math.pi * self.cycles * self.amplitude
+
+    @property
+    def b1(self):
+        return 1.0 + self.k
+
+    @property
+    def b2(self):
+        return (2.0 * math.pi * self.cycles) ** 2 * self.amplitude
+
+    @property
+    def V(self):
+        k, width = self.k, self.high - self.low
+        if k <= 1.0:
+            return width
+        per_period = 4.0 * math.acos(-1.0 / k) - 2.0 * math.pi + 4.0 * math.sqrt(k * k - 1.0)
+        return width * per_period / (2.0 * math.pi) * (1.0 + 1e-12)
+
+    @property
+    def assumptions(self):
+        """Every constant that holds: ``V``, ``b1``, ``b2`` and ``L = b1``."""
+        return {"V": float(self.V), "b1": self.b1, "b2": self.b2, "L": self.b1}
+
+    @property
+    def true_ce(self):
+        return 2.0 * self.amplitude / math.pi
+
+    def population_binned_ece(self, n_bins=15):
+        """The limit of ``binned_ece(y, s, n_bins=n_bins)`` (uniform bins) as ``n -> inf``.
+
+        Per bin ``[a, b]`` (cut to the support) with probability ``(b - a) / (high - low)``,
+        ``E[eta(s) - s | bin] = A (cos(2 pi c a) - cos(2 pi c b)) / (2 pi c (b - a))``; the
+        limit is ``sum_bins P(bin) |E[eta(s) - s | bin]|`` (the bin edges, where
+        ``calibration_curve`` puts a tied score, have probability 0).
+        """
+        omega = 2.0 * math.pi * self.cycles
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+        total = 0.0
+        for a, b in zip(edges[:-1], edges[1:]):
+            a, b = max(a, self.low), min(b, self.high)
+            if b > a:
+                mean_sine = (math.cos(omega * a) - math.cos(omega * b)) / (omega * (b - a))
+                total += (b - a) / (self.high - self.low) * abs(self.amplitude * mean_sine)
+        return total
+
+    def sample_scores(self, n, rng):
+        return rng.uniform(self.low, self.high, size=n)
+
+    def eta(self, s):
+        s = np.clip(np.asarray(s, dtype=float), self.low, self.high)
         return s + self.amplitude * np.sin(2.0 * math.pi * self.cycles * s)
 
 

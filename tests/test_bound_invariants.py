@@ -20,26 +20,37 @@ from scipy.optimize import brentq
 from sklearn.base import clone
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold
 
-from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound, tv_bound
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    lipschitz_bucket_bound,
+    nw_bound,
+    tv_bound,
+)
 
-# Bound estimators to run every invariant on (add Lipschitz when it exists).
-BOUND_ESTIMATORS = [TVCalibrationBound, NWCalibrationBound]
+# Bound estimators to run every invariant on.
+BOUND_ESTIMATORS = [TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound]
 
 # Constructor arguments an estimator needs besides its defaults: NW has no default for
 # the derivative bounds of the calibration function. h = 1/16 implies b1 = 8 and
-# b2 = 384, which the data below (eta(s) = s**2) satisfies.
+# b2 = 384, which the data below (eta(s) = s**2) satisfies. Lipschitz has no default
+# Lipschitz constant: eta(s) = s**2 is 2-Lipschitz.
 REQUIRED_PARAMS = {
     "NWCalibrationBound": {"h": 2**-4},
+    "LipschitzBucketBound": {"L": 2.0},
 }
 # The functional one-liner of each estimator.
 FUNCTIONS = {
     "TVCalibrationBound": tv_bound,
     "NWCalibrationBound": nw_bound,
+    "LipschitzBucketBound": lipschitz_bucket_bound,
 }
 # Fitted attributes of each estimator besides the common ones.
 EXTRA_FITTED_ATTRIBUTES = {
     "TVCalibrationBound": [],
     "NWCalibrationBound": ["b1_", "b2_", "bandwidth_"],
+    "LipschitzBucketBound": ["L_", "candidates_", "n_buckets_", "shift_"],
 }
 
 
@@ -56,6 +67,12 @@ TERM_NAMES = {
         "population_transfer",
     ],
     "NWCalibrationBound": [
+        "validation_mean",
+        "smoothing_mean",
+        "bernstein_residual",
+        "bernstein_smoothing",
+    ],
+    "LipschitzBucketBound": [
         "validation_mean",
         "smoothing_mean",
         "bernstein_residual",
@@ -83,6 +100,18 @@ FOLD_COLUMNS = {
         "n_fallback",
         "estimate",
         *TERM_NAMES["NWCalibrationBound"],
+        "bound",
+    ],
+    "LipschitzBucketBound": [
+        "n_train",
+        "n_validation",
+        "delta",
+        "n_buckets",
+        "shift",
+        "n_candidates",
+        "n_fallback",
+        "estimate",
+        *TERM_NAMES["LipschitzBucketBound"],
         "bound",
     ],
 }
@@ -195,7 +224,10 @@ def test_random_state_controls_the_folds(Est, data):
     a = _make(Est, random_state=0).fit(X, y)
     b = _make(Est, random_state=1).fit(X, y)
     assert a.bound_ != b.bound_
-    assert_array_equal(a.predict(X), b.predict(X), strict=True)  # the refit does not
+    # The refit does not (Lipschitz: it uses the candidate bucketing with the smallest
+    # mean fold bound, which may depend on the folds; on these data it is 16 buckets,
+    # shift 0, for both seeds).
+    assert_array_equal(a.predict(X), b.predict(X), strict=True)
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
@@ -598,9 +630,45 @@ def _check_nw_columns(est, frame):
     assert (frame["n_fallback"] == 0).all()
 
 
+def _check_lipschitz_columns(est, frame):
+    # The default candidates: bucket counts 2, 4, ..., 4096, each with 4 shifts.
+    counts = [2**k for k in range(1, 13)]
+    n_candidates = len(counts) * est.n_shifts
+    for column in ["n_buckets", "shift", "n_candidates", "n_fallback"]:
+        assert pd.api.types.is_integer_dtype(frame[column]), column
+    assert (frame["n_candidates"] == n_candidates).all()
+    assert frame["n_buckets"].isin(counts).all()
+    assert ((frame["shift"] >= 0) & (frame["shift"] < est.n_shifts)).all()
+    assert ((frame["n_fallback"] >= 0) & (frame["n_fallback"] <= frame["n_validation"])).all()
+    # candidates_: every candidate's bound on every fold; each fold keeps its smallest
+    # (ties: the fewest buckets, then the smallest shift, the first row).
+    table = est.candidates_
+    assert table.columns.tolist() == [
+        "n_buckets", "shift", *(f"fold{k}_bound" for k in range(len(frame))), "mean_bound",
+    ]
+    assert table.shape[0] == n_candidates
+    assert table[["n_buckets", "shift"]].values.tolist() == [
+        [b, r] for b in counts for r in range(est.n_shifts)
+    ]
+    for k in range(len(frame)):
+        column = table[f"fold{k}_bound"]
+        assert_allclose(frame["bound"].iloc[k], column.min(), rtol=1e-12)
+        best = table.loc[column.idxmin()]
+        assert (frame["n_buckets"].iloc[k], frame["shift"].iloc[k]) == (
+            best["n_buckets"], best["shift"]
+        )
+    fold_bounds = table[[f"fold{k}_bound" for k in range(len(frame))]]
+    assert_allclose(table["mean_bound"], fold_bounds.mean(axis=1), rtol=1e-12)
+    # predict uses the candidate with the smallest mean bound.
+    best = table.loc[table["mean_bound"].idxmin()]
+    assert (est.n_buckets_, est.shift_) == (best["n_buckets"], best["shift"])
+    assert type(est.n_buckets_) is int and type(est.shift_) is int
+
+
 FOLD_COLUMN_CHECKS = {
     "TVCalibrationBound": _check_tv_columns,
     "NWCalibrationBound": _check_nw_columns,
+    "LipschitzBucketBound": _check_lipschitz_columns,
 }
 
 
@@ -693,8 +761,8 @@ def test_invalid_explicit_splits_raise(Est, splits, match):
 
 # Fewest training points a fold may have: TV's transfer term needs two (its
 # log(4 (m - 1) / delta)); the NW smoother is defined from one (nearest-neighbour
-# fallback).
-MIN_TRAIN = {"TVCalibrationBound": 2, "NWCalibrationBound": 1}
+# fallback), and so is the bucket mean (the nearest training score's bucket).
+MIN_TRAIN = {"TVCalibrationBound": 2, "NWCalibrationBound": 1, "LipschitzBucketBound": 1}
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
@@ -752,3 +820,29 @@ def test_nw_score_of_a_fitted_estimator_is_reproducible(random_state, data):
     assert est.fold_results_["n_validation"].tolist() == [100] * 5
     first = est.score(X_test, y_test)
     assert est.score(X_test, y_test) == first
+
+
+# --------------------------------------------------------------------------------------
+# LipschitzBucketBound: the Lipschitz constant
+# --------------------------------------------------------------------------------------
+
+
+def test_lipschitz_h_is_a_way_to_give_L(data):
+    X, y = data
+    h = 2**-2
+    from_h = LipschitzBucketBound(h=h, random_state=0).fit(X, y)
+    # The docstring's L = tanh(1/h) / (2h).
+    assert_allclose(from_h.L_, math.tanh(1 / h) / (2 * h), rtol=1e-12)
+    given = LipschitzBucketBound(L=from_h.L_, random_state=0).fit(X, y)
+    _assert_same_fit(given, from_h)
+    assert lipschitz_bucket_bound(y, X, h=h, random_state=0) == from_h.bound_
+    # A given constant is used as it is (as a float).
+    est = LipschitzBucketBound(L=1, random_state=0).fit(X, y)
+    assert type(est.L_) is float and est.L_ == 1.0
+    assert est.bound_ == LipschitzBucketBound(L=1.0, random_state=0).fit(X, y).bound_
+    # A larger constant, a larger bound (eta(s) = s**2 is 2-Lipschitz, not 1-Lipschitz:
+    # L = 1 only shows that the bound grows with L).
+    bounds = [
+        LipschitzBucketBound(L=L, random_state=0).fit(X, y).bound_ for L in (1.0, 2.0, 8.0)
+    ]
+    assert bounds[0] < bounds[1] < bounds[2] < 1.0

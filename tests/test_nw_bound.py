@@ -579,3 +579,32 @@ def test_fallback_fires_across_a_gap_and_the_bound_still_covers(aggregate):
     assert result.tolerance == binomial_tolerance(40, 0.9)
     assert result.failures <= result.tolerance, result.summary()
     assert np.all(result.values < 0.5)  # not a clipped, trivial bound
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"h": 1e-20}, r"b1=5e\+19 \(from h=1e-20\) is too large: .* Use h >= 2\*\*-41"),
+        ({"h": 2.0**-42}, r"b1=2\.199e\+12 \(from h=2\.27\d*e-13\) is too large"),
+        ({"b1": 1e13, "b2": 1.0}, r"b1=1e\+13 is too large: .* Use b1 <= 1\.1e\+12"),
+        ({"b1": 1.0, "b2": 1e30}, r"b2=1e\+30 is too large: .* Use b2 <= 7\.254e\+24"),
+    ],
+)
+def test_derivative_bounds_beyond_double_precision_are_rejected(params, match):
+    # At h = 1e-20 the grid sums' rounding (about eps * bin width) times b1 = 5e19
+    # once made the smoothing term, and the bound, negative: a clear error instead.
+    s, y = _uniform_sample(300)
+    with pytest.raises(ValueError, match=match):
+        NWCalibrationBound(**params).fit(s, y)
+    with pytest.raises(ValueError, match=match):
+        nw_bound(y, s, **params)
+
+
+def test_smallest_accepted_h_gives_a_bound_in_range():
+    # h = 2**-41: b1 = 2**40, b2 = 1.5 * 2**82 are accepted; on continuous scores the
+    # smoothing term is clipped at 1 and the bound is exactly 1, never below 0.
+    s, y = _uniform_sample(2000)
+    est = NWCalibrationBound(h=2.0**-41, random_state=0).fit(s, y)
+    assert est.b1_ == 2.0**40
+    assert 0.999 < est.terms_["smoothing_mean"] <= 1.0
+    assert est.bound_ == 1.0

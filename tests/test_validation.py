@@ -2,7 +2,8 @@
 
 Every case runs through every public entry point: the estimators' ``fit`` and the
 functional one-liners (whose argument order is labels first: ``tv_bound(y_true,
-y_prob)``, ``nw_bound(y_true, y_prob, h=...)``, ``binned_ece(y_true, y_prob)``). Each
+y_prob)``, ``nw_bound(y_true, y_prob, h=...)``, ``lipschitz_bucket_bound(y_true, y_prob,
+L=...)``, ``binned_ece(y_true, y_prob)``). Each
 test asserts the exception type, its message, and that neither the scores nor the
 labels were modified.
 """
@@ -17,9 +18,11 @@ from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import KFold
 
 from skcalbound import (
+    LipschitzBucketBound,
     NWCalibrationBound,
     TVCalibrationBound,
     binned_ece,
+    lipschitz_bucket_bound,
     nw_bound,
     tv_bound,
 )
@@ -36,9 +39,11 @@ def _scores_labels(n=N, seed=0):
 
 
 # Constructor arguments a bound needs besides the data: NW has no default for the
-# derivative bounds of the calibration function (h, or b1 and b2).
+# derivative bounds of the calibration function (h, or b1 and b2), Lipschitz none for
+# its Lipschitz constant (L, or h).
 REQUIRED_PARAMS = {
     "NWCalibrationBound": {"h": 2**-4},
+    "LipschitzBucketBound": {"L": 2.0},
 }
 
 
@@ -53,12 +58,17 @@ def _bound_function(function, Est):
 
 
 # Entry points: (id, owner name in parameter-validation messages, call(X, y, **params)).
-# Add LipschitzBucketBound/lipschitz_bucket_bound here.
 ENTRY_POINTS = [
     ("TVCalibrationBound.fit", "TVCalibrationBound", _fit(TVCalibrationBound)),
     ("tv_bound", "tv_bound", _bound_function(tv_bound, TVCalibrationBound)),
     ("NWCalibrationBound.fit", "NWCalibrationBound", _fit(NWCalibrationBound)),
     ("nw_bound", "nw_bound", _bound_function(nw_bound, NWCalibrationBound)),
+    ("LipschitzBucketBound.fit", "LipschitzBucketBound", _fit(LipschitzBucketBound)),
+    (
+        "lipschitz_bucket_bound",
+        "lipschitz_bucket_bound",
+        _bound_function(lipschitz_bucket_bound, LipschitzBucketBound),
+    ),
     ("binned_ece", "binned_ece", lambda X, y, **p: binned_ece(y, X, **p)),
 ]
 # Where an entry point words an error differently, or a case does not apply to it
@@ -84,7 +94,8 @@ _FUNCTIONAL_MESSAGES = {
                     r".*got an array of shape \(50, 10\)"),
 }
 OVERRIDES = {
-    **{(f, case): v for f in ("binned_ece", "tv_bound", "nw_bound")
+    **{(f, case): v
+       for f in ("binned_ece", "tv_bound", "nw_bound", "lipschitz_bucket_bound")
        for case, v in _FUNCTIONAL_MESSAGES.items()},
     ("binned_ece", "too_few_samples_for_cv"): None,
     ("binned_ece", "too_few_samples_for_kfold"): None,
@@ -92,7 +103,7 @@ OVERRIDES = {
 # Entry points with the common hyperparameters (confidence_level, cv, ...).
 BOUND_ENTRY_POINTS = [e for e in ENTRY_POINTS if e[0] != "binned_ece"]
 ENTRY_IDS = [e[0] for e in ENTRY_POINTS]
-FITTED_ESTIMATORS = [TVCalibrationBound, NWCalibrationBound]
+FITTED_ESTIMATORS = [TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound]
 
 
 def _with(values, index, value):
@@ -219,6 +230,10 @@ SPARSE_MESSAGES = {
     "NWCalibrationBound.fit": r"Sparse data was passed for X, but dense data is "
     r"required",
     "nw_bound": r"The 'y_prob' parameter of nw_bound must be an array-like",
+    "LipschitzBucketBound.fit": r"Sparse data was passed for X, but dense data is "
+    r"required",
+    "lipschitz_bucket_bound": r"The 'y_prob' parameter of lipschitz_bucket_bound must "
+    r"be an array-like",
     "binned_ece": r"The 'y_prob' parameter of binned_ece must be an array-like",
 }
 
@@ -270,7 +285,7 @@ def test_missing_labels_are_reported():
             r"target y is None",
         ):
             Est(**REQUIRED_PARAMS.get(Est.__name__, {})).fit(X, None)
-    for function in (tv_bound, nw_bound, binned_ece):
+    for function in (tv_bound, nw_bound, lipschitz_bucket_bound, binned_ece):
         with pytest.raises(
             ValueError,
             match=rf"The 'y_true' parameter of {function.__name__} must be an array-like",
@@ -321,9 +336,22 @@ _NW_DERIVATIVES_MISSING = (
     r"give h .* or both b1 \(bound on \|eta'\|\) and b2 \(bound on \|eta''\|\); got "
     r"h=None, b1={b1}, b2={b2}\."
 )
+_LIPSCHITZ_CONSTANT_TOO_MANY = (
+    r"Give either L \(the Lipschitz constant of the calibration function\) or h \(the "
+    r"perturbation bandwidth, from which L follows\), not both; got L={L}, h=0\.1\."
+)
+_LIPSCHITZ_CONSTANT_MISSING = (
+    r"The Lipschitz bucketing bound needs the Lipschitz constant of the calibration "
+    r"function: give L .* or h .*; got L=None, h=None\."
+)
+_N_BUCKETS = (
+    r"n_buckets must be None \(the grid 2, 4, \.\.\., 4096\), a positive int or a "
+    r"non-empty 1-D sequence of positive ints; got {got}\."
+)
 # Parameters of one bound, keyed by its estimator (the function shares them). Cases in
 # NW_CHECKED_AFTER_DATA are the derivative-bound combinations NWCalibrationBound checks
-# at the start of ``fit`` (before the data) rather than by parameter validation.
+# at the start of ``fit`` (before the data) rather than by parameter validation;
+# LIPSCHITZ_CHECKED_AFTER_DATA likewise for L and h, and the n_buckets sequences.
 METHOD_BAD_PARAMS = {
     "TVCalibrationBound": [
         ({"V": 0}, r"The 'V' parameter of {owner} must be a float in the range "
@@ -359,10 +387,41 @@ METHOD_BAD_PARAMS = {
         ({"h": None, "b1": 1.0}, _NW_DERIVATIVES_MISSING.format(b1=r"1\.0", b2="None")),
         ({"h": None, "b2": 1.0}, _NW_DERIVATIVES_MISSING.format(b1="None", b2=r"1\.0")),
     ],
+    "LipschitzBucketBound": [
+        ({"L": -1.0}, r"The 'L' parameter of {owner} must be a float in the range "
+         r"\[0\.0, inf\) or None\. Got -1\.0 instead"),
+        ({"L": np.inf}, r"The 'L' parameter of {owner} .*Got inf instead"),
+        ({"L": np.nan}, r"The 'L' parameter of {owner} .*Got nan instead"),
+        ({"L": "2"}, r"The 'L' parameter of {owner} .*Got '2' instead"),
+        ({"L": None, "h": 0}, r"The 'h' parameter of {owner} must be a float in the "
+         r"range \(0\.0, inf\) or None\. Got 0 instead"),
+        ({"L": None, "h": -0.5}, r"The 'h' parameter of {owner} .*Got -0\.5 instead"),
+        ({"L": None, "h": np.inf}, r"The 'h' parameter of {owner} .*Got inf instead"),
+        ({"n_buckets": 0}, r"The 'n_buckets' parameter of {owner} must be an int in the "
+         r"range \[1, inf\), an array-like or None\. Got 0 instead"),
+        ({"n_buckets": -4}, r"The 'n_buckets' parameter of {owner} .*Got -4 instead"),
+        ({"n_buckets": 2.5}, r"The 'n_buckets' parameter of {owner} .*Got 2\.5 instead"),
+        ({"n_buckets": "16"}, r"The 'n_buckets' parameter of {owner} .*Got '16' instead"),
+        ({"n_shifts": 0}, r"The 'n_shifts' parameter of {owner} must be an int in the "
+         r"range \[1, inf\)\. Got 0 instead"),
+        ({"n_shifts": 1.5}, r"The 'n_shifts' parameter of {owner} .*Got 1\.5 instead"),
+        ({"n_shifts": None}, r"The 'n_shifts' parameter of {owner} .*Got None instead"),
+        ({"L": 1.0, "h": 0.1}, _LIPSCHITZ_CONSTANT_TOO_MANY.format(L=r"1\.0")),
+        ({"L": 0, "h": 0.1}, _LIPSCHITZ_CONSTANT_TOO_MANY.format(L="0")),
+        ({"L": None}, _LIPSCHITZ_CONSTANT_MISSING),
+        ({"n_buckets": []}, _N_BUCKETS.format(got=r"\[\]")),
+        ({"n_buckets": [2, 0]}, _N_BUCKETS.format(got=r"\[2, 0\]")),
+        ({"n_buckets": [2.5]}, _N_BUCKETS.format(got=r"\[2\.5\]")),
+        ({"n_buckets": [[2, 4]]}, _N_BUCKETS.format(got=r"\[\[2, 4\]\]")),
+    ],
 }
 NW_CHECKED_AFTER_DATA = [
     case for case in METHOD_BAD_PARAMS["NWCalibrationBound"]
     if case[1].startswith(("Give either", "The NW bound needs"))
+]
+LIPSCHITZ_CHECKED_AFTER_DATA = [
+    case for case in METHOD_BAD_PARAMS["LipschitzBucketBound"]
+    if case[1].startswith(("Give either", "The Lipschitz bucketing", "n_buckets must"))
 ]
 # The estimator whose hyperparameters each bound entry point takes.
 ESTIMATOR_OF = {
@@ -370,6 +429,8 @@ ESTIMATOR_OF = {
     "tv_bound": "TVCalibrationBound",
     "NWCalibrationBound.fit": "NWCalibrationBound",
     "nw_bound": "NWCalibrationBound",
+    "LipschitzBucketBound.fit": "LipschitzBucketBound",
+    "lipschitz_bucket_bound": "LipschitzBucketBound",
 }
 
 
@@ -416,6 +477,38 @@ def test_derivative_bounds_are_given_one_way(entry, params, match):
         entry[2](X, y, **params)
     assert_array_equal(X, S, strict=True)
     assert_array_equal(y, Y, strict=True)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    LIPSCHITZ_CHECKED_AFTER_DATA,
+    ids=[_params_id(p) for p, _ in LIPSCHITZ_CHECKED_AFTER_DATA],
+)
+@pytest.mark.parametrize(
+    "entry",
+    [e for e in BOUND_ENTRY_POINTS if ESTIMATOR_OF[e[0]] == "LipschitzBucketBound"],
+    ids=lambda e: e[0],
+)
+def test_lipschitz_constant_is_given_one_way(entry, params, match):
+    # On valid data: exactly one of L and h must be given, and n_buckets must be a
+    # non-empty sequence of positive ints.
+    X, y = S.copy(), Y.copy()
+    with pytest.raises(ValueError, match=match):
+        entry[2](X, y, **params)
+    assert_array_equal(X, S, strict=True)
+    assert_array_equal(y, Y, strict=True)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [e for e in BOUND_ENTRY_POINTS if ESTIMATOR_OF[e[0]] == "LipschitzBucketBound"],
+    ids=lambda e: e[0],
+)
+def test_lipschitz_n_buckets_sequence_is_not_mutated(entry):
+    # A valid list of bucket counts is read, not sorted or deduplicated in place.
+    n_buckets = [8, 2, 8]
+    entry[2](S.copy(), Y.copy(), n_buckets=n_buckets)
+    assert n_buckets == [8, 2, 8]
 
 
 # --------------------------------------------------------------------------------------

@@ -49,6 +49,9 @@ _MAX_CELLS = 2**20
 # A grid has at least this many cells when the candidates allow it: the runs that
 # cross g = 1 are then short.
 _MIN_CELLS = 2**12
+# A run's sums of g and g**2 come from its moments only while the terms of g stay
+# below this (see candidate_sums); 64 keeps ~12 digits in the sum of g**2.
+_EXPANDED_SCALE = 64.0
 
 
 def candidate_grids(n_buckets, n_shifts):
@@ -518,29 +521,45 @@ def candidate_sums(queries, runs, lipschitz):
     alpha = lipschitz / n_b
     beta = alpha * runs.a
     gamma = alpha * runs.k + 0.5 / np.sqrt(n_b)
-    g_max = np.maximum(alpha * D_first + beta * e_first, alpha * D_last + beta * e_last) + gamma
+    g_first = alpha * D_first + beta * e_first
+    g_last = alpha * D_last + beta * e_last
+    g_max = np.maximum(g_first, g_last) + gamma
     g_low = gamma + np.minimum(beta * e_first, beta * e_last)  # D >= 0
-    below_one = g_max <= 1.0
-    sum_g = np.where(below_one, alpha * sD + beta * se + gamma * count, count)
-    sum_g2 = np.where(
-        below_one,
-        alpha * alpha * sD2 + beta * beta * se2 + gamma * gamma * count
-        + 2.0 * (alpha * beta * sDe + alpha * gamma * sD + beta * gamma * se),
-        count,
+    # The sums of g and g**2 from the run's moments expand g**2 into terms as large as
+    # (the largest of |alpha D|, |beta e|, |gamma|)**2, which cancel when that scale is
+    # far above g <= 1 (only for L * cell width >> 1, never for L from a usable h):
+    # such runs, and those that cross g = 1, are summed point by point instead, where
+    # g loses at most eps * scale and alpha**2 is never formed.
+    scale = np.maximum(
+        alpha * np.maximum(D_first, D_last),
+        np.maximum(np.abs(gamma), np.abs(beta) * np.maximum(np.abs(e_first), np.abs(e_last))),
     )
-    mixed = np.flatnonzero(~below_one & (g_low < 1.0))
-    if mixed.size:
-        # Runs that cross g = 1: point by point.
-        lengths = (q1 - q0)[mixed]
-        idx = np.repeat(q0[mixed] - np.cumsum(lengths) + lengths, lengths)
+    expanded = np.flatnonzero((g_max <= 1.0) & (scale <= _EXPANDED_SCALE))
+    sum_g = count.copy()  # runs wholly at g >= 1
+    sum_g2 = count.copy()
+    if expanded.size:
+        a, b, c = alpha[expanded], beta[expanded], gamma[expanded]
+        n_e, x_D, x_e = count[expanded], sD[expanded], se[expanded]
+        sum_g[expanded] = a * x_D + b * x_e + c * n_e
+        sum_g2[expanded] = (
+            # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
+            a * (a * sD2[expanded]) + b * (b * se2[expanded]) + c * c * n_e
+            + 2.0 * (a * (b * sDe[expanded]) + a * (c * x_D) + b * (c * x_e))
+        )
+    pointwise = np.ones(count.shape[0], dtype=bool)
+    pointwise[expanded] = False
+    pointwise = np.flatnonzero(pointwise & (g_low < 1.0))
+    if pointwise.size:
+        lengths = (q1 - q0)[pointwise]
+        idx = np.repeat(q0[pointwise] - np.cumsum(lengths) + lengths, lengths)
         idx += np.arange(idx.shape[0])
-        run_of = np.repeat(np.arange(mixed.size), lengths)
-        g = alpha[mixed][run_of] * queries.D[idx]
-        g += beta[mixed][run_of] * queries.e[idx]
-        g += gamma[mixed][run_of]
+        run_of = np.repeat(np.arange(pointwise.size), lengths)
+        g = alpha[pointwise][run_of] * queries.D[idx]
+        g += beta[pointwise][run_of] * queries.e[idx]
+        g += gamma[pointwise][run_of]
         np.minimum(g, 1.0, out=g)
-        sum_g[mixed] = np.bincount(run_of, weights=g, minlength=mixed.size)
-        sum_g2[mixed] = np.bincount(run_of, weights=g * g, minlength=mixed.size)
+        sum_g[pointwise] = np.bincount(run_of, weights=g, minlength=pointwise.size)
+        sum_g2[pointwise] = np.bincount(run_of, weights=g * g, minlength=pointwise.size)
     return (
         float(count.sum()),
         float(sum_r.sum()),

@@ -1,0 +1,513 @@
+"""The grid bucketing of ``_surrogates/_buckets.py`` against a plain per-point loop.
+
+The reference takes one query at a time: its bucket by the SPEC formula
+``clip(floor(B s - r/R), -1, B - 1)``; if no training score shares it, the bucket of the
+nearest training score (at or below the midpoint ``0.5 * (lo + hi)`` of the two training
+scores around the query, the lower one); then ``eta_hat`` = the mean label of that
+bucket and ``g = L * mean_i |s - s_i| + 0.5 / sqrt(n_b)`` from the distances to the
+training points actually used, summed with ``math.fsum``. The fast path (cell
+statistics, runs, affine forms, point-by-point only where ``g`` crosses 1) must give
+the same ``eta_hat`` and fallback count exactly, and the same sums of ``r = |eta_hat - s|``,
+``r**2``, ``min(g, 1)`` and ``min(g, 1)**2`` to 1e-12 relative, through both of its
+entries: explicit training data (``GridTraining.build``) and a fold's complement of the
+whole sample (``WholeGrid.complement``).
+"""
+
+import bisect
+import math
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from skcalbound._surrogates._buckets import (
+    GridQueries,
+    GridTraining,
+    WholeGrid,
+    candidate_eta,
+    candidate_grids,
+    candidate_runs,
+    candidate_sums,
+    cell_of,
+)
+
+SUM_NAMES = ["sum_r", "sum_r2", "sum_g", "sum_g2"]
+L_VALUES = [0.0, 0.3, 30.0, 3000.0]
+
+
+# ----------------------------------------------------------------------------------
+# A slow, obviously correct reference
+# ----------------------------------------------------------------------------------
+def _bucket(s, B, r, R):
+    """SPEC section 5: ``clip(floor(B s - r/R), -1, B - 1)``."""
+    return min(max(math.floor(B * s - r / R), -1), B - 1)
+
+
+def _reference(train_s, train_y, queries, B, r, R):
+    """Per query ``(eta_hat, mean distance, n_b, fallback, bucket used)``.
+
+    ``train_s`` is sorted. ``g = L * mean distance + 0.5 / sqrt(n_b)`` for any ``L``.
+    """
+    train_s = [float(s) for s in train_s]
+    members = {}
+    for i, s in enumerate(train_s):
+        members.setdefault(_bucket(s, B, r, R), []).append(i)
+    rows = []
+    for q in map(float, queries):
+        b = _bucket(q, B, r, R)
+        fallback = b not in members
+        if fallback:
+            # The query's bucket is empty, so no training score equals q.
+            k = bisect.bisect_left(train_s, q)
+            lo = train_s[k - 1] if k > 0 else None
+            hi = train_s[k] if k < len(train_s) else None
+            if hi is None or (lo is not None and q <= 0.5 * (lo + hi)):
+                b = _bucket(lo, B, r, R)
+            else:
+                b = _bucket(hi, B, r, R)
+        idx = members[b]
+        n_b = len(idx)
+        eta = sum(int(train_y[i]) for i in idx) / n_b
+        distance = math.fsum(abs(q - train_s[i]) for i in idx) / n_b
+        rows.append((eta, distance, n_b, fallback, b))
+    return rows
+
+
+def _g(row, L):
+    return L * row[1] + 0.5 / math.sqrt(row[2])
+
+
+def _reference_sums(rows, queries, L):
+    r = [abs(row[0] - float(q)) for row, q in zip(rows, queries)]
+    g = [min(_g(row, L), 1.0) for row in rows]
+    return (
+        len(rows),
+        math.fsum(r),
+        math.fsum(x * x for x in r),
+        math.fsum(g),
+        math.fsum(x * x for x in g),
+        sum(row[3] for row in rows),
+    )
+
+
+def _fast(train_s, train_y, queries, n_buckets, R, L):
+    """``{(B, r): (sums, eta_hat, K)}`` through explicit training data."""
+    candidates, grids = candidate_grids(n_buckets, R)
+    out = {}
+    for K, members in grids:
+        training = GridTraining.build(train_s, train_y.astype(np.uint8), K)
+        queries_on_grid = GridQueries.build(training, queries)
+        for j in members:
+            B, r = candidates[j]
+            runs = candidate_runs(queries_on_grid, training, B, r, R)
+            out[(B, r)] = (
+                candidate_sums(queries_on_grid, runs, L),
+                candidate_eta(queries_on_grid, runs),
+                K,
+            )
+    return out
+
+
+def _check(sums, eta, rows, queries, L, label):
+    expected = _reference_sums(rows, queries, L)
+    assert sums[0] == expected[0] == len(queries), label
+    assert sums[5] == expected[5], label
+    assert_array_equal(eta, [row[0] for row in rows], err_msg=label)
+    for name, got, want in zip(SUM_NAMES, sums[1:5], expected[1:5]):
+        assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=f"{label} {name}")
+
+
+# ----------------------------------------------------------------------------------
+# Data
+# ----------------------------------------------------------------------------------
+def _dyadic(rng):
+    # Multiples of 1/8 and 1/16: ties, and scores exactly on the edges of every
+    # power-of-two bucketing with 1, 2 or 4 shifts (0, 1/2 and 1 also for B = 10).
+    train = np.concatenate([rng.integers(0, 9, 120) / 8, rng.integers(0, 17, 120) / 16])
+    queries = np.concatenate(
+        [rng.integers(0, 17, 150) / 16, rng.integers(0, 9, 40) / 8, [0.0, 0.5, 1.0]]
+    )
+    return train, queries
+
+
+def _clusters(rng):
+    train = np.concatenate(
+        [np.full(80, 0.3), np.full(40, 0.3 + 2.0**-20), np.full(30, 0.71),
+         rng.uniform(size=50)]
+    )
+    queries = np.concatenate(
+        [np.full(20, 0.3), rng.uniform(0.29, 0.31, 60), np.full(10, 0.71),
+         np.full(5, 0.3 + 2.0**-20), rng.uniform(size=50)]
+    )
+    return train, queries
+
+
+def _ends(rng):
+    train = np.concatenate([np.zeros(30), np.ones(30), rng.uniform(size=40)])
+    queries = np.concatenate(
+        [np.zeros(10), np.ones(10), rng.uniform(size=60), [2.0**-30, 1 - 2.0**-30]]
+    )
+    return train, queries
+
+
+def _gaps(rng):
+    # Training scores in [0.2, 0.22] and [0.6, 0.61] only: queries below, between and
+    # above fall back, to both sides of the gap and at both ends of [0, 1].
+    train = np.concatenate([rng.uniform(0.2, 0.22, 40), rng.uniform(0.6, 0.61, 40)])
+    queries = np.concatenate([rng.uniform(size=200), [0.0, 1.0, 0.41, 0.405]])
+    return train, queries
+
+
+def _single(rng):
+    return np.array([0.37]), np.concatenate([rng.uniform(size=100), [0.0, 1.0, 0.37]])
+
+
+def _midpoints(rng):
+    # Dyadic, so the midpoints 0.25 (of 0.125 and 0.375) and 0.625 (of 0.375 and
+    # 0.875) are exact; queries on them and one ulp to either side.
+    train = np.array([0.125, 0.125, 0.375, 0.875])
+    queries = np.array(
+        [0.25, np.nextafter(0.25, 1), np.nextafter(0.25, 0), 0.625, np.nextafter(0.625, 1),
+         np.nextafter(0.625, 0), 0.0, 1.0, 0.5]
+    )
+    return train, queries
+
+
+CASES = {
+    "random": lambda rng: (rng.uniform(size=300), rng.uniform(size=400)),
+    "dyadic": _dyadic,
+    "clusters": _clusters,
+    "ends": _ends,
+    "gaps": _gaps,
+    "single": _single,
+    "midpoints": _midpoints,
+}
+
+# (n_buckets, n_shifts): power-of-two grids, a non-power-of-two grid (K a multiple of
+# 90), one bucket, and a fine grid where most buckets are empty.
+CONFIGS = [
+    ([2, 4, 8, 16], 4),
+    ([3, 5, 10], 3),
+    ([1, 64, 4096], 2),
+    ([1], 1),
+]
+
+
+def _data(case, seed=0):
+    rng = np.random.default_rng(seed)
+    train, queries = CASES[case](rng)
+    train = np.sort(train)
+    labels = (rng.uniform(size=train.size) < 0.4).astype(np.uint8)
+    return train, labels, np.sort(queries)
+
+
+# ----------------------------------------------------------------------------------
+# Explicit training data against the reference
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("n_buckets, n_shifts", CONFIGS)
+@pytest.mark.parametrize("case", list(CASES))
+def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
+    train, labels, queries = _data(case)
+    candidates, _ = candidate_grids(n_buckets, n_shifts)
+    refs = {c: _reference(train, labels, queries, *c, n_shifts) for c in candidates}
+    for L in L_VALUES:
+        fast = _fast(train, labels, queries, n_buckets, n_shifts, L)
+        assert sorted(fast) == sorted(candidates)
+        for (B, r), (sums, eta, K) in fast.items():
+            assert K % (B * n_shifts) == 0
+            _check(sums, eta, refs[(B, r)], queries, L, f"{case} B={B} r={r} L={L}")
+    if case == "gaps" and n_buckets == [1, 64, 4096]:
+        # Fallback below, between and above the two clusters, to both sides.
+        rows = refs[(64, 1)]
+        used = [(q, row[4], _bucket(q, 64, 1, 2)) for q, row in zip(queries, rows) if row[3]]
+        assert any(q < 0.2 for q, _, _ in used) and any(q > 0.61 for q, _, _ in used)
+        between = [(b_used, b_own) for q, b_used, b_own in used if 0.22 < q < 0.6]
+        assert any(b_used < b_own for b_used, b_own in between)
+        assert any(b_used > b_own for b_used, b_own in between)
+    if case == "midpoints" and n_buckets == [1, 64, 4096]:
+        # 0.25 and one ulp below use 0.125's bucket, one ulp above 0.375's.
+        rows = refs[(64, 0)]
+        by_query = {float(q): row for q, row in zip(queries, rows)}
+        assert by_query[0.25][4] == by_query[np.nextafter(0.25, 0)][4] == 8
+        assert by_query[np.nextafter(0.25, 1)][4] == 24
+        assert by_query[0.625][4] == 24 and by_query[np.nextafter(0.625, 1)][4] == 56
+        assert all(row[3] for row in rows)
+    if case == "single":
+        for (B, r), rows in refs.items():  # everything uses the single training point
+            assert all(row[2] == 1 for row in rows)
+            if B >= 64:  # and most queries fall back to it
+                assert sum(row[3] for row in rows) >= len(queries) - 10
+
+
+def test_fallback_count_and_values_by_hand():
+    # One bucketing (B = 4, one shift): buckets [0, 1/4), [1/4, 1/2), [1/2, 3/4),
+    # [3/4, 1]. Training in buckets 0 and 3 only.
+    train = np.array([0.0625, 0.125, 0.875])
+    labels = np.array([1, 0, 1], dtype=np.uint8)
+    # 0.5 is exactly the midpoint of 0.125 and 0.875: the lower bucket.
+    queries = np.array([0.1, 0.3, 0.5, 0.51, 0.9])
+    (sums, eta, _), = _fast(train, labels, queries, [4], 1, 2.0).values()
+    assert_array_equal(eta, [0.5, 0.5, 0.5, 1.0, 1.0])
+    assert sums[5] == 3
+    g = [
+        2.0 * (0.0375 + 0.025) / 2 + 0.5 / math.sqrt(2),
+        2.0 * (0.2375 + 0.175) / 2 + 0.5 / math.sqrt(2),
+        2.0 * (0.4375 + 0.375) / 2 + 0.5 / math.sqrt(2),  # 1.17: clipped
+        2.0 * 0.365 + 0.5,  # 1.23: clipped
+        2.0 * 0.025 + 0.5,
+    ]
+    g = np.minimum(g, 1.0)
+    r = np.abs(np.array([0.5, 0.5, 0.5, 1.0, 1.0]) - queries)
+    assert_allclose(sums[1:5], [r.sum(), (r * r).sum(), g.sum(), (g * g).sum()],
+                    rtol=1e-14)
+    assert np.count_nonzero(g == 1.0) == 2
+
+
+def _groups(rows, queries, K, key):
+    """Per (cell, bucket used) of the reference: the list of ``key(row, query)``."""
+    groups = {}
+    for row, q in zip(rows, queries):
+        cell = min(math.floor(K * q), K - 1)
+        groups.setdefault((cell, row[4]), []).append(key(row, q))
+    return groups
+
+
+@pytest.mark.parametrize("n_buckets, n_shifts", [([2, 8, 64], 4), ([3, 5, 10], 3)])
+def test_runs_that_cross_the_clip_and_eta_hat(n_buckets, n_shifts):
+    """Runs (queries sharing a cell and a bucket) on which ``g`` crosses 1, and runs
+    that contain ``eta_hat``: the two places where the fast path leaves its affine
+    forms. Training: 400 scores at exactly 0.3 (label mean 0.3), 200 uniform; queries
+    dense around 0.3, where ``g ~ L |s - 0.3|`` reaches 1 within a cell."""
+    rng = np.random.default_rng(7)
+    train = np.sort(np.concatenate([np.full(400, 0.3), rng.uniform(size=200)]))
+    labels = (rng.uniform(size=600) < 0.3).astype(np.uint8)
+    queries = np.sort(np.concatenate([rng.uniform(0.29, 0.31, 800), rng.uniform(size=200)]))
+    candidates, grids = candidate_grids(n_buckets, n_shifts)
+    crossing_clip = crossing_eta = 0
+    for L in [300.0, 1000.0]:
+        fast = _fast(train, labels, queries, n_buckets, n_shifts, L)
+        for (B, r), (sums, eta, K) in fast.items():
+            rows = _reference(train, labels, queries, B, r, n_shifts)
+            _check(sums, eta, rows, queries, L, f"B={B} r={r} L={L}")
+            clip = _groups(rows, queries, K, lambda row, q: _g(row, L) > 1.0)
+            crossing_clip += sum(len(set(v)) == 2 for v in clip.values())
+            side = _groups(rows, queries, K, lambda row, q: float(q) > row[0])
+            crossing_eta += sum(len(set(v)) == 2 for v in side.values())
+    assert crossing_clip > 0  # some runs hold clipped and unclipped queries
+    assert crossing_eta > 0  # some runs hold queries on both sides of eta_hat
+
+
+def test_non_power_of_two_bucket_ids_match_the_spec_formula_off_the_edges():
+    """With ``B * R`` not a power of two the cells give the SPEC partition; only a score
+    within rounding of an edge may be assigned differently (module docstring)."""
+    candidates, grids = candidate_grids([3, 5, 10], 3)
+    ((K, members),) = grids
+    rng = np.random.default_rng(3)
+    s = np.sort(np.concatenate([rng.uniform(size=20_000), [0.0, 0.5, 1.0]]))
+    cells = cell_of(s, K)
+    for j in members:
+        B, r = candidates[j]
+        w, o = K // B, r * (K // (B * 3))
+        by_cells = np.maximum((cells - o) // w, -1)
+        by_spec = np.clip(np.floor(B * s - r / 3), -1, B - 1)
+        assert_array_equal(by_cells, by_spec, err_msg=f"B={B} r={r}")
+
+
+# ----------------------------------------------------------------------------------
+# The complement of a validation fold against explicit training data
+# ----------------------------------------------------------------------------------
+def _complement_and_explicit(scores, labels, validation, n_buckets, R, L):
+    candidates, grids = candidate_grids(n_buckets, R)
+    train = np.setdiff1d(np.arange(scores.size), validation)
+    for K, members in grids:
+        training_c, queries_c = WholeGrid.build(scores, labels, K).complement(validation)
+        training_e = GridTraining.build(scores[train], labels[train], K)
+        queries_e = GridQueries.build(training_e, scores[validation])
+        assert training_c.n_train == training_e.n_train == train.size
+        for j in members:
+            B, r = candidates[j]
+            runs_c = candidate_runs(queries_c, training_c, B, r, R)
+            runs_e = candidate_runs(queries_e, training_e, B, r, R)
+            yield (
+                (B, r),
+                (candidate_sums(queries_c, runs_c, L), candidate_eta(queries_c, runs_c)),
+                (candidate_sums(queries_e, runs_e, L), candidate_eta(queries_e, runs_e)),
+            )
+
+
+@pytest.mark.parametrize("case", ["random", "dyadic", "clusters", "ends", "gaps"])
+@pytest.mark.parametrize("split", ["20%", "50%", "90%", "all_but_one", "region"])
+def test_complement_equals_the_explicit_path(case, split):
+    rng = np.random.default_rng(11)
+    train, queries = CASES[case](rng)
+    scores = np.sort(np.concatenate([train, queries]))
+    n = scores.size
+    labels = (rng.uniform(size=n) < 0.5).astype(np.uint8)
+    if split.endswith("%"):
+        validation = np.sort(rng.choice(n, int(n * int(split[:-1]) / 100), replace=False))
+    elif split == "all_but_one":
+        validation = np.delete(np.arange(n), n // 3)
+    else:  # every score in (0.15, 0.65): whole buckets lose their training points
+        validation = np.flatnonzero((scores > 0.15) & (scores < 0.65))
+    train_idx = np.setdiff1d(np.arange(n), validation)
+    for n_buckets, R in [([2, 16, 256], 4), ([3, 5, 10], 3)]:
+        for L in [0.0, 2.0, 500.0]:
+            results = _complement_and_explicit(scores, labels, validation, n_buckets, R, L)
+            for (B, r), (sums_c, eta_c), (sums_e, eta_e) in results:
+                label = f"B={B} r={r} L={L}"
+                assert sums_c[0] == sums_e[0] == validation.size, label
+                assert sums_c[5] == sums_e[5], label
+                assert_array_equal(eta_c, eta_e, err_msg=label)
+                assert_allclose(sums_c[1:5], sums_e[1:5], rtol=1e-12, atol=0, err_msg=label)
+                if L == 2.0:  # and both against the reference
+                    rows = _reference(scores[train_idx], labels[train_idx],
+                                      scores[validation], B, r, R)
+                    _check(sums_c, eta_c, rows, scores[validation], L, label)
+
+
+# ----------------------------------------------------------------------------------
+# Grids
+# ----------------------------------------------------------------------------------
+def test_default_candidates_share_one_grid():
+    counts = [2**k for k in range(1, 13)]
+    candidates, grids = candidate_grids(counts, 4)
+    assert candidates == [(B, r) for B in counts for r in range(4)]
+    assert len(candidates) == 48
+    assert grids == [(16384, list(range(48)))]
+
+
+@pytest.mark.parametrize(
+    "n_buckets, n_shifts",
+    [
+        ([3, 5, 10], 3),
+        ([10, 3, 5, 3], 3),  # unsorted, repeated
+        ([1], 1),
+        ([2, 4096], 1),
+        ([1000, 1001, 1003, 4096], 4),  # lcm beyond 2**20: several grids
+        ([7, 11, 13, 17, 19, 23], 5),
+        ([300_000], 4),  # one candidate above 2**20 cells
+    ],
+)
+def test_every_grid_serves_its_candidates(n_buckets, n_shifts):
+    candidates, grids = candidate_grids(n_buckets, n_shifts)
+    counts = sorted(set(n_buckets))
+    assert candidates == [(B, r) for B in counts for r in range(n_shifts)]
+    served = sorted(j for _, members in grids for j in members)
+    assert served == list(range(len(candidates)))  # each candidate exactly once
+    for K, members in grids:
+        assert K >= 4096
+        for j in members:
+            B, _ = candidates[j]
+            assert K % (B * n_shifts) == 0, (K, B)
+        if len(members) > n_shifts:  # a shared grid stays at most 2**20 cells
+            assert K <= 2**20
+    if n_buckets == [1000, 1001, 1003, 4096]:
+        assert len(grids) > 1
+
+
+def test_cell_of():
+    K = 4096
+    s = np.array([0.0, 2.0**-13, 2.0**-12, 0.5, np.nextafter(1.0, 0), 1.0])
+    assert_array_equal(cell_of(s, K), [0, 0, 1, 2048, 4095, 4095])
+    assert cell_of(s, K).dtype == np.int64
+
+
+# ----------------------------------------------------------------------------------
+# Numerical safety at scale
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("spread", [1e-4, 1e-8])
+def test_large_cluster_sums_keep_their_digits(spread):
+    """2e5 training scores within ``spread`` of 0.7, all in one or two cells: prefix
+    sums of offsets over the whole cluster, differences of them for each query's
+    distances. Queries sit next to training scores (distances ~ ``spread / 1000``, so
+    ``g`` is dominated by them when ``L`` is large), plus two far ones (fallback)."""
+    rng = np.random.default_rng(5)
+    m = 200_000
+    train = np.sort(0.7 + spread * rng.uniform(-1, 1, m))
+    labels = (rng.uniform(size=m) < 0.7).astype(np.uint8)
+    near = train[rng.choice(m, 40)] + spread * 1e-3 * rng.uniform(-1, 1, 40)
+    queries = np.sort(np.concatenate([near, [0.7, 0.1, 0.9]]))
+    n_buckets, R = [2, 64, 4096, 2**16], 4
+    candidates, grids = candidate_grids(n_buckets, R)
+    # The complement path: training and queries as one sorted sample.
+    whole = np.concatenate([train, queries])
+    order = np.argsort(whole, kind="stable")
+    whole_labels = np.concatenate([labels, np.zeros(queries.size, np.uint8)])[order]
+    validation = np.flatnonzero(order >= m)
+    assert_array_equal(whole[order][validation], queries)
+    paths = {}
+    for K, members in grids:
+        training = GridTraining.build(train, labels, K)
+        paths[K] = {
+            "explicit": (GridQueries.build(training, queries), training),
+            "complement": WholeGrid.build(whole[order], whole_labels, K).complement(
+                validation
+            )[::-1],
+        }
+    distance = {}
+    for K, members in grids:
+        for j in members:
+            B, r = candidates[j]
+            # Reference: bucket ids by the SPEC formula (the same IEEE operations as
+            # _bucket, vectorised), each bucket a contiguous range of sorted scores.
+            ids = np.clip(np.floor(B * train - r / R), -1, B - 1)
+            rows = []
+            for q in queries:
+                b = _bucket(q, B, r, R)
+                lo, hi = np.searchsorted(ids, [b, b + 1])
+                fallback = lo == hi
+                if fallback:
+                    k = np.searchsorted(train, q)
+                    if k == m or (k > 0 and q <= 0.5 * (train[k - 1] + train[k])):
+                        b = ids[k - 1]
+                    else:
+                        b = ids[k]
+                    lo, hi = np.searchsorted(ids, [b, b + 1])
+                n_b = int(hi - lo)
+                eta = int(labels[lo:hi].sum()) / n_b
+                if (q, lo, hi) not in distance:  # most candidates share the cluster
+                    distance[(q, lo, hi)] = math.fsum(np.abs(q - train[lo:hi])) / n_b
+                rows.append((eta, distance[(q, lo, hi)], n_b, fallback))
+            if B >= 64:  # 0.1 and 0.9 fall back to the cluster
+                assert sum(row[3] for row in rows) == 2
+            for L in [0.0, 32.0, 1e6]:
+                for name, (queries_on_grid, training) in paths[K].items():
+                    runs = candidate_runs(queries_on_grid, training, B, r, R)
+                    _check(
+                        candidate_sums(queries_on_grid, runs, L),
+                        candidate_eta(queries_on_grid, runs),
+                        rows, queries, L, f"{name} B={B} r={r} L={L}",
+                    )
+
+
+def test_large_L_squared_smoothing_sum_keeps_its_digits():
+    # 2000 training scores within 1e-9 of the cell edge x0 = 2867/4096 of the 4096-cell
+    # grid: every query's bucket [1/2, 1] has training points on both sides of the
+    # edge, and g = L mean|s - s_i| + 1 / (2 sqrt(n_b)) ~ 0.08 < 1 everywhere.
+    rng = np.random.default_rng(0)
+    x0 = 2867 / 4096
+    train = np.sort(x0 + 1e-9 * rng.uniform(-1, 1, 2000))
+    labels = (rng.uniform(size=2000) < 0.5).astype(np.uint8)
+    queries = np.sort(x0 + 1e-9 * rng.uniform(-1, 1, 500))
+    L = 1e8
+    (sums, eta, K), = _fast(train, labels, queries, [2], 1, L).values()
+    assert K == 4096
+    rows = _reference(train, labels, queries, 2, 0, 1)
+    assert max(_g(row, L) for row in rows) < 1.0  # nothing clipped
+    expected = _reference_sums(rows, queries, L)
+    assert_array_equal(eta, [row[0] for row in rows])
+    # g itself is evaluated from terms of ~1e4: a few digits fewer, still fine.
+    assert_allclose(sums[3], expected[3], rtol=1e-10)
+    assert_allclose(sums[4], expected[4], rtol=1e-10)
+
+
+def test_huge_L_with_zero_distances_gives_finite_sums():
+    train = np.full(10, 0.25)
+    labels = np.array([0, 1] * 5, dtype=np.uint8)
+    queries = np.full(4, 0.25)
+    for L in [1.0, 1e200]:
+        (sums, eta, _), = _fast(train, labels, queries, [4], 1, L).values()
+        g = 0.5 / math.sqrt(10)
+        assert_array_equal(eta, [0.5] * 4)
+        assert_allclose(sums[1:5], [1.0, 0.25, 4 * g, 4 * g * g], rtol=1e-15,
+                        err_msg=f"L={L}")
