@@ -21,6 +21,10 @@ STAGES = ["_validation", "_splitting", "_surrogates", "_terms", "_result"]
 PURE = ["_terms", "_surrogates", "_sech"]
 # Higher than every stage: the wiring (``_base``) and the estimators.
 WIRING = ["_base"]
+# Above the estimators: modules built on the public estimators (scorers, plots, the
+# command line), which may import estimator modules as ``__init__`` does; no
+# estimator module imports them.
+CONSUMERS = ["_scorers", "_display", "_cli", "__main__"]
 
 PROX_TV_HOME = "skcalbound._surrogates._tv"
 COMPAT = "skcalbound._compat"
@@ -226,7 +230,7 @@ def test_pure_math_modules_import_no_sklearn_and_draw_no_random_numbers(module):
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_estimator_modules_are_imported_only_by_the_package_init(module):
-    if module == PACKAGE:
+    if module == PACKAGE or _group(module, CONSUMERS) is not None:
         return
     estimator_modules = _estimator_modules()
     offending = [
@@ -247,3 +251,14 @@ def test_every_estimator_module_holds_one_public_estimator_named_after_it():
     for module, names in by_module.items():
         assert len(names) == 1, (module, names)
         assert module.split(".")[-1].startswith("_"), module
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_consumers_are_imported_only_by_the_package_init_and_each_other(module):
+    if module == PACKAGE or _group(module, CONSUMERS) is not None:
+        return
+    offending = [
+        (imported, line) for imported, _, line in IMPORTS[module]
+        if _group(imported, CONSUMERS) is not None
+    ]
+    assert not offending, f"{module} imports consumer modules {offending}"
