@@ -6,6 +6,7 @@ mended in a single file.
 
 from sklearn.base import _fit_context
 from sklearn.utils._available_if import available_if
+from sklearn.utils._metadata_requests import _routing_enabled
 from sklearn.utils._param_validation import (
     HasMethods,
     Interval,
@@ -18,6 +19,7 @@ __all__ = [
     "Interval",
     "StrOptions",
     "_fit_context",
+    "_routing_enabled",
     "available_if",
     "validate_params",
 ]

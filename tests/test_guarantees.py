@@ -29,9 +29,12 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from scipy import stats
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.frozen import FrozenEstimator
 
 from _synthetic import (
     CalibratedBeta,
+    CoverageResult,
     DiscreteTies,
     Oscillating,
     PiecewiseLinear,
@@ -49,7 +52,13 @@ from _synthetic import (
     smooth_problems,
     zigzag_steps,
 )
-from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    SechPerturbedClassifier,
+    TVCalibrationBound,
+    make_bound_scorer,
+)
 
 PROBLEMS = default_problems()
 PROBLEM_IDS = [p.name for p in PROBLEMS]
@@ -579,3 +588,92 @@ def test_harness_detects_an_invalid_lipschitz_bound(case):
     print(f"lipschitz power {case}, certified: {valid.summary()}")
     assert valid.failures == 0, valid.summary()
     assert valid.values.max() < 0.5, valid.summary()  # informative, not clipped at 1
+
+
+# ----------------------------------------------------------------------------------
+# End to end: SechPerturbedClassifier around a classifier with a step-shaped eta_orig
+# ----------------------------------------------------------------------------------
+def step_problem(h):
+    """A classifier whose calibration function is a staircase (jumps of up to 0.8, an
+    atom of tied scores at 1/2), seen through the sech perturbation of bandwidth ``h``:
+    the perturbation alone must make ``eta`` smooth enough for the NW bound."""
+    base = PiecewiseLinear(
+        knots=(0.0, 0.25, 0.5, 0.75, 1.0),
+        left=(0.8, 0.1, 0.9, 0.3),
+        right=(0.8, 0.1, 0.9, 0.3),
+        atoms=((0.5, 0.2, 0.5),),
+        name="staircase",
+    )
+    return SechPerturbed(base=base, h=h, name=f"staircase_h=2^{np.log2(h):g}")
+
+
+class _ScoreAsProba(ClassifierMixin, BaseEstimator):
+    """The unperturbed classifier: its positive-class probability is ``X[:, 0]``."""
+
+    def fit(self, X, y):
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict_proba(self, X):
+        return np.column_stack((1.0 - X[:, 0], X[:, 0]))
+
+
+def perturbed_classifier_coverage(problem, n, repetitions, confidence_level, seed):
+    """Each repetition: labels from ``eta_orig(s_orig)``, a ``SechPerturbedClassifier``
+    around the frozen score model, and ``-make_bound_scorer("nw")`` on its predictions
+    (``h`` read from the classifier)."""
+    values = np.empty(repetitions)
+    for r, child in enumerate(np.random.SeedSequence(seed).spawn(repetitions)):
+        rng = np.random.default_rng(child)
+        s_orig = np.asarray(problem.base.sample_scores(n, rng), dtype=float)
+        labels = (rng.uniform(size=n) < problem.base.eta(s_orig)).astype(int)
+        X = s_orig[:, None]
+        model = FrozenEstimator(_ScoreAsProba().fit(X, labels))
+        clf = SechPerturbedClassifier(model, h=problem.h, random_state=int(rng.integers(2**31)))
+        scorer = make_bound_scorer(
+            "nw", confidence_level=confidence_level, random_state=int(rng.integers(2**31))
+        )
+        values[r] = -scorer(clf.fit(X, labels), X, labels)
+    return CoverageResult(
+        problem=str(problem),
+        n=int(n),
+        confidence_level=float(confidence_level),
+        true_ce=float(problem.true_ce),
+        values=values,
+        tolerance=binomial_tolerance(repetitions, confidence_level),
+    )
+
+
+def test_staircase_truth_is_integrated_accurately():
+    for h in (2.0**-4, 2.0**-6):
+        problem = step_problem(h)
+        assert problem.ce_integration_error < 1e-9
+        # Unperturbed CE of the staircase: sum over pieces of int |s - c| ds (x 0.8) plus
+        # the atom's 0.2 * |0.5 - 0.5| = 0; the perturbed classifier's CE is below it.
+        pieces = [(0.0, 0.25, 0.8), (0.25, 0.5, 0.1), (0.5, 0.75, 0.9), (0.75, 1.0, 0.3)]
+        unperturbed = 0.8 * sum(checked_quad(lambda s: abs(s - c), a, b) for a, b, c in pieces)
+        assert 0.05 < problem.true_ce < unperturbed
+
+
+@pytest.mark.parametrize("confidence_level", [0.95, 0.8])
+@pytest.mark.parametrize("h", [2.0**-4, 2.0**-6], ids=["h=2^-4", "h=2^-6"])
+def test_nw_covers_the_perturbed_staircase_classifier(h, confidence_level):
+    problem = step_problem(h)
+    seed = cell_seed("staircase", h, confidence_level)
+    result = perturbed_classifier_coverage(problem, 3000, 40, confidence_level, seed)
+    print(result.summary())
+    assert np.all(np.isfinite(result.values)) and np.all(result.values <= 1.0)
+    assert result.values.max() < 1.0  # not clipped: the check has teeth
+    assert result.failures <= result.tolerance, result.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("confidence_level", [0.95, 0.8])
+@pytest.mark.parametrize("n", [3000, 30_000])
+@pytest.mark.parametrize("h", [2.0**-4, 2.0**-6], ids=["h=2^-4", "h=2^-6"])
+def test_nw_covers_the_perturbed_staircase_classifier_slow(h, n, confidence_level):
+    problem = step_problem(h)
+    seed = cell_seed("staircase slow", h, n, confidence_level)
+    result = perturbed_classifier_coverage(problem, n, 500, confidence_level, seed)
+    print(result.summary())
+    assert result.failures <= result.tolerance, result.summary()

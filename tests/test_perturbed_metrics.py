@@ -1,0 +1,99 @@
+"""Expected losses under the sech perturbation: deterministic quadrature against Monte
+Carlo averages of the sampler, limits and hand values."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+from scipy import integrate
+from sklearn.metrics import brier_score_loss, log_loss
+
+from skcalbound import perturb_scores, perturbed_brier_score_loss, perturbed_log_loss
+from skcalbound._sech import sech_pdf
+
+# Unperturbed probabilities with both ends, near-ends and the middle, and their labels.
+P = np.array([0.0, 1e-12, 0.02, 0.3, 0.5, 0.7, 0.98, 1.0 - 1e-12, 1.0, 0.9])
+Y = np.array([0, 1, 0, 1, 1, 0, 1, 0, 1, 1])
+
+
+@pytest.mark.parametrize("h", [2.0**-k for k in (2, 4, 6, 8, 10, 12)])
+def test_expected_losses_match_monte_carlo_within_their_standard_error(h):
+    # 10**6 perturbed draws: 10**5 per probability.
+    draws = 100_000
+    s = perturb_scores(np.repeat(P, draws), h, random_state=int(np.log2(1 / h)))
+    y = np.repeat(Y, draws)
+    with np.errstate(divide="ignore"):
+        log_terms = np.where(y == 1, np.log(s), np.log1p(-s))
+    assert np.all(np.isfinite(log_terms))
+    for expected, values in [
+        (perturbed_log_loss(Y, P, h=h), -log_terms.reshape(len(P), draws)),
+        (perturbed_brier_score_loss(Y, P, h=h), ((s - y) ** 2).reshape(len(P), draws)),
+    ]:
+        # The mean over the 10 probabilities of per-probability means: its standard
+        # error from the per-probability variances.
+        mc = values.mean()
+        se = np.sqrt(values.var(axis=1, ddof=1).sum() / draws) / len(P)
+        assert abs(expected - mc) < 4 * se, (h, expected, mc, se)
+
+
+def test_against_adaptive_quadrature_of_the_density():
+    # An independent route: integrate the loss against the kernel density in s.
+    h = 2.0**-3
+    for p, y in [(0.0, 1), (0.2, 0), (0.75, 1), (1.0, 0)]:
+        f = (lambda s: -np.log(s)) if y == 1 else (lambda s: -np.log1p(-s))
+        ref = integrate.quad(lambda s: f(s) * sech_pdf(s, p, h), 0, 1, points=[p],
+                             epsabs=1e-13, epsrel=1e-12, limit=200)[0]
+        assert_allclose(perturbed_log_loss([y, 1 - y], [p, p], h=h, n_nodes=128),
+                        0.5 * (ref + integrate.quad(
+                            lambda s: ((-np.log1p(-s)) if y == 1 else -np.log(s)) * sech_pdf(s, p, h),
+                            0, 1, points=[p], epsabs=1e-13, epsrel=1e-12, limit=200)[0]),
+                        rtol=1e-9)
+        sq = integrate.quad(lambda s: (s - y) ** 2 * sech_pdf(s, p, h), 0, 1, points=[p],
+                            epsabs=1e-14, epsrel=1e-13)[0]
+        sq_other = integrate.quad(lambda s: (s - 1 + y) ** 2 * sech_pdf(s, p, h), 0, 1,
+                                  points=[p], epsabs=1e-14, epsrel=1e-13)[0]
+        assert_allclose(perturbed_brier_score_loss([y, 1 - y], [p, p], h=h),
+                        0.5 * (sq + sq_other), rtol=1e-10)
+
+
+def test_small_h_tends_to_the_unperturbed_losses():
+    p = np.array([0.1, 0.35, 0.6, 0.9])
+    y = np.array([0, 1, 0, 1])
+    h = 2.0**-30
+    assert_allclose(perturbed_log_loss(y, p, h=h), log_loss(y, p), rtol=1e-7)
+    assert_allclose(perturbed_brier_score_loss(y, p, h=h), brier_score_loss(y, p), rtol=1e-7)
+    # Perturbation costs: both losses grow with h here.
+    losses = [perturbed_log_loss(y, p, h=2.0**-k) for k in (8, 6, 4, 2)]
+    assert np.all(np.diff(losses) > 0)
+
+
+def test_finite_at_probabilities_rounding_to_one_with_tiny_h():
+    # 1 - 2**-53 with h = 2**-40: perturbed scores round to exactly 1 in double, but the
+    # expected log-loss of a negative label is finite (about -log(h) + 0.6).
+    loss = perturbed_log_loss([0, 1], [1 - 2.0**-53, 1 - 2.0**-53], h=2.0**-40)
+    assert np.isfinite(loss)
+    assert 13 < loss < 15  # 0.5 * (28.06 + ~0)
+
+
+def test_predict_proba_input_and_labels_of_any_two_classes():
+    proba = np.column_stack((1 - P, P))
+    labels = np.where(Y == 1, "spam", "ham")
+    assert perturbed_log_loss(labels, proba, h=0.1) == perturbed_log_loss(Y, P, h=0.1)
+    assert perturbed_brier_score_loss(labels, proba, h=0.1) == perturbed_brier_score_loss(
+        Y, P, h=0.1
+    )
+
+
+@pytest.mark.parametrize("func", [perturbed_log_loss, perturbed_brier_score_loss])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(y_true=[0, 1], y_prob=[0.2, 0.5], h=0.0), "'h' parameter"),
+        (dict(y_true=[0, 1], y_prob=[0.2, 1.5], h=0.1), r"Scores must be probabilities in \[0, 1\]"),
+        (dict(y_true=[0, 1, 2], y_prob=[0.2, 0.5, 0.1], h=0.1), "two classes"),
+        (dict(y_true=[0, 1], y_prob=[0.2, 0.5, 0.1], h=0.1), "inconsistent numbers of samples"),
+        (dict(y_true=[0, 1], y_prob=[0.2, 0.5], h=0.1, n_nodes=2), "'n_nodes' parameter"),
+    ],
+)
+def test_bad_input(func, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        func(**kwargs)

@@ -1,0 +1,245 @@
+"""Scorers for cross_validate / GridSearchCV and the refit rule that chooses h."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn import config_context
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    SechPerturbedClassifier,
+    TVCalibrationBound,
+    largest_h_within_tolerance,
+    make_bound_scorer,
+    make_perturbation_scorer,
+    perturb_scores,
+    perturbed_brier_score_loss,
+    perturbed_log_loss,
+)
+
+H_GRID = [2.0**-k for k in range(2, 9)]
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(n_samples=6000, n_features=8, flip_y=0.05, random_state=0)
+    return X[:3000], y[:3000], X[3000:], y[3000:]
+
+
+def _fitted(data, h=2**-4, pipeline=False):
+    X, y, _, _ = data
+    clf = SechPerturbedClassifier(LogisticRegression(), h=h, random_state=0)
+    model = make_pipeline(StandardScaler(), clf) if pipeline else clf
+    return model.fit(X, y), clf
+
+
+@pytest.mark.parametrize("pipeline", [False, True], ids=["classifier", "pipeline"])
+@pytest.mark.parametrize(
+    "method, Bound",
+    [("nw", NWCalibrationBound), ("lipschitz", LipschitzBucketBound)],
+)
+def test_bound_scorer_reads_h_and_equals_the_estimator_on_the_same_draw(
+    data, pipeline, method, Bound
+):
+    model, clf = _fitted(data, pipeline=pipeline)
+    _, _, X, y = data
+    scorer = make_bound_scorer(method, random_state=0, confidence_level=0.9)
+    state = clf.random_state_.get_state()
+    value = scorer(model, X, y)
+    clf.random_state_.set_state(state)
+    proba = model.predict_proba(X)
+    expected = Bound(h=2**-4, random_state=0, confidence_level=0.9).fit(proba, y).bound_
+    assert value == -expected
+    assert -1.0 <= value < 0.0
+
+
+def test_bound_scorer_with_explicit_assumptions_on_any_classifier(data):
+    X_fit, y_fit, X, y = data
+    model = LogisticRegression().fit(X_fit, y_fit)
+    proba = model.predict_proba(X)
+    tv = make_bound_scorer("tv", V=1.0, random_state=0)(model, X, y)
+    assert tv == -TVCalibrationBound(V=1.0, random_state=0).fit(proba, y).bound_
+    nw = make_bound_scorer("nw", b1=2.0, b2=8.0, random_state=0)(model, X, y)
+    assert nw == -NWCalibrationBound(b1=2.0, b2=8.0, random_state=0).fit(proba, y).bound_
+    lip = make_bound_scorer("lipschitz", L=2.0, random_state=0)(model, X, y)
+    assert lip == -LipschitzBucketBound(L=2.0, random_state=0).fit(proba, y).bound_
+    # Given constants win over the perturbed classifier's h.
+    perturbed, clf = _fitted(data)
+    state = clf.random_state_.get_state()
+    value = make_bound_scorer("nw", b1=2.0, b2=8.0, random_state=0)(perturbed, X, y)
+    clf.random_state_.set_state(state)
+    proba = perturbed.predict_proba(X)
+    assert value == -NWCalibrationBound(b1=2.0, b2=8.0, random_state=0).fit(proba, y).bound_
+
+
+def test_bound_scorer_uses_the_positive_class_of_string_labels(data):
+    X_fit, y_fit, X, y = data
+    names = np.array(["neg", "pos"])
+    model = LogisticRegression().fit(X_fit, names[y_fit])
+    value = make_bound_scorer("tv", random_state=0)(model, X, names[y])
+    proba = model.predict_proba(X)
+    assert value == -TVCalibrationBound(random_state=0).fit(proba, y).bound_
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: make_bound_scorer("ece"), InvalidParameterError, "'method' parameter"),
+        (lambda: make_bound_scorer("nw", bogus=1), TypeError, "bogus"),
+        (lambda: make_bound_scorer("tv", V=-1.0), InvalidParameterError, "'V' parameter"),
+        (lambda: make_bound_scorer("nw", h=0.1, b1=2.0), ValueError, "Give either h"),
+        (lambda: make_bound_scorer("lipschitz", L=-1.0), InvalidParameterError, "'L' parameter"),
+        (lambda: make_perturbation_scorer("accuracy"), InvalidParameterError, "'metric' parameter"),
+        (lambda: make_perturbation_scorer("log_loss", h=-1.0), InvalidParameterError, "'h' parameter"),
+        (lambda: largest_h_within_tolerance(-0.1), InvalidParameterError, "'tolerance' parameter"),
+    ],
+)
+def test_bad_scorer_parameters_fail_when_the_scorer_is_made(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_nw_scorer_on_an_unperturbed_classifier_asks_for_h(data):
+    X_fit, y_fit, X, y = data
+    model = LogisticRegression().fit(X_fit, y_fit)
+    with pytest.raises(ValueError, match=r"make_bound_scorer\('nw'\) needs .* got LogisticRegression\. Pass h or b1 or b2"):
+        make_bound_scorer("nw")(model, X, y)
+    with pytest.raises(ValueError, match=r"make_perturbation_scorer\('log_loss'\) needs h"):
+        make_perturbation_scorer("log_loss")(model, X, y)
+
+
+def test_scorers_take_no_metadata(data):
+    model, _ = _fitted(data)
+    _, _, X, y = data
+    for scorer in (make_bound_scorer("tv"), make_perturbation_scorer("brier_score")):
+        with pytest.raises(TypeError, match=r"takes no metadata; got \['sample_weight'\]"):
+            scorer(model, X, y, sample_weight=np.ones(len(y)))
+
+
+@pytest.mark.parametrize("pipeline", [False, True], ids=["classifier", "pipeline"])
+def test_perturbation_scorers_equal_the_metric_functions(data, pipeline):
+    model, clf = _fitted(data, pipeline=pipeline)
+    _, _, X, y = data
+    inner = model[:-1].transform(X) if pipeline else X
+    p = clf.estimator_.predict_proba(inner)[:, 1]
+    assert make_perturbation_scorer("log_loss")(model, X, y) == -perturbed_log_loss(y, p, h=2**-4)
+    assert make_perturbation_scorer("brier_score")(model, X, y) == -perturbed_brier_score_loss(
+        y, p, h=2**-4
+    )
+    state = clf.random_state_.get_state()
+    auroc = make_perturbation_scorer("auroc_loss")(model, X, y)
+    clf.random_state_.set_state(state)
+    drawn = model.predict_proba(X)[:, 1]
+    assert auroc == -(roc_auc_score(y, p) - roc_auc_score(y, drawn))
+    # With h given, any classifier: its own probabilities perturbed with random_state.
+    plain = LogisticRegression().fit(*data[:2])
+    q = plain.predict_proba(X)[:, 1]
+    value = make_perturbation_scorer("auroc_loss", h=2**-3, random_state=5)(plain, X, y)
+    assert value == -(roc_auc_score(y, q) - roc_auc_score(y, perturb_scores(q, 2**-3, random_state=5)))
+    assert value < 0  # h = 1/8 costs AUROC
+
+
+def _cv_results(h, auroc_loss, name="h"):
+    return {
+        "params": [{name: v} for v in h],
+        "mean_test_auroc_loss": -np.asarray(auroc_loss, dtype=float),
+    }
+
+
+@pytest.mark.parametrize(
+    "h, loss, expected",
+    [
+        ([0.25, 0.125, 0.0625, 0.03125], [0.05, 0.002, 0.0009, 0.0001], 2),  # largest within
+        ([0.03125, 0.0625, 0.125], [0.0001, 0.0009, 0.002], 1),  # order of the grid is free
+        ([0.25, 0.125], [0.05, 0.01], 1),  # none within: the smallest cost
+        ([0.0625, 0.0625, 0.125], [0.0008, 0.0002, 0.004], 1),  # equal h: smaller cost
+        ([0.5, 0.25], [-0.0005, 0.0004], 0),  # negative cost (noise) is within
+    ],
+)
+def test_largest_h_rule_by_hand(h, loss, expected):
+    assert largest_h_within_tolerance(0.001)(_cv_results(h, loss)) == expected
+
+
+def test_largest_h_rule_finds_the_pipeline_parameter_and_says_what_is_missing():
+    rule = largest_h_within_tolerance(0.001)
+    results = _cv_results([0.25, 0.0625], [0.01, 0.0005], name="sechperturbedclassifier__h")
+    assert rule(results) == 1
+    with pytest.raises(ValueError, match="cv_results_ has no 'mean_test_cost'"):
+        largest_h_within_tolerance(0.001, scorer="cost")(results)
+    ambiguous = {"params": [{"a__h": 0.1, "b__h": 0.2}], "mean_test_auroc_loss": [0.0]}
+    with pytest.raises(ValueError, match=r"found \['a__h', 'b__h'\] .* Pass param="):
+        rule(ambiguous)
+    assert largest_h_within_tolerance(0.001, param="b__h")(ambiguous) == 0
+
+
+def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data):
+    X, y, _, _ = data
+    scoring = {
+        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "nw": make_bound_scorer("nw", random_state=0),
+    }
+    search = GridSearchCV(
+        SechPerturbedClassifier(LogisticRegression(), random_state=0),
+        {"h": H_GRID},
+        scoring=scoring,
+        refit=largest_h_within_tolerance(0.002),
+        cv=StratifiedKFold(3, shuffle=True, random_state=0),
+    ).fit(X, y)
+    res = search.cv_results_
+    cost = -res["mean_test_auroc_loss"]
+    h = np.array(res["param_h"], dtype=float)
+    within = np.flatnonzero(cost <= 0.002)
+    assert within.size and search.best_index_ == within[np.argmax(h[within])]
+    assert search.best_params_["h"] == h[search.best_index_]
+    assert search.best_estimator_.h == search.best_params_["h"]
+    # Costs grow with h, and the NW bound tightens with h: the trade-off the rule settles.
+    assert cost[0] > 0.01 > cost[-1]
+    assert res["mean_test_nw"][0] > res["mean_test_nw"][-1]
+    # The other documented choice: the h with the smallest certified bound.
+    by_bound = clone(search).set_params(refit="nw").fit(X, y)
+    assert by_bound.best_index_ == int(np.argmax(by_bound.cv_results_["mean_test_nw"]))
+
+
+def test_cross_validate_with_several_scorers_equals_a_hand_loop(data):
+    X, y, _, _ = data
+    scoring = {
+        "nw": make_bound_scorer("nw", random_state=0),
+        "lipschitz": make_bound_scorer("lipschitz", random_state=0),
+        "tv": make_bound_scorer("tv", random_state=0),
+        "log_loss": make_perturbation_scorer("log_loss"),
+    }
+    model = SechPerturbedClassifier(LogisticRegression(), h=2**-4, random_state=0)
+    cv = StratifiedKFold(2, shuffle=True, random_state=1)
+    result = cross_validate(model, X, y, cv=cv, scoring=scoring)
+    for k, (train, test) in enumerate(cv.split(X, y)):
+        fitted = clone(model).fit(X[train], y[train])
+        for name, scorer in scoring.items():  # scorers run in the dict's order
+            assert result[f"test_{name}"][k] == scorer(fitted, X[test], y[test]), name
+    # The NW bound is the tightest here, and every bound is above the plug-in level.
+    assert np.all(result["test_nw"] > result["test_lipschitz"])
+    assert np.all(result["test_nw"] > result["test_tv"])
+
+
+def test_grid_search_routes_sample_weight_to_the_inner_estimator(data):
+    X, y, _, _ = data
+    weights = np.random.default_rng(0).uniform(0.1, 3.0, size=y.shape[0])
+    with config_context(enable_metadata_routing=True):
+        inner = LogisticRegression().set_fit_request(sample_weight=True)
+        search = GridSearchCV(
+            SechPerturbedClassifier(inner, random_state=0),
+            {"h": [2**-6, 2**-3]},
+            scoring={"nw": make_bound_scorer("nw", random_state=0)},
+            refit="nw",
+            cv=2,
+        ).fit(X, y, sample_weight=weights)
+    expected = LogisticRegression().fit(X, y, sample_weight=weights).coef_
+    assert_array_equal(search.best_estimator_.estimator_.coef_, expected)
