@@ -4,9 +4,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.skcalbound-installed
-EXTRAS ?= plot,test
+EXTRAS ?= plot,test,cli
+DOCS_STAMP := $(VENV)/.skcalbound-docs-installed
 
-.PHONY: demo test test-slow bench install system-deps clean
+.PHONY: demo test test-slow bench docs install install-docs system-deps clean
 
 demo: install
 	$(BIN)/python examples/demo.py
@@ -21,7 +22,20 @@ test-slow: install
 bench: install
 	$(BIN)/python benchmarks/bench_bounds.py
 
+# The documentation, with warnings as errors; runs every examples/plot_*.py.
+docs: install-docs
+	rm -rf docs/_build docs/generated docs/auto_examples docs/sg_execution_times.rst
+	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+	$(BIN)/python docs/check_gallery_times.py
+	@echo "Documentation: docs/_build/html/index.html"
+
 install: $(STAMP)
+
+install-docs: $(DOCS_STAMP)
+
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS),docs]"
+	@touch $(DOCS_STAMP)
 
 # prox-tv builds from source against the system LAPACKE headers.
 system-deps:
@@ -34,4 +48,5 @@ $(STAMP): pyproject.toml | system-deps
 	@touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) build *.egg-info demo_output .pytest_cache
+	rm -rf $(VENV) build *.egg-info demo_output .pytest_cache \
+		docs/_build docs/generated docs/auto_examples docs/sg_execution_times.rst

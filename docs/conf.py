@@ -1,15 +1,34 @@
 """Sphinx configuration for skcalbound.
 
-Minimal for now: API pages from the numpydoc docstrings and the user guide. The
-sphinx-gallery of ``examples/plot_*.py`` is added once the examples exist.
+``make docs`` builds with warnings as errors (``-W``): API pages from the numpydoc
+docstrings, the user guide, and the example gallery, whose scripts sphinx-gallery
+runs at build time. Outputs shown on the pages (the quickstart, the command line's
+``--help`` and a run of it) are produced here, at build time, by running the
+repository's own code: no number in the docs is typed by hand.
 """
 
+import contextlib
+import io
 import os
+import re
+import runpy
 import sys
+from pathlib import Path
 
-sys.path.insert(0, os.path.abspath(".."))
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 import skcalbound  # noqa: E402
+from skcalbound._cli import build_parser  # noqa: E402
+from skcalbound._cli import main as cli_main  # noqa: E402
 
 project = "skcalbound"
 author = "skcalbound developers"
@@ -22,6 +41,7 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
     "numpydoc",
+    "sphinx_gallery.gen_gallery",
 ]
 
 # One page per public object, generated from docs/api.rst.
@@ -35,14 +55,130 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+# The gallery: every examples/plot_*.py is run and rendered; other scripts there
+# (demo.py, quickstart.py) are command-line programs, not gallery pages.
+sphinx_gallery_conf = {
+    "examples_dirs": str(ROOT / "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"^(?!plot_)",
+    "within_subsection_order": "FileNameSortKey",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "min_reported_time": 1,
+    "abort_on_example_error": True,
+    # Each example must stay well under the 30 s budget on two cores.
+    "matplotlib_animations": False,
+}
+
+
+
+# Methods inherited from scikit-learn (``score`` of ClassifierMixin, the
+# ``set_*_request`` methods of metadata routing) keep their docstrings, whose
+# cross-references point into scikit-learn's own documentation; without network
+# access to it they are shown as plain text rather than as broken links.
+_SKLEARN_XREF = re.compile(r":(?:ref|term):`([^`<]*?)\s*(?:<[^`>]*>)?`")
+
+
+def _plain_sklearn_references(app, what, name, obj, options, lines):
+    module = getattr(obj, "__module__", None) or ""
+    if module.split(".")[0] != "sklearn":
+        return
+    lines[:] = [_SKLEARN_XREF.sub(lambda m: f"*{m.group(1).strip()}*", line)
+                for line in lines]
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _plain_sklearn_references)
+
+
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "generated/*.txt"]
 root_doc = "index"
 default_role = "literal"
 
-try:
-    import pydata_sphinx_theme  # noqa: F401
-except ImportError:  # the docs extra installs it; fall back to Sphinx's default
-    html_theme = "alabaster"
-else:
-    html_theme = "pydata_sphinx_theme"
+html_theme = "pydata_sphinx_theme"
 html_title = f"skcalbound {release}"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+}
+html_static_path = []
+
+
+# --------------------------------------------------------------------------------------
+# Outputs shown in the pages, produced by the repository's own code at build time
+# --------------------------------------------------------------------------------------
+
+GENERATED = HERE / "generated"
+
+
+def _captured(function):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        function()
+    return out.getvalue()
+
+
+def _write_outputs():
+    GENERATED.mkdir(exist_ok=True)
+    # The quickstart of README.md and getting_started.rst, as printed.
+    quickstart = _captured(
+        lambda: runpy.run_path(str(ROOT / "examples" / "quickstart.py"), run_name="__main__")
+    )
+    (GENERATED / "quickstart_output.txt").write_text(quickstart)
+    # The command line: --help at a fixed width, and one run on a generated CSV.
+    os.environ["COLUMNS"] = "88"
+    (GENERATED / "cli_help.txt").write_text(build_parser().format_help())
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=100_000)
+    y = (rng.uniform(size=s.size) < s**2).astype(int)  # true CE = 1/6
+    csv = GENERATED / "predictions.csv"
+    pd.DataFrame({"y_prob": s, "y_true": y}).to_csv(csv, index=False)
+    cwd = os.getcwd()
+    os.chdir(GENERATED)
+    try:
+        run = _captured(lambda: cli_main(["predictions.csv"]))
+    finally:
+        os.chdir(cwd)
+        csv.unlink()
+    (GENERATED / "cli_run.txt").write_text(run)
+    (GENERATED / "h_table.txt").write_text(_h_table())
+
+
+def _h_table():
+    """AUROC and NW bound of a perturbed logistic regression for a grid of h."""
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+
+    from skcalbound import NWCalibrationBound, perturb_scores
+
+    X, y = make_classification(
+        n_samples=250_000, n_features=20, n_informative=6, n_redundant=4,
+        flip_y=0.05, class_sep=0.8, random_state=0,
+    )
+    clf = LogisticRegression(max_iter=1000).fit(X[:50_000], y[:50_000])
+    p, y_test = clf.predict_proba(X[50_000:])[:, 1], y[50_000:]
+    rows = []
+    for k in range(3, 9):
+        h = 2.0**-k
+        s = perturb_scores(p, h, random_state=0)
+        nw = NWCalibrationBound(h=h, random_state=0).fit(s, y_test)
+        rows.append({
+            "h": f"2**-{k}",
+            "b1": nw.b1_,
+            "b2": nw.b2_,
+            "AUROC": roc_auc_score(y_test, s),
+            "NW bound": nw.bound_,
+            "plug-in": nw.estimate_,
+            "smoothing_mean": nw.terms_["smoothing_mean"],
+        })
+    table = pd.DataFrame(rows)
+    header = f"unperturbed AUROC {roc_auc_score(y_test, p):.4f}\n"
+    with pd.option_context("display.float_format", "{:.4f}".format):
+        return header + table.to_string(index=False, formatters={
+            "b1": "{:.1f}".format, "b2": "{:.0f}".format,
+        }) + "\n"
+
+
+_write_outputs()

@@ -1,6 +1,7 @@
 """Certified upper bounds on the calibration error of binary classifiers."""
 
 from ._binned_ece import binned_ece
+from ._display import CalibrationBoundDisplay
 from ._lipschitz_bound import LipschitzBucketBound, lipschitz_bucket_bound
 from ._nw_bound import NWCalibrationBound, nw_bound
 from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
@@ -11,6 +12,7 @@ from ._tv_bound import TVCalibrationBound, tv_bound
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "CalibrationBoundDisplay",
     "LipschitzBucketBound",
     "NWCalibrationBound",
     "SechPerturbedClassifier",

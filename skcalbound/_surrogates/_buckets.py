@@ -580,6 +580,22 @@ def candidate_eta(queries, runs):
     return out
 
 
+def candidate_smoothing(queries, runs, lipschitz):
+    """Unclipped ``g = L mean_{i in b} |s' - s_i| + 1/(2 sqrt(n_b))`` at every (sorted)
+    query, from the same affine form per run as :func:`candidate_sums`."""
+    out = np.empty(queries.scores.shape[0])
+    lengths = runs.q1 - runs.q0
+    idx = np.repeat(runs.q0 - np.cumsum(lengths) + lengths, lengths)
+    idx += np.arange(idx.shape[0])
+    run_of = np.repeat(np.arange(lengths.shape[0]), lengths)
+    alpha = lipschitz / runs.n
+    g = alpha[run_of] * queries.D[idx]
+    g += (alpha * runs.a)[run_of] * queries.e[idx]
+    g += (alpha * runs.k + 0.5 / np.sqrt(runs.n))[run_of]
+    out[idx] = g
+    return out
+
+
 class BucketSurrogate:
     """Every candidate bucketing of sorted training scores and labels.
 
@@ -623,6 +639,19 @@ class BucketSurrogate:
         out = np.empty(x.shape[0])
         out[order] = candidate_eta(queries, candidate_runs(queries, training, B, r, self.n_shifts))
         return out
+
+    def residuals_and_smoothing(self, lipschitz, x):
+        """``|eta_hat(x) - x|``, unclipped ``g(x)`` of the chosen candidate at scores
+        ``x`` (any order), and the number of queries that used a fallback bucket."""
+        B, r = self.candidates[self.candidate]
+        training = self.training(self.grid_of(self.candidate))
+        order = np.argsort(x, kind="stable")
+        queries = GridQueries.build(training, x[order])
+        runs = candidate_runs(queries, training, B, r, self.n_shifts)
+        eta, g = np.empty(x.shape[0]), np.empty(x.shape[0])
+        eta[order] = candidate_eta(queries, runs)
+        g[order] = candidate_smoothing(queries, runs, lipschitz)
+        return np.abs(eta - x), g, runs.n_fallback
 
     def all_sums(self, x_sorted, lipschitz):
         """:func:`candidate_sums` of every candidate at sorted held-out scores."""

@@ -1,0 +1,367 @@
+"""The ``skcalbound`` command: certified calibration bounds for scores in a file.
+
+Reads one column of scores and one of labels from a CSV or Parquet file, fits the
+requested bound estimators (the same numbers as in Python with the same seed), and
+prints a table or JSON; optionally writes the reliability plot. Errors in the file
+or the options are reported on one line, with exit status 2.
+"""
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import (
+    CalibrationBoundDisplay,
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    __version__,
+    binned_ece,
+)
+
+PROG = "skcalbound"
+
+DESCRIPTION = """\
+Certified upper bound on the calibration error CE = E|s - E[y|s]| of a binary
+classifier, from a file with one row per example: the classifier's predicted
+probability of the positive class (column --scores) and the true label (column
+--labels; two distinct values, the larger one is the positive class).
+
+Each bound holds with probability at least --confidence-level under its assumption
+on the calibration function E[y|s]:
+  tv         total variation <= V (V=1: any monotone calibration function).
+             Needs nothing else; use it for raw classifier scores.
+  nw         bounded derivatives, which hold by construction when the scores were
+             perturbed with the sech kernel of bandwidth h (skcalbound.perturb_scores
+             or SechPerturbedClassifier): pass that --h. The tightest bound.
+  lipschitz  Lipschitz calibration function (the paper's baseline): pass --h or --L.
+The 15-bin ECE is printed next to them for comparison; it is a heuristic, not a bound.
+"""
+
+EPILOG = """\
+examples:
+  skcalbound predictions.csv
+  skcalbound scores.parquet --scores prob --labels label --bound tv nw --h 0.015625
+  skcalbound predictions.csv --json --plot reliability.png
+
+Exit status: 0 on success, 2 for a bad option, file, column or value."""
+
+BOUNDS = ("tv", "nw", "lipschitz")
+_NAMES = {"tv": "TV", "nw": "NW", "lipschitz": "Lipschitz"}
+
+
+class CLIError(Exception):
+    """A problem with the input: reported on one line, exit status 2."""
+
+
+def build_parser():
+    """The command's argument parser."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "file", help="CSV or Parquet file (by extension: .csv[.gz], .parquet, .pq)."
+    )
+    data = parser.add_argument_group("data")
+    data.add_argument(
+        "--scores", default="y_prob", metavar="COLUMN",
+        help="column of predicted probabilities in [0, 1] (default: %(default)s)",
+    )
+    data.add_argument(
+        "--labels", default="y_true", metavar="COLUMN",
+        help="column of binary labels (default: %(default)s)",
+    )
+    data.add_argument(
+        "--format", choices=("csv", "parquet"), default=None,
+        help="file format, if the extension does not say it",
+    )
+    bounds = parser.add_argument_group("bounds")
+    bounds.add_argument(
+        "--bound", nargs="+", choices=BOUNDS, default=None, metavar="NAME",
+        help="bounds to compute, any of: tv, nw, lipschitz (default: tv; also nw "
+        "when --h or --b1/--b2 is given, lipschitz when --L is given)",
+    )
+    bounds.add_argument(
+        "--confidence-level", type=float, default=0.95, metavar="P",
+        help="probability with which each bound holds (default: %(default)s)",
+    )
+    bounds.add_argument(
+        "--V", type=float, default=1.0,
+        help="tv: bound on the total variation of E[y|s] (default: %(default)s)",
+    )
+    bounds.add_argument(
+        "--h", type=float, default=None,
+        help="nw, lipschitz: bandwidth of the sech perturbation the scores went "
+        "through (e.g. 0.015625 for 2**-6)",
+    )
+    bounds.add_argument("--b1", type=float, default=None,
+                        help="nw: bound on |eta'| (with --b2, instead of --h)")
+    bounds.add_argument("--b2", type=float, default=None,
+                        help="nw: bound on |eta''| (with --b1, instead of --h)")
+    bounds.add_argument("--L", type=float, default=None,
+                        help="lipschitz: Lipschitz constant (instead of --h)")
+    bounds.add_argument(
+        "--cv", type=int, default=5, metavar="K",
+        help="number of cross-fitting folds (default: %(default)s)",
+    )
+    bounds.add_argument(
+        "--aggregate", choices=("mean", "min"), default="mean",
+        help="combine the fold bounds by their mean or minimum; both are certified "
+        "(default: %(default)s)",
+    )
+    bounds.add_argument(
+        "--random-state", type=int, default=0, metavar="SEED",
+        help="seed of the shuffled folds (default: %(default)s, reproducible)",
+    )
+    bounds.add_argument(
+        "--n-bins", type=int, default=15, metavar="N",
+        help="bins of the binned ECE shown for comparison (default: %(default)s)",
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    out.add_argument(
+        "--plot", default=None, metavar="PATH",
+        help="write the reliability plot (surrogates, bands, bounds) to PATH (.png, "
+        ".pdf, .svg)",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
+
+
+def read_table(path, file_format=None):
+    """The data frame in ``path``; CLIError if it cannot be read."""
+    path = Path(path)
+    if not path.is_file():
+        raise CLIError(f"{path}: no such file")
+    if file_format is None:
+        suffixes = [s.lower() for s in path.suffixes]
+        if suffixes and suffixes[-1] in (".parquet", ".pq"):
+            file_format = "parquet"
+        elif ".csv" in suffixes[-2:]:
+            file_format = "csv"
+        else:
+            raise CLIError(
+                f"{path}: cannot tell the format from the extension; name the file "
+                ".csv or .parquet, or pass --format csv|parquet"
+            )
+    try:
+        if file_format == "parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except ImportError as exc:
+        raise CLIError(
+            f"{path}: reading Parquet needs pyarrow: pip install 'skcalbound[cli]' ({exc})"
+        ) from exc
+    except Exception as exc:  # pandas and pyarrow raise many types for bad files
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        raise CLIError(f"{path}: not a readable {file_format} file: {message}") from exc
+
+
+def _plain(value):
+    """A numpy scalar as the Python value it holds (for messages and JSON)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _column(frame, name, option, path):
+    if name not in frame.columns:
+        shown = ", ".join(map(str, frame.columns[:20]))
+        more = ", ..." if len(frame.columns) > 20 else ""
+        raise CLIError(
+            f"{path}: no column {name!r} (columns: {shown}{more}); pass {option} NAME"
+        )
+    return frame[name]
+
+
+def scores_and_labels(frame, scores_column, labels_column, path):
+    """Float scores and the labels column as arrays; CLIError for bad values."""
+    scores = _column(frame, scores_column, "--scores", path)
+    labels = _column(frame, labels_column, "--labels", path)
+    if len(frame) == 0:
+        raise CLIError(f"{path}: the file has no rows")
+    numeric = pd.to_numeric(scores, errors="coerce").to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~((numeric >= 0.0) & (numeric <= 1.0))  # also NaN, inf, text
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise CLIError(
+            f"{path}: column {scores_column!r} must hold probabilities in [0, 1] "
+            f"(no missing values); row {row} holds {_plain(scores.iloc[row])!r} "
+            f"({int(bad.sum())} bad rows in all)"
+        )
+    missing = labels.isna().to_numpy()
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise CLIError(
+            f"{path}: column {labels_column!r} has a missing label in row {row}"
+        )
+    classes = pd.unique(labels)
+    if len(classes) != 2:
+        shown = ", ".join(repr(_plain(c)) for c in list(classes)[:5])
+        raise CLIError(
+            f"{path}: column {labels_column!r} must hold exactly two distinct labels "
+            f"(binary classification; the larger is the positive class); found "
+            f"{len(classes)}: {shown}{', ...' if len(classes) > 5 else ''}"
+        )
+    positive = _plain(np.unique(labels.to_numpy())[1])  # the larger, as in the bounds
+    return numeric, labels.to_numpy(), positive
+
+
+def _estimators(args, bounds):
+    common = dict(
+        confidence_level=args.confidence_level, cv=args.cv, aggregate=args.aggregate,
+        random_state=args.random_state,
+    )
+    made = {}
+    for name in bounds:
+        if name == "tv":
+            made[name] = TVCalibrationBound(V=args.V, **common)
+        elif name == "nw":
+            made[name] = NWCalibrationBound(h=args.h, b1=args.b1, b2=args.b2, **common)
+        else:
+            made[name] = LipschitzBucketBound(L=args.L, h=args.h, **common)
+    return made
+
+
+def _assumption(name, est):
+    if name == "tv":
+        return f"total variation of E[y|s] <= V = {est.V:g}"
+    if name == "nw":
+        return f"|eta'| <= b1 = {est.b1_:.6g}, |eta''| <= b2 = {est.b2_:.6g}"
+    return f"E[y|s] is L-Lipschitz, L = {est.L_:.6g}"
+
+
+def compute(args, scores, labels):
+    """The results as a list of dicts, and the fitted estimators by name."""
+    bounds = args.bound
+    if bounds is None:
+        bounds = ["tv"]
+        if args.h is not None or args.b1 is not None or args.b2 is not None:
+            bounds.append("nw")
+        if args.L is not None:
+            bounds.append("lipschitz")
+    bounds = list(dict.fromkeys(bounds))
+    estimators = _estimators(args, bounds)
+    results = []
+    for name, est in estimators.items():
+        try:
+            est.fit(scores, labels)
+        except (ValueError, TypeError) as exc:  # the options of this bound
+            raise CLIError(f"{name}: {exc}") from exc
+        results.append({
+            "method": name,
+            "certified": True,
+            "bound": float(est.bound_),
+            "estimate": float(est.estimate_),
+            "confidence_level": float(est.confidence_level),
+            "assumption": _assumption(name, est),
+            "terms": {k: float(v) for k, v in est.terms_.items()},
+        })
+    try:
+        ece = binned_ece(labels, scores, n_bins=args.n_bins)
+    except ValueError as exc:
+        raise CLIError(f"--n-bins: {exc}") from exc
+    results.append({
+        "method": "binned_ece",
+        "certified": False,
+        "bound": None,
+        "estimate": float(ece),
+        "confidence_level": None,
+        "assumption": f"heuristic, not a bound ({args.n_bins} equal-width bins)",
+        "terms": {},
+    })
+    return results, estimators
+
+
+def format_table(results, header):
+    """The human-readable report."""
+    lines = [header, ""]
+    lines.append(f"{'method':<12}{'bound':>10}{'plug-in':>10}  assumption")
+    for r in results:
+        if r["certified"]:
+            name = _NAMES[r["method"]]
+            level = f"{100 * r['confidence_level']:g}%"
+            lines.append(
+                f"{name:<12}{r['bound']:>10.6f}{r['estimate']:>10.6f}  "
+                f"{r['assumption']}; holds with probability >= {level}"
+            )
+            for term, value in r["terms"].items():
+                lines.append(f"  {term:<22}{value:>10.6f}")
+        else:
+            lines.append(f"{'binned ECE':<12}{'-':>10}{r['estimate']:>10.6f}  {r['assumption']}")
+    return "\n".join(lines)
+
+
+def write_plot(path, estimators, scores):
+    """Every fitted bound's display on one axes, saved to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 7))
+    for k, est in enumerate(estimators.values()):
+        CalibrationBoundDisplay.from_bound(est, scores, ax=ax, show_hist=(k == 0))
+    try:
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    except (ValueError, OSError) as exc:
+        raise CLIError(f"{path}: cannot write the plot: {' '.join(str(exc).split())}") from exc
+    finally:
+        plt.close(fig)
+
+
+def _fail(message):
+    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+    return 2
+
+
+def main(argv=None):
+    """Run the command; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        if not (0.0 < args.confidence_level < 1.0) or math.isnan(args.confidence_level):
+            raise CLIError(
+                f"--confidence-level must be in (0, 1); got {args.confidence_level}"
+            )
+        if args.plot is not None and not Path(args.plot).resolve().parent.is_dir():
+            raise CLIError(
+                f"{args.plot}: the directory {Path(args.plot).parent} does not exist"
+            )
+        frame = read_table(args.file, args.format)
+        scores, labels, positive = scores_and_labels(
+            frame, args.scores, args.labels, args.file
+        )
+        results, estimators = compute(args, scores, labels)
+        if args.plot is not None:
+            write_plot(args.plot, estimators, scores)
+    except CLIError as exc:
+        return _fail(exc)
+    if args.json:
+        report = {
+            "file": str(args.file),
+            "n_samples": int(scores.shape[0]),
+            "scores_column": args.scores,
+            "labels_column": args.labels,
+            "positive_label": positive,
+            "results": results,
+        }
+        if args.plot is not None:
+            report["plot"] = str(args.plot)
+        print(json.dumps(report, indent=2))
+    else:
+        header = (
+            f"{args.file}: {scores.shape[0]} scores (column {args.scores!r}), labels "
+            f"(column {args.labels!r}, positive class {positive!r}); cv={args.cv}, "
+            f"aggregate={args.aggregate}, random_state={args.random_state}"
+        )
+        print(format_table(results, header))
+        if args.plot is not None:
+            print(f"\nreliability plot written to {args.plot}")
+    return 0

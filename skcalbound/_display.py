@@ -1,0 +1,558 @@
+"""``CalibrationBoundDisplay``: the reliability curve behind a certified bound.
+
+In the style of :class:`sklearn.calibration.CalibrationDisplay`; built on the public
+bound estimators (a consumer module, see ``tests/test_layering.py``).
+"""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted
+
+from ._lipschitz_bound import LipschitzBucketBound
+from ._nw_bound import NWCalibrationBound
+from ._tv_bound import TVCalibrationBound
+from ._validation import check_probabilities
+
+_METHOD_NAMES = {"tv": "TV", "nw": "NW", "lipschitz": "Lipschitz bucketing"}
+_BOUND_CLASSES = {
+    "tv": TVCalibrationBound,
+    "nw": NWCalibrationBound,
+    "lipschitz": LipschitzBucketBound,
+}
+
+
+def _method_of(estimator):
+    """``'tv'``, ``'nw'`` or ``'lipschitz'`` for a bound estimator, else a TypeError."""
+    for method, cls in _BOUND_CLASSES.items():
+        if isinstance(estimator, cls):
+            return method
+    raise TypeError(
+        "Expected a bound estimator (TVCalibrationBound, NWCalibrationBound or "
+        f"LipschitzBucketBound); got {type(estimator).__name__}."
+    )
+
+
+def _make_bound(bound, bound_params):
+    """An unfitted bound estimator from a method name or an estimator instance."""
+    classes = _BOUND_CLASSES
+    if bound_params is not None and not isinstance(bound_params, dict):
+        raise TypeError(
+            f"bound_params must be a dict or None; got {type(bound_params).__name__}."
+        )
+    if isinstance(bound, str):
+        if bound not in classes:
+            raise ValueError(
+                f"bound must be one of {sorted(classes)} or a bound estimator; "
+                f"got {bound!r}."
+            )
+        return classes[bound](**(bound_params or {}))
+    _method_of(bound)
+    return clone(bound).set_params(**(bound_params or {}))
+
+
+def _check_n_grid(n_grid):
+    if not isinstance(n_grid, Integral) or isinstance(n_grid, bool) or n_grid < 2:
+        raise ValueError(f"n_grid must be an int >= 2; got {n_grid!r}.")
+
+
+def _smoothing_band(estimator, method, grid):
+    """``min(g, 1)`` of Lemma 6 for the refit surrogate at ``grid``, or None (TV)."""
+    if method == "nw":
+        _, g, _ = estimator.surrogate_.residuals_and_smoothing(
+            estimator.b1_, estimator.b2_, grid
+        )
+    elif method == "lipschitz":
+        _, g, _ = estimator.surrogate_.residuals_and_smoothing(estimator.L_, grid)
+    else:
+        return None
+    return np.minimum(g, 1.0)
+
+
+def check_matplotlib_support(caller):
+    """Raise a clear ImportError if matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            f"{caller} needs matplotlib: pip install 'skcalbound[plot]' (or "
+            "pip install matplotlib)."
+        ) from exc
+
+
+def _percent(confidence_level):
+    return f"{100 * confidence_level:g}%"
+
+
+class CalibrationBoundDisplay:
+    """Reliability curve of a certified calibration bound.
+
+    Plots the surrogate calibration function :math:`\\hat\\eta` that a bound estimator
+    fitted (what its ``predict`` returns), the diagonal of perfect calibration, for
+    the NW and Lipschitz bounds the band :math:`\\hat\\eta \\pm \\tilde g` of Lemma 6,
+    a histogram of the scores, and the certified bound with its confidence level in
+    the legend.
+
+    The band is **not** a confidence band: :math:`\\tilde g(s) = \\min(g_T(s), 1)`
+    bounds the *expected* error :math:`E|\\hat\\eta(s) - \\eta(s)|` of the surrogate
+    over the training labels at the score :math:`s`, the quantity whose average enters
+    the NW and Lipschitz bounds. The TV bound has no pointwise counterpart (its
+    denoising term bounds an average of :math:`|\\hat\\eta - \\eta|` over the training
+    scores, not the error at any one score), so no band is drawn for it.
+
+    It is recommended to create a display with :meth:`from_estimator`,
+    :meth:`from_predictions` or :meth:`from_bound`. All attributes are stored
+    unchanged.
+
+    Read more in the :ref:`User Guide <display>`.
+
+    Parameters
+    ----------
+    grid : ndarray of shape (n_grid,)
+        Increasing scores at which the surrogate is evaluated.
+
+    surrogate : ndarray of shape (n_grid,)
+        The surrogate calibration function at ``grid``.
+
+    bound : float
+        Certified upper bound on the calibration error.
+
+    band : ndarray of shape (n_grid,), default=None
+        Half-width of the band around the surrogate (Lemma 6's :math:`\\tilde g` at
+        ``grid``), or None for no band.
+
+    y_prob : ndarray of shape (n_samples,), default=None
+        Scores shown as a histogram, or None for no histogram.
+
+    method : {'tv', 'nw', 'lipschitz'}, default='tv'
+        The bound that produced the numbers, named in the legend.
+
+    confidence_level : float, default=0.95
+        Probability with which ``bound`` holds, shown in the legend.
+
+    estimator_name : str, default=None
+        Name of the classifier, shown in the legend; None shows the bound's name only.
+
+    Attributes
+    ----------
+    estimator_ : bound estimator
+        The fitted bound estimator; set by :meth:`from_estimator`,
+        :meth:`from_predictions` and :meth:`from_bound` only.
+
+    line_ : matplotlib Line2D
+        The surrogate curve.
+
+    band_ : matplotlib PolyCollection or None
+        The band, or None if no band was drawn.
+
+    hist_ : matplotlib StepPatch or None
+        The score histogram (heights scaled to at most 0.2), or None.
+
+    ref_line_ : matplotlib Line2D or None
+        The diagonal, or None if it was not drawn by this display.
+
+    ax_ : matplotlib Axes
+        Axes with the plot.
+
+    figure_ : matplotlib Figure
+        Figure containing the plot.
+
+    See Also
+    --------
+    sklearn.calibration.CalibrationDisplay : Binned reliability diagram.
+    NWCalibrationBound : The bound whose band is drawn for perturbed scores.
+    TVCalibrationBound : The bound for a monotone calibration function.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from skcalbound import CalibrationBoundDisplay, perturb_scores
+    >>> rng = np.random.default_rng(0)
+    >>> s = perturb_scores(rng.uniform(size=20_000), h=2**-4, random_state=0)
+    >>> y = rng.uniform(size=20_000) < s
+    >>> disp = CalibrationBoundDisplay.from_predictions(
+    ...     y, s, bound="nw", bound_params={"h": 2**-4, "random_state": 0})
+    >>> print(f"{disp.bound:.3f}")
+    0.093
+    """
+
+    def __init__(
+        self,
+        grid,
+        surrogate,
+        bound,
+        *,
+        band=None,
+        y_prob=None,
+        method="tv",
+        confidence_level=0.95,
+        estimator_name=None,
+    ):
+        self.grid = grid
+        self.surrogate = surrogate
+        self.bound = bound
+        self.band = band
+        self.y_prob = y_prob
+        self.method = method
+        self.confidence_level = confidence_level
+        self.estimator_name = estimator_name
+
+    def plot(self, *, ax=None, name=None, ref_line=True, show_band=True,
+             show_hist=True, **kwargs):
+        """Plot the display.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+            Axes to plot on. If None, a new figure and axes are created.
+
+        name : str, default=None
+            Name of the classifier in the legend. If None, ``estimator_name`` is used.
+
+        ref_line : bool, default=True
+            Whether to draw the diagonal of perfect calibration (once per axes).
+
+        show_band : bool, default=True
+            Whether to draw the band, if the display has one.
+
+        show_hist : bool, default=True
+            Whether to draw the histogram of the scores, if the display has them.
+
+        **kwargs : dict
+            Keyword arguments passed to :meth:`matplotlib.axes.Axes.plot` for the
+            surrogate curve.
+
+        Returns
+        -------
+        display : CalibrationBoundDisplay
+            The display, with the artists stored as attributes.
+        """
+        check_matplotlib_support(f"{type(self).__name__}.plot")
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots()
+        self.ax_, self.figure_ = ax, ax.figure
+        name = self.estimator_name if name is None else name
+        method = _METHOD_NAMES.get(self.method, str(self.method))
+
+        ref_label = "Perfectly calibrated"
+        self.ref_line_ = None
+        if ref_line and ref_label not in ax.get_legend_handles_labels()[1]:
+            (self.ref_line_,) = ax.plot([0, 1], [0, 1], "k:", label=ref_label)
+
+        prefix = f"{name}: " if name else ""
+        label = (
+            f"{prefix}{method} surrogate $\\hat\\eta$; certified CE $\\leq$ "
+            f"{self.bound:.3f} ({_percent(self.confidence_level)})"
+        )
+        line_kwargs = {"label": label, "zorder": 3}
+        if self.method == "tv":
+            line_kwargs["drawstyle"] = "steps-post"  # a right-continuous step function
+        line_kwargs.update(kwargs)
+        (self.line_,) = ax.plot(self.grid, self.surrogate, **line_kwargs)
+
+        self.band_ = None
+        if show_band and self.band is not None:
+            lower = np.clip(self.surrogate - self.band, 0.0, 1.0)
+            upper = np.clip(self.surrogate + self.band, 0.0, 1.0)
+            self.band_ = ax.fill_between(
+                self.grid, lower, upper, color=self.line_.get_color(), alpha=0.2,
+                linewidth=0, zorder=2,
+                label=(
+                    f"{prefix}$\\hat\\eta \\pm \\tilde g$: Lemma 6 bound on the "
+                    "expected error\nof $\\hat\\eta$ at each score (not a confidence band)"
+                ),
+            )
+
+        self.hist_ = None
+        if show_hist and self.y_prob is not None:
+            counts, edges = np.histogram(self.y_prob, bins=50, range=(0.0, 1.0))
+            heights = 0.2 * counts / max(int(counts.max()), 1)
+            self.hist_ = ax.stairs(
+                heights, edges, fill=True, color=self.line_.get_color(), alpha=0.15,
+                zorder=1, label=f"{prefix}scores (histogram, scaled)",
+            )
+
+        ax.set(
+            xlim=(0.0, 1.0),
+            ylim=(0.0, 1.0),
+            xlabel="Predicted probability $s$",
+            ylabel="$E[y \\mid s]$ (surrogate $\\hat\\eta$)",
+        )
+        ax.legend(loc="upper left", fontsize="small")
+        return self
+
+    @classmethod
+    def from_estimator(cls, estimator, X, y, *, bound="tv", bound_params=None,
+                       n_grid=512, name=None, ax=None, ref_line=True, show_band=True,
+                       show_hist=True, **kwargs):
+        """Fit a bound on a classifier's predicted probabilities and plot it.
+
+        The bound estimator is fitted on ``estimator.predict_proba(X)[:, 1]`` (the
+        probability of ``estimator.classes_[1]``) and ``y``.
+
+        Parameters
+        ----------
+        estimator : estimator instance
+            Fitted binary classifier (or pipeline ending in one) with a
+            ``predict_proba`` method. Use scores perturbed with
+            :func:`~skcalbound.perturb_scores` (or a classifier that perturbs its
+            probabilities) for ``bound='nw'`` or ``'lipschitz'`` with ``h``.
+
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Input values, independent of the data the classifier was trained on.
+
+        y : array-like of shape (n_samples,)
+            Binary labels; the positive class is the larger label.
+
+        bound : {'tv', 'nw', 'lipschitz'} or bound estimator, default='tv'
+            The bound to compute: a name (the estimator is built with
+            ``bound_params``) or an unfitted :class:`~skcalbound.TVCalibrationBound`,
+            :class:`~skcalbound.NWCalibrationBound` or
+            :class:`~skcalbound.LipschitzBucketBound` (cloned, never modified).
+
+        bound_params : dict, default=None
+            Parameters of the bound estimator, e.g. ``{"h": 2**-6,
+            "random_state": 0}`` for ``bound='nw'``.
+
+        n_grid : int, default=512
+            Number of scores, evenly spaced between the smallest and the largest
+            score, at which the surrogate and the band are drawn.
+
+        name : str, default=None
+            Name of the classifier in the legend; the class name of ``estimator`` if
+            None.
+
+        ax : matplotlib Axes, default=None
+            Axes to plot on. If None, a new figure and axes are created.
+
+        ref_line : bool, default=True
+            Whether to draw the diagonal of perfect calibration (once per axes).
+
+        show_band : bool, default=True
+            Whether to draw the band (NW and Lipschitz bounds only).
+
+        show_hist : bool, default=True
+            Whether to draw the histogram of the scores.
+
+        **kwargs : dict
+            Keyword arguments passed to :meth:`matplotlib.axes.Axes.plot` for the
+            surrogate curve.
+
+        Returns
+        -------
+        display : CalibrationBoundDisplay
+            The display; the fitted bound estimator is :attr:`estimator_`.
+
+        See Also
+        --------
+        CalibrationBoundDisplay.from_predictions : From labels and scores.
+        CalibrationBoundDisplay.from_bound : From a fitted bound estimator.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> from sklearn.datasets import make_classification
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from skcalbound import CalibrationBoundDisplay
+        >>> X, y = make_classification(n_samples=4000, random_state=0)
+        >>> clf = LogisticRegression().fit(X[:2000], y[:2000])
+        >>> disp = CalibrationBoundDisplay.from_estimator(
+        ...     clf, X[2000:], y[2000:], bound_params={"random_state": 0})
+        >>> disp.estimator_
+        TVCalibrationBound(random_state=0)
+        """
+        check_matplotlib_support(f"{cls.__name__}.from_estimator")
+        check_is_fitted(estimator)
+        if not callable(getattr(estimator, "predict_proba", None)):
+            raise TypeError(
+                "estimator must be a fitted binary classifier with a predict_proba "
+                f"method; {type(estimator).__name__} has none."
+            )
+        proba = np.asarray(estimator.predict_proba(X))
+        if proba.ndim != 2 or proba.shape[1] != 2:
+            raise ValueError(
+                "estimator must be a binary classifier: predict_proba must return two "
+                f"columns; got an array of shape {proba.shape}."
+            )
+        if name is None:
+            name = type(estimator).__name__
+        return cls.from_predictions(
+            y, proba[:, 1], bound=bound, bound_params=bound_params, n_grid=n_grid,
+            name=name, ax=ax, ref_line=ref_line, show_band=show_band,
+            show_hist=show_hist, **kwargs,
+        )
+
+    @classmethod
+    def from_predictions(cls, y_true, y_prob, *, bound="tv", bound_params=None,
+                         n_grid=512, name=None, ax=None, ref_line=True,
+                         show_band=True, show_hist=True, **kwargs):
+        """Fit a bound on labels and predicted probabilities and plot it.
+
+        Parameters
+        ----------
+        y_true : array-like of shape (n_samples,)
+            Binary labels; the positive class is the larger label.
+
+        y_prob : array-like of shape (n_samples,) or (n_samples, 2)
+            Predicted probabilities of the positive class, or a ``predict_proba``
+            output.
+
+        bound : {'tv', 'nw', 'lipschitz'} or bound estimator, default='tv'
+            The bound to compute: a name (the estimator is built with
+            ``bound_params``) or an unfitted :class:`~skcalbound.TVCalibrationBound`,
+            :class:`~skcalbound.NWCalibrationBound` or
+            :class:`~skcalbound.LipschitzBucketBound` (cloned, never modified).
+
+        bound_params : dict, default=None
+            Parameters of the bound estimator, e.g. ``{"h": 2**-6,
+            "random_state": 0}`` for ``bound='nw'``.
+
+        n_grid : int, default=512
+            Number of scores, evenly spaced between the smallest and the largest
+            score, at which the surrogate and the band are drawn.
+
+        name : str, default=None
+            Name of the classifier in the legend.
+
+        ax : matplotlib Axes, default=None
+            Axes to plot on. If None, a new figure and axes are created.
+
+        ref_line : bool, default=True
+            Whether to draw the diagonal of perfect calibration (once per axes).
+
+        show_band : bool, default=True
+            Whether to draw the band (NW and Lipschitz bounds only).
+
+        show_hist : bool, default=True
+            Whether to draw the histogram of the scores.
+
+        **kwargs : dict
+            Keyword arguments passed to :meth:`matplotlib.axes.Axes.plot` for the
+            surrogate curve.
+
+        Returns
+        -------
+        display : CalibrationBoundDisplay
+            The display; the fitted bound estimator is :attr:`estimator_`.
+
+        See Also
+        --------
+        CalibrationBoundDisplay.from_estimator : From a classifier and data.
+        CalibrationBoundDisplay.from_bound : From a fitted bound estimator.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import numpy as np
+        >>> from skcalbound import CalibrationBoundDisplay
+        >>> rng = np.random.default_rng(0)
+        >>> s = rng.uniform(size=20_000)
+        >>> y = rng.uniform(size=20_000) < s ** 2  # true CE = 1/6
+        >>> disp = CalibrationBoundDisplay.from_predictions(
+        ...     y, s, bound="tv", bound_params={"random_state": 0})
+        >>> print(f"{disp.bound:.3f}")
+        0.450
+        """
+        check_matplotlib_support(f"{cls.__name__}.from_predictions")
+        _check_n_grid(n_grid)
+        estimator = _make_bound(bound, bound_params).fit(y_prob, y_true)
+        return cls.from_bound(
+            estimator, y_prob, n_grid=n_grid, name=name, ax=ax, ref_line=ref_line,
+            show_band=show_band, show_hist=show_hist, **kwargs,
+        )
+
+    @classmethod
+    def from_bound(cls, estimator, y_prob=None, *, n_grid=512, name=None, ax=None,
+                   ref_line=True, show_band=True, show_hist=True, **kwargs):
+        """Plot an already fitted bound estimator.
+
+        Parameters
+        ----------
+        estimator : bound estimator
+            A fitted :class:`~skcalbound.TVCalibrationBound`,
+            :class:`~skcalbound.NWCalibrationBound` or
+            :class:`~skcalbound.LipschitzBucketBound`.
+
+        y_prob : array-like of shape (n_samples,) or (n_samples, 2), default=None
+            Scores to show as a histogram, usually those the bound was fitted on;
+            they also set the range of the curve. If None, no histogram is drawn and
+            the curve spans [0, 1].
+
+        n_grid : int, default=512
+            Number of scores, evenly spaced over the range of ``y_prob``, at which
+            the surrogate and the band are drawn.
+
+        name : str, default=None
+            Name of the classifier in the legend.
+
+        ax : matplotlib Axes, default=None
+            Axes to plot on. If None, a new figure and axes are created.
+
+        ref_line : bool, default=True
+            Whether to draw the diagonal of perfect calibration (once per axes).
+
+        show_band : bool, default=True
+            Whether to draw the band (NW and Lipschitz bounds only).
+
+        show_hist : bool, default=True
+            Whether to draw the histogram of the scores.
+
+        **kwargs : dict
+            Keyword arguments passed to :meth:`matplotlib.axes.Axes.plot` for the
+            surrogate curve.
+
+        Returns
+        -------
+        display : CalibrationBoundDisplay
+            The display; ``estimator`` is stored as :attr:`estimator_`.
+
+        See Also
+        --------
+        CalibrationBoundDisplay.from_predictions : From labels and scores.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import numpy as np
+        >>> from skcalbound import CalibrationBoundDisplay, LipschitzBucketBound
+        >>> rng = np.random.default_rng(0)
+        >>> s = rng.uniform(size=20_000)
+        >>> y = rng.uniform(size=20_000) < s
+        >>> est = LipschitzBucketBound(L=1.0, random_state=0).fit(s, y)
+        >>> disp = CalibrationBoundDisplay.from_bound(est, s)
+        >>> bool(disp.bound == est.bound_)
+        True
+        """
+        check_matplotlib_support(f"{cls.__name__}.from_bound")
+        _check_n_grid(n_grid)
+        method = _method_of(estimator)
+        check_is_fitted(estimator)
+        if y_prob is None:
+            scores, low, high = None, 0.0, 1.0
+        else:
+            scores = check_probabilities(y_prob, "y_prob")
+            low, high = float(scores.min()), float(scores.max())
+        grid = np.linspace(low, high, n_grid)
+        display = cls(
+            grid,
+            estimator.predict(grid),
+            float(estimator.bound_),
+            band=_smoothing_band(estimator, method, grid),
+            y_prob=scores,
+            method=method,
+            confidence_level=float(estimator.confidence_level),
+            estimator_name=name,
+        )
+        display.estimator_ = estimator
+        return display.plot(
+            ax=ax, ref_line=ref_line, show_band=show_band, show_hist=show_hist,
+            **kwargs,
+        )

@@ -1,0 +1,328 @@
+"""CalibrationBoundDisplay: artists hold the right data, constructors, errors.
+
+The band is checked against slow references computed here from the definitions
+(Lemma 6 with the NW weights; the Lipschitz form with box weights), not against the
+code that draws it.
+"""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from numpy.testing import assert_allclose, assert_array_equal  # noqa: E402
+from sklearn.datasets import make_classification  # noqa: E402
+from sklearn.exceptions import NotFittedError  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.svm import LinearSVC  # noqa: E402
+
+from skcalbound import (  # noqa: E402
+    CalibrationBoundDisplay,
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    perturb_scores,
+)
+
+H = 2.0**-4
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def perturbed():
+    rng = np.random.default_rng(3)
+    s0 = rng.beta(2.0, 3.0, size=3000)
+    y = rng.uniform(size=s0.size) < s0**1.5
+    return perturb_scores(s0, H, random_state=0), y
+
+
+def _legend_texts(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def _nw_reference_g(scores, labels, query, bandwidth, tempering, n_bins, b1, b2):
+    """Lemma 6's ``g_T`` at one query, one training point at a time, with the weights
+    of the grid smoother (tempered Epanechnikov on bin offsets, nearest-neighbour
+    fallback) and the actual scores in every distance."""
+    qb = min(int(query * n_bins), n_bins - 1)
+    bins = np.minimum((scores * n_bins).astype(int), n_bins - 1)
+    u = (qb - bins) / (n_bins * bandwidth)
+    w = np.where(np.abs(u) < 1, np.maximum(1 - u * u, 0.0) ** tempering, 0.0)
+    if w.sum() == 0:
+        dist = np.abs(scores - query)
+        w = (dist == dist.min()).astype(float)
+    w = w / w.sum()
+    d = query - scores
+    return b1 * (w @ np.abs(d)) + 0.5 * b2 * (w @ (d * d)) + 0.5 * np.sqrt(w @ w)
+
+
+def _bucket_reference_g(train, query, L, n_buckets, shift, n_shifts):
+    """``L mean_b |s' - s_i| + 1 / (2 sqrt(n_b))`` over the query's bucket, or the
+    bucket of the nearest training score (the lower one when equidistant)."""
+
+    def bucket(v):
+        return np.clip(np.floor(n_buckets * v - shift / n_shifts), -1, n_buckets - 1)
+
+    own = bucket(train) == bucket(query)
+    if not own.any():
+        dist = np.abs(train - query)
+        own = bucket(train) == bucket(train[np.flatnonzero(dist == dist.min())[0]])
+    return L * np.mean(np.abs(query - train[own])) + 0.5 / np.sqrt(own.sum())
+
+
+# --------------------------------------------------------------------------------------
+# from_predictions: what is drawn
+# --------------------------------------------------------------------------------------
+
+
+def test_nw_display_draws_the_surrogate_the_band_and_the_bound(perturbed):
+    s, y = perturbed
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="nw", bound_params={"h": H, "random_state": 0}, n_grid=200
+    )
+    est = disp.estimator_
+    assert isinstance(est, NWCalibrationBound) and est.h == H
+    assert disp.bound == est.bound_ == NWCalibrationBound(h=H, random_state=0).fit(s, y).bound_
+    # The grid spans the scores; the curve is predict on it.
+    assert_allclose(disp.grid, np.linspace(s.min(), s.max(), 200), rtol=0, atol=0)
+    assert_array_equal(disp.line_.get_xdata(), disp.grid)
+    assert_allclose(disp.line_.get_ydata(), est.predict(disp.grid), rtol=0, atol=1e-15)
+    # The band: min(g_T, 1) of Lemma 6 for the refit smoother, from the definition.
+    order = np.argsort(s, kind="stable")
+    train, labels = s[order], y[order].astype(float)
+    reference = [
+        min(_nw_reference_g(train, labels, q, est.bandwidth_, est.tempering,
+                            est.surrogate_.n_bins, est.b1_, est.b2_), 1.0)
+        for q in disp.grid
+    ]
+    assert_allclose(disp.band, reference, rtol=1e-9)
+    assert 0 < disp.band.min() and disp.band.max() <= 1
+    # The polygon is the band clipped to [0, 1] around the surrogate.
+    y_vertices = disp.band_.get_paths()[0].vertices[:, 1]
+    lower = np.clip(disp.surrogate - disp.band, 0, 1)
+    upper = np.clip(disp.surrogate + disp.band, 0, 1)
+    assert_allclose([y_vertices.min(), y_vertices.max()], [lower.min(), upper.max()])
+    # Legend: the bound with its confidence level; the band is not called certified.
+    texts = _legend_texts(disp.ax_)
+    line_label = disp.line_.get_label()
+    assert f"{est.bound_:.3f}" in line_label and "(95%)" in line_label
+    assert "NW" in line_label and line_label in texts
+    band_label = disp.band_.get_label()
+    assert "not a confidence band" in band_label and "certified" not in band_label
+    assert texts[0] == "Perfectly calibrated"
+    assert_array_equal(disp.ref_line_.get_xydata(), [[0, 0], [1, 1]])
+
+
+def test_histogram_shows_the_scores_scaled_to_a_fifth(perturbed):
+    s, y = perturbed
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="tv", bound_params={"random_state": 0}
+    )
+    counts, edges = np.histogram(s, bins=50, range=(0, 1))
+    values = disp.hist_.get_data().values
+    assert_allclose(values, 0.2 * counts / counts.max())
+    assert_allclose(disp.hist_.get_data().edges, edges)
+    assert_array_equal(disp.y_prob, s)
+
+
+def test_tv_display_has_no_band_and_draws_a_step_function(perturbed):
+    s, y = perturbed
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound=TVCalibrationBound(random_state=0)
+    )
+    est = disp.estimator_
+    assert disp.method == "tv" and disp.band is None and disp.band_ is None
+    assert disp.line_.get_drawstyle() == "steps-post"
+    assert_allclose(disp.line_.get_ydata(), est.predict(disp.grid), rtol=0, atol=0)
+    texts = _legend_texts(disp.ax_)
+    assert any(f"{est.bound_:.3f}" in t and "TV" in t for t in texts)
+    assert not any("Lemma 6" in t for t in texts)
+
+
+def test_lipschitz_band_matches_the_box_weight_definition_with_fallback():
+    # Scores with a gap: grid points in the gap lie in empty buckets and use the
+    # bucket of the nearest training score.
+    rng = np.random.default_rng(1)
+    s = np.concatenate([rng.uniform(0.0, 0.2, 300), rng.uniform(0.7, 0.9, 300)])
+    y = rng.uniform(size=s.size) < s
+    est = LipschitzBucketBound(L=2.0, n_buckets=16, n_shifts=3, random_state=0).fit(s, y)
+    disp = CalibrationBoundDisplay.from_bound(est, s, n_grid=301)
+    _, _, n_fallback = est.surrogate_.residuals_and_smoothing(est.L_, disp.grid)
+    assert n_fallback > 50  # the gap is exercised
+    train = np.sort(s)
+    reference = [
+        min(_bucket_reference_g(train, q, 2.0, est.n_buckets_, est.shift_, 3), 1.0)
+        for q in disp.grid
+    ]
+    assert_allclose(disp.band, reference, rtol=1e-9, atol=1e-12)
+    assert_allclose(disp.line_.get_ydata(), est.predict(disp.grid), rtol=0, atol=0)
+    assert "Lipschitz" in disp.line_.get_label()
+    assert f"{est.bound_:.3f}" in disp.line_.get_label()
+
+
+# --------------------------------------------------------------------------------------
+# The constructors
+# --------------------------------------------------------------------------------------
+
+
+def test_from_estimator_fits_the_bound_on_predict_proba():
+    X, y = make_classification(n_samples=6000, random_state=0)
+    clf = LogisticRegression().fit(X[:3000], y[:3000])
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X[3000:], y[3000:], bound="lipschitz",
+        bound_params={"L": 4.0, "random_state": 0},
+    )
+    p = clf.predict_proba(X[3000:])[:, 1]
+    expected = LipschitzBucketBound(L=4.0, random_state=0).fit(p, y[3000:])
+    assert disp.bound == expected.bound_
+    assert_allclose(disp.surrogate, expected.predict(disp.grid), rtol=0, atol=0)
+    assert disp.line_.get_label().startswith("LogisticRegression: Lipschitz")
+    assert disp.estimator_name == "LogisticRegression"
+
+
+def test_from_estimator_name_and_line_kwargs():
+    X, y = make_classification(n_samples=2000, random_state=0)
+    clf = LogisticRegression().fit(X, y)
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X, y, bound_params={"random_state": 0}, name="my model", color="red"
+    )
+    assert disp.line_.get_label().startswith("my model: TV")
+    assert disp.line_.get_color() == "red"
+
+
+def test_from_bound_without_scores_spans_the_unit_interval():
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=2000)
+    y = rng.uniform(size=2000) < s
+    est = NWCalibrationBound(b1=1.0, b2=1.0, random_state=0).fit(s, y)
+    disp = CalibrationBoundDisplay.from_bound(est, n_grid=11)
+    assert_allclose(disp.grid, np.linspace(0, 1, 11))
+    assert disp.hist_ is None and disp.y_prob is None
+    assert disp.estimator_ is est and disp.bound == est.bound_
+    assert disp.band.shape == (11,)
+
+
+def test_bound_instance_is_cloned_and_bound_params_applied(perturbed):
+    s, y = perturbed
+    bound = NWCalibrationBound(h=H, random_state=0)
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound=bound, bound_params={"confidence_level": 0.9}
+    )
+    assert not hasattr(bound, "bound_") and bound.confidence_level == 0.95
+    assert disp.estimator_ is not bound and disp.estimator_.confidence_level == 0.9
+    assert disp.confidence_level == 0.9 and "(90%)" in disp.line_.get_label()
+
+
+def test_displays_share_axes_and_draw_one_diagonal(perturbed):
+    s, y = perturbed
+    _, ax = plt.subplots()
+    first = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="tv", bound_params={"random_state": 0}, ax=ax, name="a"
+    )
+    second = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="nw", bound_params={"h": H, "random_state": 0}, ax=ax, name="b",
+        show_hist=False, show_band=False,
+    )
+    assert first.ax_ is second.ax_ is ax
+    assert first.ref_line_ is not None and second.ref_line_ is None
+    assert second.band_ is None and second.hist_ is None and second.band is not None
+    texts = _legend_texts(ax)
+    assert texts.count("Perfectly calibrated") == 1
+    assert any(t.startswith("a: TV") for t in texts)
+    assert any(t.startswith("b: NW") for t in texts)
+
+
+def test_plot_writes_an_image(tmp_path, perturbed):
+    s, y = perturbed
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="nw", bound_params={"h": H, "random_state": 0}
+    )
+    path = tmp_path / "reliability.png"
+    disp.figure_.savefig(path)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------
+
+
+def test_unknown_bound_name(perturbed):
+    s, y = perturbed
+    with pytest.raises(ValueError, match=r"bound must be one of \['lipschitz', 'nw', 'tv'\]"):
+        CalibrationBoundDisplay.from_predictions(y, s, bound="ece")
+
+
+def test_bound_that_is_not_a_bound_estimator(perturbed):
+    s, y = perturbed
+    with pytest.raises(TypeError, match="Expected a bound estimator .* got LogisticRegression"):
+        CalibrationBoundDisplay.from_predictions(y, s, bound=LogisticRegression())
+    with pytest.raises(TypeError, match="bound_params must be a dict"):
+        CalibrationBoundDisplay.from_predictions(y, s, bound="tv", bound_params=[1])
+
+
+def test_nw_without_its_assumption_says_what_to_pass(perturbed):
+    s, y = perturbed
+    with pytest.raises(ValueError, match="give h"):
+        CalibrationBoundDisplay.from_predictions(y, s, bound="nw")
+
+
+@pytest.mark.parametrize("n_grid", [1, 2.5, True])
+def test_bad_n_grid(perturbed, n_grid):
+    s, y = perturbed
+    with pytest.raises(ValueError, match="n_grid must be an int >= 2"):
+        CalibrationBoundDisplay.from_predictions(y, s, n_grid=n_grid)
+
+
+def test_unfitted_bound_in_from_bound():
+    with pytest.raises(NotFittedError):
+        CalibrationBoundDisplay.from_bound(TVCalibrationBound())
+
+
+def test_classifier_without_predict_proba():
+    X, y = make_classification(n_samples=200, random_state=0)
+    svc = LinearSVC().fit(X, y)
+    with pytest.raises(TypeError, match="with a predict_proba method; LinearSVC has none"):
+        CalibrationBoundDisplay.from_estimator(svc, X, y)
+
+
+def test_multiclass_classifier_is_rejected():
+    X, y = make_classification(n_samples=300, n_classes=3, n_informative=4, random_state=0)
+    clf = LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match=r"binary classifier.*shape \(300, 3\)"):
+        CalibrationBoundDisplay.from_estimator(clf, X, y)
+
+
+def test_unfitted_classifier():
+    X, y = make_classification(n_samples=200, random_state=0)
+    with pytest.raises(NotFittedError):
+        CalibrationBoundDisplay.from_estimator(LogisticRegression(), X, y)
+
+
+def test_bad_scores_raise_and_inputs_are_not_mutated(perturbed):
+    s, y = perturbed
+    s_bad = s.copy()
+    s_bad[5] = np.nan
+    s_copy, y_copy = s_bad.copy(), y.copy()
+    with pytest.raises(ValueError, match="NaN"):
+        CalibrationBoundDisplay.from_predictions(y, s_bad)
+    assert_array_equal(s_bad, s_copy)
+    assert_array_equal(y, y_copy)
+    s_out = s * 2
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        CalibrationBoundDisplay.from_predictions(y, s_out)
+
+
+def test_valid_inputs_are_not_mutated(perturbed):
+    s, y = perturbed
+    s_copy, y_copy = s.copy(), y.copy()
+    CalibrationBoundDisplay.from_predictions(y, s, bound="nw", bound_params={"h": H})
+    assert_array_equal(s, s_copy)
+    assert_array_equal(y, y_copy)
