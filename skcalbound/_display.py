@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._lipschitz_bound import LipschitzBucketBound
 from ._nw_bound import NWCalibrationBound
+from ._scorers import _SMOOTHNESS, _perturbed_step
 from ._tv_bound import TVCalibrationBound
 from ._validation import check_probabilities
 
@@ -21,6 +22,7 @@ _BOUND_CLASSES = {
     "nw": NWCalibrationBound,
     "lipschitz": LipschitzBucketBound,
 }
+_BOUND_METHODS = {cls: method for method, cls in _BOUND_CLASSES.items()}
 
 
 def _method_of(estimator):
@@ -50,6 +52,21 @@ def _make_bound(bound, bound_params):
         return classes[bound](**(bound_params or {}))
     _method_of(bound)
     return clone(bound).set_params(**(bound_params or {}))
+
+
+def _with_perturbation_h(estimator, bound, bound_params):
+    """``bound_params`` with the ``h`` of a perturbed classifier, when the bound needs
+    a smoothness assumption that neither ``bound`` nor ``bound_params`` states."""
+    step = _perturbed_step(estimator)
+    method = bound if isinstance(bound, str) else _BOUND_METHODS.get(type(bound))
+    if step is None or method not in ("nw", "lipschitz"):
+        return bound_params
+    params = dict(bound_params or {})
+    stated = dict(bound.get_params()) if not isinstance(bound, str) else {}
+    stated.update(params)
+    if all(stated.get(name) is None for name in _SMOOTHNESS[method]):
+        params["h"] = step.h
+    return params
 
 
 def _check_n_grid(n_grid):
@@ -299,9 +316,10 @@ class CalibrationBoundDisplay:
         ----------
         estimator : estimator instance
             Fitted binary classifier (or pipeline ending in one) with a
-            ``predict_proba`` method. Use scores perturbed with
-            :func:`~skcalbound.perturb_scores` (or a classifier that perturbs its
-            probabilities) for ``bound='nw'`` or ``'lipschitz'`` with ``h``.
+            ``predict_proba`` method. For ``bound='nw'`` or ``'lipschitz'`` it should
+            be a :class:`~skcalbound.SechPerturbedClassifier` (or a pipeline ending
+            in one): its ``h`` is then used unless ``bound`` or ``bound_params``
+            states the smoothness (``h``, ``b1`` and ``b2``, or ``L``).
 
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Input values, independent of the data the classifier was trained on.
@@ -382,6 +400,7 @@ class CalibrationBoundDisplay:
             )
         if name is None:
             name = type(estimator).__name__
+        bound_params = _with_perturbation_h(estimator, bound, bound_params)
         return cls.from_predictions(
             y, proba[:, 1], bound=bound, bound_params=bound_params, n_grid=n_grid,
             name=name, ax=ax, ref_line=ref_line, show_band=show_band,

@@ -16,12 +16,15 @@ from numpy.testing import assert_allclose, assert_array_equal  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 from sklearn.exceptions import NotFittedError  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import LinearSVC  # noqa: E402
 
 from skcalbound import (  # noqa: E402
     CalibrationBoundDisplay,
     LipschitzBucketBound,
     NWCalibrationBound,
+    SechPerturbedClassifier,
     TVCalibrationBound,
     perturb_scores,
 )
@@ -185,6 +188,40 @@ def test_from_estimator_fits_the_bound_on_predict_proba():
     assert_allclose(disp.surrogate, expected.predict(disp.grid), rtol=0, atol=0)
     assert disp.line_.get_label().startswith("LogisticRegression: Lipschitz")
     assert disp.estimator_name == "LogisticRegression"
+
+
+@pytest.mark.parametrize("bound", ["nw", "lipschitz", NWCalibrationBound()])
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_from_estimator_reads_h_from_a_perturbed_classifier(bound, pipeline):
+    X, y = make_classification(n_samples=4000, random_state=0)
+    clf = SechPerturbedClassifier(LogisticRegression(), h=2.0**-5, random_state=0)
+    if pipeline:
+        clf = make_pipeline(StandardScaler(), clf)
+    clf.fit(X[:2000], y[:2000])
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X[2000:], y[2000:], bound=bound, bound_params={"random_state": 0}
+    )
+    assert disp.estimator_.h == 2.0**-5
+    if isinstance(bound, NWCalibrationBound):
+        assert bound.h is None  # the caller's instance is not modified
+
+
+def test_from_estimator_keeps_a_stated_assumption():
+    X, y = make_classification(n_samples=4000, random_state=0)
+    clf = SechPerturbedClassifier(LogisticRegression(), h=2.0**-5, random_state=0)
+    clf.fit(X[:2000], y[:2000])
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X[2000:], y[2000:], bound="lipschitz",
+        bound_params={"L": 100.0, "random_state": 0},
+    )
+    assert disp.estimator_.L == 100.0 and disp.estimator_.h is None
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X[2000:], y[2000:], bound=NWCalibrationBound(b1=40.0, b2=2000.0)
+    )
+    assert disp.estimator_.h is None and disp.estimator_.b1 == 40.0
+    # TV needs no smoothness: nothing is added.
+    disp = CalibrationBoundDisplay.from_estimator(clf, X[2000:], y[2000:], bound="tv")
+    assert "h" not in disp.estimator_.get_params()
 
 
 def test_from_estimator_name_and_line_kwargs():
