@@ -9,6 +9,7 @@ or the options are reported on one line, with exit status 2.
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -324,6 +325,16 @@ def _fail(message):
 
 def main(argv=None):
     """Run the command; returns the exit status."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader closed the pipe (``skcalbound f.csv | head``): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(argv):
     args = build_parser().parse_args(argv)
     try:
         if not (0.0 < args.confidence_level < 1.0) or math.isnan(args.confidence_level):

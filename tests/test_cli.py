@@ -304,3 +304,15 @@ def test_bad_option_is_argparse_usage_error(capsys):
         main(["x.csv", "--bound", "ece"])
     assert exc.value.code == 2
     assert "invalid choice: 'ece'" in capsys.readouterr().err
+
+
+def test_closed_pipe_stops_quietly(csv_file):
+    # ``skcalbound f.csv | head -1``: the reader is gone before the table is printed.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skcalbound", str(csv_file)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=csv_file.parent,
+    )
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    assert b"BrokenPipeError" not in err and err == b""
