@@ -1,0 +1,225 @@
+"""Any problem seen through the sech perturbation (SPEC section 6, paper eq. (7))."""
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from scipy import optimize
+
+from .._sech import gd, sech, sech_derivative_bounds, sech_inverse_cdf, sech_normalizer
+from ._exact import gauss_legendre_panels, panel_edges
+from ._problems import CalibrationProblem, PiecewiseLinear
+
+# Inner and outer rules of the two refinements of SechPerturbed.true_ce:
+# (panel width in units of min(h, the base problem's resolution), nodes per panel).
+PERTURBED_RULES = ((1.0, 16), (0.5, 24))
+
+
+@dataclass(frozen=True)
+class SechPerturbed(CalibrationProblem):
+    """A classifier whose scores went through the sech perturbation (SPEC section 6).
+
+    The unperturbed score ``s_orig`` and its calibration function ``eta_orig`` are those
+    of ``base`` (any problem of this module: atoms plus a continuous part with a density,
+    ``eta_orig`` possibly with jumps). A sample draws ``s_orig`` from ``base``, the label
+    ``y ~ Bernoulli(eta_orig(s_orig))`` from the *unperturbed* score, and the perturbed
+    score ``s = sech_inverse_cdf(u, s_orig, h)`` with fresh ``u ~ U(0, 1)``, exactly the
+    generative process of Appendix D. The problem is about ``(s, y)``.
+
+    Truth (paper eq. (7) / (21)): with ``k(s | so) = sech((s - so)/h) / Z(so, h)``,
+    ``p(s) = int k(s|so) dP(so)`` (the density of ``s``) and
+    ``q(s) = int eta_orig(so) k(s|so) dP(so)`` (the density of ``s`` with ``y = 1``),
+    ``eta(s) = q(s) / p(s)`` and ``CE = int_0^1 |s p(s) - q(s)| ds``.
+
+    - Atoms enter ``p`` and ``q`` as exact finite sums.
+    - The continuous part is integrated by composite Gauss-Legendre with panel edges at
+      every breakpoint of the base (jumps and kinks of ``eta_orig`` and of the density)
+      and panels no wider than ``min(h, resolution)`` (``resolution`` is the finest
+      feature of ``eta_orig``, e.g. a quarter period of an oscillation): the integrand is
+      analytic on each panel, with singularities of ``sech`` and ``1 / Z`` at distance
+      ``pi h / 2`` from the real axis, so an ``n``-node rule errs by ``~ 6.4^(-2n)``.
+    - The outer integral uses the same kind of rule over ``s``, with extra edges at the
+      sign changes of ``s p(s) - q(s)`` (found on the nodes and refined by ``brentq``),
+      where ``|.|`` has a kink.
+
+    ``true_ce`` is the finer of two refinements (``PERTURBED_RULES``);
+    ``ce_integration_error`` is ``max(|CE_coarse - CE_fine|, |int p - 1|)`` over both, an
+    estimate of the integration error.
+
+    Assumptions (Corollaries 3 and 4, whatever ``base`` is): ``b1 = tanh(1/h) / (2h)``,
+    ``b2 = 1.5 tanh(1/h)^2 / h^2``, ``L = b1``, and ``h`` itself; ``V = b1`` because
+    ``TV(eta) = int_0^1 |eta'| <= sup |eta'|`` (valid, but loose: the TV bound is not
+    the method of choice for perturbed scores). ``assumption_names`` picks which of
+    them :attr:`assumptions` reports (``V`` only on request).
+    """
+
+    base: CalibrationProblem = field(default_factory=PiecewiseLinear)
+    h: float = 2.0**-6
+    name: str = "sech_perturbed"
+    assumption_names: tuple = ("h", "b1", "b2", "L")
+
+    def __post_init__(self):
+        if not self.h > 0:
+            raise ValueError(f"h must be positive; got {self.h}")
+        if isinstance(self.base, SechPerturbed):
+            raise ValueError("base must be an unperturbed problem")
+        unknown = set(self.assumption_names) - {"h", "b1", "b2", "L", "V"}
+        if unknown:
+            raise ValueError(f"unknown assumption names {sorted(unknown)}; use h, b1, b2, L, V")
+
+    # -- assumptions ---------------------------------------------------------------
+    @property
+    def assumptions(self):
+        """The constants of ``assumption_names`` among ``h``, ``b1``, ``b2``, ``L``, ``V``."""
+        b1, b2 = sech_derivative_bounds(self.h)
+        constants = {"h": float(self.h), "b1": float(b1), "b2": float(b2), "L": float(b1),
+                     "V": float(b1)}
+        return {name: constants[name] for name in self.assumption_names}
+
+    # -- sampling ------------------------------------------------------------------
+    def sample_with_original(self, n, rng):
+        """``(s, y, s_orig)``: perturbed scores, labels drawn from ``s_orig``, and ``s_orig``."""
+        s_orig = np.asarray(self.base.sample_scores(n, rng), dtype=float)
+        labels = (rng.uniform(size=n) < self.base.eta(s_orig)).astype(np.int64)
+        scores = sech_inverse_cdf(rng.uniform(size=n), s_orig, self.h)
+        return scores, labels, s_orig
+
+    def sample(self, n, rng):
+        """Draw ``(scores, labels)``; labels depend on the unperturbed score."""
+        scores, labels, _ = self.sample_with_original(n, rng)
+        return scores, labels
+
+    def sample_scores(self, n, rng):
+        return self.sample(n, rng)[0]
+
+    # -- densities -----------------------------------------------------------------
+    @property
+    def _panel_scale(self):
+        return min(self.h, self.base._resolution)
+
+    @cached_property
+    def _inner_rules(self):
+        """Per rule: nodes ``so``, weights ``w(so) / Z(so, h)``, ``eta_orig(so)`` (continuous part)."""
+        rules = []
+        for width, order in PERTURBED_RULES:
+            if self.base.continuous_weight == 0.0:
+                rules.append((np.empty(0), np.empty(0), np.empty(0)))
+                continue
+            nodes, weights = gauss_legendre_panels(
+                panel_edges(self.base._breakpoints(), width * self._panel_scale), order
+            )
+            weights = (self.base.continuous_weight * weights * self.base._continuous_pdf(nodes)
+                       / sech_normalizer(nodes, self.h))
+            # Nodes are interior to the panels, never at a breakpoint, so never at an atom.
+            rules.append((nodes, weights, self.base.eta(nodes)))
+        return tuple(rules)
+
+    def _atoms(self):
+        x, p, e = self.base._atoms()
+        return x, p / sech_normalizer(x, self.h), e
+
+    def _p_q(self, s, rule=0, *, cumulative=False, chunk=2048):
+        """``(p(s), q(s))``; with ``cumulative=True`` their integrals over ``[0, s]``."""
+        s = np.atleast_1d(np.asarray(s, dtype=float))
+        nodes, weights, eta_nodes = self._inner_rules[rule]
+        x, weight_atoms, eta_atoms = self._atoms()
+        h = self.h
+
+        def unnormalised(block, centres):
+            # sech((s - so)/h), or its integral over [0, s]: h (gd((s-so)/h) - gd(-so/h)).
+            if cumulative:
+                return h * (gd((block - centres) / h) - gd(-centres / h))
+            return sech((block - centres) / h)
+
+        p, q = np.empty_like(s), np.empty_like(s)
+        for start in range(0, s.shape[0], chunk):
+            block = s[start:start + chunk, None]
+            k_c, k_a = unnormalised(block, nodes), unnormalised(block, x)
+            p[start:start + chunk] = k_c @ weights + k_a @ weight_atoms
+            q[start:start + chunk] = k_c @ (weights * eta_nodes) + k_a @ (
+                weight_atoms * eta_atoms
+            )
+        return p, q
+
+    def density(self, s):
+        """``p(s)``, the density of the perturbed score on [0, 1]."""
+        return self._p_q(s)[0]
+
+    def positive_density(self, s):
+        """``q(s) = p(s) eta(s)``, the density of the perturbed score jointly with ``y = 1``."""
+        return self._p_q(s)[1]
+
+    def cdf(self, s):
+        """``P(perturbed score <= s)``, from the exact kernel CDF (Lemma 7's antiderivative)."""
+        return np.clip(self._p_q(np.clip(s, 0.0, 1.0), cumulative=True)[0], 0.0, 1.0)
+
+    def eta(self, s):
+        """Calibration function of the perturbed classifier, eq. (7): ``q(s) / p(s)``."""
+        p, q = self._p_q(s)
+        return q / p
+
+    def gap(self, s, rule=0):
+        """``s p(s) - q(s)``, whose integral of the absolute value is the CE."""
+        s = np.atleast_1d(np.asarray(s, dtype=float))
+        p, q = self._p_q(s, rule)
+        return s * p - q
+
+    # -- the calibration error -----------------------------------------------------
+    def _outer_edges(self, rule, extra=()):
+        width, _ = PERTURBED_RULES[rule]
+        breakpoints = np.concatenate([self.base._breakpoints(), np.asarray(extra, dtype=float)])
+        return panel_edges(breakpoints, width * self.h)
+
+    def sign_changes(self, rule=0):
+        """Roots of ``s p(s) - q(s)`` in (0, 1): the kinks of the CE integrand."""
+        _, order = PERTURBED_RULES[rule]
+        edges = self._outer_edges(rule)
+        grid = np.unique(np.concatenate([edges, gauss_legendre_panels(edges, order)[0]]))
+        values = self.gap(grid, rule)
+        roots = list(grid[1:-1][values[1:-1] == 0.0])
+        def gap_at(t):
+            return self.gap(t, rule)[0]
+
+        for i in np.flatnonzero(values[:-1] * values[1:] < 0):
+            a, b = grid[i], grid[i + 1]
+            fa, fb = gap_at(a), gap_at(b)
+            if fa * fb < 0:
+                roots.append(optimize.brentq(gap_at, a, b, xtol=1e-15, rtol=1e-15))
+            else:
+                # A root at rounding level: the blocked and the one-point evaluation of
+                # the gap disagree in its last bits; the smaller end is the root.
+                roots.append(a if abs(fa) <= abs(fb) else b)
+        return np.sort(np.asarray(roots, dtype=float))
+
+    def _ce_by_rule(self, rule):
+        _, order = PERTURBED_RULES[rule]
+        nodes, weights = gauss_legendre_panels(
+            self._outer_edges(rule, self.sign_changes(rule)), order
+        )
+        p, q = self._p_q(nodes, rule)
+        return float(weights @ np.abs(nodes * p - q)), float(weights @ p)
+
+    @cached_property
+    def _ce_quadrature(self):
+        (ce_coarse, mass_coarse), (ce_fine, mass_fine) = (
+            self._ce_by_rule(rule) for rule in range(len(PERTURBED_RULES))
+        )
+        error = max(abs(ce_coarse - ce_fine), abs(mass_coarse - 1.0), abs(mass_fine - 1.0))
+        return ce_fine, error
+
+    @property
+    def true_ce(self):
+        return self._ce_quadrature[0]
+
+    @property
+    def ce_integration_error(self):
+        """Estimated absolute error of :attr:`true_ce` (two refinements, and ``int p = 1``)."""
+        return self._ce_quadrature[1]
+
+
+def perturbed_name(base, h):
+    """``"<base>_h=2^-6"`` for powers of two, else ``"<base>_h=0.03"``."""
+    exponent = math.log2(h)
+    label = f"2^{exponent:g}" if exponent == round(exponent) else f"{h:g}"
+    return f"{base.name}_h={label}"

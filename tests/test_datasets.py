@@ -1,0 +1,271 @@
+"""skcalbound.datasets: the generators' truth against independent computations.
+
+Independent checks: closed forms derived by hand, exact rational sums for the discrete
+problems, :func:`scipy.integrate.quad` on the defining integral, and Monte Carlo with
+10^7 draws (within 4 standard errors). For the perturbed problems the Monte Carlo
+check uses the labels of the generative process: ``E[(s - y) g(s)] <= CE`` for every
+``|g| <= 1``, with equality for ``g = sign(s - eta(s))``, which only needs the signs
+of ``s - eta(s)`` (piecewise constant between the roots), not the integral itself.
+"""
+
+import inspect
+import math
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from numpydoc.validate import validate
+from scipy import integrate, stats
+
+import skcalbound.datasets as datasets
+from skcalbound._sech import sech_derivative_bounds
+from skcalbound.datasets import (
+    CustomProblem,
+    make_atoms,
+    make_calibrated,
+    make_calibration_problem,
+    make_discrete,
+    make_oscillating,
+    make_overconfident,
+    make_parabola,
+)
+
+GENERATORS = {
+    "calibrated": make_calibrated,
+    "overconfident": make_overconfident,
+    "parabola": make_parabola,
+    "oscillating": make_oscillating,
+    "discrete": make_discrete,
+    "atoms": make_atoms,
+}
+HAND_DERIVED_CE = {
+    "calibrated": 0.0,
+    "overconfident": 0.2 / math.pi,
+    "oscillating": 0.3 / math.pi,
+    "discrete": 0.07,
+    "atoms": 0.025 + 0.65 / 12.0,
+}
+MC_DRAWS = 10_000_000
+
+
+# ----------------------------------------------------------------------------------
+# What a generator returns
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(GENERATORS))
+def test_generators_return_a_sample_its_truth_and_constants(name):
+    data = GENERATORS[name](2_000, random_state=0)
+    assert set(data) == {"scores", "labels", "true_ce", "ce_integration_error",
+                         "assumptions", "problem"}
+    assert data.scores.shape == data.labels.shape == (2_000,)
+    assert data.scores.dtype == np.float64
+    assert np.all((data.scores >= 0.0) & (data.scores <= 1.0))
+    assert set(np.unique(data.labels)) <= {0, 1}
+    assert data.true_ce == data.problem.true_ce
+    assert data.ce_integration_error == 0.0
+    assert "V" in data.assumptions
+    same = make_calibration_problem(name, 2_000, random_state=0)
+    assert_array_equal(same.scores, data.scores)
+    assert_array_equal(same.labels, data.labels)
+    other = GENERATORS[name](2_000, random_state=1)
+    assert not np.array_equal(other.scores, data.scores)
+
+
+@pytest.mark.parametrize("name", sorted(HAND_DERIVED_CE))
+def test_true_ce_matches_the_hand_derivation(name):
+    assert_allclose(GENERATORS[name](10).true_ce, HAND_DERIVED_CE[name], rtol=1e-12,
+                    atol=1e-15)
+
+
+def test_smooth_problems_carry_every_constant_and_the_others_only_v():
+    for name in ("calibrated", "overconfident", "parabola", "oscillating"):
+        assert set(GENERATORS[name](10).assumptions) == {"V", "b1", "b2", "L"}
+    for name in ("discrete", "atoms"):
+        assert set(GENERATORS[name](10).assumptions) == {"V"}
+    assert make_calibrated(10).assumptions == {"V": 1.0, "b1": 1.0, "b2": 0.0, "L": 1.0}
+    parabola = make_parabola(10).assumptions
+    assert_allclose([parabola[k] for k in ("V", "b1", "b2", "L")], [1.6, 3.2, 6.4, 3.2])
+
+
+def test_parabola_truth_and_constants_against_quad_and_a_grid():
+    problem = make_parabola(10, bottom=0.2, top=0.7).problem
+    root = (1.0 + 2.0 - math.sqrt((1 + 2.0) ** 2 - 4 * 2.0 * 0.7)) / (2 * 2.0)
+    value, _ = integrate.quad(lambda s: abs(s - problem.eta(s)), 0, 1, points=[root],
+                              epsabs=1e-13, epsrel=1e-13)
+    assert_allclose(problem.true_ce, value, atol=1e-12)
+    grid = np.linspace(0, 1, 200_001)
+    eta = problem.eta(grid)
+    slope, curvature = np.gradient(eta, grid), np.gradient(np.gradient(eta, grid), grid)
+    assert_allclose(np.abs(slope).max(), problem.b1, rtol=1e-3)
+    assert_allclose(np.abs(curvature[10:-10]).max(), problem.b2, rtol=1e-3)
+    assert_allclose(np.abs(np.diff(eta)).sum(), problem.V, rtol=1e-9)
+
+
+def test_discrete_truth_is_an_exact_rational_sum():
+    problem = make_discrete(10).problem
+    exact = sum(Fraction(p) * abs(Fraction(s) - Fraction(e)) for s, p, e in
+                zip(problem.support, problem.probs, problem.eta_values))
+    assert abs(Fraction(problem.true_ce) - exact) < Fraction(1, 10**15)
+    atoms = make_atoms(10).problem
+    exact_atoms = (Fraction(2, 10) * Fraction(5, 100) + Fraction(15, 100) * Fraction(1, 10)
+                   + Fraction(65, 100) * Fraction(1, 12))
+    assert abs(Fraction(atoms.true_ce) - exact_atoms) < Fraction(1, 10**15)
+
+
+@pytest.mark.parametrize("name", list(GENERATORS))
+def test_true_ce_against_monte_carlo_with_ten_million_draws(name):
+    data = GENERATORS[name](MC_DRAWS, random_state=12345)
+    problem = data.problem
+    residual = np.abs(data.scores - problem.eta(data.scores))
+    error = residual.std() / math.sqrt(MC_DRAWS)
+    assert abs(residual.mean() - data.true_ce) <= 4 * error + 1e-12, (
+        residual.mean(), data.true_ce, error)
+    # The labels: E[(s - y) sign(s - eta(s))] = CE.
+    signed = (data.scores - data.labels) * np.sign(data.scores - problem.eta(data.scores))
+    assert abs(signed.mean() - data.true_ce) <= 4 * signed.std() / math.sqrt(MC_DRAWS)
+
+
+def test_monte_carlo_check_can_fail():
+    # Guards against a vacuous test: a 1% error in the truth is seen at 10^6 draws.
+    data = make_overconfident(1_000_000, random_state=0)
+    residual = np.abs(data.scores - data.problem.eta(data.scores))
+    error = residual.std() / 1e3
+    assert abs(residual.mean() - 1.01 * data.true_ce) > 4 * error
+
+
+# ----------------------------------------------------------------------------------
+# Through the sech perturbation
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("h", [2.0**-4, 2.0**-6])
+@pytest.mark.parametrize("name", list(GENERATORS))
+def test_perturbed_problems_report_a_small_integration_error(name, h):
+    data = GENERATORS[name](1_000, h=h, random_state=0)
+    assert 0.0 <= data.ce_integration_error < 1e-5
+    b1, b2 = sech_derivative_bounds(h)
+    assert data.assumptions == {"V": b1, "b1": b1, "b2": b2, "L": b1, "h": h}
+    assert data.problem.base.name == name
+    # The density integrates to one and eta stays in [0, 1].
+    grid = np.linspace(0.0, 1.0, 2001)
+    eta = data.problem.eta(grid)
+    assert np.all((eta >= 0.0) & (eta <= 1.0))
+    assert_allclose(data.problem.cdf(1.0), 1.0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["calibrated", "oscillating", "discrete", "atoms"])
+def test_perturbed_truth_against_monte_carlo_through_the_labels(name):
+    h = 2.0**-6
+    data = GENERATORS[name](MC_DRAWS, h=h, random_state=7)
+    problem = data.problem
+    roots = problem.sign_changes()
+    cells = np.concatenate([[0.0], roots, [1.0]])
+    signs = np.sign(problem.gap(0.5 * (cells[:-1] + cells[1:])))
+    g = signs[np.searchsorted(roots, data.scores)]
+    signed = (data.scores - data.labels) * g
+    error = signed.std() / math.sqrt(MC_DRAWS)
+    assert abs(signed.mean() - data.true_ce) <= 4 * error, (signed.mean(), data.true_ce, error)
+
+
+def test_perturbing_a_calibrated_model_miscalibrates_it_near_the_ends():
+    data = make_calibrated(10, h=2.0**-4)
+    assert data.true_ce > 1e-3
+    assert data.problem.eta(0.0)[0] > 0.0  # pulled towards the mass inside
+
+
+def test_perturbed_oscillation_is_damped():
+    # A period of 1/40 is averaged out by h = 2^-6 and mostly kept by h = 2^-8.
+    damped = make_oscillating(10, h=2.0**-6).true_ce
+    kept = make_oscillating(10, h=2.0**-8).true_ce
+    assert damped < 0.1 * 0.3 / math.pi < 0.3 / math.pi * 0.3 < kept < 0.3 / math.pi
+
+
+def test_perturbed_sampler_uses_the_exact_kernel():
+    data = make_discrete(200_000, h=2.0**-5, random_state=3)
+    assert stats.kstest(data.scores, data.problem.cdf).pvalue > 1e-3
+
+
+# ----------------------------------------------------------------------------------
+# Your own problem
+# ----------------------------------------------------------------------------------
+def test_custom_problem_reproduces_a_built_in_one():
+    custom = CustomProblem(lambda s: s**2, V=1.0, name="square")
+    assert_allclose(custom.true_ce, 1.0 / 6.0, atol=1e-11)
+    assert custom.ce_integration_error < 1e-9
+    data = make_calibration_problem(custom, 1_000, random_state=0)
+    assert data.assumptions == {"V": 1.0}
+    assert_array_equal(data.labels, data.labels.astype(bool))
+
+
+def test_custom_problem_with_atoms_and_a_beta_law_against_monte_carlo():
+    custom = CustomProblem(lambda s: np.sqrt(s), stats.beta(2, 3),
+                           atoms=[(0.0, 0.1, 0.2), (1.0, 0.05, 0.5)], b1=None)
+    beta_part, _ = integrate.quad(lambda s: (np.sqrt(s) - s) * stats.beta(2, 3).pdf(s), 0, 1)
+    assert_allclose(custom.true_ce, 0.1 * 0.2 + 0.05 * 0.5 + 0.85 * beta_part, atol=1e-10)
+    data = make_calibration_problem(custom, 2_000_000, random_state=5)
+    assert_allclose(np.mean(data.scores == 0.0), 0.1, atol=5 * math.sqrt(0.09 / 2e6))
+    signed = (data.scores - data.labels) * np.sign(data.scores - custom.eta(data.scores))
+    assert abs(signed.mean() - custom.true_ce) <= 4 * signed.std() / math.sqrt(2e6)
+    perturbed = make_calibration_problem(custom, 10, h=2.0**-5)
+    assert perturbed.ce_integration_error < 1e-5
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"eta": 0.5}, TypeError, "eta must be a callable"),
+        ({"eta": lambda s: 2 * s}, ValueError, r"map \[0, 1\] into \[0, 1\]"),
+        ({"eta": lambda s: 0.5}, ValueError, "wrong shape"),
+        ({"eta": np.sqrt, "scores": stats.norm(0.5, 1)}, ValueError, "support inside"),
+        ({"eta": np.sqrt, "scores": [0.1, 0.2]}, TypeError, "frozen continuous"),
+        ({"eta": np.sqrt, "V": -1.0}, ValueError, "V must be a finite nonnegative"),
+        ({"eta": np.sqrt, "atoms": [(0.0, 0.7, 0.1), (1.0, 0.6, 0.9)]}, ValueError,
+         "sum to more than one"),
+        ({"eta": np.sqrt, "atoms": [(1.5, 0.1, 0.1)]}, ValueError, "atom"),
+    ],
+)
+def test_custom_problem_rejects_bad_input_clearly(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        CustomProblem(**kwargs)
+
+
+# ----------------------------------------------------------------------------------
+# Validation and documentation
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: make_parabola(0), "n_samples"),
+        (lambda: make_parabola(10, h=0.0), "'h' parameter"),
+        (lambda: make_parabola(10, top=1.5), "'top' parameter"),
+        (lambda: make_overconfident(10, amplitude=0.5), "'amplitude' parameter"),
+        (lambda: make_oscillating(10, cycles=41), "cycles \\* low and cycles \\* high"),
+        (lambda: make_calibration_problem("square", 10), "'problem' parameter"),
+        (lambda: make_calibration_problem(object(), 10), "'problem' parameter"),
+    ],
+)
+def test_generators_reject_bad_parameters_clearly(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
+
+
+def test_too_inaccurate_truth_is_refused(monkeypatch):
+    from skcalbound.datasets import _generators
+
+    monkeypatch.setattr(_generators, "MAX_INTEGRATION_ERROR", 0.0)
+    with pytest.raises(ArithmeticError, match="known only to"):
+        make_parabola(10, h=2.0**-4)
+
+
+@pytest.mark.parametrize("name", datasets.__all__)
+def test_numpydoc_validation_of_the_public_datasets(name):
+    errors = [f"{code}: {msg}" for code, msg in
+              validate(f"skcalbound.datasets.{name}")["errors"]
+              if code not in {"GL01", "GL02", "RT02"}]
+    assert not errors, errors
+
+
+def test_datasets_module_is_documented():
+    assert all(inspect.getdoc(getattr(datasets, name)) for name in datasets.__all__)
+    api = (Path(__file__).resolve().parents[1] / "docs" / "api.rst").read_text()
+    assert re.search(r"^\.\. automodule:: skcalbound\.datasets", api, flags=re.M)
