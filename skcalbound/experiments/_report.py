@@ -1,0 +1,151 @@
+"""Tables and figures of the gap study: summary by size, fitted rates, Figures 3 and 5."""
+
+import numpy as np
+import pandas as pd
+
+from skcalbound import NWCalibrationBound, TVCalibrationBound
+
+from ._study import CERTIFIED, make_estimator
+
+#: Paper, Table 1: empirical rates (slopes of log gap against log n) and theory.
+PAPER_RATES = {
+    "NW": (-0.406, -0.213, -1 / 3, "bounded derivatives"),
+    "TV": (-0.423, -0.164, -1 / 4, "bounded variation"),
+    "Lip+Bkt": (-0.574, -0.346, -1 / 3, "Lipschitz"),
+}
+
+
+def summarise(results, confidence_level):
+    """Per problem, method and size: means over the repeats and the coverage.
+
+    ``mean_gap`` is the mean of ``value - CE`` (for ECE: ``mean_abs_error`` is the one
+    to read), ``coverage`` the fraction of repeats with ``value >= CE`` (certified
+    methods), ``coverage_ok`` whether it reaches ``confidence_level``, and
+    ``n_clipped`` the number of repeats whose bound is 1 (the trivial bound).
+    """
+    grouped = results.groupby(["problem", "method", "n"], sort=True)
+    summary = grouped.agg(
+        repeats=("value", "size"),
+        true_ce=("true_ce", "first"),
+        mean_value=("value", "mean"),
+        mean_gap=("gap", "mean"),
+        sem_gap=("gap", "sem"),
+        mean_abs_error=("abs_error", "mean"),
+        coverage=("covered", "mean"),
+        n_clipped=("value", lambda v: int(np.sum(v >= 1.0))),
+        mean_seconds=("seconds", "mean"),
+    ).reset_index()
+    certified = summary["method"].isin(CERTIFIED)
+    summary["coverage_ok"] = np.where(certified, summary["coverage"] >= confidence_level, True)
+    summary.loc[~certified, "coverage"] = np.nan
+    return summary
+
+
+def fit_slopes(summary):
+    """Least-squares slope of ``log mean gap`` against ``log n`` per problem and method.
+
+    Sizes where some repeat's bound is clipped at 1 are left out (the curve is flat
+    there by construction, not by rate); a fit needs at least three sizes. For ECE the
+    slope is that of ``log mean |ECE - CE|``.
+    """
+    rows = []
+    for (problem, method), group in summary.groupby(["problem", "method"], sort=True):
+        column = "mean_gap" if method in CERTIFIED else "mean_abs_error"
+        use = group[(group["n_clipped"] == 0) & (group[column] > 0)]
+        slope = intercept = np.nan
+        if use.shape[0] >= 3:
+            slope, intercept = np.polyfit(np.log10(use["n"]), np.log10(use[column]), 1)
+        rows.append({
+            "problem": problem, "method": method, "slope": slope, "intercept": intercept,
+            "sizes_used": int(use.shape[0]),
+            "n_min": int(use["n"].min()) if use.shape[0] else np.nan,
+            "n_max": int(use["n"].max()) if use.shape[0] else np.nan,
+        })
+    return pd.DataFrame(rows)
+
+
+def rate_table(slopes):
+    """Our fitted slopes per method next to the paper's Table 1 range and the theory."""
+    rows = []
+    for method, (low, high, theory, assumption) in PAPER_RATES.items():
+        ours = slopes[slopes["method"] == method].dropna(subset=["slope"])
+        row = {
+            "method": method, "assumption": assumption,
+            "paper_low": low, "paper_high": high, "theory": theory,
+            "ours_low": ours["slope"].min() if len(ours) else np.nan,
+            "ours_high": ours["slope"].max() if len(ours) else np.nan,
+        }
+        for problem, slope in zip(ours["problem"], ours["slope"]):
+            row[f"slope[{problem}]"] = slope
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_gaps(summary, *, axes=None):
+    """The paper's Figure 3: mean gap ``bound - CE`` (and ``|ECE - CE|``) against ``n``.
+
+    One log-log panel per problem; the shaded band is two standard errors of the mean
+    over the repeats.
+    """
+    import matplotlib.pyplot as plt
+
+    problems = list(dict.fromkeys(summary["problem"]))
+    if axes is None:
+        _, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 3.8),
+                               squeeze=False, constrained_layout=True)
+        axes = axes[0]
+    styles = {"NW": ("C0", "-"), "TV": ("C3", "-"), "Lip+Bkt": ("C2", "-"), "ECE": ("k", "--")}
+    for ax, problem in zip(axes, problems):
+        part = summary[summary["problem"] == problem]
+        for method, (color, line) in styles.items():
+            group = part[part["method"] == method].sort_values("n")
+            if group.empty:
+                continue
+            column = "mean_gap" if method in CERTIFIED else "mean_abs_error"
+            y = group[column].to_numpy()
+            label = method if method in CERTIFIED else "|ECE - CE|"
+            ax.plot(group["n"], y, line, color=color, marker="o", ms=3, label=label)
+            if method in CERTIFIED:
+                band = 2 * group["sem_gap"].fillna(0.0).to_numpy()
+                ax.fill_between(group["n"], np.maximum(y - band, 1e-6), y + band,
+                                color=color, alpha=0.2, lw=0)
+        ax.set(xscale="log", yscale="log", xlabel="n",
+               title=f"{problem} (CE = {part['true_ce'].iloc[0]:.4f})")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("bound - CE  (ECE: |ECE - CE|)")
+    axes[0].legend(fontsize="small")
+    return axes
+
+
+def plot_reconstruction(problem, sizes, *, random_state=0, confidence_level=0.95, axes=None):
+    """The paper's Figure 5: true ``eta`` against the NW and TV surrogates for several n.
+
+    For each size, one sample is drawn and the surrogate refit on all of it
+    (``predict``) is drawn next to the truth, with the bound in the panel title.
+    """
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, len(sizes), figsize=(4.0 * len(sizes), 3.4), sharey=True,
+                               squeeze=False, constrained_layout=True)
+        axes = axes[0]
+    grid = np.linspace(0.0, 1.0, 801)
+    rng = np.random.default_rng(random_state)
+    for ax, n in zip(axes, sizes):
+        scores, labels = problem.sample(int(n), rng)
+        titles = []
+        for method, color in (("NW", "C0"), ("TV", "C3")):
+            estimator = make_estimator(method, problem.assumptions,
+                                       confidence_level=confidence_level,
+                                       random_state=random_state)
+            if not isinstance(estimator, (NWCalibrationBound, TVCalibrationBound)):
+                continue
+            estimator.fit(scores, labels)
+            ax.plot(grid, estimator.predict(grid), color=color, lw=1.4, label=method)
+            titles.append(f"{method} {estimator.bound_:.3f}")
+        ax.plot(grid, problem.eta(grid), "k", lw=1.2, label="true eta")
+        ax.plot(grid, grid, ":", color="0.5", lw=0.8)
+        ax.set(xlabel="score s", title=f"n = {int(n):,}\nbounds: " + ", ".join(titles))
+    axes[0].set_ylabel("E[y | s]")
+    axes[0].legend(fontsize="small")
+    return axes

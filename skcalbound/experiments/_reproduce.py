@@ -1,0 +1,184 @@
+"""The whole study in one call: run, summarise, plot, write files, report wall times."""
+
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from skcalbound.datasets._generators import PROBLEM_NAMES, get_problem
+
+from ._report import fit_slopes, plot_gaps, plot_reconstruction, rate_table, summarise
+from ._study import METHODS, run_study
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Problems, sizes and repeats of a run."""
+
+    problems: tuple
+    sizes: tuple
+    n_repeats: int
+    reconstruction_sizes: tuple
+
+
+#: The full study: 4 problems, 9 log-spaced sizes from 10^3 to 10^7, 64 repeats.
+FULL = Settings(
+    problems=("calibrated", "overconfident", "parabola", "oscillating"),
+    sizes=tuple(int(n) for n in np.round(np.logspace(3, 7, 9))),
+    n_repeats=64,
+    reconstruction_sizes=(1_000, 10_000, 100_000, 1_000_000),
+)
+#: Under a minute on 2 cores: the same problems, 5 sizes from 10^3 to 10^4, 8 repeats.
+QUICK = Settings(
+    problems=FULL.problems,
+    sizes=tuple(int(n) for n in np.round(np.logspace(3, 4, 5))),
+    n_repeats=8,
+    reconstruction_sizes=(1_000, 10_000, 100_000),
+)
+
+
+def parse_problem(spec):
+    """``"parabola"``, or ``"discrete:h=2^-6"`` / ``"atoms:h=0.01"`` for a perturbed one."""
+    name, _, option = spec.partition(":")
+    if name not in PROBLEM_NAMES:
+        raise ValueError(f"unknown problem {name!r} in {spec!r}; expected one of "
+                         f"{list(PROBLEM_NAMES)}, optionally followed by ':h=<bandwidth>'")
+    if not option:
+        return get_problem(name)
+    key, _, value = option.partition("=")
+    if key != "h" or not value:
+        raise ValueError(f"bad option {option!r} in {spec!r}; expected 'h=<bandwidth>', "
+                         "e.g. 'h=2^-6' or 'h=0.015625'")
+    try:
+        h = 2.0 ** float(value[2:]) if value.startswith("2^") else float(value)
+    except ValueError:
+        raise ValueError(f"bad bandwidth {value!r} in {spec!r}; expected e.g. 2^-6 or 0.015625")
+    if not h > 0:
+        raise ValueError(f"bandwidth must be positive; got {value!r} in {spec!r}")
+    return get_problem(name, h=h)
+
+
+def _load():
+    return os.getloadavg() if hasattr(os, "getloadavg") else (np.nan,) * 3
+
+
+def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats, *,
+              output_dir="reproduce_output", confidence_level=0.95, random_state=0,
+              n_jobs=None, reconstruction_sizes=FULL.reconstruction_sizes, plots=True,
+              progress=True, log=print):
+    """Run the study, write its files to ``output_dir`` and return the tables.
+
+    Parameters
+    ----------
+    problems : sequence of str or problem objects
+        Names accepted by :func:`parse_problem`, or problem objects (e.g. a
+        :class:`~skcalbound.datasets.CustomProblem`).
+    sizes : sequence of int
+    n_repeats : int
+    output_dir : str or Path
+        Receives ``results.csv.gz`` (one row per problem, size, repeat and method),
+        ``summary.csv``, ``slopes.csv``, ``rates.csv``, ``timing.csv``,
+        ``figure3_gaps.png`` and ``figure5_reconstruction.png``.
+    confidence_level : float, default=0.95
+    random_state : int, default=0
+        Root seed: reproduces every number.
+    n_jobs : int, default=None
+        Parallel repeats (joblib).
+    reconstruction_sizes : sequence of int
+        Sizes of the Figure 5 panels (on the parabola problem if it is in the run,
+        else the first problem).
+    plots, progress : bool, default=True
+    log : callable, default=print
+
+    Returns
+    -------
+    dict of DataFrame
+        ``results``, ``summary``, ``slopes``, ``rates``, ``timing``.
+    """
+    objects = [parse_problem(p) if isinstance(p, str) else p for p in problems]
+    names = [p.name for p in objects]
+    if len(set(names)) != len(names):
+        raise ValueError(f"problem names must be unique; got {names}")
+    output = Path(output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    frames, timing = [], []
+    total_start = time.perf_counter()
+    for problem in objects:
+        load_start = _load()
+        start = time.perf_counter()
+        frames.append(run_study(problem, sizes, n_repeats, methods=METHODS,
+                                confidence_level=confidence_level, random_state=random_state,
+                                n_jobs=n_jobs, progress=progress))
+        wall = time.perf_counter() - start
+        # Written after every problem, so a long run that stops keeps what it did.
+        pd.concat(frames, ignore_index=True).to_csv(output / "results.csv.gz", index=False)
+        timing.append({
+            "problem": problem.name, "wall_seconds": wall, "n_repeats": n_repeats,
+            "sizes": " ".join(str(int(n)) for n in sizes), "n_jobs": n_jobs,
+            "cpu_count": os.cpu_count(), "load_1min_start": load_start[0],
+            "load_1min_end": _load()[0], "machine": platform.machine(),
+        })
+        log(f"{problem.name}: {wall:.1f} s wall time "
+            f"(load average {load_start[0]:.2f} -> {_load()[0]:.2f})")
+    timing.append({"problem": "TOTAL", "wall_seconds": time.perf_counter() - total_start,
+                   "n_repeats": n_repeats, "n_jobs": n_jobs, "cpu_count": os.cpu_count()})
+    results = pd.concat(frames, ignore_index=True)
+    timing = pd.DataFrame(timing)
+    timing.to_csv(output / "timing.csv", index=False)
+    tables = report(results, timing, output_dir=output, confidence_level=confidence_level,
+                    problems=objects, reconstruction_sizes=reconstruction_sizes,
+                    random_state=random_state, plots=plots, log=log)
+    return tables
+
+
+def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
+           reconstruction_sizes=FULL.reconstruction_sizes, random_state=0, plots=True,
+           log=print):
+    """Tables, figures and the printed report from the tidy ``results`` of a run.
+
+    Also what ``python -m skcalbound.experiments --from-results DIR`` runs: it redraws
+    everything from a saved ``results.csv.gz`` and ``timing.csv`` without refitting.
+    """
+    output = Path(output_dir)
+    objects = [parse_problem(p) if isinstance(p, str) else p for p in problems]
+    summary = summarise(results, confidence_level)
+    slopes = fit_slopes(summary)
+    rates = rate_table(slopes)
+    results.to_csv(output / "results.csv.gz", index=False)
+    summary.to_csv(output / "summary.csv", index=False)
+    timing.to_csv(output / "timing.csv", index=False)
+    slopes.to_csv(output / "slopes.csv", index=False)
+    rates.to_csv(output / "rates.csv", index=False)
+    if plots:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        axes = plot_gaps(summary)
+        axes[0].figure.savefig(output / "figure3_gaps.png", dpi=110)
+        plt.close(axes[0].figure)
+        parabola = [p for p in objects if p.name == "parabola"]
+        target = parabola[0] if parabola else (objects[0] if objects else get_problem("parabola"))
+        axes = plot_reconstruction(target, reconstruction_sizes, random_state=random_state,
+                                   confidence_level=confidence_level)
+        axes[0].figure.savefig(output / "figure5_reconstruction.png", dpi=110)
+        plt.close(axes[0].figure)
+    with pd.option_context("display.width", 160, "display.max_columns", 20,
+                           "display.float_format", "{:.4g}".format):
+        coverage = summary[summary["method"] != "ECE"]
+        log("\nCoverage (fraction of repeats with bound >= CE), worst size per method:")
+        log(coverage.groupby(["problem", "method"])["coverage"].min().unstack().to_string())
+        log("\nFitted slopes of log(mean gap) against log(n) (ECE: log mean |ECE - CE|):")
+        log(slopes.pivot(index="problem", columns="method", values="slope").to_string())
+        log("\nRates next to the paper's Table 1:")
+        log(rates[["method", "paper_low", "paper_high", "theory", "ours_low",
+                   "ours_high"]].to_string(index=False))
+        log(f"\nWall time: {timing['wall_seconds'].iloc[-1]:.1f} s in total; "
+            f"files in {output.resolve()}")
+    return {"results": results, "summary": summary, "slopes": slopes, "rates": rates,
+            "timing": timing}

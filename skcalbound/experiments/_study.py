@@ -1,0 +1,146 @@
+"""The gap study: every bound and binned ECE on synthetic problems with known CE.
+
+Built on the public API only (``from skcalbound import ...``). One *task* is one
+repeat of one problem at one size: it draws a sample, fits the three certified bounds
+and computes binned ECE on the same data, and returns one row per method. Tasks run
+in parallel through joblib; each task's randomness comes from its own
+``numpy.random.SeedSequence`` keyed by ``(random_state, problem name, n, repeat)``, so
+every number is reproducible whatever ``n_jobs`` and the order of the problems.
+"""
+
+import time
+import zlib
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.parallel import Parallel, delayed
+
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    binned_ece,
+)
+
+#: Method labels, in the paper's naming (Figure 3, Table 1).
+METHODS = ("NW", "TV", "Lip+Bkt", "ECE")
+CERTIFIED = ("NW", "TV", "Lip+Bkt")
+
+
+def make_estimator(method, assumptions, *, confidence_level, random_state, cv=5):
+    """The unfitted bound ``method`` for a problem's ``assumptions``, or ``None``.
+
+    NW takes ``h`` when the problem is perturbed (``b1``, ``b2`` then follow, as a user
+    would pass them), else ``b1`` and ``b2``; Lipschitz bucketing likewise ``h`` or
+    ``L``; TV takes ``V``. ``None`` when the constants the bound needs are not known.
+    """
+    common = {"confidence_level": confidence_level, "random_state": random_state, "cv": cv}
+    if method == "NW":
+        if "h" in assumptions:
+            return NWCalibrationBound(h=assumptions["h"], **common)
+        if "b1" in assumptions and "b2" in assumptions:
+            return NWCalibrationBound(b1=assumptions["b1"], b2=assumptions["b2"], **common)
+        return None
+    if method == "TV":
+        return TVCalibrationBound(V=assumptions["V"], **common) if "V" in assumptions else None
+    if method == "Lip+Bkt":
+        if "h" in assumptions:
+            return LipschitzBucketBound(h=assumptions["h"], **common)
+        return LipschitzBucketBound(L=assumptions["L"], **common) if "L" in assumptions else None
+    raise ValueError(f"unknown method {method!r}; expected one of {CERTIFIED}")
+
+
+def task_seed(random_state, name, n, repeat):
+    """The ``SeedSequence`` of one task: independent across problems, sizes, repeats."""
+    return np.random.SeedSequence(
+        int(random_state), spawn_key=(zlib.crc32(name.encode()), int(n), int(repeat))
+    )
+
+
+def run_task(problem, n, repeat, *, methods, confidence_level, random_state, cv=5):
+    """One repeat at one size: ``(scores, labels)`` drawn once, every method fitted on them.
+
+    Returns a list of row dicts (see :func:`run_study` for the columns).
+    """
+    data_seed, fold_seed = task_seed(random_state, problem.name, n, repeat).spawn(2)
+    start = time.perf_counter()
+    scores, labels = problem.sample(int(n), np.random.default_rng(data_seed))
+    sample_seconds = time.perf_counter() - start
+    fold_state = int(fold_seed.generate_state(1)[0])
+    true_ce = float(problem.true_ce)
+    rows = []
+    for method in methods:
+        start = time.perf_counter()
+        if method == "ECE":
+            value = float(binned_ece(labels, scores, n_bins=15))
+        else:
+            estimator = make_estimator(method, problem.assumptions,
+                                       confidence_level=confidence_level,
+                                       random_state=fold_state, cv=cv)
+            if estimator is None:
+                continue
+            value = float(estimator.fit(scores, labels).bound_)
+        seconds = time.perf_counter() - start
+        rows.append({
+            "problem": problem.name,
+            "n": int(n),
+            "repeat": int(repeat),
+            "method": method,
+            "certified": method in CERTIFIED,
+            "value": value,
+            "true_ce": true_ce,
+            "gap": value - true_ce,
+            "abs_error": abs(value - true_ce),
+            "covered": (value >= true_ce) if method in CERTIFIED else np.nan,
+            "seconds": seconds,
+            "sample_seconds": sample_seconds,
+        })
+    return rows
+
+
+def run_study(problem, sizes, n_repeats, *, methods=METHODS, confidence_level=0.95,
+              random_state=0, n_jobs=None, cv=5, progress=True):
+    """All repeats of all sizes of one problem, as a tidy DataFrame.
+
+    Parameters
+    ----------
+    problem : problem object
+        Anything with ``name``, ``true_ce``, ``assumptions`` and ``sample(n, rng)``,
+        e.g. ``make_calibration_problem(...).problem`` or a ``CustomProblem``.
+    sizes : sequence of int
+    n_repeats : int
+    methods : sequence of str, default=METHODS
+    confidence_level : float, default=0.95
+    random_state : int, default=0
+    n_jobs : int, default=None
+        Repeats run in parallel (joblib); the bounds themselves run single-threaded.
+    cv : int, default=5
+    progress : bool, default=True
+        A tqdm progress bar over the tasks.
+
+    Returns
+    -------
+    DataFrame
+        One row per (size, repeat, method): ``problem, n, repeat, method, certified,
+        value, true_ce, gap = value - true_ce, abs_error = |value - true_ce|, covered
+        (value >= true_ce, certified methods only), seconds, sample_seconds``.
+    """
+    # Largest sizes first: the long tasks start early and the short ones fill the gaps.
+    tasks = [(n, r) for n in sorted(sizes, reverse=True) for r in range(n_repeats)]
+    jobs = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+        delayed(run_task)(problem, n, r, methods=tuple(methods),
+                          confidence_level=confidence_level, random_state=random_state, cv=cv)
+        for n, r in tasks
+    )
+    if progress:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError as error:
+            raise ImportError(
+                "progress bars need tqdm: pip install tqdm (or skcalbound[experiments]), "
+                "or pass progress=False (--no-progress)"
+            ) from error
+        jobs = tqdm(jobs, total=len(tasks), desc=problem.name, unit="fit", leave=True)
+    rows = [row for task_rows in jobs for row in task_rows]
+    frame = pd.DataFrame(rows)
+    return frame.sort_values(["n", "repeat", "method"], kind="stable").reset_index(drop=True)

@@ -1,0 +1,213 @@
+"""skcalbound.experiments: the quick study, its guarantees, and its command line.
+
+The quick mode (``python -m skcalbound.experiments --quick``: 4 problems, 5 sizes from
+10^3 to 10^4, 8 repeats) runs once for the module; the tests read its files.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+from skcalbound.datasets import make_calibration_problem
+from skcalbound.experiments import (
+    FULL,
+    PAPER_RATES,
+    QUICK,
+    fit_slopes,
+    make_estimator,
+    parse_problem,
+    run_study,
+    run_task,
+    summarise,
+)
+from skcalbound.experiments.__main__ import main
+
+CONFIDENCE_LEVEL = 0.95
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    assert main(["--quick", "--n-jobs", "2", "--no-progress", "--output-dir", str(out)]) == 0
+    return {
+        "dir": out,
+        "results": pd.read_csv(out / "results.csv.gz"),
+        "summary": pd.read_csv(out / "summary.csv"),
+        "slopes": pd.read_csv(out / "slopes.csv"),
+        "rates": pd.read_csv(out / "rates.csv"),
+        "timing": pd.read_csv(out / "timing.csv"),
+    }
+
+
+def test_settings_are_those_of_the_issue():
+    assert FULL.n_repeats == 64
+    assert FULL.sizes[0] == 1_000 and FULL.sizes[-1] == 10_000_000 and len(FULL.sizes) == 9
+    assert_allclose(np.diff(np.log10(FULL.sizes)), 0.5, atol=1e-3)
+    assert len(FULL.problems) >= 4 and "oscillating" in FULL.problems
+    assert QUICK.problems == FULL.problems
+
+
+def test_quick_run_writes_every_file(quick):
+    for name in ("results.csv.gz", "summary.csv", "slopes.csv", "rates.csv", "timing.csv",
+                 "figure3_gaps.png", "figure5_reconstruction.png"):
+        assert (quick["dir"] / name).stat().st_size > 0, name
+    results = quick["results"]
+    expected = len(QUICK.problems) * len(QUICK.sizes) * QUICK.n_repeats * 4
+    assert results.shape[0] == expected
+    assert set(results["method"]) == {"NW", "TV", "Lip+Bkt", "ECE"}
+    assert_allclose(results["gap"], results["value"] - results["true_ce"], atol=1e-15)
+    assert list(quick["timing"]["problem"]) == [*QUICK.problems, "TOTAL"]
+
+
+def test_every_certified_bound_covers_the_truth_at_every_size(quick):
+    certified = quick["summary"][quick["summary"]["method"] != "ECE"]
+    assert certified.shape[0] == len(QUICK.problems) * len(QUICK.sizes) * 3
+    assert (certified["coverage"] >= CONFIDENCE_LEVEL).all(), certified[
+        certified["coverage"] < CONFIDENCE_LEVEL]
+    assert certified["coverage_ok"].all()
+    rows = quick["results"][quick["results"]["certified"]]
+    assert (rows["value"] <= 1.0).all()
+
+
+def test_on_the_oscillating_problem_ece_stays_wrong_while_the_bounds_tighten(quick):
+    summary = quick["summary"].set_index(["problem", "method", "n"])
+    small, large = QUICK.sizes[0], QUICK.sizes[-1]
+    ece_small = summary.loc[("oscillating", "ECE", small), "mean_abs_error"]
+    ece_large = summary.loc[("oscillating", "ECE", large), "mean_abs_error"]
+    assert ece_large >= 0.9 * ece_small  # does not shrink
+    assert ece_large > 0.05  # and stays about 0.084 away from CE = 0.0955
+    for method in ("NW", "Lip+Bkt"):
+        gap_small = summary.loc[("oscillating", method, small), "mean_gap"]
+        gap_large = summary.loc[("oscillating", method, large), "mean_gap"]
+        assert gap_large < 0.5 * gap_small, method
+        assert gap_large < 0.2
+    # On the smooth problems ECE's error does shrink: the failure is the oscillation's.
+    for problem in ("overconfident", "parabola"):
+        assert (summary.loc[(problem, "ECE", large), "mean_abs_error"]
+                < 0.5 * summary.loc[(problem, "ECE", small), "mean_abs_error"])
+
+
+def test_certified_gaps_shrink_at_a_polynomial_rate(quick):
+    slopes = quick["slopes"]
+    for problem in ("calibrated", "overconfident", "parabola"):
+        for method in PAPER_RATES:
+            slope = slopes[(slopes["problem"] == problem) & (slopes["method"] == method)]
+            assert float(slope["slope"].iloc[0]) < -0.2, (problem, method)
+    rates = quick["rates"].set_index("method")
+    assert_allclose(rates.loc["NW", ["paper_low", "paper_high", "theory"]],
+                    [-0.406, -0.213, -1 / 3])
+
+
+def test_from_results_redraws_the_same_tables(quick, tmp_path):
+    assert main(["--from-results", str(quick["dir"]), "--output-dir", str(tmp_path),
+                 "--no-plots"]) == 0
+    again = pd.read_csv(tmp_path / "summary.csv")
+    pd.testing.assert_frame_equal(again, quick["summary"])
+
+
+def test_a_task_is_reproducible_and_independent_of_the_order():
+    problem = parse_problem("parabola")
+    first = run_task(problem, 2_000, 3, methods=("NW", "ECE"), confidence_level=0.9,
+                     random_state=11)
+    second = run_task(problem, 2_000, 3, methods=("NW", "ECE"), confidence_level=0.9,
+                      random_state=11)
+    assert [r["value"] for r in first] == [r["value"] for r in second]
+    other = run_task(problem, 2_000, 4, methods=("NW",), confidence_level=0.9,
+                     random_state=11)
+    assert other[0]["value"] != first[0]["value"]
+    serial = run_study(problem, [2_000], 5, methods=("NW",), confidence_level=0.9,
+                       random_state=11, n_jobs=1, progress=False)
+    assert_allclose(serial.loc[serial["repeat"] == 3, "value"], first[0]["value"], rtol=0)
+
+
+def test_a_task_matches_the_public_estimator_on_the_same_data():
+    problem = parse_problem("overconfident")
+    (row,) = run_task(problem, 3_000, 0, methods=("TV",), confidence_level=0.95,
+                      random_state=2)
+    from skcalbound.experiments._study import task_seed
+
+    data_seed, fold_seed = task_seed(2, problem.name, 3_000, 0).spawn(2)
+    scores, labels = problem.sample(3_000, np.random.default_rng(data_seed))
+    bound = TVCalibrationBound(V=1.0, random_state=int(fold_seed.generate_state(1)[0]))
+    assert row["value"] == bound.fit(scores, labels).bound_
+    assert row["covered"] == (row["value"] >= row["true_ce"])
+
+
+def test_a_custom_problem_runs_through_the_study():
+    from skcalbound.datasets import CustomProblem
+
+    custom = CustomProblem(lambda s: s**2, V=1.0, name="square")
+    frame = run_study(custom, [500, 1_000], 2, confidence_level=0.9, n_jobs=1,
+                      progress=False)
+    assert set(frame["method"]) == {"TV", "ECE"}  # no b1, b2, L given: no NW, Lip+Bkt
+    assert_allclose(frame["true_ce"], 1.0 / 6.0, atol=1e-10)
+
+
+def test_estimators_get_the_problem_constants():
+    smooth = make_calibration_problem("parabola", 10).assumptions
+    nw = make_estimator("NW", smooth, confidence_level=0.9, random_state=0)
+    assert isinstance(nw, NWCalibrationBound)
+    assert (nw.b1, nw.b2, nw.h) == (3.2, 6.4, None)
+    perturbed = make_calibration_problem("discrete", 10, h=2.0**-6).assumptions
+    lip = make_estimator("Lip+Bkt", perturbed, confidence_level=0.9, random_state=0)
+    assert isinstance(lip, LipschitzBucketBound) and lip.h == 2.0**-6 and lip.L is None
+    assert make_estimator("NW", {"V": 1.0}, confidence_level=0.9, random_state=0) is None
+    with pytest.raises(ValueError, match="unknown method 'KDE'"):
+        make_estimator("KDE", smooth, confidence_level=0.9, random_state=0)
+
+
+def test_summary_and_slopes_by_hand():
+    sizes = [100, 1_000, 10_000]
+    rows = [{"problem": "p", "method": "NW", "n": n, "repeat": r, "certified": True,
+             "value": 0.1 + 0.5 * (n / 100) ** -0.5 * (1 + 0.1 * r), "true_ce": 0.1,
+             "covered": True, "seconds": 0.0}
+            for n in sizes for r in range(2)]
+    frame = pd.DataFrame(rows)
+    frame["gap"] = frame["value"] - frame["true_ce"]
+    frame["abs_error"] = frame["gap"].abs()
+    summary = summarise(frame, 0.95)
+    assert_allclose(summary["mean_gap"], [0.525, 0.525 / math.sqrt(10), 0.0525])
+    slopes = fit_slopes(summary)
+    assert_allclose(slopes["slope"], [-0.5], atol=1e-12)
+    frame.loc[0, "value"] = 0.05  # one repeat below the truth at n = 100
+    frame.loc[0, "covered"] = False
+    assert summarise(frame, 0.95)["coverage_ok"].tolist() == [False, True, True]
+
+
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ("square", "unknown problem 'square'"),
+        ("atoms:k=2", "expected 'h=<bandwidth>'"),
+        ("atoms:h=abc", "bad bandwidth 'abc'"),
+        ("atoms:h=-1", "bandwidth must be positive"),
+    ],
+)
+def test_problem_specs_are_checked(spec, match):
+    with pytest.raises(ValueError, match=match):
+        parse_problem(spec)
+
+
+def test_perturbed_problem_spec():
+    problem = parse_problem("atoms:h=2^-6")
+    assert problem.h == 2.0**-6 and problem.name == "atoms_h=2^-6"
+    assert problem.ce_integration_error < 1e-5
+
+
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["--repeats", "0"], "--repeats must be a positive integer"),
+        (["--sizes", "5"], "sizes must be at least 10"),
+        (["--confidence-level", "1.5"], "confidence-level must lie in"),
+        (["--problems", "nope"], "unknown problem 'nope'"),
+        (["--from-results", "/nonexistent"], "has no results.csv.gz"),
+    ],
+)
+def test_command_line_errors_are_clear(argv, match, tmp_path):
+    with pytest.raises(SystemExit, match=match):
+        main([*argv, "--output-dir", str(tmp_path), "--no-progress"])
