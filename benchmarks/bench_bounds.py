@@ -2,9 +2,10 @@
 
 Run with ``make bench`` or ``python benchmarks/bench_bounds.py [--sizes 1e5 1e6 1e7]``.
 
-Data: the synthetic perturbed classifier of the test suite (``tests/_synthetic.py``,
-``perturbed_problems()``): scores with atoms and a non-monotone, jumpy calibration
-function, seen through the sech perturbation with ``h = 2**-6``; its true calibration
+Data: the synthetic perturbed classifier of the test suite (``zigzag_base()`` of
+``skcalbound.datasets``, as in ``tests/_synthetic.py``): scores with atoms and a
+non-monotone, jumpy calibration function, seen through the sech perturbation with
+``h = 2**-6``; its true calibration
 error is known by numerical integration, so every gap ``bound - CE`` is exact up to
 ~1e-16. For each size ``n`` the same scores and labels are used for every row:
 
@@ -24,9 +25,7 @@ bucketing).
 """
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,9 +33,8 @@ from sklearn.calibration import calibration_curve
 
 from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
 
-# The synthetic problems live with the tests until the datasets module ships them.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from _synthetic import perturbed_problems  # noqa: E402
+from skcalbound.datasets._perturbed import SechPerturbed
+from skcalbound.datasets._problems import zigzag_base
 
 H = 2.0**-6
 CONFIGURATIONS = {
@@ -57,8 +55,7 @@ def _median_time(func, repeats):
 
 
 def _problem():
-    (problem,) = [p for p in perturbed_problems() if p.h == H]
-    return problem
+    return SechPerturbed(base=zigzag_base(), h=H, name="perturbed_h=2^-6")
 
 
 def _slope(sizes, gaps):
