@@ -81,15 +81,16 @@ def rate_table(slopes):
     return pd.DataFrame(rows)
 
 
-def plot_gaps(summary, *, axes=None):
+def plot_gaps(summary, *, problems=None, axes=None):
     """The paper's Figure 3: mean gap ``bound - CE`` (and ``|ECE - CE|``) against ``n``.
 
-    One log-log panel per problem; the shaded band is two standard errors of the mean
-    over the repeats.
+    One log-log panel per problem (in the order of ``problems``, default that of
+    ``summary``); the shaded band is two standard errors of the mean over the repeats.
     """
     import matplotlib.pyplot as plt
 
-    problems = list(dict.fromkeys(summary["problem"]))
+    if problems is None:
+        problems = list(dict.fromkeys(summary["problem"]))
     if axes is None:
         _, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 3.8),
                                squeeze=False, constrained_layout=True)
