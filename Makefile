@@ -7,7 +7,7 @@ STAMP := $(VENV)/.skcalbound-installed
 EXTRAS ?= plot,test,cli
 DOCS_STAMP := $(VENV)/.skcalbound-docs-installed
 
-.PHONY: demo test test-slow bench docs install install-docs system-deps clean
+.PHONY: demo test test-slow bench reproduce docs install install-docs system-deps clean
 
 demo: install
 	$(BIN)/python examples/demo.py
@@ -21,6 +21,10 @@ test-slow: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_bounds.py
+
+# The paper's synthetic study (docs/reproduce.rst): 4 problems, n = 1e3..1e7, 64 repeats.
+reproduce: install
+	$(BIN)/python -m skcalbound.experiments --n-jobs 2 --output-dir docs/reproduce
 
 # The documentation, with warnings as errors; runs every examples/plot_*.py.
 docs: install-docs
