@@ -40,6 +40,7 @@ def quick(tmp_path_factory):
         "slopes": pd.read_csv(out / "slopes.csv"),
         "rates": pd.read_csv(out / "rates.csv"),
         "timing": pd.read_csv(out / "timing.csv"),
+        "auroc": pd.read_csv(out / "auroc.csv"),
     }
 
 
@@ -53,7 +54,9 @@ def test_settings_are_those_of_the_issue():
 
 def test_quick_run_writes_every_file(quick):
     for name in ("results.csv.gz", "summary.csv", "slopes.csv", "rates.csv", "timing.csv",
-                 "figure3_gaps.png", "figure5_reconstruction.png"):
+                 "figure3_gaps.png", "figure5_reconstruction.png", "figure2_auroc.png",
+                 "auroc.csv", "doc_coverage.csv", "doc_rates.csv", "doc_oscillating.csv",
+                 "doc_timing.csv"):
         assert (quick["dir"] / name).stat().st_size > 0, name
     results = quick["results"]
     expected = len(QUICK.problems) * len(QUICK.sizes) * QUICK.n_repeats * 4
@@ -100,6 +103,20 @@ def test_certified_gaps_shrink_at_a_polynomial_rate(quick):
     rates = quick["rates"].set_index("method")
     assert_allclose(rates.loc["NW", ["paper_low", "paper_high", "theory"]],
                     [-0.406, -0.213, -1 / 3])
+
+
+def test_auroc_cost_of_the_perturbation_vanishes_as_h_shrinks(quick):
+    auroc = quick["auroc"]
+    assert set(auroc["problem"]) == set(QUICK.problems)
+    for problem, group in auroc.groupby("problem"):
+        loss = group.set_index("log2_h")["auroc_loss"]
+        # 10^5 samples: standard error of an AUROC about 0.002.
+        assert abs(loss[-10.0]) < 0.01, problem
+        if group["auroc_unperturbed"].iloc[0] > 0.6:
+            # (The parabola's scores rank no better than chance: nothing to lose.)
+            assert loss[-1.0] > 0.05, problem
+            assert loss[-1.0] > loss[-4.0] > loss[-8.0] - 0.01, problem
+        assert_allclose(group["auroc_loss"], group["auroc_unperturbed"] - group["auroc"])
 
 
 def test_from_results_redraws_the_same_tables(quick, tmp_path):

@@ -50,7 +50,8 @@ def main(argv=None):
                confidence_level=args.confidence_level,
                problems=tuple(args.problems or dict.fromkeys(results["problem"])),
                reconstruction_sizes=settings.reconstruction_sizes,
-               random_state=args.random_state, plots=not args.no_plots)
+               random_state=args.random_state, plots=not args.no_plots,
+               auroc_samples=settings.auroc_samples)
         return 0
     sizes = settings.sizes if args.sizes is None else tuple(int(n) for n in args.sizes)
     if min(sizes) < 10:
@@ -66,6 +67,7 @@ def main(argv=None):
             output_dir=args.output_dir, confidence_level=args.confidence_level,
             random_state=args.random_state, n_jobs=args.n_jobs,
             reconstruction_sizes=settings.reconstruction_sizes, plots=not args.no_plots,
+            auroc_samples=settings.auroc_samples,
             progress=not args.no_progress,
         )
     except ValueError as error:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from skcalbound.datasets._generators import PROBLEM_NAMES, get_problem
 
+from ._auroc import auroc_vs_h, plot_auroc
 from ._report import fit_slopes, plot_gaps, plot_reconstruction, rate_table, summarise
 from ._study import METHODS, run_study
 
@@ -23,6 +24,7 @@ class Settings:
     sizes: tuple
     n_repeats: int
     reconstruction_sizes: tuple
+    auroc_samples: int
 
 
 #: The full study: 4 problems, 9 log-spaced sizes from 10^3 to 10^7, 64 repeats.
@@ -31,6 +33,7 @@ FULL = Settings(
     sizes=tuple(int(n) for n in np.round(np.logspace(3, 7, 9))),
     n_repeats=64,
     reconstruction_sizes=(1_000, 10_000, 100_000, 1_000_000),
+    auroc_samples=1_000_000,
 )
 #: Under a minute on 2 cores: the same problems, 5 sizes from 10^3 to 10^4, 8 repeats.
 QUICK = Settings(
@@ -38,6 +41,7 @@ QUICK = Settings(
     sizes=tuple(int(n) for n in np.round(np.logspace(3, 4, 5))),
     n_repeats=8,
     reconstruction_sizes=(1_000, 10_000, 100_000),
+    auroc_samples=100_000,
 )
 
 
@@ -96,7 +100,7 @@ def _load():
 def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats, *,
               output_dir="reproduce_output", confidence_level=0.95, random_state=0,
               n_jobs=None, reconstruction_sizes=FULL.reconstruction_sizes, plots=True,
-              progress=True, log=print):
+              auroc_samples=1_000_000, progress=True, log=print):
     """Run the study, write its files to ``output_dir`` and return the tables.
 
     Parameters
@@ -109,7 +113,8 @@ def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats
     output_dir : str or Path
         Receives ``results.csv.gz`` (one row per problem, size, repeat and method),
         ``summary.csv``, ``slopes.csv``, ``rates.csv``, ``timing.csv``,
-        ``figure3_gaps.png`` and ``figure5_reconstruction.png``.
+        ``figure3_gaps.png``, ``figure5_reconstruction.png`` and, from
+        :func:`auroc_vs_h`, ``auroc.csv`` and ``figure2_auroc.png``.
     confidence_level : float, default=0.95
     random_state : int, default=0
         Root seed: reproduces every number.
@@ -119,6 +124,8 @@ def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats
         Sizes of the Figure 5 panels (on the parabola problem if it is in the run,
         else the first problem).
     plots, progress : bool, default=True
+    auroc_samples : int, default=1_000_000
+        Sample size of the AUROC-against-``h`` study of each unperturbed problem.
     log : callable, default=print
 
     Returns
@@ -158,13 +165,14 @@ def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats
     timing.to_csv(output / "timing.csv", index=False)
     tables = report(results, timing, output_dir=output, confidence_level=confidence_level,
                     problems=objects, reconstruction_sizes=reconstruction_sizes,
-                    random_state=random_state, plots=plots, log=log)
+                    random_state=random_state, plots=plots, auroc_samples=auroc_samples,
+                    log=log)
     return tables
 
 
 def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
            reconstruction_sizes=FULL.reconstruction_sizes, random_state=0, plots=True,
-           log=print):
+           auroc_samples=1_000_000, log=print):
     """Tables, figures and the printed report from the tidy ``results`` of a run.
 
     Also what ``python -m skcalbound.experiments --from-results DIR`` runs: it redraws
@@ -197,6 +205,12 @@ def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
                                    confidence_level=confidence_level)
         axes[0].figure.savefig(output / "figure5_reconstruction.png", dpi=110)
         plt.close(axes[0].figure)
+        unperturbed = [p for p in objects if not hasattr(p, "h")] or [get_problem("parabola")]
+        auroc = auroc_vs_h(unperturbed, n_samples=auroc_samples, random_state=random_state)
+        auroc.to_csv(output / "auroc.csv", index=False)
+        ax = plot_auroc(auroc)
+        ax.figure.savefig(output / "figure2_auroc.png", dpi=110)
+        plt.close(ax.figure)
     with pd.option_context("display.width", 160, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
         coverage = summary[summary["method"] != "ECE"]
