@@ -101,7 +101,7 @@ def main(argv=None):
                 ),
             }
         )
-        curves[name] = (scores, tv, nw)
+        curves[name] = (scores, perturbed, tv, nw)
 
     table = pd.DataFrame(rows).set_index("classifier").T
     with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
@@ -125,24 +125,17 @@ def _plot(curves, y, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from sklearn.calibration import calibration_curve
 
-    fig, ax = plt.subplots(figsize=(6, 6))
-    grid = np.linspace(0, 1, 1001)
-    ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", label="perfectly calibrated")
-    for (name, (scores, tv, nw)), color in zip(curves.items(), ["C0", "C1", "C2"]):
-        ax.step(grid, tv.predict(grid), where="post", color=color,
-                label=f"{name}: TV surrogate, CE <= {tv.bound_:.3f}")
-        ax.plot(grid, nw.predict(grid), color=color, linestyle="--", linewidth=1,
-                label=f"{name}, perturbed: NW surrogate, CE <= {nw.bound_:.3f}")
-        prob_true, prob_pred = calibration_curve(y, scores, n_bins=15)
-        ax.plot(prob_pred, prob_true, "o", color=color, markersize=4, alpha=0.7)
-    ax.set_xlabel("predicted probability s")
-    ax.set_ylabel("E[y | s]")
-    ax.set_title("Reliability: TV (steps) and NW (dashed) surrogates, 15 bins (dots)")
-    ax.legend(loc="upper left", fontsize=8)
+    from skcalbound import CalibrationBoundDisplay
+
+    fig, (ax_raw, ax_nw) = plt.subplots(1, 2, figsize=(14, 7), sharey=True)
+    for name, (scores, perturbed, tv, nw) in curves.items():
+        CalibrationBoundDisplay.from_bound(tv, scores, ax=ax_raw, name=name, show_hist=False)
+        CalibrationBoundDisplay.from_bound(nw, perturbed, ax=ax_nw, name=name, show_hist=False)
+    ax_raw.set_title("raw scores: TV surrogate and bound")
+    ax_nw.set_title(f"perturbed, h=2^{np.log2(H):.0f}: NW surrogate, Lemma 6 band and bound")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     print(f"\nReliability plot written to {path}")
 
 
