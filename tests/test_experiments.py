@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from numpy.testing import assert_allclose, assert_array_equal
+from numpy.testing import assert_allclose
 
 from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
 from skcalbound.datasets import make_calibration_problem

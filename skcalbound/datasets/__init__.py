@@ -10,10 +10,10 @@ numerical integration of the paper's eq. (7) (error reported, below ``1e-5``), a
 """
 
 from ._custom import CustomProblem
-from ._generators import (
+from ._generators import make_calibration_problem
+from ._named import (
     make_atoms,
     make_calibrated,
-    make_calibration_problem,
     make_discrete,
     make_oscillating,
     make_overconfident,

@@ -100,7 +100,7 @@ class SechPerturbed(CalibrationProblem):
 
     @cached_property
     def _inner_rules(self):
-        """Per rule: nodes ``so``, weights ``w(so) / Z(so, h)``, ``eta_orig(so)`` (continuous part)."""
+        """Per rule: nodes ``so``, weights ``w(so) / Z(so, h)`` and ``eta_orig(so)``."""
         rules = []
         for width, order in PERTURBED_RULES:
             if self.base.continuous_weight == 0.0:

@@ -1,0 +1,416 @@
+"""The named problems: one ``make_*`` generator each, with its parameters."""
+
+from numbers import Integral, Real
+
+import numpy as np
+
+from .._compat import Interval, validate_params
+from ._generators import _COMMON, _sample, perturb_problem
+from ._problems import CalibratedBeta, DiscreteTies, atoms_and_linear
+from ._smooth import Oscillating, Parabola, SmoothSine
+
+
+@validate_params(
+    {
+        "n_samples": _COMMON["n_samples"],
+        "a": [Interval(Real, 1, None, closed="left")],
+        "b": [Interval(Real, 1, None, closed="left")],
+        "h": _COMMON["h"],
+        "random_state": _COMMON["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_calibrated(n_samples=1000, *, a=2.0, b=5.0, h=None, random_state=None):
+    """Generate perfectly calibrated scores: ``s ~ Beta(a, b)``, ``eta(s) = s``.
+
+    The true calibration error is 0 and every bound's value is its gap. Constants:
+    ``V = b1 = L = 1``, ``b2 = 0``.
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of scores.
+    a : float, default=2.0
+        First shape parameter of the Beta law of the scores (``>= 1``).
+    b : float, default=5.0
+        Second shape parameter (``>= 1``).
+    h : float, default=None
+        If given, the scores go through the sech perturbation with bandwidth ``h``
+        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
+        perturbed classifier (paper eq. (7), by numerical integration).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sample.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with attributes
+
+        scores : ndarray of shape (n_samples,)
+            Scores in [0, 1] (perturbed if ``h`` is given).
+        labels : ndarray of shape (n_samples,)
+            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
+        true_ce : float
+            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
+            ``h`` by numerical integration of the paper's eq. (7)).
+        ce_integration_error : float
+            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
+            ``1e-5``).
+        assumptions : dict
+            The constants that hold for the problem, keyed by the parameter of the
+            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
+        problem : object
+            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
+
+    See Also
+    --------
+    make_calibration_problem : Any named problem, or your own.
+
+    Examples
+    --------
+    >>> from skcalbound.datasets import make_calibrated
+    >>> data = make_calibrated(1000, random_state=0)
+    >>> round(data.true_ce, 4), round(data.assumptions["V"], 3)
+    (0.0, 1.0)
+    """
+    problem = CalibratedBeta(a=a, b=b, assumption_names=("V", "b1", "b2", "L"))
+    if h is not None:
+        problem = perturb_problem(problem, h)
+    return _sample(problem, n_samples, random_state)
+
+
+@validate_params(
+    {
+        "n_samples": _COMMON["n_samples"],
+        "amplitude": [Interval(Real, 0, 1 / (2 * np.pi), closed="right")],
+        "h": _COMMON["h"],
+        "random_state": _COMMON["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_overconfident(n_samples=1000, *, amplitude=0.1, h=None, random_state=None):
+    """Generate smooth over-confident scores: ``eta(s) = s + A sin(2 pi s)``.
+
+    Scores ``s ~ U(0, 1)``. Below 1/2 the truth is above the score, above 1/2 below
+    it: the scores are too extreme. ``CE = 2 A / pi``; ``V = 1``, ``b1 = L = 1 + 2 pi A``, ``b2 = 4 pi^2 A``.
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of scores.
+    amplitude : float, default=0.1
+        ``A``, in ``(0, 1 / (2 pi)]`` so that ``eta`` stays monotone.
+    h : float, default=None
+        If given, the scores go through the sech perturbation with bandwidth ``h``
+        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
+        perturbed classifier (paper eq. (7), by numerical integration).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sample.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with attributes
+
+        scores : ndarray of shape (n_samples,)
+            Scores in [0, 1] (perturbed if ``h`` is given).
+        labels : ndarray of shape (n_samples,)
+            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
+        true_ce : float
+            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
+            ``h`` by numerical integration of the paper's eq. (7)).
+        ce_integration_error : float
+            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
+            ``1e-5``).
+        assumptions : dict
+            The constants that hold for the problem, keyed by the parameter of the
+            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
+        problem : object
+            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
+
+    See Also
+    --------
+    make_calibration_problem : Any named problem, or your own.
+
+    Examples
+    --------
+    >>> from skcalbound.datasets import make_overconfident
+    >>> data = make_overconfident(1000, random_state=0)
+    >>> round(data.true_ce, 4), round(data.assumptions["V"], 3)
+    (0.0637, 1.0)
+    """
+    problem = SmoothSine(amplitude=amplitude, name="overconfident")
+    if h is not None:
+        problem = perturb_problem(problem, h)
+    return _sample(problem, n_samples, random_state)
+
+
+@validate_params(
+    {
+        "n_samples": _COMMON["n_samples"],
+        "bottom": [Interval(Real, 0, 1, closed="both")],
+        "top": [Interval(Real, 0, 1, closed="both")],
+        "h": _COMMON["h"],
+        "random_state": _COMMON["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_parabola(n_samples=1000, *, bottom=0.1, top=0.9, h=None, random_state=None):
+    """Generate scores with a parabola-shaped calibration function.
+
+    ``eta(s) = bottom + 4 (top - bottom) (s - 1/2)^2`` on scores ``s ~ U(0, 1)``, the
+    shape of the paper's Figure 5 (Appendix H). ``CE`` is
+    exact (antiderivative between the roots of ``s - eta(s)``); ``V = 2 |top - bottom|``,
+    ``b1 = L = 4 |top - bottom|``, ``b2 = 8 |top - bottom|``.
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of scores.
+    bottom : float, default=0.1
+        ``eta(1/2)``, in [0, 1].
+    top : float, default=0.9
+        ``eta(0) = eta(1)``, in [0, 1].
+    h : float, default=None
+        If given, the scores go through the sech perturbation with bandwidth ``h``
+        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
+        perturbed classifier (paper eq. (7), by numerical integration).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sample.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with attributes
+
+        scores : ndarray of shape (n_samples,)
+            Scores in [0, 1] (perturbed if ``h`` is given).
+        labels : ndarray of shape (n_samples,)
+            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
+        true_ce : float
+            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
+            ``h`` by numerical integration of the paper's eq. (7)).
+        ce_integration_error : float
+            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
+            ``1e-5``).
+        assumptions : dict
+            The constants that hold for the problem, keyed by the parameter of the
+            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
+        problem : object
+            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
+
+    See Also
+    --------
+    make_calibration_problem : Any named problem, or your own.
+
+    Examples
+    --------
+    >>> from skcalbound.datasets import make_parabola
+    >>> data = make_parabola(1000, random_state=0)
+    >>> round(data.true_ce, 4), round(data.assumptions["V"], 3)
+    (0.3551, 1.6)
+    """
+    problem = Parabola(bottom=bottom, top=top)
+    if h is not None:
+        problem = perturb_problem(problem, h)
+    return _sample(problem, n_samples, random_state)
+
+
+@validate_params(
+    {
+        "n_samples": _COMMON["n_samples"],
+        "amplitude": [Interval(Real, 0, 0.2, closed="right")],
+        "cycles": [Interval(Integral, 1, None, closed="left")],
+        "h": _COMMON["h"],
+        "random_state": _COMMON["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_oscillating(n_samples=1000, *, amplitude=0.15, cycles=40, h=None, random_state=None):
+    """Generate scores with a fast-oscillating calibration function (binned ECE fails).
+
+    Scores ``s ~ U(0.2, 0.8)``, ``eta(s) = s + A sin(2 pi c s)`` (``c * 0.2`` and
+    ``c * 0.8`` integers). Bins wider than a period average the oscillation out, so the
+    binned ECE converges to a wrong value while ``CE = 2 A / pi``. Constants are exact:
+    ``b1 = L = 1 + 2 pi c A``, ``b2 = (2 pi c)^2 A``, ``V`` in closed form.
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of scores.
+    amplitude : float, default=0.15
+        ``A``, in ``(0, 0.2]``.
+    cycles : int, default=40
+        ``c``, a multiple of 5.
+    h : float, default=None
+        If given, the scores go through the sech perturbation with bandwidth ``h``
+        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
+        perturbed classifier (paper eq. (7), by numerical integration).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sample.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with attributes
+
+        scores : ndarray of shape (n_samples,)
+            Scores in [0, 1] (perturbed if ``h`` is given).
+        labels : ndarray of shape (n_samples,)
+            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
+        true_ce : float
+            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
+            ``h`` by numerical integration of the paper's eq. (7)).
+        ce_integration_error : float
+            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
+            ``1e-5``).
+        assumptions : dict
+            The constants that hold for the problem, keyed by the parameter of the
+            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
+        problem : object
+            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
+
+    See Also
+    --------
+    make_calibration_problem : Any named problem, or your own.
+
+    Examples
+    --------
+    >>> from skcalbound.datasets import make_oscillating
+    >>> data = make_oscillating(1000, random_state=0)
+    >>> round(data.true_ce, 4), round(data.assumptions["V"], 3)
+    (0.0955, 14.405)
+    """
+    problem = Oscillating(amplitude=amplitude, cycles=cycles)
+    if h is not None:
+        problem = perturb_problem(problem, h)
+    return _sample(problem, n_samples, random_state)
+
+
+@validate_params(
+    {
+        "n_samples": _COMMON["n_samples"],
+        "h": _COMMON["h"],
+        "random_state": _COMMON["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_discrete(n_samples=1000, *, h=None, random_state=None):
+    """Generate discrete scores with massive ties: five values, a table of ``eta`` values.
+
+    ``P(s = 0.1, 0.3, 0.5, 0.7, 0.9) = 0.1, 0.2, 0.4, 0.2, 0.1`` with ``eta = 0.05, 0.2,
+    0.55, 0.8, 0.95``; ``CE = 0.07`` is a finite sum and ``V = 0.9``. ``eta`` is a step
+    function, so only the TV bound applies to the raw scores (use ``h`` for the others).
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of scores.
+    h : float, default=None
+        If given, the scores go through the sech perturbation with bandwidth ``h``
+        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
+        perturbed classifier (paper eq. (7), by numerical integration).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sample.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with attributes
+
+        scores : ndarray of shape (n_samples,)
+            Scores in [0, 1] (perturbed if ``h`` is given).
+        labels : ndarray of shape (n_samples,)
+            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
+        true_ce : float
+            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
+            ``h`` by numerical integration of the paper's eq. (7)).
+        ce_integration_error : float
+            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
+            ``1e-5``).
+        assumptions : dict
+            The constants that hold for the problem, keyed by the parameter of the
+            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
+        problem : object
+            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
+
+    See Also
+    --------
+    make_calibration_problem : Any named problem, or your own.
+
+    Examples
+    --------
+    >>> from skcalbound.datasets import make_discrete
+    >>> data = make_discrete(1000, random_state=0)
+    >>> round(data.true_ce, 4), round(data.assumptions["V"], 3)
+    (0.07, 0.9)
+    """
+    problem = DiscreteTies()
+    if h is not None:
+        problem = perturb_problem(problem, h)
+    return _sample(problem, n_samples, random_state)
+
+
+@validate_params(
+    {
+        "n_samples": _COMMON["n_samples"],
+        "h": _COMMON["h"],
+        "random_state": _COMMON["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_atoms(n_samples=1000, *, h=None, random_state=None):
+    """Generate scores with atoms at exactly 0 and 1 plus a uniform part.
+
+    ``P(s = 0) = 0.2`` (``eta = 0.05``), ``P(s = 1) = 0.15`` (``eta = 0.9``), and
+    ``U(0, 1)`` otherwise with ``eta(s) = 0.1 + 0.7 s``: ``CE = 0.025 + 0.65 / 12`` exactly,
+    ``V = 0.85``. ``eta`` jumps at the atoms, so only the TV bound applies to the raw
+    scores (use ``h`` for the others).
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of scores.
+    h : float, default=None
+        If given, the scores go through the sech perturbation with bandwidth ``h``
+        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
+        perturbed classifier (paper eq. (7), by numerical integration).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sample.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with attributes
+
+        scores : ndarray of shape (n_samples,)
+            Scores in [0, 1] (perturbed if ``h`` is given).
+        labels : ndarray of shape (n_samples,)
+            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
+        true_ce : float
+            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
+            ``h`` by numerical integration of the paper's eq. (7)).
+        ce_integration_error : float
+            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
+            ``1e-5``).
+        assumptions : dict
+            The constants that hold for the problem, keyed by the parameter of the
+            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
+        problem : object
+            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
+
+    See Also
+    --------
+    make_calibration_problem : Any named problem, or your own.
+
+    Examples
+    --------
+    >>> from skcalbound.datasets import make_atoms
+    >>> data = make_atoms(1000, random_state=0)
+    >>> round(data.true_ce, 4), round(data.assumptions["V"], 3)
+    (0.0792, 0.85)
+    """
+    problem = atoms_and_linear()
+    if h is not None:
+        problem = perturb_problem(problem, h)
+    return _sample(problem, n_samples, random_state)
