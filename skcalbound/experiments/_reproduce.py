@@ -80,7 +80,7 @@ def doc_tables(summary, rates, timing):
     if not ece.empty:
         ece["ECE"] = oscillating[oscillating["method"] == "ECE"].set_index("n")[
             "mean_abs_error"]
-        ece = ece.rename(columns={"ECE": "|ECE - CE|", "NW": "NW gap", "TV": "TV gap",
+        ece = ece.rename(columns={"ECE": "ECE error abs(ECE - CE)", "NW": "NW gap", "TV": "TV gap",
                                   "Lip+Bkt": "Lip+Bkt gap"}).round(4).reset_index()
         ece.columns.name = None
     wall = timing[["problem", "wall_seconds"]].copy()
