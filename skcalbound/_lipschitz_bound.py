@@ -201,7 +201,9 @@ class LipschitzBucketBound(_BaseCalibrationBound):
 
     h : float, default=None
         Bandwidth of the sech perturbation the scores went through; implies
-        ``L = tanh(1/h) / (2h)``.
+        ``L = tanh(1/h) / (2h)``. ``h`` below ``2**-41`` (``L`` above ``2**40``) is
+        rejected: the smoothing term would rest on rounding, and the bound is 1 there
+        anyway.
 
     n_buckets : int, sequence of int or None, default=None
         Candidate bucket counts. ``None`` is the paper's grid 2, 4, ..., 4096.
@@ -413,7 +415,9 @@ def lipschitz_bucket_bound(
 
     h : float, default=None
         Bandwidth of the sech perturbation the scores went through; implies
-        ``L = tanh(1/h) / (2h)``.
+        ``L = tanh(1/h) / (2h)``. ``h`` below ``2**-41`` (``L`` above ``2**40``) is
+        rejected: the smoothing term would rest on rounding, and the bound is 1 there
+        anyway.
 
     n_buckets : int, sequence of int or None, default=None
         Candidate bucket counts. ``None`` is the paper's grid 2, 4, ..., 4096.
