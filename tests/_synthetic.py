@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from skcalbound.datasets._exact import (
     abs_linear_integral,
@@ -203,3 +204,16 @@ def coverage(
         values=values,
         tolerance=binomial_tolerance(repetitions, confidence_level, alpha=alpha),
     )
+
+
+class ScoreAsProba(ClassifierMixin, BaseEstimator):
+    """A 'classifier' whose positive-class probability is the first column of X: the
+    unperturbed model of a problem, to wrap in ``SechPerturbedClassifier``."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        s = np.asarray(X, dtype=float)[:, 0]
+        return np.column_stack((1.0 - s, s))

@@ -29,7 +29,6 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from scipy import stats
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.frozen import FrozenEstimator
 
 from _synthetic import (
@@ -39,6 +38,7 @@ from _synthetic import (
     Oscillating,
     PiecewiseLinear,
     PowerMiscalibrated,
+    ScoreAsProba,
     SechPerturbed,
     SmoothSine,
     abs_linear_integral,
@@ -607,17 +607,6 @@ def step_problem(h):
     return SechPerturbed(base=base, h=h, name=f"staircase_h=2^{np.log2(h):g}")
 
 
-class _ScoreAsProba(ClassifierMixin, BaseEstimator):
-    """The unperturbed classifier: its positive-class probability is ``X[:, 0]``."""
-
-    def fit(self, X, y):
-        self.classes_ = np.array([0, 1])
-        return self
-
-    def predict_proba(self, X):
-        return np.column_stack((1.0 - X[:, 0], X[:, 0]))
-
-
 def perturbed_classifier_coverage(problem, n, repetitions, confidence_level, seed):
     """Each repetition: labels from ``eta_orig(s_orig)``, a ``SechPerturbedClassifier``
     around the frozen score model, and ``-make_bound_scorer("nw")`` on its predictions
@@ -628,7 +617,7 @@ def perturbed_classifier_coverage(problem, n, repetitions, confidence_level, see
         s_orig = np.asarray(problem.base.sample_scores(n, rng), dtype=float)
         labels = (rng.uniform(size=n) < problem.base.eta(s_orig)).astype(int)
         X = s_orig[:, None]
-        model = FrozenEstimator(_ScoreAsProba().fit(X, labels))
+        model = FrozenEstimator(ScoreAsProba().fit(X, labels))
         clf = SechPerturbedClassifier(model, h=problem.h, random_state=int(rng.integers(2**31)))
         scorer = make_bound_scorer(
             "nw", confidence_level=confidence_level, random_state=int(rng.integers(2**31))

@@ -61,7 +61,6 @@ def test_perturb_scores_rejects_bad_input(scores, h, match):
 # ----------------------------------------------------------------------------------
 from numpy.testing import assert_allclose  # noqa: E402
 from sklearn import config_context  # noqa: E402
-from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 from sklearn.frozen import FrozenEstimator  # noqa: E402
 from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
@@ -70,20 +69,9 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 from sklearn.utils._param_validation import InvalidParameterError  # noqa: E402
 
+from _synthetic import ScoreAsProba  # noqa: E402
 from skcalbound import SechPerturbedClassifier  # noqa: E402
 from skcalbound._sech import sech_derivative_bounds  # noqa: E402
-
-
-class ScoreAsProba(ClassifierMixin, BaseEstimator):
-    """A 'classifier' whose positive-class probability is the first column of X."""
-
-    def fit(self, X, y):
-        self.classes_ = np.unique(y)
-        return self
-
-    def predict_proba(self, X):
-        s = np.asarray(X, dtype=float)[:, 0]
-        return np.column_stack((1.0 - s, s))
 
 
 def _data(n=400, seed=0):
