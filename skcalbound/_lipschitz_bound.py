@@ -322,8 +322,8 @@ class LipschitzBucketBound(_BaseCalibrationBound):
 
     References
     ----------
-    .. [1] Gruber et al., "Measuring Uncertainty Calibration", ICLR 2026,
-       sections 5 and 7 and Appendix E.
+    .. [1] Ciosek et al., "Measuring Uncertainty Calibration", ICLR 2026,
+       arXiv:2512.13872, sections 5 and 7 and Appendix E.
 
     Examples
     --------

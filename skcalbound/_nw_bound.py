@@ -347,8 +347,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     References
     ----------
-    .. [1] Gruber et al., "Measuring Uncertainty Calibration", ICLR 2026,
-       section 5 and Appendices C to E.
+    .. [1] Ciosek et al., "Measuring Uncertainty Calibration", ICLR 2026,
+       arXiv:2512.13872, section 5 and Appendices C to E.
 
     Examples
     --------

@@ -148,8 +148,8 @@ class SechPerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     References
     ----------
-    .. [1] Gruber et al., "Measuring Uncertainty Calibration", ICLR 2026, section 5
-       and Appendix D.
+    .. [1] Ciosek et al., "Measuring Uncertainty Calibration", ICLR 2026,
+       arXiv:2512.13872, section 5 and Appendix D.
 
     Examples
     --------

@@ -1,8 +1,8 @@
 """The terms of the certified bounds, as pure functions of numbers and arrays.
 
 No scikit-learn, no randomness, no state: every formula here cites the equation of
-Gruber et al., "Measuring Uncertainty Calibration" (ICLR 2026) it implements, and the
-project's SPEC.md section that fixes its reading. Inputs are assumed validated.
+Ciosek et al., "Measuring Uncertainty Calibration" (ICLR 2026, arXiv:2512.13872) it
+implements, and the project's SPEC.md section that fixes its reading. Inputs are assumed validated.
 """
 
 import math

@@ -137,8 +137,8 @@ class TVCalibrationBound(_BaseCalibrationBound):
 
     References
     ----------
-    .. [1] Gruber et al., "Measuring Uncertainty Calibration", ICLR 2026,
-       section 4 and Appendix B.
+    .. [1] Ciosek et al., "Measuring Uncertainty Calibration", ICLR 2026,
+       arXiv:2512.13872, section 4 and Appendix B.
 
     Examples
     --------
