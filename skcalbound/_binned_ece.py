@@ -64,10 +64,16 @@ def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform"):
     0.167
     """
     labels, scores = check_prob_labels(y_true, y_prob)
+    # Edges and assignment exactly as calibration_curve computes them. For 'quantile'
+    # the expression matters to the last bit: np.percentile(s, np.linspace(0, 100, k))
+    # can differ from np.percentile(s, np.linspace(0, 1, k) * 100) in the last ulp, and
+    # a score lying on a quantile edge then changes bins.
     if strategy == "quantile":
-        edges = np.percentile(scores, np.linspace(0, 100, n_bins + 1))
+        quantiles = np.linspace(0, 1, n_bins + 1)
+        edges = np.percentile(scores, quantiles * 100)
     else:
         edges = np.linspace(0.0, 1.0, n_bins + 1)
+    # A score on an interior edge belongs to the bin below, as in calibration_curve.
     bin_ids = np.searchsorted(edges[1:-1], scores)
     score_sums = np.bincount(bin_ids, weights=scores, minlength=n_bins)
     label_sums = np.bincount(bin_ids, weights=labels, minlength=n_bins)

@@ -110,28 +110,21 @@ def test_binned_ece_matches_calibration_curve_with_massive_ties(n_bins):
         )
 
 
-# Library bug: for strategy="quantile", binned_ece computes the edges as
-# np.percentile(s, np.linspace(0, 100, n_bins + 1)), calibration_curve as
-# np.percentile(s, np.linspace(0, 1, n_bins + 1) * 100). The two percentile arrays
-# differ in the last bit for many n_bins (3, 6, 7, 15, 40, ...), and when a quantile's
-# position q (n - 1) is an integer the two edges can fall on either side of the score at
-# that position (within rounding of it), so that score changes bins. With 15 bins this
-# happened for ~30% of the sample sizes 2 <= n < 2000 of uniform scores (a scan; all
-# with n = 1 mod 3). The fix is to use calibration_curve's expression.
-QUANTILE_EDGE_BUG = (
-    "binned_ece builds quantile edges from np.linspace(0, 100, n_bins + 1), while "
-    "calibration_curve uses np.linspace(0, 1, n_bins + 1) * 100; the percentiles differ "
-    "in the last bit and a score lying on a quantile edge changes bins"
-)
+# For strategy="quantile" the expression of the edges matters to the last bit:
+# np.percentile(s, np.linspace(0, 100, n_bins + 1)) and calibration_curve's
+# np.percentile(s, np.linspace(0, 1, n_bins + 1) * 100) differ in the last bit for many
+# n_bins (3, 6, 7, 15, 40, ...), and when a quantile's position q (n - 1) is an integer
+# the two edges can fall on either side of the score at that position, so that score
+# changes bins. binned_ece once used the first form; the two tests below failed then.
 
 
-@pytest.mark.xfail(strict=True, reason=QUANTILE_EDGE_BUG)
 def test_binned_ece_quantile_edge_on_a_score():
     # 3 quantile bins of 4 scores: the edges are at positions 1 and 2 of the sorted
     # scores. calibration_curve's edges are 0.19999999999999998 and 0.5999999999999998,
     # so its bins are {0.1}, {0.2}, {0.6, 0.9}: prob_pred (.1, .2, .75), prob_true
-    # (0, 1, 1), ECE = .25 * .1 + .25 * .8 + .5 * .25 = 0.35. binned_ece's edges are
-    # exactly 0.2 and 0.6, bins {0.1, 0.2}, {0.6}, {0.9}: it returns 0.3.
+    # (0, 1, 1), ECE = .25 * .1 + .25 * .8 + .5 * .25 = 0.35. The edges of
+    # np.linspace(0, 100, 4) are exactly 0.2 and 0.6, bins {0.1, 0.2}, {0.6}, {0.9}:
+    # that gave 0.3.
     s = np.array([0.1, 0.2, 0.6, 0.9])
     y = np.array([0, 1, 1, 1])
     prob_true, prob_pred = calibration_curve(y, s, n_bins=3, strategy="quantile")
@@ -140,7 +133,6 @@ def test_binned_ece_quantile_edge_on_a_score():
     assert_allclose(binned_ece(y, s, n_bins=3, strategy="quantile"), 0.35, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason=QUANTILE_EDGE_BUG)
 def test_binned_ece_quantile_edges_default_bins():
     # The default 15 bins, 1000 continuous scores: (n - 1) k / 15 = 66.6 k lands on an
     # integer for k = 5, 10 (positions 333, 666), where the two versions disagree.
@@ -151,6 +143,85 @@ def test_binned_ece_quantile_edges_default_bins():
         binned_ece(y, s, strategy="quantile"),
         _ece_from_calibration_curve(y, s, 15, "quantile"),
         rtol=1e-12,
+    )
+
+
+def _counts_from_calibration_curve(s, n_bins, strategy):
+    """The size of each non-empty bin, read off ``calibration_curve`` itself.
+
+    With labels ``e_i`` (1 at sample ``i`` only) the bins and the non-empty set are
+    those of any labelling (the edges depend on the scores alone), and ``prob_true`` is
+    ``1 / n_b`` in the bin ``b`` of sample ``i`` and 0 elsewhere. So sample ``i``'s bin
+    is the position of the non-zero entry, and the counts are a tally of those.
+    """
+    n = s.shape[0]
+    positions = np.empty(n, dtype=np.int64)
+    inverse_counts = np.empty(n)
+    for i in range(n):
+        e_i = np.zeros(n, dtype=int)
+        e_i[i] = 1
+        prob_true, _ = calibration_curve(e_i, s, n_bins=n_bins, strategy=strategy)
+        nonzero = np.flatnonzero(prob_true)
+        assert nonzero.size == 1
+        positions[i] = nonzero[0]
+        inverse_counts[i] = prob_true[nonzero[0]]
+    counts = np.bincount(positions)
+    assert counts.sum() == n and np.all(counts > 0)
+    # Each sample's 1 / n_b agrees with the tally of its bin.
+    assert_allclose(inverse_counts, 1 / counts[positions], rtol=1e-15)
+    return counts
+
+
+def _scores_with_ties(n):
+    """n scores with heavy ties, ties on quantile positions and on the uniform edges."""
+    rng = np.random.default_rng(n)
+    tied = rng.choice([0.0, 0.2, 0.25, 0.5, 0.6, 0.75, 1.0], size=n - n // 3)
+    return rng.permutation(np.concatenate([tied, rng.uniform(size=n // 3)]))
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize(
+    "s, y, n_bins",
+    [
+        (np.array([0.1, 0.2, 0.6, 0.9]), np.array([0, 1, 1, 1]), 3),
+        (_scores_with_ties(23), None, 4),
+        (_scores_with_ties(37), None, 5),
+        (_scores_with_ties(101), None, 7),
+        (_scores_with_ties(250), None, 15),
+        (np.random.default_rng(0).uniform(size=1000), None, 15),
+        (np.round(np.random.default_rng(1).beta(2, 5, size=403), 2), None, 10),
+    ],
+    ids=[
+        "4-in-3",
+        "ties-23-in-4",
+        "ties-37-in-5",
+        "ties-101-in-7",
+        "ties-250-in-15",
+        "uniform-1000-in-15",
+        "rounded-403-in-10",
+    ],
+)
+def test_binned_ece_equals_hand_sum_over_calibration_curve_bins(s, y, n_bins, strategy):
+    """ECE = sum_b (n_b / n) |prob_pred_b - prob_true_b| with calibration_curve's own
+    per-bin means and bin sizes (n not divisible by n_bins, ties on the edges).
+
+    The labels, when not given, are calibrated (y ~ Bernoulli(s)), so the per-bin
+    errors have both signs: a score put in the neighbouring bin changes the ECE. (With
+    every bin over-confident, say y ~ Bernoulli(s**2), moving a score between two bins
+    of the same sign leaves the sum of absolute values unchanged and would hide a wrong
+    edge.)
+    """
+    assert s.shape[0] % n_bins != 0
+    if y is None:
+        rng = np.random.default_rng(s.shape[0] + n_bins)
+        y = (rng.uniform(size=s.shape[0]) < s).astype(int)
+        y[:2] = [0, 1]  # both classes
+    prob_true, prob_pred = calibration_curve(y, s, n_bins=n_bins, strategy=strategy)
+    counts = _counts_from_calibration_curve(s, n_bins, strategy)
+    assert counts.shape == prob_true.shape
+    expected = float(np.sum(counts / s.shape[0] * np.abs(prob_pred - prob_true)))
+    assert_allclose(
+        binned_ece(y, s, n_bins=n_bins, strategy=strategy), expected, rtol=0, atol=1e-12
     )
 
 
