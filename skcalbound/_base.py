@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import Interval, StrOptions, _fit_context
 from ._result import FoldResult, aggregate_folds
-from ._splitting import SortedSample, make_folds
+from ._splitting import SortedSample, make_folds, shuffle_ties
 from ._validation import check_held_out_labels, check_scores, check_scores_labels
 
 
@@ -123,6 +123,7 @@ class _BaseCalibrationBound(BaseEstimator):
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
         "cv": ["cv_object"],
         "aggregate": [StrOptions({"mean", "min"})],
+        "guarantee": [StrOptions({"high_probability", "paper"})],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
     }
@@ -155,12 +156,13 @@ class _BaseCalibrationBound(BaseEstimator):
         scores, labels, self.classes_ = check_scores_labels(self, X, y)
         delta = 1.0 - self.confidence_level
         sample = SortedSample.from_arrays(scores, labels)
+        random_state = check_random_state(self.random_state)
         folds = make_folds(
-            self.cv,
-            check_random_state(self.random_state),
-            sample,
-            method.min_train,
-            type(self).__name__,
+            self.cv, random_state, sample, method.min_train, type(self).__name__
+        )
+        # After the folds, so that the folds of a seeded fit do not depend on ties.
+        sample, folds = shuffle_ties(
+            sample, folds, lambda: random_state.randint(np.iinfo(np.int32).max)
         )
         delta_fold = delta / len(folds)  # union bound over the folds
         # One task per worker, each running a contiguous group of folds.
@@ -173,6 +175,7 @@ class _BaseCalibrationBound(BaseEstimator):
         results = [result for group in results for result in group]
         self.result_ = aggregate_folds(results, self.aggregate, self.confidence_level)
         self.bound_ = self.result_.bound
+        self.lower_bound_ = self.result_.lower_bound
         self.estimate_ = self.result_.estimate
         self.terms_ = dict(self.result_.terms)
         self.fold_results_ = self.result_.fold_frame()

@@ -19,7 +19,7 @@ from ._surrogates._buckets import (
     candidate_sums,
     WholeGrid,
 )
-from ._terms import nw_bound_terms
+from ._terms import high_probability_terms, nw_bound_terms
 from ._validation import check_prob_labels, check_smoothness_constants
 
 # The paper's candidate bucket counts (Appendix E): 2, 4, ..., 4096.
@@ -33,42 +33,74 @@ def _moments(total, square, n):
 
 @dataclass(frozen=True)
 class _LipschitzMethod(_BoundMethod):
-    """Proposition 2 with box weights: every candidate at ``delta / n_candidates``."""
+    """Box weights with the certificate of SPEC section 10 (or Proposition 2 as
+    published, ``guarantee="paper"``): every candidate at ``delta / n_candidates``."""
 
     L: float
     n_buckets: tuple
     n_shifts: int
+    guarantee: str = "high_probability"
     min_train = 1
 
-    def _choose(self, sums, candidates, delta, n_train):
-        """The fold result of the best candidate, all candidates' bounds in ``extra``."""
+    def _terms(self, statistics, delta_c):
+        n, s_r, s_r2, s_g, s_g2, c2 = statistics
+        residual = _moments(s_r, s_r2, n)
+        if self.guarantee == "paper":
+            return nw_bound_terms(int(n), residual, _moments(s_g, s_g2, n), delta_c)
+        return high_probability_terms(int(n), residual, s_g / n, c2, delta_c)
+
+    def _choose(self, statistics, candidates, delta, info):
+        """The fold result of the best candidate, all candidates' bounds in ``extra``.
+
+        ``statistics`` holds, per candidate, the sums of :func:`candidate_sums` but the
+        fallback count. The upper bound is the smallest candidate upper bound and the
+        lower bound the largest candidate lower bound: every candidate holds at
+        ``delta / n_candidates``, so all hold at once.
+        """
         delta_c = delta / len(candidates)  # union bound over the candidates
-        bounds, all_terms = [], []
-        for n, s_r, s_r2, s_g, s_g2, _ in sums:
-            terms = nw_bound_terms(
-                int(n), _moments(s_r, s_r2, n), _moments(s_g, s_g2, n), delta_c
-            )
-            all_terms.append(terms)
-            bounds.append(sum(terms.values()))
+        all_terms = [self._terms(stat, delta_c) for stat in statistics]
+        bounds = np.array([sum(terms.values()) for terms in all_terms])
+        lowers = np.array([2.0 * terms["validation_mean"] - b
+                           for terms, b in zip(all_terms, bounds)])
         best = int(np.argmin(bounds))  # ties: the fewest buckets, the smallest shift
         B, r = candidates[best]
-        n = int(sums[best][0])
+        n = int(statistics[best][0])
         info = {
-            "n_train": int(n_train),
+            **info,
             "n_validation": n,
             "delta": float(delta),
             "n_buckets": int(B),
             "shift": int(r),
             "n_candidates": len(candidates),
-            "n_fallback": int(sums[best][5]),
+            "n_fallback": int(info["fallbacks"][best]),
         }
+        fallbacks = info.pop("fallbacks")
+        if self.guarantee == "high_probability":
+            info["sum_c_squared"] = float(statistics[best][5])
         terms = all_terms[best]
         return FoldResult(
             terms=terms,
             info=info,
             estimate=terms["validation_mean"],
-            extra={"candidate_bounds": np.array(bounds)},
+            extra={
+                "candidate_bounds": bounds,
+                "statistics": statistics,
+                "candidates": candidates,
+                "fallbacks": fallbacks,
+            },
+            lower=float(np.max(lowers)),
         )
+
+    def _result(self, sums, candidates, delta, n_train):
+        statistics = [(n, s_r, s_r2, s_g, s_g2, c2) for n, s_r, s_r2, s_g, s_g2, _, c2 in sums]
+        info = {"n_train": int(n_train), "fallbacks": [s[5] for s in sums]}
+        return self._choose(statistics, candidates, delta, info)
+
+    def rebound(self, fold, delta):
+        """``fold`` recomputed at ``delta`` (every candidate's statistics are kept)."""
+        extra = fold.extra
+        info = {"n_train": fold.info["n_train"], "fallbacks": extra["fallbacks"]}
+        return self._choose(extra["statistics"], extra["candidates"], delta, info)
 
     def fit_folds(self, sample, folds, delta):
         candidates, grids = candidate_grids(self.n_buckets, self.n_shifts)
@@ -104,7 +136,7 @@ class _LipschitzMethod(_BoundMethod):
                     runs = candidate_runs(queries, training, B, r, self.n_shifts)
                     sums[j] = candidate_sums(queries, runs, self.L)
             n_train = n - validation.shape[0] if train is None else train.shape[0]
-            results.append(self._choose(sums, candidates, delta, n_train))
+            results.append(self._result(sums, candidates, delta, n_train))
         return results
 
     def refit(self, sample, delta):
@@ -112,7 +144,7 @@ class _LipschitzMethod(_BoundMethod):
 
     def held_out_result(self, surrogate, scores, delta):
         sums = surrogate.all_sums(np.sort(scores), self.L)
-        return self._choose(sums, surrogate.candidates, delta, surrogate.n_train)
+        return self._result(sums, surrogate.candidates, delta, surrogate.n_train)
 
     def fitted_attributes(self, surrogate, folds):
         bounds = np.stack([fold.extra["candidate_bounds"] for fold in folds])
@@ -228,8 +260,8 @@ class LipschitzBucketBound(_BaseCalibrationBound):
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
-        is an int, and the subsample of validation points if there is one. Pass an
-        int for reproducible output across calls.
+        is an int, the order of tied scores, and the subsample of validation points
+        if there is one. Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in
@@ -350,6 +382,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         n_buckets=None,
         n_shifts=4,
         confidence_level=0.95,
+        guarantee="high_probability",
         cv=5,
         aggregate="mean",
         random_state=None,
@@ -360,6 +393,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         self.n_buckets = n_buckets
         self.n_shifts = n_shifts
         self.confidence_level = confidence_level
+        self.guarantee = guarantee
         self.cv = cv
         self.aggregate = aggregate
         self.random_state = random_state
@@ -370,6 +404,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
             L=_lipschitz_constant(self.L, self.h),
             n_buckets=_bucket_counts(self.n_buckets),
             n_shifts=int(self.n_shifts),
+            guarantee=self.guarantee,
         )
 
 
@@ -390,6 +425,7 @@ def lipschitz_bucket_bound(
     n_buckets=None,
     n_shifts=4,
     confidence_level=0.95,
+    guarantee="high_probability",
     cv=5,
     aggregate="mean",
     random_state=None,
@@ -442,8 +478,8 @@ def lipschitz_bucket_bound(
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
-        is an int, and the subsample of validation points if there is one. Pass an
-        int for reproducible output across calls.
+        is an int, the order of tied scores, and the subsample of validation points
+        if there is one. Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in
@@ -479,6 +515,7 @@ def lipschitz_bucket_bound(
         n_buckets=n_buckets,
         n_shifts=n_shifts,
         confidence_level=confidence_level,
+        guarantee=guarantee,
         cv=cv,
         aggregate=aggregate,
         random_state=random_state,

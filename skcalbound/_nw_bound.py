@@ -11,8 +11,15 @@ from ._base import _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, StrOptions, validate_params
 from ._result import FoldResult
 from ._sech import sech_derivative_bounds
+from ._splitting import SortedSample
+from ._surrogates import _nw_hp
 from ._surrogates._nw import BinnedSample, NWSurrogate, _Buffers, n_bins_for
-from ._terms import nw_bound_terms, nw_plugin_bandwidth, population_variance
+from ._terms import (
+    high_probability_terms,
+    nw_bound_terms,
+    nw_plugin_bandwidth,
+    population_variance,
+)
 from ._validation import check_prob_labels, check_smoothness_constants
 
 # The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
@@ -55,20 +62,50 @@ def _array_moments(residuals, smoothing):
 
 @dataclass(frozen=True)
 class _NWMethod(_BoundMethod):
-    """Proposition 2 wired to the grid NW smoother; ``delta`` is split into two."""
+    """The grid NW smoother with the certificate of SPEC sections 10-12
+    (``guarantee="high_probability"``) or Proposition 2 as published (``"paper"``,
+    ``delta`` split into two)."""
 
     b1: float
     b2: float
-    bandwidth: object  # "plugin" or a float
+    bandwidth: object  # "auto", "plugin" or a float
     tempering: float
     max_validation: object  # None, "auto" or an int
     random_state: object  # of the validation subsample, when there is one
+    guarantee: str = "high_probability"
     min_train = 1
 
     def bandwidth_for(self, m):
-        if self.bandwidth == "plugin":
+        """The paper mode's bandwidth: the plug-in rule, or the given float."""
+        if self.bandwidth in ("plugin", "auto"):
             return nw_plugin_bandwidth(m, self.b1, self.b2)
         return float(self.bandwidth)
+
+    def bandwidth_candidates(self, m):
+        """The bandwidths the label-free search chooses from, for ``m`` training
+        scores: the plug-in value times ``2**(k/2)``, ``k = -4..8`` (SPEC section 12)
+        for ``"auto"``, else the one bandwidth."""
+        if self.bandwidth != "auto":
+            return (self.bandwidth_for(m),)
+        h = nw_plugin_bandwidth(m, self.b1, self.b2)
+        lo, hi = _nw_hp.BANDWIDTH_LIMITS
+        return tuple(sorted({min(max(h * 2.0**k, lo), hi) for k in _nw_hp.SEARCH_EXPONENTS}))
+
+    def terms(self, statistics, delta):
+        """The fold's terms from its ``statistics`` at any ``delta`` (nothing else
+        depends on ``delta``: this is what makes the p-value a bisection)."""
+        if self.guarantee == "paper":
+            n, residual_moments, smoothing_moments = statistics
+            return nw_bound_terms(n, residual_moments, smoothing_moments, delta)
+        return high_probability_terms(*statistics, delta)
+
+    def rebound(self, fold, delta):
+        """``fold`` recomputed at ``delta``."""
+        statistics = fold.extra["statistics"]
+        terms = self.terms(statistics, delta)
+        info = {**fold.info, "delta": float(delta)}
+        return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"],
+                          extra=fold.extra)
 
     def evaluation_subset(self, n_validation, n_samples, k):
         """Sorted indices of the validation points to evaluate, or None for all."""
@@ -89,11 +126,88 @@ class _NWMethod(_BoundMethod):
         return np.sort(rng.choice(n_validation, size=cap, replace=False))
 
     def _fold(self, n, residual_moments, smoothing_moments, delta, n_train, info):
-        terms = nw_bound_terms(n, residual_moments, smoothing_moments, delta)
+        statistics = (int(n), residual_moments, smoothing_moments)
+        terms = self.terms(statistics, delta)
         info = {"n_train": int(n_train), "n_validation": int(n), "delta": float(delta), **info}
-        return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"])
+        return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"],
+                          extra={"statistics": statistics})
+
+    def _hp_fold(self, stats, delta, n_train, info):
+        statistics = (
+            int(stats["n"]),
+            stats["residual_moments"],
+            stats["smoothing_mean"],
+            stats["sum_c_squared"],
+        )
+        terms = self.terms(statistics, delta)
+        info = {
+            "n_train": int(n_train),
+            "n_validation": int(stats["n"]),
+            "delta": float(delta),
+            **info,
+            "n_fallback": int(stats["n_fallback"]),
+            "sum_c_squared": float(stats["sum_c_squared"]),
+        }
+        return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"],
+                          extra={"statistics": statistics})
+
+    def _hp_tables(self, training, fine_bins, m):
+        """Bandwidth (label-free search) and tables of one training set, given its
+        cell sums on the fine grid."""
+        pyramid = _nw_hp.Pyramid(training)
+        h = _nw_hp.choose_bandwidth(
+            pyramid, self.bandwidth_candidates(m), self.tempering, self.b1, self.b2
+        )
+        stats = pyramid.at(_nw_hp.grid_size(h))
+        return _nw_hp.HPTables.from_stats(stats, h, self.tempering)
+
+    def _fine_bins(self, n):
+        # The plug-in bandwidth shrinks as the training size grows, so the candidates
+        # for n points are the smallest any fold or the refit can choose.
+        return _nw_hp.grid_size(min(self.bandwidth_candidates(n)))
+
+    def _hp_fit_folds(self, sample, folds, delta):
+        n = sample.scores.shape[0]
+        fine = self._fine_bins(n)
+        whole = _nw_hp.grid_stats(sample.scores, sample.labels, fine)
+        results = []
+        for fold in folds:
+            validation = np.flatnonzero(fold.validation)
+            nv = validation.shape[0]
+            evaluate = self.evaluation_subset(nv, n, fold.index)
+            scores = sample.scores[validation]
+            queries = scores if evaluate is None else scores[evaluate]
+            if fold.assignment is not None or np.array_equal(fold.train, ~fold.validation):
+                # Training = the rest of the sample: its cell sums are the whole
+                # sample's minus the validation points'.
+                training = whole - _nw_hp.grid_stats(scores, sample.labels[validation], fine)
+                m = n - nv
+                fallback = _nw_hp.Fallback(sample, validation)
+                where = validation if evaluate is None else validation[evaluate]
+                rank = np.arange(nv) if evaluate is None else evaluate
+                # Training scores below a validation point: its sorted position minus
+                # the validation points before it.
+                below = lambda idx: where[idx] - rank[idx]  # noqa: E731
+            else:
+                train = np.flatnonzero(fold.train)
+                subset = SortedSample(
+                    order=train, scores=sample.scores[train], labels=sample.labels[train]
+                )
+                training = _nw_hp.grid_stats(subset.scores, subset.labels, fine)
+                m = train.shape[0]
+                fallback = _nw_hp.Fallback(subset)
+                below = lambda idx: np.searchsorted(  # noqa: E731
+                    subset.scores, queries[idx], side="left"
+                )
+            tables = self._hp_tables(training, fine, m)
+            stats = _nw_hp.evaluate(tables, self.b1, self.b2, queries, fallback, below)
+            info = {"bandwidth": tables.bandwidth, "n_bins": tables.n_bins}
+            results.append(self._hp_fold(stats, delta, m, info))
+        return results
 
     def fit_folds(self, sample, folds, delta):
+        if self.guarantee == "high_probability":
+            return self._hp_fit_folds(sample, folds, delta)
         n = sample.scores.shape[0]
         # One grid for every fold and the refit: fine enough for the smallest
         # bandwidth (the plug-in bandwidth decreases with the training size).
@@ -148,6 +262,15 @@ class _NWMethod(_BoundMethod):
 
     def refit(self, sample, delta):
         n = sample.scores.shape[0]
+        if self.guarantee == "high_probability":
+            fine = self._fine_bins(n)
+            stats = _nw_hp.grid_stats(sample.scores, sample.labels, fine)
+            h = _nw_hp.choose_bandwidth(
+                _nw_hp.Pyramid(stats), self.bandwidth_candidates(n), self.tempering,
+                self.b1, self.b2,
+            )
+            G = min(_nw_hp.grid_size(h), fine)
+            return NWSurrogate(sample.scores, sample.labels, h, self.tempering, G)
         h = self.bandwidth_for(n)
         return NWSurrogate(sample.scores, sample.labels, h, self.tempering, n_bins_for(h))
 
@@ -155,6 +278,17 @@ class _NWMethod(_BoundMethod):
         evaluate = self.evaluation_subset(scores.shape[0], scores.shape[0], 0)
         if evaluate is not None:
             scores = scores[evaluate]
+        if self.guarantee == "high_probability":
+            G = surrogate.n_bins
+            stats = _nw_hp.grid_stats(surrogate.scores, surrogate.labels, G)
+            tables = _nw_hp.HPTables.from_stats(stats, surrogate.bandwidth, self.tempering)
+            train = SortedSample(order=None, scores=surrogate.scores, labels=surrogate.labels)
+            below = lambda idx: np.searchsorted(train.scores, scores[idx], side="left")  # noqa: E731
+            result = _nw_hp.evaluate(
+                tables, self.b1, self.b2, scores, _nw_hp.Fallback(train), below
+            )
+            info = {"bandwidth": surrogate.bandwidth, "n_bins": G}
+            return self._hp_fold(result, delta, surrogate.n_train, info)
         residuals, smoothing, n_fallback = surrogate.residuals_and_smoothing(
             self.b1, self.b2, scores
         )
@@ -171,21 +305,23 @@ _NW_PARAMETERS = {
     "h": [Interval(Real, 0, None, closed="neither"), None],
     "b1": [Interval(Real, 0, None, closed="left"), None],
     "b2": [Interval(Real, 0, None, closed="left"), None],
-    "bandwidth": [StrOptions({"plugin"}), Interval(Real, 0, None, closed="neither")],
+    "bandwidth": [StrOptions({"auto", "plugin"}), Interval(Real, 0, None, closed="neither")],
     "tempering": [Interval(Real, 0, None, closed="left")],
     "max_validation": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
 }
 
 
-def _derivative_bounds(h, b1, b2):
-    """``(b1, b2)`` from ``h`` (Corollaries 3 and 4) or as given; exactly one way."""
+def _derivative_bounds(h, b1, b2, guarantee="high_probability"):
+    """``(b1, b2)`` from ``h`` or as given; exactly one way. From ``h``, ``b2`` is the
+    sharp ``tanh(1/h)**2 / (2 h**2)`` (SPEC section 12), or Corollary 4's three times
+    larger value with ``guarantee="paper"``."""
     if h is not None:
         if b1 is not None or b2 is not None:
             raise ValueError(
                 "Give either h (the perturbation bandwidth, from which b1 and b2 "
                 f"follow) or both b1 and b2, not both; got h={h!r}, b1={b1!r}, b2={b2!r}."
             )
-        b1, b2 = (float(b) for b in sech_derivative_bounds(h))
+        b1, b2 = (float(b) for b in sech_derivative_bounds(h, guarantee=guarantee))
         check_smoothness_constants(("b1", "b2"), (b1, b2), h)
         return b1, b2
     if b1 is None or b2 is None:
@@ -259,8 +395,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
-        is an int, and the subsample of validation points if there is one. Pass an
-        int for reproducible output across calls.
+        is an int, the order of tied scores, and the subsample of validation points
+        if there is one. Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in
@@ -370,10 +506,11 @@ class NWCalibrationBound(_BaseCalibrationBound):
         *,
         b1=None,
         b2=None,
-        bandwidth="plugin",
+        bandwidth="auto",
         tempering=1.2,
         max_validation=None,
         confidence_level=0.95,
+        guarantee="high_probability",
         cv=5,
         aggregate="mean",
         random_state=None,
@@ -386,6 +523,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
         self.tempering = tempering
         self.max_validation = max_validation
         self.confidence_level = confidence_level
+        self.guarantee = guarantee
         self.cv = cv
         self.aggregate = aggregate
         self.random_state = random_state
@@ -398,7 +536,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
         return replace(method, random_state=self._score_seed)
 
     def _method(self):
-        b1, b2 = _derivative_bounds(self.h, self.b1, self.b2)
+        b1, b2 = _derivative_bounds(self.h, self.b1, self.b2, self.guarantee)
         return _NWMethod(
             b1=b1,
             b2=b2,
@@ -406,6 +544,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
             tempering=float(self.tempering),
             max_validation=self.max_validation,
             random_state=self.random_state,
+            guarantee=self.guarantee,
         )
 
 
@@ -420,10 +559,11 @@ def nw_bound(
     h=None,
     b1=None,
     b2=None,
-    bandwidth="plugin",
+    bandwidth="auto",
     tempering=1.2,
     max_validation=None,
     confidence_level=0.95,
+    guarantee="high_probability",
     cv=5,
     aggregate="mean",
     random_state=None,
@@ -487,8 +627,8 @@ def nw_bound(
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
-        is an int, and the subsample of validation points if there is one. Pass an
-        int for reproducible output across calls.
+        is an int, the order of tied scores, and the subsample of validation points
+        if there is one. Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in
@@ -514,7 +654,7 @@ def nw_bound(
     >>> print(round(nw_bound(y, s, b1=1.0, b2=0.0, random_state=0), 3))
     0.051
     """
-    _derivative_bounds(h, b1, b2)  # hyperparameters before the data
+    _derivative_bounds(h, b1, b2, guarantee)  # hyperparameters before the data
     labels, scores = check_prob_labels(y_true, y_prob)
     estimator = NWCalibrationBound(
         h=h,
@@ -524,6 +664,7 @@ def nw_bound(
         tempering=tempering,
         max_validation=max_validation,
         confidence_level=confidence_level,
+        guarantee=guarantee,
         cv=cv,
         aggregate=aggregate,
         random_state=random_state,

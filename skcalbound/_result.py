@@ -1,5 +1,7 @@
-"""Aggregation of fold bounds into the certified result (SPEC section 2)."""
+"""Aggregation of fold bounds into the certified result (SPEC sections 2 and 11)."""
 
+import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,16 +12,31 @@ import pandas as pd
 class FoldResult:
     """One fold: additive ``terms`` (their sum is the unclipped fold bound) and ``info``
     (scalars, one column each of ``fold_results_``); ``extra`` holds anything else a
-    method reports (arrays), kept out of the frame."""
+    method reports (arrays), kept out of the frame.
+
+    ``lower`` is the fold's certified lower bound before clipping at 0 (SPEC section
+    11). When not given it is ``validation_mean - (every other term)``: the two-sided
+    Bernstein event that gives ``E r <= mean r + BB`` also gives ``E r >= mean r - BB``,
+    and ``CE >= E|s - eta_hat| - E|eta_hat - eta|``, whose last part the remaining
+    terms bound. A method that picks its upper and lower bounds among several
+    candidates passes ``lower`` explicitly.
+    """
 
     terms: dict
     info: dict
     estimate: float
     extra: dict = field(default_factory=dict, repr=False, compare=False)
+    lower: float = None
 
     @property
     def bound(self):
         return float(sum(self.terms.values()))
+
+    @property
+    def lower_bound(self):
+        if self.lower is not None:
+            return float(self.lower)
+        return 2.0 * float(self.terms["validation_mean"]) - self.bound
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,9 @@ class BoundResult:
     bound : float
         ``min(aggregate of the unclipped fold bounds, 1)``; holds with probability at
         least ``confidence_level``.
+    lower_bound : float
+        ``max(aggregate of the unclipped fold lower bounds, 0)``; holds jointly with
+        ``bound`` (the same event).
     estimate : float
         Mean over folds of the plug-in estimate (not certified).
     terms : dict
@@ -41,6 +61,7 @@ class BoundResult:
     """
 
     bound: float
+    lower_bound: float
     estimate: float
     terms: dict
     folds: tuple = field(repr=False)
@@ -53,7 +74,7 @@ class BoundResult:
         for k, fold in enumerate(self.folds):
             rows.append(
                 {"fold": k, **fold.info, "estimate": fold.estimate, **fold.terms,
-                 "bound": fold.bound}
+                 "bound": fold.bound, "lower_bound": fold.lower_bound}
             )
         return pd.DataFrame(rows).set_index("fold")
 
@@ -62,9 +83,23 @@ def aggregate_folds(folds, aggregate, confidence_level):
     """Combine fold results; every fold was computed at ``delta / len(folds)``.
 
     By the union bound all fold bounds hold simultaneously with probability at least
-    ``1 - delta``, so their mean and their minimum are both certified.
+    ``1 - delta``, so their mean and their minimum are both certified; likewise the
+    mean and the maximum of the fold lower bounds, on the same event.
+
+    A certificate is a number: a non-finite term is an error, never a result.
     """
+    for k, fold in enumerate(folds):
+        values = {**fold.terms, "lower bound": fold.lower_bound}
+        bad = {name: v for name, v in values.items() if not math.isfinite(v)}
+        if bad:
+            raise FloatingPointError(
+                f"Fold {k} produced a non-finite {', '.join(bad)} ({bad}); a certified "
+                "bound cannot rest on it. This happens only with extreme settings (a "
+                "kernel bandwidth or tempering at which the smoother's weights "
+                "underflow); use less extreme values."
+            )
     bounds = np.array([f.bound for f in folds])
+    lowers = np.array([f.lower_bound for f in folds])
     if aggregate == "mean":
         terms = {name: float(np.mean([f.terms[name] for f in folds])) for name in folds[0].terms}
         raw = float(np.mean(bounds))
@@ -74,8 +109,23 @@ def aggregate_folds(folds, aggregate, confidence_level):
         raw = best.bound
     else:  # pragma: no cover - parameter validation rejects it earlier
         raise ValueError(f"Unknown aggregate {aggregate!r}.")
+    lower = float(np.mean(lowers)) if aggregate == "mean" else float(np.max(lowers))
+    bound, lower = min(raw, 1.0), max(lower, 0.0)
+    if lower > bound:
+        # Both hold on one event of probability >= confidence_level: an empty interval
+        # means that event failed or the assumption on eta is false.
+        warnings.warn(
+            f"The certified interval is empty: lower bound {lower:.6g} > upper bound "
+            f"{bound:.6g}. Both hold together with probability at least "
+            f"{confidence_level}, so either a rare event occurred or the assumption on "
+            "the calibration function (V, h, b1, b2 or L) does not hold for these "
+            "scores.",
+            UserWarning,
+            stacklevel=3,
+        )
     return BoundResult(
-        bound=min(raw, 1.0),
+        bound=bound,
+        lower_bound=lower,
         estimate=float(np.mean([f.estimate for f in folds])),
         terms=terms,
         folds=tuple(folds),

@@ -3,11 +3,23 @@
 Inputs are assumed validated (see ``_validation``).
 """
 
+import itertools
 from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
-from sklearn.model_selection import KFold, check_cv
+from sklearn.model_selection import (
+    GroupKFold,
+    GroupShuffleSplit,
+    KFold,
+    LeaveOneGroupOut,
+    LeavePGroupsOut,
+    RepeatedStratifiedKFold,
+    StratifiedGroupKFold,
+    StratifiedKFold,
+    StratifiedShuffleSplit,
+    check_cv,
+)
 from sklearn.utils import check_random_state
 
 
@@ -117,10 +129,91 @@ class Fold:
         return self.validation_mask
 
 
+# Splitters that form their folds from the labels: the validation part would then
+# depend on the training labels (SPEC section 2).
+_LABEL_SPLITTERS = (
+    RepeatedStratifiedKFold,
+    StratifiedGroupKFold,
+    StratifiedKFold,
+    StratifiedShuffleSplit,
+)
+# Splitters that need ``groups``, which ``fit(X, y)`` has none of to pass on.
+_GROUP_SPLITTERS = (GroupKFold, GroupShuffleSplit, LeaveOneGroupOut, LeavePGroupsOut)
+
+_INDEPENDENT_SPLITS = (
+    "a certified bound needs splits that are independent of the labels and scores "
+    "(the surrogate fitted on one part must be independent of the other part's data)"
+)
+_WHAT_TO_USE = (
+    "Use KFold(shuffle=True) or pass cv=<int>; a custom splitter or explicit "
+    "(train, validation) index pairs must not look at the labels or the scores."
+)
+
+
+def _labels_error(name, detail=""):
+    return ValueError(
+        f"{name} looks at the labels to form its folds{detail}; "
+        f"{_INDEPENDENT_SPLITS}. {_WHAT_TO_USE}"
+    )
+
+
+def _groups_error(name, detail=""):
+    return ValueError(
+        f"{name} needs groups to form its folds{detail}, and groups are not "
+        "supported: fit(X, y) takes no groups to pass on, and the certificate assumes "
+        "i.i.d. (score, label) pairs, so there is no group structure for the split to "
+        f"respect; {_INDEPENDENT_SPLITS}. {_WHAT_TO_USE}"
+    )
+
+
+def _split_failure(splitter, X, exc):
+    """Why ``splitter.split(X)`` (no labels, no groups) raised ``exc``, as an error.
+
+    Probes the splitter with placeholder labels (alternating 0 and 1) and/or
+    placeholder groups (one per sample), which carry no information about the data.
+    If it splits with placeholder labels, it needs the labels; if only with
+    placeholder groups, it needs groups. Otherwise the failure has another cause, and
+    ``None`` is returned so that the caller re-raises ``exc`` unchanged.
+    """
+    n = X.shape[0]
+    fake_labels = np.arange(n) % 2
+    fake_groups = np.arange(n)
+    detail = f" (split(X) without labels raised {type(exc).__name__}: {exc})"
+    probes = [
+        ({"y": fake_labels}, _labels_error),
+        ({"groups": fake_groups}, _groups_error),
+        ({"y": fake_labels, "groups": fake_groups}, _labels_error),
+    ]
+    for kwargs, make_error in probes:
+        try:
+            next(iter(splitter.split(X, **kwargs)))
+        except Exception:
+            continue
+        return make_error(type(splitter).__name__, detail)
+    return None
+
+
 def resolve_cv(cv, random_state):
-    """An int means shuffled ``KFold`` (SPEC section 2); anything else goes to ``check_cv``."""
+    """The splitter for ``cv``: an int means shuffled ``KFold`` (SPEC section 2).
+
+    Anything else goes to ``check_cv(cv, classifier=False)``, without labels (with
+    labels it would turn an int into ``StratifiedKFold``): a splitter is kept as
+    given, an iterable of (train, validation) index pairs is wrapped. The split must be
+    independent of the data values, labels and scores alike, so splitters that form
+    their folds from the labels (``StratifiedKFold``, ``RepeatedStratifiedKFold``,
+    ``StratifiedShuffleSplit``, ``StratifiedGroupKFold``) and splitters that need
+    ``groups`` (``GroupKFold`` and the like) are rejected here, and every other
+    splitter is called as ``split(X)`` with a placeholder ``X`` and no labels
+    (``_generic_folds``). A custom splitter, or explicit index pairs, must not be
+    built from the scores or the labels either (for example a rule that puts high
+    scores in validation makes it a biased sample); that cannot be checked here.
+    """
     if isinstance(cv, Integral):
         return KFold(n_splits=int(cv), shuffle=True, random_state=random_state)
+    if isinstance(cv, _LABEL_SPLITTERS):
+        raise _labels_error(type(cv).__name__)
+    if isinstance(cv, _GROUP_SPLITTERS):
+        raise _groups_error(type(cv).__name__)
     return check_cv(cv, classifier=False)
 
 
@@ -161,19 +254,40 @@ def _kfold_folds(splitter, order):
     return [Fold(assignment=fold_sorted, index=j) for j in range(k)]
 
 
+def _split_without_labels(splitter, n):
+    """``splitter.split(X)`` on a placeholder ``X`` of ``n`` rows: no scores, no labels.
+
+    A splitter that fails without labels (or groups) gets an error saying why it cannot
+    be used (``_split_failure``); any other failure is re-raised as it is.
+    """
+    X = np.zeros((n, 1))
+    try:
+        splits = iter(splitter.split(X))
+        first = next(splits)
+    except StopIteration:
+        return iter(())
+    except Exception as exc:
+        error = _split_failure(splitter, X, exc)
+        if error is None:
+            raise
+        raise error from exc
+    return itertools.chain([first], splits)
+
+
 def _generic_folds(splitter, sample):
     """Folds of any splitter or iterable of (train, validation) index pairs.
 
-    The splitter sees the labels in data order, so ``StratifiedKFold`` stratifies.
+    The splitter is called as ``split(X)`` with a placeholder ``X`` and without labels
+    (SPEC section 2): it sees neither the scores nor the labels, only the number of
+    samples, so ``StratifiedKFold`` and the like could not stratify and are rejected
+    in ``resolve_cv``.
     """
     order = sample.order
     n = order.shape[0]
     inverse = np.empty(n, dtype=np.intp)
     inverse[order] = np.arange(n)
-    labels = np.empty(n, dtype=np.uint8)
-    labels[order] = sample.labels
     folds = []
-    for k, (train, val) in enumerate(splitter.split(np.zeros((n, 1)), labels)):
+    for k, (train, val) in enumerate(_split_without_labels(splitter, n)):
         train = _as_index(train, n, "training", k)
         val = _as_index(val, n, "validation", k)
         train_mask = np.zeros(n, dtype=bool)
@@ -234,3 +348,58 @@ def make_folds(cv, random_state, sample, min_train, estimator_name):
                 f"{estimator_name} needs at least {min_train} and 1."
             )
     return folds
+
+
+def shuffle_ties(sample, folds, seed):
+    """Put each block of tied scores in a uniformly random order, drawn from ``seed``.
+
+    The stable sort leaves tied scores in the caller's data order, which can depend on
+    the labels (data grouped by class); the TV surrogate reads labels in sorted order,
+    so that order must not (SPEC section 3, step 1). A random permutation followed by
+    a stable sort has the same effect as this: a uniform order inside every tie block,
+    independent of the data. Only tied positions are touched, so for continuous
+    scores nothing changes and nothing is drawn. ``folds`` are permuted along, so each
+    data point keeps its fold.
+
+    Returns
+    -------
+    sample : SortedSample
+    folds : list of Fold
+    """
+    xs = sample.scores
+    tied = xs[1:] == xs[:-1]
+    if not tied.any():
+        return sample, folds
+    in_block = np.zeros(xs.shape[0], dtype=bool)
+    in_block[1:] |= tied
+    in_block[:-1] |= tied
+    positions = np.flatnonzero(in_block)
+    # Block id of each tied position: a new block starts where a score differs from
+    # the one before it.
+    starts = np.ones(xs.shape[0], dtype=bool)
+    starts[1:] = ~tied
+    block = np.cumsum(starts)[positions]
+    keys = np.random.default_rng(seed() if callable(seed) else seed).random(
+        positions.shape[0]
+    )
+    source = positions[np.lexsort((keys, block))]
+
+    def permuted(a):
+        a = a.copy()
+        a[positions] = a[source]
+        return a
+
+    sample = SortedSample(
+        order=permuted(sample.order), scores=xs, labels=permuted(sample.labels)
+    )
+    folds = [
+        Fold(assignment=permuted(f.assignment), index=f.index)
+        if f.assignment is not None
+        else Fold(
+            index=f.index,
+            train_mask=permuted(f.train_mask),
+            validation_mask=permuted(f.validation_mask),
+        )
+        for f in folds
+    ]
+    return sample, folds

@@ -88,8 +88,20 @@ def tv_denoising_term(m, delta1, V):
     )
 
 
-def tv_population_transfer_term(m, delta2, delta3, V, V_hat):
-    r"""Population transfer bound :math:`PTB(\delta_2, \delta_3)`.
+def tv_population_transfer_term(m, delta2, V, V_hat, delta3=None):
+    r"""Population transfer bound :math:`PTB`.
+
+    Parameters
+    ----------
+    m : int
+        Training size.
+    delta2 : float
+        Failure probability of the DKW inequality.
+    V, V_hat : float
+        Assumed total variation of :math:`\eta` and that of the surrogate.
+    delta3 : float, default=None
+        Failure probability of Corollary 2's Hoeffding term at :math:`s = 0`; ``None``
+        leaves the term out.
 
     Notes
     -----
@@ -100,14 +112,28 @@ def tv_population_transfer_term(m, delta2, delta3, V, V_hat):
               + \sqrt{\frac{\ln(2/\delta_3)}{2m}}
 
     The first part is DKW (Massart's constant) times the total variation of
-    :math:`|\eta - \hat\eta|`; the second is Hoeffding at one point.
+    :math:`|\eta - \hat\eta|`; the second is Hoeffding at one point, Lemma 5's
+    boundary term. That term is redundant (SPEC section 3, step 5): for every
+    :math:`g` of bounded variation on [0, 1] and every law, atoms included,
+    :math:`|\int g \, d(F - F_m)| \le V_g \|F - F_m\|_\infty` (integrate by parts
+    from :math:`0^-`, where :math:`F - F_m` vanishes, so no boundary term remains), and
+    DKW bounds the supremum alone. ``guarantee="paper"`` keeps it to reproduce the
+    published numbers.
     """
-    return (V + V_hat) * math.sqrt(math.log(2.0 / delta2) / (2.0 * m)) + math.sqrt(
-        math.log(2.0 / delta3) / (2.0 * m)
-    )
+    transfer = (V + V_hat) * math.sqrt(math.log(2.0 / delta2) / (2.0 * m))
+    if delta3 is not None:
+        transfer += math.sqrt(math.log(2.0 / delta3) / (2.0 * m))
+    return transfer
 
 
-def tv_bound_terms(residuals, m, delta, V, V_hat):
+def tv_delta_share(delta, guarantee):
+    """The equal share of a TV fold's ``delta``: a third (``"high_probability"``: TVB,
+    PTB and the Bernstein term) or a quarter (``"paper"``: also Corollary 2's redundant
+    Hoeffding term)."""
+    return delta / (3.0 if guarantee == "high_probability" else 4.0)
+
+
+def tv_bound_terms(residuals, m, delta, V, V_hat, guarantee="high_probability"):
     r"""All terms of the TV fold bound (Proposition 1), in the order they add up.
 
     Parameters
@@ -117,29 +143,39 @@ def tv_bound_terms(residuals, m, delta, V, V_hat):
     m : int
         Training size.
     delta : float
-        The fold's failure probability, split equally into four.
+        The fold's failure probability, split equally into three (four in
+        ``"paper"`` mode).
     V, V_hat : float
         Assumed total variation of :math:`\eta` and total variation of the surrogate.
+    guarantee : {"high_probability", "paper"}, default="high_probability"
+        ``"paper"`` keeps Corollary 2's redundant Hoeffding term and its share of
+        ``delta``.
 
     Returns
     -------
     dict
-        ``validation_mean``, ``bernstein``, ``tv_denoising``, ``population_transfer``;
-        their sum is the fold bound.
+        ``validation_mean``, ``bernstein_residual``, ``tv_denoising``,
+        ``population_transfer``; their sum is the fold bound, and
+        ``validation_mean`` minus the other three the fold's lower bound.
 
     Notes
     -----
     .. math:: U = \frac{1}{|V|}\sum_{i \in V} r_i + BB(|V|, \delta_4, \hat\sigma^2(r))
-              + TVB(\delta_1) + PTB(\delta_2, \delta_3),
-              \quad \delta_1 = \dots = \delta_4 = \delta / 4.
+              + TVB(\delta_1) + PTB(\delta_2),
+              \quad \delta_1 = \delta_2 = \delta_4 = \delta / 3
+
+    (SPEC section 3; the paper's form adds the :math:`\delta_3` term and uses
+    :math:`\delta / 4`).
     """
-    d = delta / 4.0
+    d = tv_delta_share(delta, guarantee)
     variance, mean = population_variance(residuals)
     return {
         "validation_mean": mean,
-        "bernstein": bernstein_term(residuals.shape[0], d, variance),
+        "bernstein_residual": bernstein_term(residuals.shape[0], d, variance),
         "tv_denoising": tv_denoising_term(m, d, V),
-        "population_transfer": tv_population_transfer_term(m, d, d, V, V_hat),
+        "population_transfer": tv_population_transfer_term(
+            m, d, V, V_hat, d if guarantee == "paper" else None
+        ),
     }
 
 
@@ -225,4 +261,103 @@ def nw_bound_terms(n, residual_moments, smoothing_moments, delta, R=1.0):
         "smoothing_mean": float(mean_g),
         "bernstein_residual": bernstein_term(n, d, var_r),
         "bernstein_smoothing": R * bernstein_term(n, d, var_g / (R * R)),
+    }
+
+
+def maurer_transfer_term(a, n, delta):
+    r"""From the mean of ``n`` i.i.d. variables in [0, 1] to their expectation.
+
+    Parameters
+    ----------
+    a : float
+        An upper bound on the sample mean, :math:`a \ge 0`.
+    n : int
+        Number of variables.
+    delta : float
+        Failure probability.
+
+    Returns
+    -------
+    float
+        :math:`F(a, n, \delta) - a`, so that :math:`\mu \le a + ` this term with
+        probability at least :math:`1 - \delta`.
+
+    Notes
+    -----
+    Maurer's lower-tail bound for non-negative variables, :math:`P(\mu - \bar A \ge
+    t) \le \exp(-n t^2 / (2 E A^2))`, with :math:`E A^2 \le E A = \mu` on [0, 1],
+    solved for :math:`\mu` (SPEC section 10, step ii): with :math:`\ell = \ln(1/\delta)`
+    and :math:`u = \ell / (2n)`,
+
+    .. math:: F(a, n, \delta) = \left(\sqrt{u} + \sqrt{u + a}\right)^2,
+              \qquad F - a = 2u + 2\sqrt{u (u + a)}.
+
+    :math:`F` increases with :math:`a`, so any upper bound on the sample mean may be
+    used. The difference is computed without forming :math:`F`, so no digits cancel.
+    """
+    u = math.log(1.0 / delta) / (2.0 * n)
+    return 2.0 * u + 2.0 * math.sqrt(u * (u + a))
+
+
+def label_concentration_term(sum_c_squared, delta):
+    r"""McDiarmid's deviation of the smoothing error over the training labels.
+
+    Notes
+    -----
+    .. math:: \sqrt{\ln(1/\delta) \, C_2 / 2}, \qquad C_2 = \sum_i c_i^2,
+              \quad c_i = \frac1n \sum_{v \in V'} w_i(s_v),
+
+    since flipping the training label :math:`y_i` moves the mean over the evaluated
+    validation points of :math:`\min(1, |\beta_v| + |\xi_v|)` by at most
+    :math:`c_i` (SPEC section 10, step iii).
+    """
+    return math.sqrt(math.log(1.0 / delta) * sum_c_squared / 2.0)
+
+
+def high_probability_terms(n, residual_moments, smoothing_mean, sum_c_squared, delta):
+    r"""The five terms of the high-probability NW and Lipschitz fold bound.
+
+    Parameters
+    ----------
+    n : int
+        Number of evaluated validation points.
+    residual_moments : tuple of float
+        Mean and population variance of :math:`r = |s - \hat\eta(s)|` over them.
+    smoothing_mean : float
+        Mean of :math:`\tilde g = \min(1, g)` over them, :math:`g` the method's
+        smoothing-error bound (Lemma 6).
+    sum_c_squared : float
+        :math:`C_2 = \sum_i c_i^2` over the training points.
+    delta : float
+        The fold's (or candidate's) failure probability, split equally into three.
+
+    Returns
+    -------
+    dict
+        ``validation_mean``, ``bernstein_residual``, ``smoothing_mean``,
+        ``label_concentration``, ``population_transfer``: their sum is the fold's
+        upper bound, and ``validation_mean`` minus the other four its lower bound.
+
+    Notes
+    -----
+    SPEC sections 10 and 11, with :math:`\delta_a = \delta_b = \delta_c = \delta/3`:
+
+    .. math:: U = \bar r + BB(n, \delta_a, \hat\sigma^2(r)) + \bar{\tilde g}
+              + \sqrt{\ln(1/\delta_b) C_2 / 2}
+              + \left[F(\bar{\tilde g} + \sqrt{\ln(1/\delta_b) C_2 / 2}, n, \delta_c)
+              - (\bar{\tilde g} + \sqrt{\ln(1/\delta_b) C_2 / 2})\right].
+
+    Unlike Proposition 2's last step (which holds in expectation over the training
+    labels), this holds with probability :math:`1 - \delta` over all the data.
+    """
+    d = delta / 3.0
+    mean_r, var_r = residual_moments
+    concentration = label_concentration_term(sum_c_squared, d)
+    a = float(smoothing_mean) + concentration
+    return {
+        "validation_mean": float(mean_r),
+        "bernstein_residual": bernstein_term(n, d, var_r),
+        "smoothing_mean": float(smoothing_mean),
+        "label_concentration": concentration,
+        "population_transfer": maurer_transfer_term(a, n, d),
     }

@@ -8,27 +8,31 @@ import numpy as np
 from ._base import _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, validate_params
 from ._surrogates._tv import fit_tv_surrogate
-from ._terms import tv_bound_terms, tv_t2
+from ._terms import tv_bound_terms, tv_delta_share, tv_t2
 from ._validation import check_prob_labels
 
 
 @dataclass(frozen=True)
 class _TVMethod(_BoundMethod):
-    """Proposition 1 wired to the TV surrogate; ``delta`` is split into four."""
+    """Proposition 1 wired to the TV surrogate; ``delta`` is split into three (four
+    with ``guarantee="paper"``)."""
 
     V: float
+    guarantee: str = "high_probability"
     min_train = 2
 
     def fit(self, sorted_scores, sorted_labels, delta, *, out=None):
         m = sorted_scores.shape[0]
-        weight = tv_t2(m, delta / 4.0)
+        weight = tv_t2(m, tv_delta_share(delta, self.guarantee))
         return fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=out)
 
     def fold_terms(self, surrogate, scores, delta, *, is_sorted):
         fitted = surrogate.evaluate_sorted(scores) if is_sorted else surrogate(scores)
         residuals = np.abs(scores - fitted)
         V_hat = surrogate.total_variation
-        terms = tv_bound_terms(residuals, surrogate.n_train, delta, self.V, V_hat)
+        terms = tv_bound_terms(
+            residuals, surrogate.n_train, delta, self.V, V_hat, self.guarantee
+        )
         info = {"V_hat": V_hat, "n_pieces": int(surrogate.step.values.shape[0])}
         return terms, info, terms["validation_mean"]
 
@@ -57,6 +61,13 @@ class TVCalibrationBound(_BaseCalibrationBound):
         Probability with which the bound holds, in (0, 1); the paper's
         ``delta`` is ``1 - confidence_level``.
 
+    guarantee : {'high_probability', 'paper'}, default='high_probability'
+        Which form of Proposition 1. Both hold with probability at least
+        ``confidence_level``. ``'high_probability'`` drops Corollary 2's Hoeffding term,
+        which is redundant (the DKW term already covers it), and splits each fold's
+        ``1 - confidence_level`` in three; ``'paper'`` is the published form (four
+        shares and the extra term), to reproduce the paper's numbers.
+
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
         random_state=random_state)``; any scikit-learn splitter or iterable of
@@ -69,8 +80,8 @@ class TVCalibrationBound(_BaseCalibrationBound):
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
-        is an int, and the subsample of validation points if there is one. Pass an
-        int for reproducible output across calls.
+        is an int, the order of tied scores, and the subsample of validation points
+        if there is one. Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in
@@ -82,24 +93,32 @@ class TVCalibrationBound(_BaseCalibrationBound):
         Certified upper bound on the calibration error: ``min(aggregate of the fold
         bounds, 1)``.
 
+    lower_bound_ : float
+        Certified lower bound on the calibration error, ``max(aggregate of the fold
+        lower bounds, 0)`` (mean for ``aggregate='mean'``, maximum for ``'min'``); per
+        fold, ``validation_mean - bernstein_residual - tv_denoising -
+        population_transfer``. It holds together with :attr:`bound_`: both at once
+        with probability at least ``confidence_level``, at no extra cost.
+
     estimate_ : float
         Plug-in estimate of the calibration error, the mean over folds of
         ``mean |s - eta_hat(s)|`` on the validation part. Not certified.
 
     terms_ : dict of str to float
         Named additive components of the aggregated bound before clipping:
-        ``validation_mean``, ``bernstein``, ``tv_denoising`` (TVB) and
+        ``validation_mean``, ``bernstein_residual``, ``tv_denoising`` (TVB) and
         ``population_transfer`` (PTB). With ``aggregate='min'`` they are the terms of
         the smallest fold bound.
 
     fold_results_ : pandas.DataFrame
         One row per fold: ``n_train``, ``n_validation``, ``delta``, ``V_hat`` (total
-        variation of the fold's surrogate), ``n_pieces``, ``estimate``, the terms and
-        the unclipped fold ``bound``.
+        variation of the fold's surrogate), ``n_pieces``, ``estimate``, the terms, the
+        unclipped fold ``bound`` and ``lower_bound``.
 
     result_ : object
-        The same numbers as a frozen dataclass with fields ``bound``, ``estimate``,
-        ``terms``, ``folds``, ``aggregate`` and ``confidence_level``.
+        The same numbers as a frozen dataclass with fields ``bound``,
+        ``lower_bound``, ``estimate``, ``terms``, ``folds``, ``aggregate`` and
+        ``confidence_level``.
 
     n_splits_ : int
         Number of cross-fitting splits.
@@ -124,12 +143,18 @@ class TVCalibrationBound(_BaseCalibrationBound):
 
     Notes
     -----
-    Per fold, with :math:`m` training points and :math:`\\delta_1 = \\dots =
-    \\delta_4 = \\delta_{fold} / 4`, the bound of Proposition 1 is
+    Per fold, with :math:`m` training points and :math:`\\delta_1 = \\delta_2 =
+    \\delta_4 = \\delta_{fold} / 3`, the bound of Proposition 1 is
 
     .. math:: U = \\frac{1}{|V|}\\sum_{i \\in V}|s_i - \\hat\\eta(s_i)|
               + BB(|V|, \\delta_4, \\hat\\sigma^2) + TVB(\\delta_1)
-              + PTB(\\delta_2, \\delta_3),
+              + PTB(\\delta_2),
+
+    and the lower bound replaces every term after the first by its negative
+    (``guarantee='paper'``: :math:`\\delta_{fold} / 4` and Corollary 2's extra
+    :math:`\\delta_3` term in PTB). Tied training scores are put in a random order
+    drawn from ``random_state`` before the prox: their data order may depend on the
+    labels, which the proof does not allow.
 
     where :math:`\\hat\\eta` is the 1-D TV prox of the labels in score order with
     :math:`\\lambda = t_2 / m` (``prox_tv.tv1_1d``), averaged over tied scores and
@@ -162,6 +187,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
         V=1.0,
         *,
         confidence_level=0.95,
+        guarantee="high_probability",
         cv=5,
         aggregate="mean",
         random_state=None,
@@ -169,13 +195,14 @@ class TVCalibrationBound(_BaseCalibrationBound):
     ):
         self.V = V
         self.confidence_level = confidence_level
+        self.guarantee = guarantee
         self.cv = cv
         self.aggregate = aggregate
         self.random_state = random_state
         self.n_jobs = n_jobs
 
     def _method(self):
-        return _TVMethod(V=float(self.V))
+        return _TVMethod(V=float(self.V), guarantee=self.guarantee)
 
 
 @validate_params(
@@ -192,6 +219,7 @@ def tv_bound(
     *,
     V=1.0,
     confidence_level=0.95,
+    guarantee="high_probability",
     cv=5,
     aggregate="mean",
     random_state=None,
@@ -220,6 +248,13 @@ def tv_bound(
         Probability with which the bound holds, in (0, 1); the paper's
         ``delta`` is ``1 - confidence_level``.
 
+    guarantee : {'high_probability', 'paper'}, default='high_probability'
+        Which form of Proposition 1. Both hold with probability at least
+        ``confidence_level``. ``'high_probability'`` drops Corollary 2's Hoeffding term,
+        which is redundant (the DKW term already covers it), and splits each fold's
+        ``1 - confidence_level`` in three; ``'paper'`` is the published form (four
+        shares and the extra term), to reproduce the paper's numbers.
+
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
         random_state=random_state)``; any scikit-learn splitter or iterable of
@@ -232,8 +267,8 @@ def tv_bound(
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
-        is an int, and the subsample of validation points if there is one. Pass an
-        int for reproducible output across calls.
+        is an int, the order of tied scores, and the subsample of validation points
+        if there is one. Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
         Number of folds computed in parallel with joblib. ``None`` means 1 unless in
@@ -263,6 +298,7 @@ def tv_bound(
     estimator = TVCalibrationBound(
         V=V,
         confidence_level=confidence_level,
+        guarantee=guarantee,
         cv=cv,
         aggregate=aggregate,
         random_state=random_state,

@@ -388,7 +388,8 @@ class Runs:
     use: query range ``[q0, q1)``; that bucket's count ``n`` and positives ``y``; the
     coefficients of ``sum_{i in bucket} |s' - s_i| = D + a e + k`` on the run; the
     run's cell centre; the sums of ``e, e**2, D, D**2, D e`` over it (``sums``) and
-    ``e, e, D, D`` at its first and last query (``ends``). Only nonempty runs."""
+    ``e, e, D, D`` at its first and last query (``ends``); ``bucket``, an id of the
+    bucket shared by the runs that use it. Only nonempty runs."""
 
     q0: np.ndarray
     q1: np.ndarray
@@ -399,6 +400,7 @@ class Runs:
     centre: np.ndarray
     sums: np.ndarray
     ends: np.ndarray
+    bucket: np.ndarray
     n_fallback: int
 
     @property
@@ -456,6 +458,7 @@ def candidate_runs(queries, training, n_buckets, shift, n_shifts):
             centre=(c + 0.5) / K,
             sums=queries.sums[:, own],
             ends=queries.ends[:, own],
+            bucket=sid,
         )
     ]
     n_fallback = 0
@@ -486,7 +489,7 @@ def candidate_runs(queries, training, n_buckets, shift, n_shifts):
             k = sign * ((cc * nj - m_b[j]) / K - t_b[j])
             parts.append(
                 dict(q0=q0, q1=q1, n=nj, y=y_b[j], a=sign * nj.astype(np.float64), k=k,
-                     centre=(cc + 0.5) / K, sums=sums, ends=ends)
+                     centre=(cc + 0.5) / K, sums=sums, ends=ends, bucket=j)
             )
             n_fallback += int(np.sum(q1 - q0))
     fields = {
@@ -496,9 +499,20 @@ def candidate_runs(queries, training, n_buckets, shift, n_shifts):
     return Runs(**fields, n_fallback=n_fallback)
 
 
+def sum_c_squared(runs):
+    """``C2 = sum_i c_i**2 = sum_b (n'_b / n)**2 / n_b`` (SPEC section 10): a training
+    point of bucket ``b`` receives ``1 / n_b`` from each of the ``n'_b`` queries that
+    bucket serves, fallback included."""
+    served = np.bincount(runs.bucket, weights=runs.count)
+    size = np.ones(served.shape[0])
+    size[runs.bucket] = runs.n
+    n = served.sum()
+    return float(np.sum(served * served / size) / (n * n))
+
+
 def candidate_sums(queries, runs, lipschitz):
     """Sums over the queries of ``r = |eta_hat - s|``, ``r**2``, ``g~ = min(g, 1)``,
-    ``g~**2``, and the number of queries that used a fallback bucket."""
+    ``g~**2``, the number of queries that used a fallback bucket, and ``C2``."""
     q0, q1, n_b = runs.q0, runs.q1, runs.n
     eta = runs.y / n_b
     d = runs.centre - eta  # s - eta_hat = e + d
@@ -567,6 +581,7 @@ def candidate_sums(queries, runs, lipschitz):
         float(sum_g.sum()),
         float(sum_g2.sum()),
         runs.n_fallback,
+        sum_c_squared(runs),
     )
 
 

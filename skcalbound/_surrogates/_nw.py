@@ -74,6 +74,10 @@ def _kernel(n_bins, bandwidth, tempering):
     if tempering != 1.0:
         ker = ker**tempering
     ker[np.abs(u) >= 1.0] = 0.0
+    # Values below 1e-100 (only with an extreme tempering) count as zero: any weights
+    # of the training scores are allowed, and then every nonzero A0 is >= 1e-100, so
+    # A0**2 and the squared weights stay normal doubles and sum w**2 is never 0/0.
+    ker[ker < 1e-100] = 0.0
     return k / n_bins, ker
 
 
@@ -225,9 +229,14 @@ def _block_sums(values, lo, hi):
 
 
 def _nearest_neighbour(sample, queries, below, b1, b2, validation=None, val_labels=None,
-                       train_before=None):
+                       train_before=None, *, return_blocks=False):
     """``eta`` and ``g_T`` for equal weights on the training points at the nearest
     training score(s), both sides when equidistant (the fallback of SPEC section 4).
+
+    ``g_T = b1 d + b2 d**2 / 2 + 1 / (2 sqrt(count))`` with ``d`` the distance: Lemma 6
+    in either form (``|sum w (s_i - s')| <= d``). With ``return_blocks``, also the
+    blocks that received weight, as ``(score, training count, weight per point)``
+    arrays with one entry per (query, side used).
 
     The training set is ``sample`` without the sorted positions ``validation``
     (``val_labels`` their labels, ``train_before = validation - arange``); ``below``
@@ -264,12 +273,19 @@ def _nearest_neighbour(sample, queries, below, b1, b2, validation=None, val_labe
     d = np.minimum(d_below, d_above)
     count = np.zeros(queries.shape[0], dtype=np.int64)
     positives = np.zeros(queries.shape[0], dtype=np.int64)
+    sides = []
     for use, side in ((d_below <= d_above, s_below), (d_above <= d_below, s_above)):
         c, p = block(side)
         count += np.where(use, c, 0)
         positives += np.where(use, p, 0)
+        sides.append((use, side, c))
     eta = positives / count
-    return eta, b1 * d + 0.5 * b2 * d * d + 0.5 / np.sqrt(count)
+    g = b1 * d + 0.5 * b2 * d * d + 0.5 / np.sqrt(count)
+    if not return_blocks:
+        return eta, g
+    parts = [(side[use], c[use], 1.0 / count[use]) for use, side, c in sides]
+    blocks = tuple(np.concatenate([part[k] for part in parts]) for k in range(3))
+    return eta, g, blocks
 
 
 @dataclass(frozen=True)
