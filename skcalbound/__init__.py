@@ -1,6 +1,7 @@
 """Certified upper bounds on the calibration error of binary classifiers."""
 
 from ._binned_ece import binned_ece
+from ._calibration_test import calibration_test
 from ._display import CalibrationBoundDisplay
 from ._lipschitz_bound import LipschitzBucketBound, lipschitz_bucket_bound
 from ._nw_bound import NWCalibrationBound, nw_bound
@@ -18,6 +19,7 @@ __all__ = [
     "SechPerturbedClassifier",
     "TVCalibrationBound",
     "binned_ece",
+    "calibration_test",
     "largest_h_within_tolerance",
     "lipschitz_bucket_bound",
     "make_bound_scorer",

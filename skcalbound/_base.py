@@ -79,6 +79,26 @@ class _BoundMethod:
         return fold_result(self, surrogate, scores, delta, is_sorted=False)
 
 
+def interval_at(estimator, alpha):
+    """``(lower, upper)`` of a fitted bound recomputed at ``confidence_level = 1 -
+    alpha`` (``alpha`` given as such, so that tiny levels keep their digits), without
+    refitting, or ``None`` if its method cannot (its surrogate depends on the level,
+    as TV's does).
+
+    Valid because the fold statistics of NW and Lipschitz do not depend on the level
+    (bandwidths, candidates and weights are fixed); each fold is recomputed at its
+    share ``alpha / n_splits_`` and aggregated as in ``fit``.
+    """
+    method = estimator._method()
+    rebound = getattr(method, "rebound", None)
+    if rebound is None:
+        return None
+    delta = alpha / estimator.n_splits_
+    folds = [rebound(fold, delta) for fold in estimator.result_.folds]
+    result = aggregate_folds(folds, estimator.aggregate, 1.0 - alpha, warn=False)
+    return result.lower_bound, result.bound
+
+
 def fold_result(method, surrogate, scores, delta, *, is_sorted):
     """The :class:`FoldResult` of ``method.fold_terms``."""
     terms, info, estimate = method.fold_terms(surrogate, scores, delta, is_sorted=is_sorted)

@@ -79,7 +79,7 @@ class BoundResult:
         return pd.DataFrame(rows).set_index("fold")
 
 
-def aggregate_folds(folds, aggregate, confidence_level):
+def aggregate_folds(folds, aggregate, confidence_level, *, warn=True):
     """Combine fold results; every fold was computed at ``delta / len(folds)``.
 
     By the union bound all fold bounds hold simultaneously with probability at least
@@ -111,7 +111,7 @@ def aggregate_folds(folds, aggregate, confidence_level):
         raise ValueError(f"Unknown aggregate {aggregate!r}.")
     lower = float(np.mean(lowers)) if aggregate == "mean" else float(np.max(lowers))
     bound, lower = min(raw, 1.0), max(lower, 0.0)
-    if lower > bound:
+    if warn and lower > bound:
         # Both hold on one event of probability >= confidence_level: an empty interval
         # means that event failed or the assumption on eta is false.
         warnings.warn(

@@ -1,0 +1,227 @@
+"""``calibration_test``: a test of calibration at a tolerance, from the certified
+interval (SPEC section 11)."""
+
+import math
+from dataclasses import dataclass, field
+from numbers import Real
+
+from ._base import interval_at
+from ._compat import Interval, StrOptions, validate_params
+from ._lipschitz_bound import LipschitzBucketBound
+from ._nw_bound import NWCalibrationBound
+from ._tv_bound import TVCalibrationBound
+from ._validation import check_prob_labels
+
+_ESTIMATORS = {
+    "nw": NWCalibrationBound,
+    "tv": TVCalibrationBound,
+    "lipschitz": LipschitzBucketBound,
+}
+# Smallest level the p-value search reaches; below it the p-value is reported as this.
+_SMALLEST_LEVEL = 1e-300
+
+
+@dataclass(frozen=True)
+class CalibrationTestResult:
+    """Result of :func:`calibration_test`.
+
+    Attributes
+    ----------
+    pvalue : float
+        The smallest level at which the test rejects (``nan`` for ``method='tv'``).
+    reject : bool
+        Whether the test rejects at level ``1 - confidence_level``.
+    lower_bound : float
+        Certified lower bound on the calibration error at ``confidence_level``.
+    upper_bound : float
+        Certified upper bound, holding jointly with ``lower_bound``.
+    tolerance : float
+        The tolerance :math:`\\tau` of the hypotheses.
+    alternative : str
+        ``'greater'``, ``'less'`` or ``'two-sided'``.
+    confidence_level : float
+        ``1 -`` the level of the test.
+    method : str
+        ``'nw'``, ``'tv'`` or ``'lipschitz'``.
+    estimator : object
+        The fitted bound estimator (its terms and per-fold results).
+    """
+
+    pvalue: float
+    reject: bool
+    lower_bound: float
+    upper_bound: float
+    tolerance: float
+    alternative: str
+    confidence_level: float
+    method: str
+    estimator: object = field(repr=False, compare=False)
+
+
+def _rejects(interval, tolerance, alternative):
+    lower, upper = interval
+    if alternative == "greater":
+        return lower > tolerance
+    if alternative == "less":
+        return upper < tolerance
+    return lower > tolerance or upper < tolerance
+
+
+def _pvalue(estimator, tolerance, alternative):
+    """``inf{alpha : reject at alpha}`` by bisection on ``log(alpha)``.
+
+    The interval at level ``alpha`` only widens as ``alpha`` decreases (every term is
+    monotone in ``delta``), so rejection is monotone in ``alpha`` and the set of
+    rejecting levels is an interval ``[p, 1)``; the returned value is a rejecting
+    level within a relative ``1e-12`` of ``p`` (conservative: never below it).
+    """
+
+    def rejects(log_alpha):
+        return _rejects(interval_at(estimator, math.exp(log_alpha)), tolerance, alternative)
+
+    lo, hi = math.log(_SMALLEST_LEVEL), math.log1p(-1e-12)  # alpha in [1e-300, 1)
+    if not rejects(hi):
+        return 1.0
+    if rejects(lo):
+        return _SMALLEST_LEVEL
+    while hi - lo > 1e-12:
+        mid = 0.5 * (lo + hi)
+        if rejects(mid):
+            hi = mid
+        else:
+            lo = mid
+    return math.exp(hi)
+
+
+@validate_params(
+    {
+        "y_true": ["array-like"],
+        "y_prob": ["array-like"],
+        "method": [StrOptions(set(_ESTIMATORS))],
+        "tolerance": [Interval(Real, 0, None, closed="left")],
+        "alternative": [StrOptions({"greater", "less", "two-sided"})],
+        "confidence_level": [Interval(Real, 0, 1, closed="neither")],
+    },
+    prefer_skip_nested_validation=True,
+)
+def calibration_test(
+    y_true,
+    y_prob,
+    *,
+    method="nw",
+    tolerance=0.0,
+    alternative="greater",
+    confidence_level=0.95,
+    **params,
+):
+    """Test the L1 calibration error against a tolerance, with a finite-sample level.
+
+    Fits the certified bound ``method`` and decides from its interval
+    ``[lower_bound, upper_bound]``, which contains the calibration error with
+    probability at least ``confidence_level`` under the bound's assumption:
+
+    * ``alternative='greater'`` (H1: ``CE > tolerance``, *detect* miscalibration)
+      rejects when ``lower_bound > tolerance``;
+    * ``alternative='less'`` (H1: ``CE < tolerance``, *certify* calibration within
+      ``tolerance``) rejects when ``upper_bound < tolerance``;
+    * ``alternative='two-sided'`` (H1: ``CE != tolerance``) rejects when either does.
+
+    The probability of a false rejection is at most ``1 - confidence_level``, for every
+    sample size. With ``tolerance=0`` and ``'greater'`` this is a test of perfect
+    calibration.
+
+    Read more in the :ref:`User Guide <what_is_certified>`.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Binary labels; the positive class is the larger label.
+
+    y_prob : array-like of shape (n_samples,) or (n_samples, 2)
+        Predicted probabilities of the positive class, or a ``predict_proba`` output.
+
+    method : {'nw', 'tv', 'lipschitz'}, default='nw'
+        The certified bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound`
+        or :class:`LipschitzBucketBound`.
+
+    tolerance : float, default=0.0
+        The tolerance :math:`\\tau \\ge 0` of the hypotheses.
+
+    alternative : {'greater', 'less', 'two-sided'}, default='greater'
+        The alternative hypothesis, as in :mod:`scipy.stats`.
+
+    confidence_level : float, default=0.95
+        ``1 -`` the level of the test: the probability, at least, that the interval
+        holds.
+
+    **params : dict
+        Parameters of the bound estimator (its assumption, such as ``h``, ``b1`` and
+        ``b2``, ``L`` or ``V``, and ``guarantee``, ``cv``, ``aggregate``,
+        ``random_state``, ...).
+
+    Returns
+    -------
+    result : CalibrationTestResult
+        With ``pvalue``, ``reject``, ``lower_bound``, ``upper_bound``, ``tolerance``,
+        ``alternative``, ``confidence_level``, ``method`` and the fitted ``estimator``.
+
+    See Also
+    --------
+    NWCalibrationBound : The bound behind ``method='nw'``.
+
+    Notes
+    -----
+    For NW and Lipschitz bucketing nothing the surrogate uses depends on the level
+    (bandwidth, bucket candidates and weights are fixed), and every term of the bound
+    is monotone in it; so the interval only narrows as the level grows, the rejection
+    regions are nested, and the p-value ``inf{alpha : reject at alpha}`` is valid. It
+    is computed by bisection on the closed-form terms, without refitting. The TV
+    surrogate's regularisation depends on the level (:math:`\\lambda = t_2 / m`), so
+    its intervals at different levels are not nested: ``method='tv'`` gives the
+    decision at ``confidence_level`` and ``pvalue=nan``.
+
+    With ``guarantee='paper'`` NW and Lipschitz use the published Proposition 2, which
+    holds in expectation over the training labels only; the level is then not
+    guaranteed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalbound import calibration_test, perturb_scores
+    >>> rng = np.random.default_rng(0)
+    >>> s = perturb_scores(rng.uniform(0.2, 0.8, size=50_000), 2**-4, random_state=0)
+    >>> y = rng.uniform(size=50_000) < 0.5  # eta = 1/2: CE = E|s - 1/2| is large
+    >>> res = calibration_test(y, s, h=2**-4, tolerance=0.05, random_state=0)
+    >>> print(res.reject, res.pvalue < 1e-6, round(res.lower_bound, 3))
+    True True 0.122
+    """
+    cls = _ESTIMATORS[method]
+    valid = set(cls().get_params()) - {"confidence_level"}
+    unknown = sorted(set(params) - valid)
+    if unknown:
+        raise TypeError(
+            f"calibration_test(method={method!r}) got parameters {unknown} that "
+            f"{cls.__name__} does not take; valid ones: {sorted(valid)}."
+        )
+    labels, scores = check_prob_labels(y_true, y_prob)
+    estimator = cls(**params, confidence_level=confidence_level).fit(scores, labels)
+    interval = (estimator.lower_bound_, estimator.bound_)
+    reject = _rejects(interval, tolerance, alternative)
+    if interval_at(estimator, 1.0 - confidence_level) is None:
+        pvalue = math.nan
+    else:
+        pvalue = _pvalue(estimator, tolerance, alternative)
+        if reject:
+            # Rejection at 1 - confidence_level means the infimum is at most it.
+            pvalue = min(pvalue, 1.0 - confidence_level)
+    return CalibrationTestResult(
+        pvalue=float(pvalue),
+        reject=bool(reject),
+        lower_bound=float(interval[0]),
+        upper_bound=float(interval[1]),
+        tolerance=float(tolerance),
+        alternative=alternative,
+        confidence_level=float(confidence_level),
+        method=method,
+        estimator=estimator,
+    )
