@@ -354,7 +354,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
     ----------
     h : float, default=None
         Bandwidth of the sech perturbation the scores went through. Implies
-        ``b1 = tanh(1/h) / (2h)`` and ``b2 = 1.5 tanh(1/h)**2 / h**2``. Give either
+        ``b1 = tanh(1/h) / (2h)`` and ``b2 = tanh(1/h)**2 / (2 h**2)``
+        (``1.5 tanh(1/h)**2 / h**2``, Corollary 4, with ``guarantee='paper'``). Give either
         ``h`` or both ``b1`` and ``b2``. ``h`` below ``2**-41`` (``b1`` above
         ``2**40`` or ``b2`` above ``1.5 * 2**82``) is rejected: the smoothing term
         would rest on rounding, and the bound is 1 there anyway.
@@ -365,9 +366,15 @@ class NWCalibrationBound(_BaseCalibrationBound):
     b2 : float, default=None
         Bound on the second derivative of the calibration function.
 
-    bandwidth : "plugin" or float, default="plugin"
-        Bandwidth of the smoother's kernel. ``"plugin"`` is the paper's plug-in rule
-        (Appendix E), computed from ``b1``, ``b2`` and each fold's training size.
+    bandwidth : "auto", "plugin" or float, default="auto"
+        Bandwidth of the smoother's kernel, per fold. ``"auto"``: with
+        ``guarantee='high_probability'``, the candidate among ``h_plugin *
+        2**(k/2)``, ``k = -4, ..., 8``, with the smallest mean smoothing-error bound
+        over the fold's training scores (it looks at no label and no validation
+        score, so the certificate stays valid); with ``'paper'``, the plug-in rule.
+        ``"plugin"`` is the paper's plug-in rule (Appendix E), computed from ``b1``,
+        ``b2`` and each fold's training size. May be tuned by :meth:`score` on fresh
+        data.
 
     tempering : float, default=1.2
         Exponent of the Epanechnikov kernel, :math:`(1 - u^2)^{tempering}`; the
@@ -382,6 +389,16 @@ class NWCalibrationBound(_BaseCalibrationBound):
     confidence_level : float, default=0.95
         Probability with which the bound holds, in (0, 1); the paper's
         ``delta`` is ``1 - confidence_level``.
+
+    guarantee : {'high_probability', 'paper'}, default='high_probability'
+        What the certificate promises. ``'high_probability'``: :attr:`bound_` and
+        :attr:`lower_bound_` hold together with probability at least
+        ``confidence_level`` over the data, training labels included (the five terms
+        of the user guide's "What exactly is certified"), with Lemma 6 expanded at the
+        query and ``b2 = tanh(1/h)**2 / (2 h**2)`` from ``h``. ``'paper'``:
+        Proposition 2 as published, whose last step holds only in expectation over
+        the training labels (it can miss more often than ``1 - confidence_level``);
+        kept to compare with the paper's figures.
 
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
@@ -408,26 +425,39 @@ class NWCalibrationBound(_BaseCalibrationBound):
         Certified upper bound on the calibration error: ``min(aggregate of the fold
         bounds, 1)``.
 
+    lower_bound_ : float
+        Certified lower bound on the calibration error, ``max(aggregate of the fold
+        lower bounds, 0)`` (mean for ``aggregate='mean'``, maximum for ``'min'``); per
+        fold, ``validation_mean`` minus every other term. It holds together with
+        :attr:`bound_`: both at once with probability at least ``confidence_level``,
+        at no extra cost.
+
     estimate_ : float
         Plug-in estimate of the calibration error, the mean over folds of
         ``mean |s - eta_hat(s)|`` on the validation part. Not certified.
 
     terms_ : dict of str to float
-        Named additive components of the aggregated bound before clipping:
-        ``validation_mean`` (mean of :math:`|\\hat\\eta - s|`), ``smoothing_mean``
-        (mean of the smoothing-error bound :math:`\\tilde g`), ``bernstein_residual``
-        and ``bernstein_smoothing``. With ``aggregate='min'`` they are the terms of
-        the smallest fold bound.
+        Named additive components of the aggregated bound before clipping. With
+        ``guarantee='high_probability'``: ``validation_mean`` (mean of
+        :math:`|\\hat\\eta - s|`), ``bernstein_residual``, ``smoothing_mean`` (mean of
+        the smoothing-error bound :math:`\\tilde g`), ``label_concentration``
+        (deviation of the smoothing error over the training labels) and
+        ``population_transfer`` (from the validation points to the score law). With
+        ``'paper'``: ``validation_mean``, ``smoothing_mean``, ``bernstein_residual``
+        and ``bernstein_smoothing``. With ``aggregate='min'`` they are the terms of the
+        smallest fold bound.
 
     fold_results_ : pandas.DataFrame
         One row per fold: ``n_train``, ``n_validation`` (points evaluated),
         ``delta``, ``bandwidth``, ``n_bins`` (grid size), ``n_fallback`` (validation
         points with no training score within the kernel, which used the nearest
-        training scores), ``estimate``, the terms and the unclipped fold ``bound``.
+        training scores), ``sum_c_squared`` (:math:`C_2`, high-probability mode),
+        ``estimate``, the terms, the unclipped fold ``bound`` and ``lower_bound``.
 
     result_ : object
-        The same numbers as a frozen dataclass with fields ``bound``, ``estimate``,
-        ``terms``, ``folds``, ``aggregate`` and ``confidence_level``.
+        The same numbers as a frozen dataclass with fields ``bound``,
+        ``lower_bound``, ``estimate``, ``terms``, ``folds``, ``aggregate`` and
+        ``confidence_level``.
 
     n_splits_ : int
         Number of cross-fitting splits.
@@ -463,23 +493,30 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     Notes
     -----
-    Per fold, with :math:`\\delta_1 = \\delta_2 = \\delta_{fold} / 2`, the bound of
-    Proposition 2 is
+    Per fold, with :math:`\\delta_a = \\delta_b = \\delta_c = \\delta_{fold} / 3`, the
+    evaluated validation points :math:`V'` and :math:`C_2 = \\sum_i c_i^2`,
+    :math:`c_i = \\frac{1}{|V'|} \\sum_{v \\in V'} w_i(s_v)`,
 
-    .. math:: U = \\overline{|\\hat\\eta - s|} + \\overline{\\tilde g}
-              + BB(|V'|, \\delta_1, \\hat\\sigma^2(|\\hat\\eta - s|))
-              + BB(|V'|, \\delta_2, \\hat\\sigma^2(\\tilde g)),
+    .. math:: U = \\overline{|\\hat\\eta - s|}
+              + BB(|V'|, \\delta_a, \\hat\\sigma^2(|\\hat\\eta - s|))
+              + \\overline{\\tilde g} + \\sqrt{\\ln(1/\\delta_b) C_2 / 2}
+              + \\big[F(a, |V'|, \\delta_c) - a\\big],
+              \\quad a = \\overline{\\tilde g} + \\sqrt{\\ln(1/\\delta_b) C_2 / 2},
 
-    with :math:`\\tilde g = \\min(g_T, 1)` and Lemma 6's :math:`g_T(s) = b_1 \\sum_i
-    w_i |s - s_i| + \\tfrac12 b_2 \\sum_i w_i (s - s_i)^2 + \\tfrac12 \\sqrt{\\sum_i
-    w_i^2}`. The weights :math:`w_i(s)` are the tempered Epanechnikov kernel over a
-    fine grid of training-score bins (at least 16 bins per bandwidth), with
-    nearest-neighbour fallback; every sum uses the actual scores and is exact for
-    these weights, which is all Lemma 6 needs.
+    with :math:`F(a, n, \\delta) = (\\sqrt{\\ell / 2n} + \\sqrt{\\ell / 2n + a})^2`,
+    :math:`\\ell = \\ln(1/\\delta)`, :math:`\\tilde g = \\min(g, 1)` and Lemma 6
+    expanded at the query, :math:`g(s) = b_1 |\\sum_i w_i (s_i - s)| + \\tfrac12 b_2
+    \\sum_i w_i (s_i - s)^2 + \\tfrac12 \\sqrt{\\sum_i w_i^2}`. The lower bound
+    subtracts every term after the first instead. The weights :math:`w_i(s)` are the
+    tempered Epanechnikov kernel over a fine grid of training-score cells (at least 64
+    per bandwidth), with nearest-neighbour fallback; every sum is exact for these
+    weights.
 
-    As published, the last step of Proposition 2 (its equation (10)) holds in
-    expectation over the training labels rather than with probability
-    ``confidence_level``; this implementation follows the paper.
+    With ``guarantee='paper'`` the fold bound is Proposition 2 as published,
+    :math:`\\overline{|\\hat\\eta - s|} + \\overline{\\tilde g} + BB(\\delta/2) +
+    BB_{\\tilde g}(\\delta/2)` with the published Lemma 6 (:math:`b_1 \\sum_i w_i |s -
+    s_i|`); its last step (equation (10)) holds in expectation over the training
+    labels only.
 
     References
     ----------
@@ -494,8 +531,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
     >>> s = rng.uniform(size=20_000)
     >>> y = rng.uniform(size=20_000) < s ** 2  # miscalibrated: CE = 1/6
     >>> est = NWCalibrationBound(b1=2.0, b2=2.0, random_state=0).fit(s, y)
-    >>> print(f"{est.bound_:.3f} >= CE = {1 / 6:.3f}")
-    0.216 >= CE = 0.167
+    >>> print(f"CE = {1 / 6:.3f} in [{est.lower_bound_:.3f}, {est.bound_:.3f}]")
+    CE = 0.167 in [0.116, 0.216]
     """
 
     _parameter_constraints = {**_BaseCalibrationBound._parameter_constraints, **_NW_PARAMETERS}
@@ -586,7 +623,8 @@ def nw_bound(
 
     h : float, default=None
         Bandwidth of the sech perturbation the scores went through. Implies
-        ``b1 = tanh(1/h) / (2h)`` and ``b2 = 1.5 tanh(1/h)**2 / h**2``. Give either
+        ``b1 = tanh(1/h) / (2h)`` and ``b2 = tanh(1/h)**2 / (2 h**2)``
+        (``1.5 tanh(1/h)**2 / h**2``, Corollary 4, with ``guarantee='paper'``). Give either
         ``h`` or both ``b1`` and ``b2``. ``h`` below ``2**-41`` (``b1`` above
         ``2**40`` or ``b2`` above ``1.5 * 2**82``) is rejected: the smoothing term
         would rest on rounding, and the bound is 1 there anyway.
@@ -597,9 +635,15 @@ def nw_bound(
     b2 : float, default=None
         Bound on the second derivative of the calibration function.
 
-    bandwidth : "plugin" or float, default="plugin"
-        Bandwidth of the smoother's kernel. ``"plugin"`` is the paper's plug-in rule
-        (Appendix E), computed from ``b1``, ``b2`` and each fold's training size.
+    bandwidth : "auto", "plugin" or float, default="auto"
+        Bandwidth of the smoother's kernel, per fold. ``"auto"``: with
+        ``guarantee='high_probability'``, the candidate among ``h_plugin *
+        2**(k/2)``, ``k = -4, ..., 8``, with the smallest mean smoothing-error bound
+        over the fold's training scores (it looks at no label and no validation
+        score, so the certificate stays valid); with ``'paper'``, the plug-in rule.
+        ``"plugin"`` is the paper's plug-in rule (Appendix E), computed from ``b1``,
+        ``b2`` and each fold's training size. May be tuned by :meth:`score` on fresh
+        data.
 
     tempering : float, default=1.2
         Exponent of the Epanechnikov kernel, :math:`(1 - u^2)^{tempering}`; the
@@ -614,6 +658,16 @@ def nw_bound(
     confidence_level : float, default=0.95
         Probability with which the bound holds, in (0, 1); the paper's
         ``delta`` is ``1 - confidence_level``.
+
+    guarantee : {'high_probability', 'paper'}, default='high_probability'
+        What the certificate promises. ``'high_probability'``: :attr:`bound_` and
+        :attr:`lower_bound_` hold together with probability at least
+        ``confidence_level`` over the data, training labels included (the five terms
+        of the user guide's "What exactly is certified"), with Lemma 6 expanded at the
+        query and ``b2 = tanh(1/h)**2 / (2 h**2)`` from ``h``. ``'paper'``:
+        Proposition 2 as published, whose last step holds only in expectation over
+        the training labels (it can miss more often than ``1 - confidence_level``);
+        kept to compare with the paper's figures.
 
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
