@@ -75,7 +75,15 @@ def _check_n_grid(n_grid):
 
 
 def _smoothing_band(estimator, method, grid):
-    """``min(g, 1)`` of Lemma 6 for the refit surrogate at ``grid``, or None (TV)."""
+    """``min(g, 1)`` for the refit surrogate at ``grid``, or None (TV).
+
+    NW: Lemma 6 in its published form, ``g = b1 sum_i w_i |s_i - s| + b2/2 sum_i w_i
+    (s_i - s)**2 + sqrt(sum_i w_i**2)/2``, with the estimator's ``b1_`` and ``b2_``
+    (those of its ``guarantee`` mode). In ``"high_probability"`` mode the certificate
+    uses Lemma 6 expanded at the query (``|sum_i w_i (s_i - s)|`` in the first term),
+    which is never larger: the band drawn is valid and at most as tight. Lipschitz:
+    ``L mean_b |s_i - s| + 1/(2 sqrt(n_b))``, the same in both modes.
+    """
     if method == "nw":
         _, g, _ = estimator.surrogate_.residuals_and_smoothing(
             estimator.b1_, estimator.b2_, grid
@@ -102,14 +110,36 @@ def _percent(confidence_level):
     return f"{100 * confidence_level:g}%"
 
 
+def _holds_in_expectation_only(method, guarantee):
+    """Whether the bound is the published form that holds in expectation over the
+    training labels (SPEC section 9), not with probability ``confidence_level``."""
+    return guarantee == "paper" and method in ("nw", "lipschitz")
+
+
+def _bound_text(display):
+    """The legend's statement of the bound: the interval, its level and its form."""
+    level = _percent(display.confidence_level)
+    if display.lower_bound is None:
+        claim = f"CE $\\leq$ {display.bound:.3f}"
+    else:
+        claim = f"CE $\\in$ [{display.lower_bound:.3f}, {display.bound:.3f}]"
+    if _holds_in_expectation_only(display.method, display.guarantee):
+        return f"{claim} ({level}, paper's form: in expectation over training labels)"
+    return f"certified {claim} ({level})"
+
+
 class CalibrationBoundDisplay:
     """Reliability curve of a certified calibration bound.
 
     Plots the surrogate calibration function :math:`\\hat\\eta` that a bound estimator
     fitted (what its ``predict`` returns), the diagonal of perfect calibration, for
     the NW and Lipschitz bounds the band :math:`\\hat\\eta \\pm \\tilde g` of Lemma 6,
-    a histogram of the scores, and the certified bound with its confidence level in
-    the legend.
+    a histogram of the scores, and in the legend the certified interval
+    ``[lower_bound, bound]`` for the calibration error (the estimator's
+    ``lower_bound_`` and ``bound_``, which hold together) with its confidence level.
+    With ``guarantee="paper"`` the NW and Lipschitz bounds are the published form,
+    which holds in expectation over the training labels only; the legend says so
+    instead of "certified".
 
     The band is **not** a confidence band: :math:`\\tilde g(s) = \\min(g_T(s), 1)`
     bounds the *expected* error :math:`E|\\hat\\eta(s) - \\eta(s)|` of the surrogate
@@ -117,6 +147,17 @@ class CalibrationBoundDisplay:
     the NW and Lipschitz bounds. The TV bound has no pointwise counterpart (its
     denoising term bounds an average of :math:`|\\hat\\eta - \\eta|` over the training
     scores, not the error at any one score), so no band is drawn for it.
+
+    For NW the band drawn is Lemma 6 **in its published form**,
+    :math:`g_T(s) = b_1 \\sum_i w_i |s_i - s| + \\tfrac12 b_2 \\sum_i w_i (s_i - s)^2 +
+    \\tfrac12 \\sqrt{\\sum_i w_i^2}`, with the fitted ``b1_`` and ``b2_`` of the
+    estimator's ``guarantee`` mode, in both modes. With
+    ``guarantee="high_probability"`` the certificate itself uses Lemma 6 expanded at
+    the query, whose first term is :math:`b_1 |\\sum_i w_i (s_i - s)|`: never larger, so
+    the band drawn is valid there too, only wider than the one the certificate
+    averages. For Lipschitz bucketing the band is
+    :math:`L \\cdot \\mathrm{mean}_{i \\in b} |s_i - s| + 1 / (2 \\sqrt{n_b})` over the
+    score's bucket, the same in both modes.
 
     It is recommended to create a display with :meth:`from_estimator`,
     :meth:`from_predictions` or :meth:`from_bound`. All attributes are stored
@@ -135,6 +176,11 @@ class CalibrationBoundDisplay:
     bound : float
         Certified upper bound on the calibration error.
 
+    lower_bound : float, default=None
+        Certified lower bound on the calibration error, holding together with
+        ``bound``; the legend shows the interval ``[lower_bound, bound]``. None shows
+        the upper bound only.
+
     band : ndarray of shape (n_grid,), default=None
         Half-width of the band around the surrogate (Lemma 6's :math:`\\tilde g` at
         ``grid``), or None for no band.
@@ -147,6 +193,11 @@ class CalibrationBoundDisplay:
 
     confidence_level : float, default=0.95
         Probability with which ``bound`` holds, shown in the legend.
+
+    guarantee : {'high_probability', 'paper'}, default='high_probability'
+        The estimator's ``guarantee``. With ``'paper'``, the NW and Lipschitz bounds
+        are labelled as the paper's form, which holds in expectation over the
+        training labels, rather than as certified.
 
     estimator_name : str, default=None
         Name of the classifier, shown in the legend; None shows the bound's name only.
@@ -192,8 +243,8 @@ class CalibrationBoundDisplay:
     >>> y = rng.uniform(size=20_000) < s
     >>> disp = CalibrationBoundDisplay.from_predictions(
     ...     y, s, bound="nw", bound_params={"h": 2**-4, "random_state": 0})
-    >>> print(f"{disp.bound:.3f}")
-    0.093
+    >>> print(f"CE in [{disp.lower_bound:.3f}, {disp.bound:.3f}]")  # true CE = 0
+    CE in [0.000, 0.075]
     """
 
     def __init__(
@@ -202,19 +253,23 @@ class CalibrationBoundDisplay:
         surrogate,
         bound,
         *,
+        lower_bound=None,
         band=None,
         y_prob=None,
         method="tv",
         confidence_level=0.95,
+        guarantee="high_probability",
         estimator_name=None,
     ):
         self.grid = grid
         self.surrogate = surrogate
         self.bound = bound
+        self.lower_bound = lower_bound
         self.band = band
         self.y_prob = y_prob
         self.method = method
         self.confidence_level = confidence_level
+        self.guarantee = guarantee
         self.estimator_name = estimator_name
 
     def plot(self, *, ax=None, name=None, ref_line=True, show_band=True,
@@ -262,10 +317,7 @@ class CalibrationBoundDisplay:
             (self.ref_line_,) = ax.plot([0, 1], [0, 1], "k:", label=ref_label)
 
         prefix = f"{name}: " if name else ""
-        label = (
-            f"{prefix}{method} surrogate $\\hat\\eta$; certified CE $\\leq$ "
-            f"{self.bound:.3f} ({_percent(self.confidence_level)})"
-        )
+        label = f"{prefix}{method} surrogate $\\hat\\eta$; {_bound_text(self)}"
         line_kwargs = {"label": label, "zorder": 3}
         if self.method == "tv":
             line_kwargs["drawstyle"] = "steps-post"  # a right-continuous step function
@@ -276,11 +328,12 @@ class CalibrationBoundDisplay:
         if show_band and self.band is not None:
             lower = np.clip(self.surrogate - self.band, 0.0, 1.0)
             upper = np.clip(self.surrogate + self.band, 0.0, 1.0)
+            form = " (published form)" if self.method == "nw" else ""
             self.band_ = ax.fill_between(
                 self.grid, lower, upper, color=self.line_.get_color(), alpha=0.2,
                 linewidth=0, zorder=2,
                 label=(
-                    f"{prefix}$\\hat\\eta \\pm \\tilde g$: Lemma 6 bound on the "
+                    f"{prefix}$\\hat\\eta \\pm \\tilde g$: Lemma 6{form} bound on the "
                     "expected error\nof $\\hat\\eta$ at each score (not a confidence band)"
                 ),
             )
@@ -476,8 +529,8 @@ class CalibrationBoundDisplay:
         >>> y = rng.uniform(size=20_000) < s ** 2  # true CE = 1/6
         >>> disp = CalibrationBoundDisplay.from_predictions(
         ...     y, s, bound="tv", bound_params={"random_state": 0})
-        >>> print(f"{disp.bound:.3f}")
-        0.450
+        >>> print(f"CE in [{disp.lower_bound:.3f}, {disp.bound:.3f}]")
+        CE in [0.000, 0.433]
         """
         check_matplotlib_support(f"{cls.__name__}.from_predictions")
         _check_n_grid(n_grid)
@@ -564,10 +617,12 @@ class CalibrationBoundDisplay:
             grid,
             estimator.predict(grid),
             float(estimator.bound_),
+            lower_bound=float(estimator.lower_bound_),
             band=_smoothing_band(estimator, method, grid),
             y_prob=scores,
             method=method,
             confidence_level=float(estimator.confidence_level),
+            guarantee=estimator.guarantee,
             estimator_name=name,
         )
         display.estimator_ = estimator

@@ -93,6 +93,8 @@ class _BoundScorer:
                     f"cannot be read; got {type(estimator).__name__}. Pass "
                     f"{' or '.join(names)} to make_bound_scorer."
                 )
+            # The bandwidth, not the classifier's b1_/b2_: the bound estimator derives
+            # b1 and b2 from h in its own guarantee mode (SPEC section 12).
             params["h"] = perturbed.h
         return _BOUNDS[self.method](**params)
 
@@ -118,7 +120,11 @@ def make_bound_scorer(method, **params):
     scorers). For ``"nw"`` and ``"lipschitz"`` without ``h``, ``b1``/``b2`` or ``L``,
     the bandwidth ``h`` is read from the scored :class:`SechPerturbedClassifier` (also
     as the last step of a :class:`~sklearn.pipeline.Pipeline`), so a grid over ``h``
-    scores each candidate under its own assumption.
+    scores each candidate under its own assumption. The bound estimator receives that
+    ``h`` and derives ``b1`` and ``b2`` from it in its own ``guarantee`` mode (the
+    sharp ``b2 = tanh(1/h)**2 / (2 h**2)`` for ``"high_probability"``, Corollary 4's
+    three times larger value for ``"paper"``), never from the classifier's ``b1_``
+    and ``b2_``.
 
     Read more in the :ref:`User Guide <choosing_h>`.
 
@@ -129,8 +135,11 @@ def make_bound_scorer(method, **params):
         :class:`LipschitzBucketBound`.
 
     **params : dict
-        Parameters of that estimator (``confidence_level``, ``cv``,
-        ``random_state``, ``V``, ``h``, ...), checked now.
+        Parameters of that estimator (``confidence_level``, ``guarantee``, ``cv``,
+        ``random_state``, ``V``, ``h``, ...), checked now. ``guarantee`` is
+        ``"high_probability"`` (default: the bound holds with probability at least
+        ``confidence_level``) or ``"paper"`` (the published form; for ``"nw"`` and
+        ``"lipschitz"`` it holds in expectation over the training labels only).
 
     Returns
     -------
@@ -159,7 +168,7 @@ def make_bound_scorer(method, **params):
     >>> scoring = {"nw": make_bound_scorer("nw", random_state=0), "roc_auc": "roc_auc"}
     >>> result = cross_validate(clf, X, y, cv=2, scoring=scoring)
     >>> print(-result["test_nw"].round(3))
-    [0.132 0.135]
+    [0.12  0.123]
     """
     names = _SMOOTHNESS[method]
     given = {k: v for k, v in params.items() if v is not None}

@@ -112,15 +112,110 @@ def test_nw_display_draws_the_surrogate_the_band_and_the_bound(perturbed):
     lower = np.clip(disp.surrogate - disp.band, 0, 1)
     upper = np.clip(disp.surrogate + disp.band, 0, 1)
     assert_allclose([y_vertices.min(), y_vertices.max()], [lower.min(), upper.max()])
-    # Legend: the bound with its confidence level; the band is not called certified.
+    # Legend: the interval with its confidence level; the band is not called certified.
     texts = _legend_texts(disp.ax_)
     line_label = disp.line_.get_label()
-    assert f"{est.bound_:.3f}" in line_label and "(95%)" in line_label
+    assert disp.lower_bound == est.lower_bound_ and disp.guarantee == "high_probability"
+    interval = f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]"
+    assert f"certified CE $\\in$ {interval} (95%)" in line_label
     assert "NW" in line_label and line_label in texts
     band_label = disp.band_.get_label()
     assert "not a confidence band" in band_label and "certified" not in band_label
+    assert "Lemma 6 (published form)" in band_label
     assert texts[0] == "Perfectly calibrated"
     assert_array_equal(disp.ref_line_.get_xydata(), [[0, 0], [1, 1]])
+
+
+@pytest.fixture(scope="module")
+def miscalibrated():
+    # True CE = 1/6; at this size the NW and Lipschitz lower bounds are well above 0.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=20_000)
+    return s, rng.uniform(size=s.size) < s**2
+
+
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+@pytest.mark.parametrize(
+    "bound, params, name",
+    [
+        ("nw", {"b1": 2.0, "b2": 2.0}, "NW"),
+        ("lipschitz", {"L": 2.0}, "Lipschitz bucketing"),
+        ("tv", {}, "TV"),
+    ],
+)
+def test_legend_shows_the_certified_interval(
+    miscalibrated, bound, params, name, guarantee
+):
+    s, y = miscalibrated
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound=bound, bound_params={**params, "guarantee": guarantee,
+                                         "random_state": 0}, n_grid=50,
+    )
+    est = disp.estimator_
+    assert est.guarantee == disp.guarantee == guarantee
+    assert disp.lower_bound == est.lower_bound_ and disp.bound == est.bound_
+    assert 0.0 <= est.lower_bound_ <= 1 / 6 <= est.bound_
+    if bound != "tv":
+        assert est.lower_bound_ > 0.05  # an interval, not [0, bound]
+    label = disp.line_.get_label()
+    interval = f"CE $\\in$ [{est.lower_bound_:.3f}, {est.bound_:.3f}] (95%"
+    assert label.startswith(f"{name} surrogate") and interval in label
+    assert label in _legend_texts(disp.ax_)
+    # The published NW and Lipschitz forms hold in expectation only: not "certified".
+    in_expectation = guarantee == "paper" and bound != "tv"
+    assert ("certified" in label) is not in_expectation
+    caveat = "paper's form: in expectation over training labels"
+    assert (caveat in label) is in_expectation
+
+
+def test_display_without_a_lower_bound_shows_the_upper_bound_only():
+    disp = CalibrationBoundDisplay(
+        np.linspace(0, 1, 5), np.linspace(0, 1, 5), 0.25, method="nw"
+    ).plot()
+    assert disp.lower_bound is None
+    assert disp.line_.get_label() == (
+        "NW surrogate $\\hat\\eta$; certified CE $\\leq$ 0.250 (95%)"
+    )
+    disp = CalibrationBoundDisplay(
+        np.linspace(0, 1, 5), np.linspace(0, 1, 5), 0.25, lower_bound=0.125,
+        method="lipschitz", confidence_level=0.9, guarantee="paper",
+    ).plot(name="m")
+    assert disp.line_.get_label() == (
+        "m: Lipschitz bucketing surrogate $\\hat\\eta$; CE $\\in$ [0.125, 0.250] (90%, "
+        "paper's form: in expectation over training labels)"
+    )
+
+
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_nw_band_is_the_published_lemma_6_with_the_modes_b2(perturbed, guarantee):
+    # The band uses the estimator's own b1_, b2_: the sharp b2 in high-probability
+    # mode, Corollary 4's (three times larger) in paper mode.
+    s, y = perturbed
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="nw", bound_params={"h": H, "guarantee": guarantee,
+                                        "random_state": 0}, n_grid=40,
+    )
+    est = disp.estimator_
+    sharp_b2 = np.tanh(1 / H) ** 2 / (2 * H**2)
+    expected_b2 = sharp_b2 if guarantee == "high_probability" else 3 * sharp_b2
+    assert_allclose([est.b1_, est.b2_], [np.tanh(1 / H) / (2 * H), expected_b2],
+                    rtol=1e-12)
+    order = np.argsort(s, kind="stable")
+    train, labels = s[order], y[order].astype(float)
+    reference = [
+        min(_nw_reference_g(train, labels, q, est.bandwidth_, est.tempering,
+                            est.surrogate_.n_bins, est.b1_, est.b2_), 1.0)
+        for q in disp.grid
+    ]
+    assert_allclose(disp.band, reference, rtol=1e-9)
+    # With the other mode's b2 the band would differ: the mode's constant is used.
+    other_b2 = 3 * sharp_b2 if guarantee == "high_probability" else sharp_b2
+    other = [
+        min(_nw_reference_g(train, labels, q, est.bandwidth_, est.tempering,
+                            est.surrogate_.n_bins, est.b1_, other_b2), 1.0)
+        for q in disp.grid
+    ]
+    assert np.max(np.abs(np.asarray(other) - disp.band)) > 1e-3
 
 
 def test_histogram_shows_the_scores_scaled_to_a_fifth(perturbed):
@@ -145,7 +240,8 @@ def test_tv_display_has_no_band_and_draws_a_step_function(perturbed):
     assert disp.line_.get_drawstyle() == "steps-post"
     assert_allclose(disp.line_.get_ydata(), est.predict(disp.grid), rtol=0, atol=0)
     texts = _legend_texts(disp.ax_)
-    assert any(f"{est.bound_:.3f}" in t and "TV" in t for t in texts)
+    assert any(f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]" in t and "TV" in t
+               for t in texts)
     assert not any("Lemma 6" in t for t in texts)
 
 
@@ -167,7 +263,8 @@ def test_lipschitz_band_matches_the_box_weight_definition_with_fallback():
     assert_allclose(disp.band, reference, rtol=1e-9, atol=1e-12)
     assert_allclose(disp.line_.get_ydata(), est.predict(disp.grid), rtol=0, atol=0)
     assert "Lipschitz" in disp.line_.get_label()
-    assert f"{est.bound_:.3f}" in disp.line_.get_label()
+    assert f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]" in disp.line_.get_label()
+    assert "(published form)" not in disp.band_.get_label()
 
 
 # --------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
 from sklearn.base import clone
 from sklearn.datasets import make_classification
@@ -62,6 +62,60 @@ def test_bound_scorer_reads_h_and_equals_the_estimator_on_the_same_draw(
     assert -1.0 <= value < 0.0
 
 
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+@pytest.mark.parametrize(
+    "method, Bound, params",
+    [
+        ("nw", NWCalibrationBound, {"h": 2**-4}),
+        ("lipschitz", LipschitzBucketBound, {"h": 2**-4}),
+        ("tv", TVCalibrationBound, {}),
+    ],
+)
+def test_bound_scorer_passes_the_guarantee(data, guarantee, method, Bound, params):
+    model, clf = _fitted(data)
+    _, _, X, y = data
+    scorer = make_bound_scorer(method, guarantee=guarantee, random_state=0)
+    assert f"guarantee={guarantee!r}" in repr(scorer)
+    state = clf.random_state_.get_state()
+    value = scorer(model, X, y)
+    clf.random_state_.set_state(state)
+    proba = model.predict_proba(X)
+    expected = Bound(**params, guarantee=guarantee, random_state=0).fit(proba, y)
+    assert value == -expected.bound_
+    other = "paper" if guarantee == "high_probability" else "high_probability"
+    other_mode = Bound(**params, guarantee=other, random_state=0).fit(proba, y)
+    assert value != -other_mode.bound_
+
+
+def test_nw_scorer_derives_b1_b2_from_h_in_its_own_guarantee_mode(data):
+    # The classifier's b1_/b2_ are those of the default mode; the scorer must not read
+    # them: in paper mode b2 is Corollary 4's, three times the sharp value.
+    model, clf = _fitted(data)
+    _, _, X, y = data
+    proba = model.predict_proba(X)
+    h = 2**-4
+    sharp_b2 = np.tanh(1 / h) ** 2 / (2 * h**2)
+    b1 = np.tanh(1 / h) / (2 * h)
+    expected_b2 = {"high_probability": sharp_b2, "paper": 3 * sharp_b2}
+    values = {}
+    for guarantee, b2 in expected_b2.items():
+        scorer = make_bound_scorer("nw", guarantee=guarantee, random_state=0)
+        est = scorer.bound_estimator(model)
+        assert est.h == h and est.b1 is None and est.b2 is None
+        est.fit(proba, y)
+        assert_allclose([est.b1_, est.b2_], [b1, b2], rtol=1e-12)
+        # The same number as stating those constants directly.
+        stated = NWCalibrationBound(b1=est.b1_, b2=est.b2_, guarantee=guarantee,
+                                    random_state=0).fit(proba, y)
+        assert est.bound_ == stated.bound_
+        values[guarantee] = est.bound_
+    assert values["high_probability"] != values["paper"]
+    # Lipschitz: L = b1 in both modes.
+    for guarantee in expected_b2:
+        est = make_bound_scorer("lipschitz", guarantee=guarantee).bound_estimator(model)
+        assert est.h == h and est.fit(proba, y).L_ == pytest.approx(b1, rel=1e-12)
+
+
 def test_bound_scorer_with_explicit_assumptions_on_any_classifier(data):
     X_fit, y_fit, X, y = data
     model = LogisticRegression().fit(X_fit, y_fit)
@@ -96,6 +150,8 @@ def test_bound_scorer_uses_the_positive_class_of_string_labels(data):
         (lambda: make_bound_scorer("ece"), InvalidParameterError, "'method' parameter"),
         (lambda: make_bound_scorer("nw", bogus=1), TypeError, "bogus"),
         (lambda: make_bound_scorer("tv", V=-1.0), InvalidParameterError, "'V' parameter"),
+        (lambda: make_bound_scorer("nw", h=0.1, guarantee="exact"),
+         InvalidParameterError, "'guarantee' parameter"),
         (lambda: make_bound_scorer("nw", h=0.1, b1=2.0), ValueError, "Give either h"),
         (lambda: make_bound_scorer("lipschitz", L=-1.0), InvalidParameterError, "'L' parameter"),
         (lambda: make_perturbation_scorer("accuracy"), InvalidParameterError, "'metric' parameter"),
