@@ -2,8 +2,10 @@
 
 Reads one column of scores and one of labels from a CSV or Parquet file, fits the
 requested bound estimators (the same numbers as in Python with the same seed), and
-prints a table or JSON; optionally writes the reliability plot. Errors in the file
-or the options are reported on one line, with exit status 2.
+prints each certified interval ``[lower_bound_, bound_]`` in a table or JSON;
+optionally writes the reliability plot. ``--max-ce TAU`` turns the command into a
+gate: exit status 1 unless every computed upper bound is below ``TAU``. Errors in the
+file or the options are reported on one line, with exit status 2.
 """
 
 import argparse
@@ -28,13 +30,13 @@ from . import (
 PROG = "skcalbound"
 
 DESCRIPTION = """\
-Certified upper bound on the calibration error CE = E|s - E[y|s]| of a binary
-classifier, from a file with one row per example: the classifier's predicted
+Certified interval [lower, upper] for the calibration error CE = E|s - E[y|s]| of a
+binary classifier, from a file with one row per example: the classifier's predicted
 probability of the positive class (column --scores) and the true label (column
 --labels; two distinct values, the larger one is the positive class).
 
-Each bound holds with probability at least --confidence-level under its assumption
-on the calibration function E[y|s]:
+Each bound's interval holds (both ends at once) with probability at least
+--confidence-level under its assumption on the calibration function E[y|s]:
   tv         total variation <= V (V=1: any monotone calibration function).
              Needs nothing else; use it for raw classifier scores.
   nw         bounded derivatives, which hold by construction when the scores were
@@ -42,6 +44,17 @@ on the calibration function E[y|s]:
              or SechPerturbedClassifier): pass that --h. The tightest bound.
   lipschitz  Lipschitz calibration function (the paper's baseline): pass --h or --L.
 The 15-bin ECE is printed next to them for comparison; it is a heuristic, not a bound.
+--guarantee paper computes the paper's published forms instead (to compare with its
+numbers); the nw and lipschitz ones then hold in expectation over the training
+labels only, not with probability --confidence-level.
+
+Gate for pipelines: with --max-ce TAU, the command checks that every computed bound
+(each method of --bound) has its upper bound strictly below TAU; if so, CE < TAU
+holds with probability at least --confidence-level (under each bound's assumption),
+and the exit status is 0; otherwise it is 1. A one-line verdict starting with PASS or
+FAIL is printed last (on stderr with --json, where the JSON also has a "gate" entry).
+To gate on one bound only, compute only that one (--bound nw). The binned ECE is
+never gated.
 """
 
 EPILOG = """\
@@ -49,11 +62,18 @@ examples:
   skcalbound predictions.csv
   skcalbound scores.parquet --scores prob --labels label --bound tv nw --h 0.015625
   skcalbound predictions.csv --json --plot reliability.png
+  skcalbound scores.csv --bound nw --h 0.015625 --max-ce 0.05 || exit 1
 
-Exit status: 0 on success, 2 for a bad option, file, column or value."""
+Exit status: 0 on success (with --max-ce: every upper bound is below TAU); 1 with
+--max-ce when some upper bound is not below TAU; 2 for a bad option, file, column or
+value."""
 
 BOUNDS = ("tv", "nw", "lipschitz")
+GUARANTEES = ("high_probability", "paper")
 _NAMES = {"tv": "TV", "nw": "NW", "lipschitz": "Lipschitz"}
+# Bounds whose published form (guarantee="paper") holds in expectation over the
+# training labels only (SPEC section 9); the TV bound has no such gap.
+_IN_EXPECTATION_IN_PAPER_MODE = ("nw", "lipschitz")
 
 
 class CLIError(Exception):
@@ -95,6 +115,13 @@ def build_parser():
         help="probability with which each bound holds (default: %(default)s)",
     )
     bounds.add_argument(
+        "--guarantee", choices=GUARANTEES, default="high_probability",
+        help="high_probability: every interval holds with probability >= "
+        "--confidence-level (default); paper: the paper's published forms, for "
+        "comparison with its numbers (nw, lipschitz: in expectation over the "
+        "training labels only)",
+    )
+    bounds.add_argument(
         "--V", type=float, default=1.0,
         help="tv: bound on the total variation of E[y|s] (default: %(default)s)",
     )
@@ -125,6 +152,13 @@ def build_parser():
     bounds.add_argument(
         "--n-bins", type=int, default=15, metavar="N",
         help="bins of the binned ECE shown for comparison (default: %(default)s)",
+    )
+    gate = parser.add_argument_group("gate")
+    gate.add_argument(
+        "--max-ce", type=float, default=None, metavar="TAU",
+        help="exit with status 1 unless the upper bound of every computed bound is "
+        "strictly below TAU (in (0, 1]): a pass certifies CE < TAU with probability "
+        ">= --confidence-level; prints a one-line PASS/FAIL verdict",
     )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -217,8 +251,8 @@ def scores_and_labels(frame, scores_column, labels_column, path):
 
 def _estimators(args, bounds):
     common = dict(
-        confidence_level=args.confidence_level, cv=args.cv, aggregate=args.aggregate,
-        random_state=args.random_state,
+        confidence_level=args.confidence_level, guarantee=args.guarantee, cv=args.cv,
+        aggregate=args.aggregate, random_state=args.random_state,
     )
     made = {}
     for name in bounds:
@@ -237,6 +271,10 @@ def _assumption(name, est):
     if name == "nw":
         return f"|eta'| <= b1 = {est.b1_:.6g}, |eta''| <= b2 = {est.b2_:.6g}"
     return f"E[y|s] is L-Lipschitz, L = {est.L_:.6g}"
+
+
+def _in_expectation_only(name, guarantee):
+    return guarantee == "paper" and name in _IN_EXPECTATION_IN_PAPER_MODE
 
 
 def compute(args, scores, labels):
@@ -259,9 +297,12 @@ def compute(args, scores, labels):
         results.append({
             "method": name,
             "certified": True,
+            "lower_bound": float(est.lower_bound_),
             "bound": float(est.bound_),
             "estimate": float(est.estimate_),
             "confidence_level": float(est.confidence_level),
+            "guarantee": est.guarantee,
+            "in_expectation_only": _in_expectation_only(name, est.guarantee),
             "assumption": _assumption(name, est),
             "terms": {k: float(v) for k, v in est.terms_.items()},
         })
@@ -272,32 +313,94 @@ def compute(args, scores, labels):
     results.append({
         "method": "binned_ece",
         "certified": False,
+        "lower_bound": None,
         "bound": None,
         "estimate": float(ece),
         "confidence_level": None,
+        "guarantee": None,
+        "in_expectation_only": None,
         "assumption": f"heuristic, not a bound ({args.n_bins} equal-width bins)",
         "terms": {},
     })
     return results, estimators
 
 
+def _interval(result):
+    return f"[{result['lower_bound']:.6f}, {result['bound']:.6f}]"
+
+
 def format_table(results, header):
-    """The human-readable report."""
+    """The human-readable report: per bound its interval ``[lower, upper]``, the
+    plug-in estimate, its assumption and level, and the terms of the upper bound."""
     lines = [header, ""]
-    lines.append(f"{'method':<12}{'bound':>10}{'plug-in':>10}  assumption")
+    lines.append(f"{'method':<12}{'[lower, upper]':<22}{'plug-in':>9}  assumption")
     for r in results:
         if r["certified"]:
             name = _NAMES[r["method"]]
             level = f"{100 * r['confidence_level']:g}%"
+            if r["in_expectation_only"]:
+                holds = (
+                    "paper's form: holds in expectation over the training labels, not "
+                    f"with probability >= {level}"
+                )
+            else:
+                holds = f"holds with probability >= {level}"
             lines.append(
-                f"{name:<12}{r['bound']:>10.6f}{r['estimate']:>10.6f}  "
-                f"{r['assumption']}; holds with probability >= {level}"
+                f"{name:<12}{_interval(r):<22}{r['estimate']:>9.6f}  "
+                f"{r['assumption']}; {holds}"
             )
             for term, value in r["terms"].items():
                 lines.append(f"  {term:<22}{value:>10.6f}")
         else:
-            lines.append(f"{'binned ECE':<12}{'-':>10}{r['estimate']:>10.6f}  {r['assumption']}")
+            lines.append(
+                f"{'binned ECE':<12}{'-':<22}{r['estimate']:>9.6f}  {r['assumption']}"
+            )
     return "\n".join(lines)
+
+
+def gate(results, max_ce):
+    """The ``--max-ce`` gate: passed iff every bound's upper bound is below ``max_ce``.
+
+    Returns a dict with ``max_ce``, ``passed``, ``gated`` (the bounds compared),
+    ``failed`` (those not below ``max_ce``) and the one-line ``verdict``.
+    """
+    bounds = [r for r in results if r["certified"]]
+    failed = [r for r in bounds if not r["bound"] < max_ce]
+    passed = not failed
+    level = f"{100 * bounds[0]['confidence_level']:g}%"
+
+    def compared(r):
+        sign = "<" if r["bound"] < max_ce else ">="
+        return f"{r['method']} upper bound {r['bound']:.6f} {sign} {max_ce:g}"
+
+    # The failing bounds first: they are the reason for the verdict.
+    shown = failed + [r for r in bounds if r["bound"] < max_ce]
+    listed = "; ".join(compared(r) for r in shown)
+    loose = [r["method"] for r in bounds if r["in_expectation_only"]]
+    if passed:
+        certified = "" if loose else "certified "
+        verdict = (
+            f"PASS (--max-ce {max_ce:g}): {certified}CE < {max_ce:g} at confidence "
+            f"{level} ({listed})"
+        )
+    else:
+        verdict = (
+            f"FAIL (--max-ce {max_ce:g}): CE < {max_ce:g} not certified at confidence "
+            f"{level} ({listed})"
+        )
+    if loose:
+        verb = "holds" if len(loose) == 1 else "hold"
+        verdict += (
+            f"; guarantee=paper: {', '.join(loose)} {verb} in expectation over the "
+            "training labels only"
+        )
+    return {
+        "max_ce": max_ce,
+        "passed": passed,
+        "gated": [r["method"] for r in bounds],
+        "failed": [r["method"] for r in failed],
+        "verdict": verdict,
+    }
 
 
 def write_plot(path, estimators, scores):
@@ -341,6 +444,10 @@ def _main(argv):
             raise CLIError(
                 f"--confidence-level must be in (0, 1); got {args.confidence_level}"
             )
+        if args.max_ce is not None and not (0.0 < args.max_ce <= 1.0):
+            raise CLIError(
+                f"--max-ce must be in (0, 1] (a calibration error); got {args.max_ce}"
+            )
         if args.plot is not None and not Path(args.plot).resolve().parent.is_dir():
             raise CLIError(
                 f"{args.plot}: the directory {Path(args.plot).parent} does not exist"
@@ -354,6 +461,7 @@ def _main(argv):
             write_plot(args.plot, estimators, scores)
     except CLIError as exc:
         return _fail(exc)
+    verdict = None if args.max_ce is None else gate(results, args.max_ce)
     if args.json:
         report = {
             "file": str(args.file),
@@ -361,18 +469,28 @@ def _main(argv):
             "scores_column": args.scores,
             "labels_column": args.labels,
             "positive_label": positive,
+            "guarantee": args.guarantee,
             "results": results,
         }
         if args.plot is not None:
             report["plot"] = str(args.plot)
+        if verdict is not None:
+            report["gate"] = verdict
         print(json.dumps(report, indent=2))
+        if verdict is not None:  # stdout stays pure JSON
+            print(verdict["verdict"], file=sys.stderr)
     else:
         header = (
             f"{args.file}: {scores.shape[0]} scores (column {args.scores!r}), labels "
             f"(column {args.labels!r}, positive class {positive!r}); cv={args.cv}, "
-            f"aggregate={args.aggregate}, random_state={args.random_state}"
+            f"aggregate={args.aggregate}, guarantee={args.guarantee}, "
+            f"random_state={args.random_state}"
         )
         print(format_table(results, header))
         if args.plot is not None:
             print(f"\nreliability plot written to {args.plot}")
+        if verdict is not None:
+            print(f"\n{verdict['verdict']}")
+    if verdict is not None and not verdict["passed"]:
+        return 1
     return 0
