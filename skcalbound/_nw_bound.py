@@ -162,9 +162,15 @@ class _NWMethod(_BoundMethod):
         return _nw_hp.HPTables.from_stats(stats, h, self.tempering)
 
     def _fine_bins(self, n):
-        # The plug-in bandwidth shrinks as the training size grows, so the candidates
-        # for n points are the smallest any fold or the refit can choose.
-        return _nw_hp.grid_size(min(self.bandwidth_candidates(n)))
+        # The plug-in bandwidth shrinks as the training size grows, so the one for n
+        # points is below every fold's: 64 cells per bandwidth for it and every larger
+        # candidate; the few smaller candidates get at least 16 (validity does not
+        # depend on the grid, only tightness, and they are rarely chosen).
+        candidates = self.bandwidth_candidates(n)
+        h = nw_plugin_bandwidth(n, self.b1, self.b2) if len(candidates) > 1 else candidates[0]
+        return max(
+            _nw_hp.grid_size(h), _nw_hp.grid_size(min(candidates), bins_per_bandwidth=16)
+        )
 
     def _hp_fit_folds(self, sample, folds, delta):
         n = sample.scores.shape[0]
@@ -279,6 +285,7 @@ class _NWMethod(_BoundMethod):
         if evaluate is not None:
             scores = scores[evaluate]
         if self.guarantee == "high_probability":
+            scores = np.sort(scores)  # the statistics are sums: any order
             G = surrogate.n_bins
             stats = _nw_hp.grid_stats(surrogate.scores, surrogate.labels, G)
             tables = _nw_hp.HPTables.from_stats(stats, surrogate.bandwidth, self.tempering)

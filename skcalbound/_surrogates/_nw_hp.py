@@ -50,21 +50,26 @@ def grid_size(bandwidth, bins_per_bandwidth=_FINAL_BINS_PER_BANDWIDTH):
 def grid_stats(scores, labels, n_bins):
     """Per-cell count, positives and sums of offsets ``t = s - c_b`` and ``t**2``.
 
-    ``scores`` sorted, so each cell's points are contiguous: cell boundaries from a
-    search of the ``n_bins`` edges (exact, a power of two), sums by ``reduceat``.
+    ``scores`` sorted, so each cell's points are contiguous and sums are ``reduceat``
+    over runs. The offsets are exact: with ``G`` a power of two, ``u = s G`` is exact,
+    ``u - b`` is exact (Sterbenz: ``b <= u <= b + 1``) and so are ``- 1/2`` and ``/ G``.
     """
     G = n_bins
-    first = np.searchsorted(scores, np.arange(G) / G, side="left")
-    count = np.diff(first, append=scores.shape[0])
+    u = np.multiply(scores, G)
+    cells = u.astype(np.intp)
+    np.minimum(cells, G - 1, out=cells)
+    count = np.bincount(cells, minlength=G)
+    u -= cells
+    u -= 0.5
+    u *= 1.0 / G  # t, exactly
     stats = [np.zeros(G) for _ in range(3)]
     occupied = np.flatnonzero(count)
     if occupied.size:
-        cells = np.repeat(np.arange(G), count)
-        t = scores - bin_centres(G)[cells]
-        at = first[occupied]
+        at = (np.cumsum(count) - count)[occupied]
         stats[0][occupied] = np.add.reduceat(labels, at, dtype=np.float64)
-        stats[1][occupied] = np.add.reduceat(t, at)
-        stats[2][occupied] = np.add.reduceat(t * t, at)
+        stats[1][occupied] = np.add.reduceat(u, at)
+        np.square(u, out=u)
+        stats[2][occupied] = np.add.reduceat(u, at)
     return BinStats(count.astype(np.float64), *stats)
 
 
@@ -232,7 +237,7 @@ class Fallback:
 
 
 def evaluate(tables, b1, b2, queries, fallback, below):
-    """The statistics of the certificate at ``queries`` (any order).
+    """The statistics of the certificate at sorted ``queries``.
 
     Parameters
     ----------
@@ -240,7 +245,8 @@ def evaluate(tables, b1, b2, queries, fallback, below):
         Of the training set, on its final grid.
     b1, b2 : float
     queries : ndarray
-        Evaluated validation scores.
+        Evaluated validation scores, sorted (the statistics are sums, so any caller
+        can sort them).
     fallback : Fallback
         The training set, for queries with no training point within the kernel.
     below : callable
@@ -255,34 +261,41 @@ def evaluate(tables, b1, b2, queries, fallback, below):
         query), ``sum_c_squared`` (``C2``) and ``n_fallback``.
     """
     G = tables.n_bins
-    centres = bin_centres(G)
-    const = tables.constant(b2)
+    kernel_cell = tables.A0 > 0.0  # else every query of the cell falls back
+    with np.errstate(invalid="ignore"):
+        # Per cell: the weighted mean training score (s' - it = offset - m1 - ...),
+        # and the part of g that does not depend on the query's position.
+        mean_score = tables.m1 + bin_centres(G)
+        const = tables.constant(b2)
     sums = _Sums(G)
     fallback_idx = []
     fallback_blocks = []
+    # Twenty-odd array operations per point: in chunks that stay in cache.
     for start in range(0, queries.shape[0], _QUERY_CHUNK):
         s = queries[start : start + _QUERY_CHUNK]
         b = bin_of(s, G)
-        d = tables.m1.take(b)
-        d -= s
-        d += centres.take(b)  # m1 - e
-        with np.errstate(invalid="ignore"):
-            g = np.abs(d)
-            g *= b1
-            g += 0.5 * b2 * d * d
-            g += const.take(b)
-            r = tables.eta.take(b)
+        d = mean_score.take(b)
+        d -= s  # sum_i w_i (s_i - s')
+        g = np.abs(d)
+        g *= b1
+        d *= d
+        d *= 0.5 * b2
+        g += d
+        g += const.take(b)
+        r = tables.eta.take(b)
         r -= s
         np.abs(r, out=r)
-        f = np.flatnonzero(~(tables.A0.take(b) > 0.0))
-        if f.size:
+        if not kernel_cell[b[0] : b[-1] + 1].all():  # sorted: the chunk's cells
+            f = np.flatnonzero(~kernel_cell.take(b))
             eta_f, g[f], blocks = fallback(s[f], below(start + f), b1, b2)
             r[f] = np.abs(eta_f - s[f])
             fallback_idx.append(start + f)
             fallback_blocks.append(blocks)
-            b = np.delete(b, f)
-        sums.per_cell += np.bincount(b, minlength=G)
         sums.add(r, g)
+    # Queries per cell served by the kernel (cells are all-kernel or all-fallback).
+    edges = np.searchsorted(queries, np.arange(1, G) / G, side="left")
+    per_cell = np.diff(edges, prepend=0, append=queries.shape[0])
+    sums.per_cell = np.where(kernel_cell, per_cell, 0).astype(np.float64)
     n = sums.n
     # c_i of a training point in cell b from the kernel queries: (1/n) sum_q
     # count_q ker(q - b) / A0(q) (the kernel is symmetric).
