@@ -362,10 +362,10 @@ class NWCalibrationBound(_BaseCalibrationBound):
     h : float, default=None
         Bandwidth of the sech perturbation the scores went through. Implies
         ``b1 = tanh(1/h) / (2h)`` and ``b2 = tanh(1/h)**2 / (2 h**2)``
-        (``1.5 tanh(1/h)**2 / h**2``, Corollary 4, with ``guarantee='paper'``). Give either
-        ``h`` or both ``b1`` and ``b2``. ``h`` below ``2**-41`` (``b1`` above
-        ``2**40`` or ``b2`` above ``1.5 * 2**82``) is rejected: the smoothing term
-        would rest on rounding, and the bound is 1 there anyway.
+        (``1.5 tanh(1/h)**2 / h**2``, Corollary 4, with ``guarantee='paper'``).
+        Give either ``h`` or both ``b1`` and ``b2``. ``h`` below ``2**-41`` (``b1``
+        above ``2**40`` or ``b2`` above ``1.5 * 2**82``) is rejected: the smoothing
+        term would rest on rounding, and the bound is 1 there anyway.
 
     b1 : float, default=None
         Bound on the first derivative of the calibration function.
@@ -631,10 +631,10 @@ def nw_bound(
     h : float, default=None
         Bandwidth of the sech perturbation the scores went through. Implies
         ``b1 = tanh(1/h) / (2h)`` and ``b2 = tanh(1/h)**2 / (2 h**2)``
-        (``1.5 tanh(1/h)**2 / h**2``, Corollary 4, with ``guarantee='paper'``). Give either
-        ``h`` or both ``b1`` and ``b2``. ``h`` below ``2**-41`` (``b1`` above
-        ``2**40`` or ``b2`` above ``1.5 * 2**82``) is rejected: the smoothing term
-        would rest on rounding, and the bound is 1 there anyway.
+        (``1.5 tanh(1/h)**2 / h**2``, Corollary 4, with ``guarantee='paper'``).
+        Give either ``h`` or both ``b1`` and ``b2``. ``h`` below ``2**-41`` (``b1``
+        above ``2**40`` or ``b2`` above ``1.5 * 2**82``) is rejected: the smoothing
+        term would rest on rounding, and the bound is 1 there anyway.
 
     b1 : float, default=None
         Bound on the first derivative of the calibration function.

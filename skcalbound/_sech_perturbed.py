@@ -124,7 +124,8 @@ class SechPerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         of the perturbed probabilities (also their Lipschitz constant).
 
     b2_ : float
-        :math:`\\tfrac32 \\tanh^2(1/h)/h^2`: bound on its second derivative.
+        :math:`\\tanh^2(1/h)/(2h^2)`: bound on its second derivative (the sharp
+        constant; Corollary 4 of the paper states three times this).
 
     random_state_ : numpy.random.RandomState
         The generator of the perturbations; it advances with every call of
