@@ -1,10 +1,12 @@
 """skcalbound.experiments: the quick study, its guarantees, and its command line.
 
 The quick mode (``python -m skcalbound.experiments --quick``: 4 problems, 5 sizes from
-10^3 to 10^4, 8 repeats) runs once for the module; the tests read its files.
+10^3 to 10^4, 8 repeats, every bound in both guarantee modes) runs once for the
+module; the tests read its files.
 """
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -14,14 +16,19 @@ from numpy.testing import assert_allclose
 from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
 from skcalbound.datasets import make_calibration_problem
 from skcalbound.experiments import (
+    CERTIFIED,
     FULL,
+    METHODS,
     PAPER_RATES,
     QUICK,
+    complete_results,
     fit_slopes,
     make_estimator,
+    methods_for,
     parse_problem,
     run_study,
     run_task,
+    split_method,
     summarise,
 )
 from skcalbound.experiments.__main__ import main
@@ -59,21 +66,53 @@ def test_quick_run_writes_every_file(quick):
                  "doc_timing.csv"):
         assert (quick["dir"] / name).stat().st_size > 0, name
     results = quick["results"]
-    expected = len(QUICK.problems) * len(QUICK.sizes) * QUICK.n_repeats * 4
+    expected = len(QUICK.problems) * len(QUICK.sizes) * QUICK.n_repeats * 7
     assert results.shape[0] == expected
-    assert set(results["method"]) == {"NW", "TV", "Lip+Bkt", "ECE"}
+    assert set(results["method"]) == {"NW", "TV", "Lip+Bkt", "NW (paper)", "TV (paper)",
+                                      "Lip+Bkt (paper)", "ECE"}
+    certified = results[results["certified"]]
+    assert set(certified["guarantee"]) == {"high_probability", "paper"}
+    assert (certified["guarantee"] == "paper").to_numpy().tolist() == (
+        certified["method"].str.endswith(" (paper)").to_numpy().tolist())
+    assert results.loc[~results["certified"], ["guarantee", "lower_bound"]].isna().all().all()
     assert_allclose(results["gap"], results["value"] - results["true_ce"], atol=1e-15)
+    assert_allclose(certified["lower_gap"], certified["true_ce"] - certified["lower_bound"],
+                    atol=1e-15)
+    assert (certified["lower_bound"] >= 0).all()
     assert list(quick["timing"]["problem"]) == [*QUICK.problems, "TOTAL"]
+    coverage = pd.read_csv(quick["dir"] / "doc_coverage.csv")
+    assert list(coverage.columns) == ["problem", "method", "coverage", "coverage_lower",
+                                      "coverage_joint"]
+    assert coverage.shape[0] == len(QUICK.problems) * 6
+    oscillating = pd.read_csv(quick["dir"] / "doc_oscillating.csv")
+    assert list(oscillating.columns) == ["n", *(f"{m} gap" for m in CERTIFIED),
+                                         "ECE error abs(ECE - CE)"]
 
 
-def test_every_certified_bound_covers_the_truth_at_every_size(quick):
-    certified = quick["summary"][quick["summary"]["method"] != "ECE"]
-    assert certified.shape[0] == len(QUICK.problems) * len(QUICK.sizes) * 3
-    assert (certified["coverage"] >= CONFIDENCE_LEVEL).all(), certified[
-        certified["coverage"] < CONFIDENCE_LEVEL]
-    assert certified["coverage_ok"].all()
+def test_every_certified_interval_covers_the_truth_at_every_size(quick):
+    summary = quick["summary"]
+    certified = summary[summary["method"] != "ECE"]
+    assert certified.shape[0] == len(QUICK.problems) * len(QUICK.sizes) * 6
+    # The high-probability mode certifies both ends, jointly, at every size.
+    hp = certified[certified["guarantee"] == "high_probability"]
+    assert set(hp["method"]) == {"NW", "TV", "Lip+Bkt"}
+    assert hp.shape[0] == len(QUICK.problems) * len(QUICK.sizes) * 3
+    for column in ("coverage", "coverage_lower", "coverage_joint"):
+        assert (hp[column] >= CONFIDENCE_LEVEL).all(), hp[hp[column] < CONFIDENCE_LEVEL]
+    assert hp["coverage_ok"].all()
+    # Lower coverage is not met by lower bounds stuck at 0: on the parabola
+    # (CE = 0.355) the NW and Lipschitz lower bounds are well above 0 at 10^4.
+    at = summary.set_index(["problem", "method", "n"])
+    for method in ("NW", "Lip+Bkt"):
+        assert at.loc[("parabola", method, QUICK.sizes[-1]), "mean_lower_bound"] > 0.15
     rows = quick["results"][quick["results"]["certified"]]
-    assert (rows["value"] <= 1.0).all()
+    assert (rows["value"] <= 1.0).all() and (rows["lower_bound"] <= 1.0).all()
+    # The summary's coverages are the repeats' flags.
+    flags = rows.astype({"covered": float, "covered_lower": float}).groupby(
+        ["problem", "method", "n"])[["covered", "covered_lower"]].mean()
+    joined = certified.set_index(["problem", "method", "n"]).join(flags)
+    assert_allclose(joined["coverage"], joined["covered"])
+    assert_allclose(joined["coverage_lower"], joined["covered_lower"])
 
 
 def test_on_the_oscillating_problem_ece_stays_wrong_while_the_bounds_tighten(quick):
@@ -83,11 +122,14 @@ def test_on_the_oscillating_problem_ece_stays_wrong_while_the_bounds_tighten(qui
     ece_large = summary.loc[("oscillating", "ECE", large), "mean_abs_error"]
     assert ece_large >= 0.9 * ece_small  # does not shrink
     assert ece_large > 0.05  # and stays about 0.084 away from CE = 0.0955
-    for method in ("NW", "Lip+Bkt"):
+    # The high-probability Lipschitz bound pays for its label-concentration and
+    # population-transfer terms: 0.216 at 10^4 here, against 0.164 in paper form.
+    largest_gap = {"NW": 0.2, "Lip+Bkt": 0.25, "NW (paper)": 0.2, "Lip+Bkt (paper)": 0.2}
+    for method, limit in largest_gap.items():
         gap_small = summary.loc[("oscillating", method, small), "mean_gap"]
         gap_large = summary.loc[("oscillating", method, large), "mean_gap"]
         assert gap_large < 0.5 * gap_small, method
-        assert gap_large < 0.2
+        assert gap_large < limit, method
     # On the smooth problems ECE's error does shrink: the failure is the oscillation's.
     for problem in ("overconfident", "parabola"):
         assert (summary.loc[(problem, "ECE", large), "mean_abs_error"]
@@ -150,8 +192,42 @@ def test_a_task_matches_the_public_estimator_on_the_same_data():
     data_seed, fold_seed = task_seed(2, problem.name, 3_000, 0).spawn(2)
     scores, labels = problem.sample(3_000, np.random.default_rng(data_seed))
     bound = TVCalibrationBound(V=1.0, random_state=int(fold_seed.generate_state(1)[0]))
-    assert row["value"] == bound.fit(scores, labels).bound_
+    bound.fit(scores, labels)
+    assert row["value"] == bound.bound_ and row["lower_bound"] == bound.lower_bound_
+    assert row["guarantee"] == "high_probability"
     assert row["covered"] == (row["value"] >= row["true_ce"])
+    assert row["covered_lower"] == (row["lower_bound"] <= row["true_ce"])
+
+
+@pytest.mark.parametrize("problem_spec", ["parabola", "atoms:h=2^-6"])
+def test_a_task_runs_each_bound_in_both_guarantee_modes(problem_spec):
+    # NW and Lipschitz in each mode on the same data: the paper labels are the
+    # estimators with guarantee="paper" (for a perturbed problem, b2 from h in that
+    # mode), the plain labels those with the default.
+    problem = parse_problem(problem_spec)
+    methods = ("NW", "NW (paper)", "Lip+Bkt", "Lip+Bkt (paper)")
+    rows = run_task(problem, 3_000, 1, methods=methods, confidence_level=0.9,
+                    random_state=5)
+    from skcalbound.experiments._study import task_seed
+
+    data_seed, fold_seed = task_seed(5, problem.name, 3_000, 1).spawn(2)
+    scores, labels = problem.sample(3_000, np.random.default_rng(data_seed))
+    state = int(fold_seed.generate_state(1)[0])
+    assert [r["method"] for r in rows] == list(methods)
+    for row in rows:
+        bound, guarantee = split_method(row["method"])
+        Bound = NWCalibrationBound if bound == "NW" else LipschitzBucketBound
+        if "h" in problem.assumptions:
+            constants = {"h": problem.assumptions["h"]}
+        elif bound == "NW":
+            constants = {"b1": problem.assumptions["b1"], "b2": problem.assumptions["b2"]}
+        else:
+            constants = {"L": problem.assumptions["L"]}
+        est = Bound(**constants, guarantee=guarantee, confidence_level=0.9,
+                    random_state=state).fit(scores, labels)
+        assert row["guarantee"] == guarantee
+        assert (row["value"], row["lower_bound"]) == (est.bound_, est.lower_bound_)
+    assert rows[0]["value"] != rows[1]["value"] and rows[2]["value"] != rows[3]["value"]
 
 
 def test_a_custom_problem_runs_through_the_study():
@@ -160,7 +236,8 @@ def test_a_custom_problem_runs_through_the_study():
     custom = CustomProblem(lambda s: s**2, V=1.0, name="square")
     frame = run_study(custom, [500, 1_000], 2, confidence_level=0.9, n_jobs=1,
                       progress=False)
-    assert set(frame["method"]) == {"TV", "ECE"}  # no b1, b2, L given: no NW, Lip+Bkt
+    # No b1, b2, L given: no NW, Lip+Bkt; TV in both modes.
+    assert set(frame["method"]) == {"TV", "TV (paper)", "ECE"}
     assert_allclose(frame["true_ce"], 1.0 / 6.0, atol=1e-10)
 
 
@@ -168,31 +245,86 @@ def test_estimators_get_the_problem_constants():
     smooth = make_calibration_problem("parabola", 10).assumptions
     nw = make_estimator("NW", smooth, confidence_level=0.9, random_state=0)
     assert isinstance(nw, NWCalibrationBound)
-    assert (nw.b1, nw.b2, nw.h) == (3.2, 6.4, None)
+    assert (nw.b1, nw.b2, nw.h, nw.guarantee) == (3.2, 6.4, None, "high_probability")
     perturbed = make_calibration_problem("discrete", 10, h=2.0**-6).assumptions
     lip = make_estimator("Lip+Bkt", perturbed, confidence_level=0.9, random_state=0)
     assert isinstance(lip, LipschitzBucketBound) and lip.h == 2.0**-6 and lip.L is None
+    paper = make_estimator("TV (paper)", smooth, confidence_level=0.9, random_state=0)
+    assert isinstance(paper, TVCalibrationBound) and paper.guarantee == "paper"
+    assert paper.V == smooth["V"]
     assert make_estimator("NW", {"V": 1.0}, confidence_level=0.9, random_state=0) is None
-    with pytest.raises(ValueError, match="unknown method 'KDE'"):
-        make_estimator("KDE", smooth, confidence_level=0.9, random_state=0)
+    assert make_estimator("Lip+Bkt (paper)", {"V": 1.0}, confidence_level=0.9,
+                          random_state=0) is None
+    for method in ("KDE", "KDE (paper)"):
+        with pytest.raises(ValueError, match=re.escape(f"unknown method '{method}'")):
+            make_estimator(method, smooth, confidence_level=0.9, random_state=0)
+
+
+def test_method_labels_and_modes():
+    assert METHODS == ("NW", "TV", "Lip+Bkt", "NW (paper)", "TV (paper)",
+                       "Lip+Bkt (paper)", "ECE")
+    assert [split_method(m) for m in CERTIFIED[:2]] == [
+        ("NW", "high_probability"), ("TV", "high_probability")]
+    assert split_method("Lip+Bkt (paper)") == ("Lip+Bkt", "paper")
+    assert methods_for(["high_probability"]) == ("NW", "TV", "Lip+Bkt", "ECE")
+    assert methods_for(["paper"]) == ("NW (paper)", "TV (paper)", "Lip+Bkt (paper)", "ECE")
+    assert methods_for(["paper", "high_probability"]) == METHODS
 
 
 def test_summary_and_slopes_by_hand():
     sizes = [100, 1_000, 10_000]
-    rows = [{"problem": "p", "method": "NW", "n": n, "repeat": r, "certified": True,
-             "value": 0.1 + 0.5 * (n / 100) ** -0.5 * (1 + 0.1 * r), "true_ce": 0.1,
-             "covered": True, "seconds": 0.0}
+    rows = [{"problem": "p", "method": "NW", "guarantee": "high_probability", "n": n,
+             "repeat": r, "certified": True,
+             "value": 0.1 + 0.5 * (n / 100) ** -0.5 * (1 + 0.1 * r),
+             "lower_bound": 0.05 * r, "true_ce": 0.1, "seconds": 0.0}
             for n in sizes for r in range(2)]
     frame = pd.DataFrame(rows)
-    frame["gap"] = frame["value"] - frame["true_ce"]
-    frame["abs_error"] = frame["gap"].abs()
-    summary = summarise(frame, 0.95)
+
+    def flags(frame):
+        frame["gap"] = frame["value"] - frame["true_ce"]
+        frame["lower_gap"] = frame["true_ce"] - frame["lower_bound"]
+        frame["abs_error"] = frame["gap"].abs()
+        frame["covered"] = frame["value"] >= frame["true_ce"]
+        frame["covered_lower"] = frame["lower_bound"] <= frame["true_ce"]
+        frame["covered_both"] = frame["covered"] & frame["covered_lower"]
+        return frame
+
+    summary = summarise(flags(frame), 0.95)
     assert_allclose(summary["mean_gap"], [0.525, 0.525 / math.sqrt(10), 0.0525])
+    assert_allclose(summary["mean_lower_bound"], 0.025)
+    assert_allclose(summary["mean_lower_gap"], 0.075)
+    assert summary["coverage_ok"].all()
     slopes = fit_slopes(summary)
     assert_allclose(slopes["slope"], [-0.5], atol=1e-12)
-    frame.loc[0, "value"] = 0.05  # one repeat below the truth at n = 100
-    frame.loc[0, "covered"] = False
-    assert summarise(frame, 0.95)["coverage_ok"].tolist() == [False, True, True]
+    frame.loc[0, "value"] = 0.05  # one repeat's upper bound below the truth at n = 100
+    frame.loc[3, "lower_bound"] = 0.2  # one repeat's lower bound above it at n = 1000
+    summary = summarise(flags(frame), 0.95)
+    assert summary["coverage"].tolist() == [0.5, 1.0, 1.0]
+    assert summary["coverage_lower"].tolist() == [1.0, 0.5, 1.0]
+    assert summary["coverage_joint"].tolist() == [0.5, 0.5, 1.0]
+    assert summary["coverage_ok"].tolist() == [False, False, True]
+
+
+def test_results_of_runs_before_the_guarantee_modes_are_the_paper_form():
+    # A results.csv.gz written before lower bounds existed (docs/reproduce/): its
+    # bounds are the published forms; --from-results must still summarise it.
+    old = pd.DataFrame({
+        "problem": ["p"] * 4, "n": [100] * 4, "repeat": [0] * 4,
+        "method": ["NW", "TV", "Lip+Bkt", "ECE"], "certified": [True, True, True, False],
+        "value": [0.3, 0.5, 0.4, 0.12], "true_ce": [0.1] * 4,
+        "covered": [True, True, True, np.nan], "seconds": [0.0] * 4,
+    })
+    old["gap"] = old["value"] - old["true_ce"]
+    old["abs_error"] = old["gap"].abs()
+    new = complete_results(old)
+    assert new["method"].tolist() == ["NW (paper)", "TV (paper)", "Lip+Bkt (paper)", "ECE"]
+    assert new["guarantee"].tolist()[:3] == ["paper"] * 3 and pd.isna(new["guarantee"][3])
+    assert new["lower_bound"].isna().all()
+    summary = summarise(new, 0.95).set_index("method")
+    assert summary.loc["NW (paper)", "coverage"] == 1.0
+    assert np.isnan(summary.loc["NW (paper)", "coverage_lower"])
+    assert summary.loc["NW (paper)", "coverage_joint"] == 1.0
+    assert complete_results(new) is new  # current layout: unchanged
 
 
 @pytest.mark.parametrize(
@@ -228,3 +360,16 @@ def test_perturbed_problem_spec():
 def test_command_line_errors_are_clear(argv, match, tmp_path):
     with pytest.raises(SystemExit, match=match):
         main([*argv, "--output-dir", str(tmp_path), "--no-progress"])
+
+
+def test_command_line_runs_the_chosen_guarantee_modes(tmp_path, capsys):
+    assert main(["--problems", "parabola", "--sizes", "300", "--repeats", "2",
+                 "--guarantees", "paper", "--no-plots", "--no-progress",
+                 "--output-dir", str(tmp_path)]) == 0
+    results = pd.read_csv(tmp_path / "results.csv.gz")
+    assert set(results["method"]) == {"NW (paper)", "TV (paper)", "Lip+Bkt (paper)",
+                                      "ECE"}
+    assert "coverage_lower" in capsys.readouterr().out  # the printed coverage table
+    with pytest.raises(SystemExit):
+        main(["--guarantees", "exact", "--output-dir", str(tmp_path)])
+    assert "invalid choice: 'exact'" in capsys.readouterr().err

@@ -5,7 +5,7 @@ import pandas as pd
 
 from skcalbound import NWCalibrationBound, TVCalibrationBound
 
-from ._study import CERTIFIED, make_estimator
+from ._study import BOUNDS, CERTIFIED, PAPER_SUFFIX, make_estimator, split_method
 
 #: Paper, Table 1: empirical rates (slopes of log gap against log n) and theory.
 PAPER_RATES = {
@@ -15,29 +15,75 @@ PAPER_RATES = {
 }
 
 
+def complete_results(results):
+    """``results`` of any run in the current layout (a copy if it changes).
+
+    Runs made before the two guarantee modes (such as a ``results.csv.gz`` written
+    then) have no ``guarantee`` or ``lower_bound`` columns; their bounds were the
+    paper's published forms, so their certified methods are relabelled
+    ``"... (paper)"``, with ``guarantee="paper"`` and no lower bound (NaN; their
+    ``covered_both`` is ``covered``).
+    """
+    if "guarantee" in results.columns:
+        return results
+    results = results.copy()
+    certified = results["method"].isin(BOUNDS)
+    results.loc[certified, "method"] = results.loc[certified, "method"] + PAPER_SUFFIX
+    results["guarantee"] = pd.Series(np.where(certified, "paper", None),
+                                     index=results.index, dtype=object)
+    results["lower_bound"] = np.nan
+    results["lower_gap"] = np.nan
+    results["covered_lower"] = np.nan
+    results["covered_both"] = results["covered"]
+    return results
+
+
+def _mean_of_flags(values):
+    """Fraction of true values among the non-missing ones (NaN if none)."""
+    values = values.dropna()
+    return float(values.astype(bool).mean()) if values.size else np.nan
+
+
 def summarise(results, confidence_level):
     """Per problem, method and size: means over the repeats and the coverage.
 
     ``mean_gap`` is the mean of ``value - CE`` (for ECE: ``mean_abs_error`` is the one
-    to read), ``coverage`` the fraction of repeats with ``value >= CE`` (certified
-    methods), ``coverage_ok`` whether it reaches ``confidence_level``, and
-    ``n_clipped`` the number of repeats whose bound is 1 (the trivial bound).
+    to read), ``coverage`` the fraction of repeats with ``value >= CE`` (the upper
+    bound covers), ``coverage_lower`` the fraction with ``lower_bound <= CE`` (the
+    lower bound covers), ``coverage_joint`` the fraction with both (what a certified
+    interval promises: at least ``confidence_level``), ``mean_lower_bound`` and
+    ``mean_lower_gap`` (``CE - lower_bound``) the lower bound's counterparts of
+    ``mean_value`` and ``mean_gap``; coverages for certified methods only.
+    ``coverage_ok`` says whether ``coverage_joint`` reaches ``confidence_level``, and
+    ``n_clipped`` is the number of repeats whose upper bound is 1 (the trivial bound).
     """
+    results = results.assign(
+        covered=results["covered"].astype(float),
+        covered_lower=results["covered_lower"].astype(float),
+        covered_both=results["covered_both"].astype(float),
+    )
     grouped = results.groupby(["problem", "method", "n"], sort=True)
     summary = grouped.agg(
+        guarantee=("guarantee", "first"),
         repeats=("value", "size"),
         true_ce=("true_ce", "first"),
         mean_value=("value", "mean"),
         mean_gap=("gap", "mean"),
         sem_gap=("gap", "sem"),
         mean_abs_error=("abs_error", "mean"),
-        coverage=("covered", "mean"),
+        coverage=("covered", _mean_of_flags),
+        mean_lower_bound=("lower_bound", "mean"),
+        mean_lower_gap=("lower_gap", "mean"),
+        coverage_lower=("covered_lower", _mean_of_flags),
+        coverage_joint=("covered_both", _mean_of_flags),
         n_clipped=("value", lambda v: int(np.sum(v >= 1.0))),
         mean_seconds=("seconds", "mean"),
     ).reset_index()
     certified = summary["method"].isin(CERTIFIED)
-    summary["coverage_ok"] = np.where(certified, summary["coverage"] >= confidence_level, True)
-    summary.loc[~certified, "coverage"] = np.nan
+    summary["coverage_ok"] = np.where(
+        certified, summary["coverage_joint"] >= confidence_level, True
+    )
+    summary.loc[~certified, ["coverage", "coverage_lower", "coverage_joint"]] = np.nan
     return summary
 
 
@@ -75,13 +121,18 @@ def fit_slopes(summary, large_n=100_000):
 def rate_table(slopes):
     """Our fitted slopes per method next to the paper's Table 1 range and the theory.
 
+    One row per certified method in ``slopes`` (each bound in each guarantee mode;
+    the paper's figures are those of its published forms, ``"... (paper)"``).
     ``ours_low``/``ours_high`` span the problems' slopes over all sizes,
     ``large_n_low``/``large_n_high`` those over ``n >= 10^5``; one column per problem
     gives each slope as ``all sizes / large n``.
     """
     rows = []
-    for method, (low, high, theory, assumption) in PAPER_RATES.items():
+    for method in CERTIFIED:
         ours = slopes[slopes["method"] == method]
+        if ours.empty:
+            continue
+        low, high, theory, assumption = PAPER_RATES[split_method(method)[0]]
         row = {
             "method": method, "assumption": assumption,
             "paper_low": low, "paper_high": high, "theory": theory,
@@ -100,6 +151,9 @@ def plot_gaps(summary, *, problems=None, axes=None):
 
     One log-log panel per problem (in the order of ``problems``, default that of
     ``summary``); the shaded band is two standard errors of the mean over the repeats.
+    Each bound in the default ``"high_probability"`` mode is a solid line, in the
+    paper's published form (``"... (paper)"``) a dash-dotted line of the same colour;
+    ECE is dashed black.
     """
     import matplotlib.pyplot as plt
 
@@ -109,7 +163,12 @@ def plot_gaps(summary, *, problems=None, axes=None):
         _, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 3.8),
                                squeeze=False, constrained_layout=True)
         axes = axes[0]
-    styles = {"NW": ("C0", "-"), "TV": ("C3", "-"), "Lip+Bkt": ("C2", "-"), "ECE": ("k", "--")}
+    colours = {"NW": "C0", "TV": "C3", "Lip+Bkt": "C2"}
+    styles = {}
+    for method in CERTIFIED:
+        bound, guarantee = split_method(method)
+        styles[method] = (colours[bound], "-" if guarantee == "high_probability" else "-.")
+    styles["ECE"] = ("k", "--")
     for ax, problem in zip(axes, problems):
         part = summary[summary["problem"] == problem]
         for method, (color, line) in styles.items():
@@ -136,7 +195,8 @@ def plot_reconstruction(problem, sizes, *, random_state=0, confidence_level=0.95
     """The paper's Figure 5: true ``eta`` against the NW and TV surrogates for several n.
 
     For each size, one sample is drawn and the surrogate refit on all of it
-    (``predict``) is drawn next to the truth, with the bound in the panel title.
+    (``predict``) is drawn next to the truth, with the certified interval
+    ``[lower_bound_, bound_]`` in the panel title (default guarantee).
     """
     import matplotlib.pyplot as plt
 
@@ -157,10 +217,12 @@ def plot_reconstruction(problem, sizes, *, random_state=0, confidence_level=0.95
                 continue
             estimator.fit(scores, labels)
             ax.plot(grid, estimator.predict(grid), color=color, lw=1.4, label=method)
-            titles.append(f"{method} {estimator.bound_:.3f}")
+            titles.append(
+                f"{method} [{estimator.lower_bound_:.3f}, {estimator.bound_:.3f}]"
+            )
         ax.plot(grid, problem.eta(grid), "k", lw=1.2, label="true eta")
         ax.plot(grid, grid, ":", color="0.5", lw=0.8)
-        ax.set(xlabel="score s", title=f"n = {int(n):,}\nbounds: " + ", ".join(titles))
+        ax.set(xlabel="score s", title=f"n = {int(n):,}\nCE in " + ", ".join(titles))
     axes[0].set_ylabel("E[y | s]")
     axes[0].legend(fontsize="small")
     return axes

@@ -12,8 +12,15 @@ import pandas as pd
 from skcalbound.datasets._generators import PROBLEM_NAMES, get_problem
 
 from ._auroc import auroc_vs_h, plot_auroc
-from ._report import fit_slopes, plot_gaps, plot_reconstruction, rate_table, summarise
-from ._study import METHODS, run_study
+from ._report import (
+    complete_results,
+    fit_slopes,
+    plot_gaps,
+    plot_reconstruction,
+    rate_table,
+    summarise,
+)
+from ._study import CERTIFIED, METHODS, run_study, split_method
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,7 @@ FULL = Settings(
     reconstruction_sizes=(1_000, 10_000, 100_000, 1_000_000),
     auroc_samples=1_000_000,
 )
-#: Under a minute on 2 cores: the same problems, 5 sizes from 10^3 to 10^4, 8 repeats.
+#: About a minute on 2 cores: the same problems, 5 sizes from 10^3 to 10^4, 8 repeats.
 QUICK = Settings(
     problems=FULL.problems,
     sizes=tuple(int(n) for n in np.round(np.logspace(3, 4, 5))),
@@ -66,22 +73,39 @@ def parse_problem(spec):
     return get_problem(name, h=h)
 
 
+def methods_for(guarantees):
+    """The method labels of :data:`METHODS` whose guarantee mode is in
+    ``guarantees`` (a sequence of ``"high_probability"`` and ``"paper"``), and ECE."""
+    return tuple(m for m in METHODS if m == "ECE" or split_method(m)[1] in guarantees)
+
+
+def coverage_table(summary):
+    """Per problem and certified method, the smallest coverage over the sizes: of the
+    upper bound (``coverage``), of the lower bound (``coverage_lower``) and of both
+    at once (``coverage_joint``), in the order of :data:`CERTIFIED`."""
+    certified = summary[summary["method"].isin(CERTIFIED)]
+    table = (certified.groupby(["problem", "method"], sort=False)
+             [["coverage", "coverage_lower", "coverage_joint"]].min().reset_index())
+    order = {method: k for k, method in enumerate(CERTIFIED)}
+    problems = {problem: k for k, problem in enumerate(dict.fromkeys(table["problem"]))}
+    key = table["problem"].map(problems) * len(order) + table["method"].map(order)
+    return table.iloc[np.argsort(key.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
 def doc_tables(summary, rates, timing):
     """Small rounded tables for the documentation page (``docs/reproduce.rst``)."""
-    certified = summary[summary["method"] != "ECE"]
-    coverage = (certified.groupby(["problem", "method"], sort=False)["coverage"].min()
-                .unstack().reset_index())
-    coverage.columns.name = None
+    coverage = coverage_table(summary)
     table = rates.copy()
     numeric = table.select_dtypes("number").columns
     table[numeric] = table[numeric].round(3)
     oscillating = summary[summary["problem"] == "oscillating"]
     ece = oscillating.pivot(index="n", columns="method", values="mean_gap")
     if not ece.empty:
-        ece["ECE"] = oscillating[oscillating["method"] == "ECE"].set_index("n")[
-            "mean_abs_error"]
-        ece = ece.rename(columns={"ECE": "ECE error abs(ECE - CE)", "NW": "NW gap", "TV": "TV gap",
-                                  "Lip+Bkt": "Lip+Bkt gap"}).round(4).reset_index()
+        gaps = [method for method in CERTIFIED if method in ece.columns]
+        ece = ece[gaps].rename(columns={method: f"{method} gap" for method in gaps})
+        ece["ECE error abs(ECE - CE)"] = oscillating[oscillating["method"] == "ECE"].set_index(
+            "n")["mean_abs_error"]
+        ece = ece.round(4).reset_index()
         ece.columns.name = None
     wall = timing[["problem", "wall_seconds"]].copy()
     wall["wall_minutes"] = (wall["wall_seconds"] / 60).round(1)
@@ -100,7 +124,7 @@ def _load():
 def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats, *,
               output_dir="reproduce_output", confidence_level=0.95, random_state=0,
               n_jobs=None, reconstruction_sizes=FULL.reconstruction_sizes, plots=True,
-              auroc_samples=1_000_000, progress=True, log=print):
+              auroc_samples=1_000_000, progress=True, methods=METHODS, log=print):
     """Run the study, write its files to ``output_dir`` and return the tables.
 
     Parameters
@@ -126,6 +150,9 @@ def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats
     plots, progress : bool, default=True
     auroc_samples : int, default=1_000_000
         Sample size of the AUROC-against-``h`` study of each unperturbed problem.
+    methods : sequence of str, default=METHODS
+        Method labels to run: every bound in both guarantee modes and binned ECE by
+        default (:func:`methods_for` picks those of some modes).
     log : callable, default=print
 
     Returns
@@ -144,7 +171,7 @@ def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats
     for problem in objects:
         load_start = _load()
         start = time.perf_counter()
-        frames.append(run_study(problem, sizes, n_repeats, methods=METHODS,
+        frames.append(run_study(problem, sizes, n_repeats, methods=methods,
                                 confidence_level=confidence_level, random_state=random_state,
                                 n_jobs=n_jobs, progress=progress))
         wall = time.perf_counter() - start
@@ -180,6 +207,7 @@ def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
     """
     output = Path(output_dir)
     objects = [parse_problem(p) if isinstance(p, str) else p for p in problems]
+    results = complete_results(results)
     summary = summarise(results, confidence_level)
     slopes = fit_slopes(summary)
     rates = rate_table(slopes)
@@ -213,9 +241,9 @@ def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
         plt.close(ax.figure)
     with pd.option_context("display.width", 160, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
-        coverage = summary[summary["method"] != "ECE"]
-        log("\nCoverage (fraction of repeats with bound >= CE), worst size per method:")
-        log(coverage.groupby(["problem", "method"])["coverage"].min().unstack().to_string())
+        log("\nCoverage, worst size per method: of the upper bound (fraction of repeats "
+            "with bound >= CE), of the lower bound (lower_bound <= CE), of both:")
+        log(coverage_table(summary).to_string(index=False))
         log("\nFitted slopes of log(mean gap) against log(n) (ECE: log mean |ECE - CE|), "
             "all sizes / n >= 1e5:")
         log(slopes.to_string(index=False))

@@ -2,7 +2,9 @@
 
 Built on the public API only (``from skcalbound import ...``). One *task* is one
 repeat of one problem at one size: it draws a sample, fits the three certified bounds
-and computes binned ECE on the same data, and returns one row per method. Tasks run
+in both guarantee modes (``"high_probability"``, the default, and the paper's
+published form, labelled ``"... (paper)"``) and computes binned ECE on the same data,
+and returns one row per method, with the upper bound and the lower bound. Tasks run
 in parallel through joblib; each task's randomness comes from its own
 ``numpy.random.SeedSequence`` keyed by ``(random_state, problem name, n, repeat)``, so
 every number is reproducible whatever ``n_jobs`` and the order of the problems.
@@ -22,19 +24,42 @@ from skcalbound import (
     binned_ece,
 )
 
-#: Method labels, in the paper's naming (Figure 3, Table 1).
-METHODS = ("NW", "TV", "Lip+Bkt", "ECE")
-CERTIFIED = ("NW", "TV", "Lip+Bkt")
+#: The bounds, in the paper's naming (Figure 3, Table 1).
+BOUNDS = ("NW", "TV", "Lip+Bkt")
+#: The label of a bound in the paper's published form (``guarantee="paper"``).
+PAPER_SUFFIX = " (paper)"
+#: Certified methods: each bound with ``guarantee="high_probability"`` (the plain
+#: name) and with ``guarantee="paper"`` (the name followed by ``PAPER_SUFFIX``).
+CERTIFIED = (*BOUNDS, *(f"{bound}{PAPER_SUFFIX}" for bound in BOUNDS))
+#: Method labels of a run: the certified methods and binned ECE.
+METHODS = (*CERTIFIED, "ECE")
+
+
+def split_method(method):
+    """``(bound, guarantee)`` of a certified method label: ``"NW"`` is
+    ``("NW", "high_probability")``, ``"NW (paper)"`` is ``("NW", "paper")``."""
+    if method.endswith(PAPER_SUFFIX):
+        bound, guarantee = method[: -len(PAPER_SUFFIX)], "paper"
+    else:
+        bound, guarantee = method, "high_probability"
+    if bound not in BOUNDS:
+        raise ValueError(f"unknown method {method!r}; expected one of {CERTIFIED}")
+    return bound, guarantee
 
 
 def make_estimator(method, assumptions, *, confidence_level, random_state, cv=5):
     """The unfitted bound ``method`` for a problem's ``assumptions``, or ``None``.
 
-    NW takes ``h`` when the problem is perturbed (``b1``, ``b2`` then follow, as a user
-    would pass them), else ``b1`` and ``b2``; Lipschitz bucketing likewise ``h`` or
-    ``L``; TV takes ``V``. ``None`` when the constants the bound needs are not known.
+    ``method`` is a label of :data:`CERTIFIED`: ``"NW"``, ``"TV"`` or ``"Lip+Bkt"``
+    with ``guarantee="high_probability"``, or the same followed by ``" (paper)"``
+    with ``guarantee="paper"``. NW takes ``h`` when the problem is perturbed (``b1``,
+    ``b2`` then follow in the estimator's guarantee mode, as a user would pass them),
+    else ``b1`` and ``b2``; Lipschitz bucketing likewise ``h`` or ``L``; TV takes
+    ``V``. ``None`` when the constants the bound needs are not known.
     """
-    common = {"confidence_level": confidence_level, "random_state": random_state, "cv": cv}
+    method, guarantee = split_method(method)
+    common = {"confidence_level": confidence_level, "random_state": random_state,
+              "cv": cv, "guarantee": guarantee}
     if method == "NW":
         if "h" in assumptions:
             return NWCalibrationBound(h=assumptions["h"], **common)
@@ -43,11 +68,10 @@ def make_estimator(method, assumptions, *, confidence_level, random_state, cv=5)
         return None
     if method == "TV":
         return TVCalibrationBound(V=assumptions["V"], **common) if "V" in assumptions else None
-    if method == "Lip+Bkt":
-        if "h" in assumptions:
-            return LipschitzBucketBound(h=assumptions["h"], **common)
-        return LipschitzBucketBound(L=assumptions["L"], **common) if "L" in assumptions else None
-    raise ValueError(f"unknown method {method!r}; expected one of {CERTIFIED}")
+    # Lip+Bkt
+    if "h" in assumptions:
+        return LipschitzBucketBound(h=assumptions["h"], **common)
+    return LipschitzBucketBound(L=assumptions["L"], **common) if "L" in assumptions else None
 
 
 def task_seed(random_state, name, n, repeat):
@@ -71,27 +95,36 @@ def run_task(problem, n, repeat, *, methods, confidence_level, random_state, cv=
     rows = []
     for method in methods:
         start = time.perf_counter()
-        if method == "ECE":
+        certified = method != "ECE"
+        if not certified:
             value = float(binned_ece(labels, scores, n_bins=15))
+            lower, guarantee = np.nan, None
         else:
             estimator = make_estimator(method, problem.assumptions,
                                        confidence_level=confidence_level,
                                        random_state=fold_state, cv=cv)
             if estimator is None:
                 continue
-            value = float(estimator.fit(scores, labels).bound_)
+            estimator.fit(scores, labels)
+            value, lower = float(estimator.bound_), float(estimator.lower_bound_)
+            guarantee = estimator.guarantee
         seconds = time.perf_counter() - start
         rows.append({
             "problem": problem.name,
             "n": int(n),
             "repeat": int(repeat),
             "method": method,
-            "certified": method in CERTIFIED,
+            "certified": certified,
+            "guarantee": guarantee,
             "value": value,
+            "lower_bound": lower,
             "true_ce": true_ce,
             "gap": value - true_ce,
+            "lower_gap": true_ce - lower,
             "abs_error": abs(value - true_ce),
-            "covered": (value >= true_ce) if method in CERTIFIED else np.nan,
+            "covered": (value >= true_ce) if certified else np.nan,
+            "covered_lower": (lower <= true_ce) if certified else np.nan,
+            "covered_both": (lower <= true_ce <= value) if certified else np.nan,
             "seconds": seconds,
             "sample_seconds": sample_seconds,
         })
@@ -122,8 +155,12 @@ def run_study(problem, sizes, n_repeats, *, methods=METHODS, confidence_level=0.
     -------
     DataFrame
         One row per (size, repeat, method): ``problem, n, repeat, method, certified,
-        value, true_ce, gap = value - true_ce, abs_error = |value - true_ce|, covered
-        (value >= true_ce, certified methods only), seconds, sample_seconds``.
+        guarantee`` (``"high_probability"`` or ``"paper"``; empty for ECE), ``value``
+        (the upper bound ``bound_``, or the ECE), ``lower_bound`` (``lower_bound_``),
+        ``true_ce, gap = value - true_ce, lower_gap = true_ce - lower_bound,
+        abs_error = |value - true_ce|, covered`` (``value >= true_ce``),
+        ``covered_lower`` (``lower_bound <= true_ce``), ``covered_both`` (both; the
+        three for certified methods only), ``seconds, sample_seconds``.
     """
     # Largest sizes first: the long tasks start early and the short ones fill the gaps.
     tasks = [(n, r) for n in sorted(sizes, reverse=True) for r in range(n_repeats)]
