@@ -18,7 +18,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import brentq
 from sklearn.base import clone
-from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold
+from sklearn.model_selection import KFold, RepeatedKFold, ShuffleSplit
 
 from skcalbound import (
     LipschitzBucketBound,
@@ -34,8 +34,8 @@ BOUND_ESTIMATORS = [TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound
 
 # Constructor arguments an estimator needs besides its defaults: NW has no default for
 # the derivative bounds of the calibration function. h = 1/16 implies b1 = 8 and
-# b2 = 384, which the data below (eta(s) = s**2) satisfies. Lipschitz has no default
-# Lipschitz constant: eta(s) = s**2 is 2-Lipschitz.
+# b2 = 128 (384 with guarantee="paper"), which the data below (eta(s) = s**2)
+# satisfy. Lipschitz has no default Lipschitz constant: eta(s) = s**2 is 2-Lipschitz.
 REQUIRED_PARAMS = {
     "NWCalibrationBound": {"h": 2**-4},
     "LipschitzBucketBound": {"L": 2.0},
@@ -59,61 +59,56 @@ def _make(Est, **params):
     return Est(**{**REQUIRED_PARAMS.get(Est.__name__, {}), **params})
 
 
-TERM_NAMES = {
-    "TVCalibrationBound": [
+GUARANTEES = ["high_probability", "paper"]
+# The terms_ keys of each estimator and guarantee, in the order they add up.
+_SMOOTHING_TERMS = {
+    "high_probability": [
         "validation_mean",
-        "bernstein",
-        "tv_denoising",
+        "bernstein_residual",
+        "smoothing_mean",
+        "label_concentration",
         "population_transfer",
     ],
-    "NWCalibrationBound": [
-        "validation_mean",
-        "smoothing_mean",
-        "bernstein_residual",
-        "bernstein_smoothing",
-    ],
-    "LipschitzBucketBound": [
+    "paper": [
         "validation_mean",
         "smoothing_mean",
         "bernstein_residual",
         "bernstein_smoothing",
     ],
 }
-# Columns of fold_results_ as documented in each estimator's docstring.
+_TV_TERMS = [
+    "validation_mean", "bernstein_residual", "tv_denoising", "population_transfer"
+]
+TERM_NAMES = {
+    ("TVCalibrationBound", "high_probability"): _TV_TERMS,
+    ("TVCalibrationBound", "paper"): _TV_TERMS,
+    **{
+        (name, guarantee): _SMOOTHING_TERMS[guarantee]
+        for name in ("NWCalibrationBound", "LipschitzBucketBound")
+        for guarantee in GUARANTEES
+    },
+}
+# Columns of fold_results_ as documented in each estimator's docstring; ``C2`` of the
+# high-probability certificate only in that mode.
+_METHOD_COLUMNS = {
+    "TVCalibrationBound": ["V_hat", "n_pieces"],
+    "NWCalibrationBound": ["bandwidth", "n_bins", "n_fallback"],
+    "LipschitzBucketBound": ["n_buckets", "shift", "n_candidates", "n_fallback"],
+}
 FOLD_COLUMNS = {
-    "TVCalibrationBound": [
+    (name, guarantee): [
         "n_train",
         "n_validation",
         "delta",
-        "V_hat",
-        "n_pieces",
+        *_METHOD_COLUMNS[name],
+        *(["sum_c_squared"]
+          if guarantee == "high_probability" and name != "TVCalibrationBound" else []),
         "estimate",
-        *TERM_NAMES["TVCalibrationBound"],
+        *TERM_NAMES[name, guarantee],
         "bound",
-    ],
-    "NWCalibrationBound": [
-        "n_train",
-        "n_validation",
-        "delta",
-        "bandwidth",
-        "n_bins",
-        "n_fallback",
-        "estimate",
-        *TERM_NAMES["NWCalibrationBound"],
-        "bound",
-    ],
-    "LipschitzBucketBound": [
-        "n_train",
-        "n_validation",
-        "delta",
-        "n_buckets",
-        "shift",
-        "n_candidates",
-        "n_fallback",
-        "estimate",
-        *TERM_NAMES["LipschitzBucketBound"],
-        "bound",
-    ],
+        "lower_bound",
+    ]
+    for name, guarantee in TERM_NAMES
 }
 
 
@@ -176,24 +171,27 @@ def _assert_same_fit(a, b):
 # --------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("guarantee", GUARANTEES)
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_fit_returns_self_and_sets_documented_attributes(Est, data):
+def test_fit_returns_self_and_sets_documented_attributes(Est, guarantee, data):
     X, y = data
-    est = _make(Est, random_state=0)
+    est = _make(Est, random_state=0, guarantee=guarantee)
     assert est.fit(X, y) is est
-    expected = ["bound_", "estimate_", "terms_", "result_", "fold_results_", "n_splits_",
-                "surrogate_", "classes_", "n_features_in_",
+    expected = ["bound_", "lower_bound_", "estimate_", "terms_", "result_",
+                "fold_results_", "n_splits_", "surrogate_", "classes_", "n_features_in_",
                 *EXTRA_FITTED_ATTRIBUTES[Est.__name__]]
     # Exactly the documented fitted attributes (feature_names_in_ only for frames).
     assert set(_fitted_attributes(est)) == set(expected)
     for name in expected:
         assert f"\n    {name} :" in Est.__doc__, name
-    assert 0.0 <= est.estimate_ <= est.bound_ <= 1.0
+    assert 0.0 <= est.lower_bound_ <= est.bound_ <= 1.0
+    assert 0.0 <= est.estimate_ <= est.bound_
     assert est.n_features_in_ == 1
     assert not hasattr(est, "feature_names_in_")
     assert_array_equal(est.classes_, [0, 1])
     # fit does not change the hyperparameters.
-    assert est.get_params() == _make(Est, random_state=0).get_params()
+    assert est.get_params() == _make(Est, random_state=0, guarantee=guarantee).get_params()
+    assert est.get_params()["guarantee"] == guarantee
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
@@ -221,12 +219,14 @@ def test_n_jobs_does_not_change_the_result(Est, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_random_state_controls_the_folds(Est, data):
     X, y = data
-    a = _make(Est, random_state=0).fit(X, y)
-    b = _make(Est, random_state=1).fit(X, y)
+    # Lipschitz: one candidate bucketing, since the refit uses the candidate with the
+    # smallest mean fold bound, which may depend on the folds.
+    params = {"n_buckets": 16, "n_shifts": 1} if Est is LipschitzBucketBound else {}
+    a = _make(Est, random_state=0, **params).fit(X, y)
+    b = _make(Est, random_state=1, **params).fit(X, y)
     assert a.bound_ != b.bound_
-    # The refit does not (Lipschitz: it uses the candidate bucketing with the smallest
-    # mean fold bound, which may depend on the folds; on these data it is 16 buckets,
-    # shift 0, for both seeds).
+    assert a.lower_bound_ != b.lower_bound_ or a.lower_bound_ == 0.0
+    # The refit does not.
     assert_array_equal(a.predict(X), b.predict(X), strict=True)
 
 
@@ -431,10 +431,12 @@ def test_predict_returns_recalibrated_probabilities(Est, data):
 
 
 def _fixed_split_tv_bound(estimator, n_train, train_scores, test_scores):
-    """SPEC section 3 by hand: refit surrogate as T, test scores as V, full delta."""
+    """SPEC section 3 by hand: refit surrogate as T, test scores as V, full delta
+    (split in three, or in four with Corollary 2's redundant term for ``"paper"``)."""
     V = estimator.V
     delta = 1.0 - estimator.confidence_level
-    d = delta / 4.0
+    paper = estimator.guarantee == "paper"
+    d = delta / (4.0 if paper else 3.0)
     m = n_train
     r = np.abs(test_scores - estimator.predict(test_scores))
     k = r.shape[0]
@@ -444,19 +446,22 @@ def _fixed_split_tv_bound(estimator, n_train, train_scores, test_scores):
     t1 = math.sqrt(0.5 * math.log(4.0 / d))
     t2 = math.sqrt(m / 8.0 * math.log(4.0 * (m - 1) / d))
     tvb = math.sqrt((2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / m)
-    ptb = (V + V_hat) * math.sqrt(math.log(2.0 / d) / (2 * m)) + math.sqrt(
-        math.log(2.0 / d) / (2 * m)
-    )
+    ptb = (V + V_hat) * math.sqrt(math.log(2.0 / d) / (2 * m))
+    if paper:
+        ptb += math.sqrt(math.log(2.0 / d) / (2 * m))
     bb = math.sqrt(2 * r.var() * math.log(3.0 / d) / k) + 3 * math.log(3.0 / d) / k
     return r.mean() + bb + tvb + ptb
 
 
 @pytest.mark.parametrize("V", [0.5, 1.0])
 @pytest.mark.parametrize("confidence_level", [0.9, 0.95])
-def test_score_is_the_negated_fixed_split_bound(V, confidence_level, data):
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_score_is_the_negated_fixed_split_bound(guarantee, V, confidence_level, data):
     X, y = data
     X_test, y_test = _scores_labels(1500, seed=11)
-    est = TVCalibrationBound(V=V, confidence_level=confidence_level, random_state=0)
+    est = TVCalibrationBound(
+        V=V, confidence_level=confidence_level, guarantee=guarantee, random_state=0
+    )
     est.fit(X, y)
     expected = _fixed_split_tv_bound(est, X.shape[0], X, X_test)
     assert expected < 1.0  # unclipped, so the comparison is informative
@@ -545,13 +550,17 @@ def test_min_aggregate_is_at_most_mean_on_the_same_folds(Est, n):
     assert mean.estimate_ == low.estimate_
 
 
+@pytest.mark.parametrize("guarantee", GUARANTEES)
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
 @pytest.mark.parametrize("n", [2000, 150])
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_terms_add_up_to_the_unclipped_aggregate(Est, aggregate, n):
+def test_terms_add_up_to_the_unclipped_aggregate(Est, aggregate, n, guarantee):
     X, y = _scores_labels(n, seed=2)
-    est = _make(Est, random_state=0, aggregate=aggregate).fit(X, y)
-    assert list(est.terms_) == TERM_NAMES[Est.__name__]
+    est = _make(Est, random_state=0, aggregate=aggregate, guarantee=guarantee).fit(X, y)
+    names = TERM_NAMES[Est.__name__, guarantee]
+    assert list(est.terms_) == names
+    for name in names:  # every key is documented
+        assert f"``{name}``" in Est.__doc__, name
     assert all(v >= 0.0 for v in est.terms_.values())
     total = sum(est.terms_.values())
     folds = est.fold_results_["bound"]
@@ -564,33 +573,46 @@ def test_terms_add_up_to_the_unclipped_aggregate(Est, aggregate, n):
     else:
         assert est.bound_ < 1.0
     # Terms of the aggregate are the mean (or the argmin row) of the fold terms.
-    terms = est.fold_results_[TERM_NAMES[Est.__name__]]
+    terms = est.fold_results_[names]
     expected = terms.mean() if aggregate == "mean" else terms.loc[folds.idxmin()]
     assert_allclose([est.terms_[k] for k in terms.columns], expected.to_numpy(), rtol=1e-12)
+    # The lower bound: the mean (or the largest) fold lower bound, clipped at 0.
+    lowers = est.fold_results_["lower_bound"]
+    lower = lowers.mean() if aggregate == "mean" else lowers.max()
+    assert_allclose(est.lower_bound_, max(lower, 0.0), rtol=1e-12)
+    assert 0.0 <= est.lower_bound_ <= est.bound_
     # result_ carries the same numbers.
     assert est.result_.bound == est.bound_
+    assert est.result_.lower_bound == est.lower_bound_
     assert est.result_.aggregate == aggregate
     assert est.result_.confidence_level == est.confidence_level
 
 
+@pytest.mark.parametrize("guarantee", GUARANTEES)
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_fold_results_has_one_row_per_fold_with_the_documented_columns(Est, data):
+def test_fold_results_has_one_row_per_fold_with_the_documented_columns(
+    Est, guarantee, data
+):
     X, y = data
-    est = _make(Est, random_state=0, cv=4, confidence_level=0.9).fit(X, y)
+    est = _make(Est, random_state=0, cv=4, confidence_level=0.9, guarantee=guarantee)
+    est.fit(X, y)
+    columns = FOLD_COLUMNS[Est.__name__, guarantee]
+    names = TERM_NAMES[Est.__name__, guarantee]
     frame = est.fold_results_
     assert isinstance(frame, pd.DataFrame)
     assert est.n_splits_ == 4
     assert frame.shape[0] == 4
     assert frame.index.tolist() == [0, 1, 2, 3]
-    assert frame.columns.tolist() == FOLD_COLUMNS[Est.__name__]
+    assert frame.columns.tolist() == columns
     assert_array_equal(frame["n_train"] + frame["n_validation"], X.shape[0])
     assert frame["n_validation"].sum() == X.shape[0]  # KFold: every point once
     assert_allclose(frame["delta"], 0.1 / 4, rtol=1e-12)  # union bound over folds
-    terms = frame[TERM_NAMES[Est.__name__]].sum(axis=1)
+    terms = frame[names].sum(axis=1)
     assert_allclose(frame["bound"], terms, rtol=1e-12)
+    assert (frame["lower_bound"] <= frame["bound"]).all()
     assert_allclose(est.estimate_, frame["estimate"].mean(), rtol=1e-12)
     # Every documented column is named in the docstring.
-    for column in FOLD_COLUMNS[Est.__name__]:
+    for column in columns:
         assert f"``{column}``" in Est.__doc__, column
     for column in ["n_train", "n_validation"]:
         assert pd.api.types.is_integer_dtype(frame[column]), column
@@ -610,21 +632,44 @@ def _plugin_bandwidth(m, b1, b2):
     return min(max(t * t, 1e-4), 0.25)
 
 
+def _is_power_of_two(n):
+    return n > 0 and n & (n - 1) == 0
+
+
 def _check_nw_columns(est, frame):
-    # Each fold's plug-in bandwidth is computed from its own training size (all equal
-    # here: KFold(4) of 2000), the refit's from all n points: smaller.
-    expected = [_plugin_bandwidth(m, est.b1_, est.b2_) for m in frame["n_train"]]
-    assert_allclose(frame["bandwidth"], expected, rtol=1e-9)
-    assert est.bandwidth_ < frame["bandwidth"].min()
-    assert_allclose(
-        est.bandwidth_, _plugin_bandwidth(frame["n_validation"].sum(), est.b1_, est.b2_),
-        rtol=1e-9,
-    )
-    # One grid for every fold, a power of two fine enough for the smallest bandwidth.
-    n_bins = frame["n_bins"].iloc[0]
     assert pd.api.types.is_integer_dtype(frame["n_bins"])
-    assert (frame["n_bins"] == n_bins).all()
-    assert n_bins & (n_bins - 1) == 0 and n_bins * est.bandwidth_ >= 16
+    if est.guarantee == "paper":
+        # Each fold's plug-in bandwidth is computed from its own training size (all
+        # equal here: KFold(4) of 2000), the refit's from all n points: smaller.
+        expected = [_plugin_bandwidth(m, est.b1_, est.b2_) for m in frame["n_train"]]
+        assert_allclose(frame["bandwidth"], expected, rtol=1e-9)
+        assert est.bandwidth_ < frame["bandwidth"].min()
+        assert_allclose(
+            est.bandwidth_,
+            _plugin_bandwidth(frame["n_validation"].sum(), est.b1_, est.b2_),
+            rtol=1e-9,
+        )
+        # One grid for every fold, a power of two fine enough for the smallest
+        # bandwidth.
+        n_bins = frame["n_bins"].iloc[0]
+        assert (frame["n_bins"] == n_bins).all()
+        assert _is_power_of_two(n_bins) and n_bins * est.bandwidth_ >= 16
+    else:
+        # bandwidth="auto": per fold one of plugin * 2**(k/2), k = -4..8 (SPEC section
+        # 12), on its own grid: at least 64 cells per bandwidth (SPEC section 12), at
+        # least 16 for a candidate below the full sample's plug-in bandwidth.
+        n = frame["n_validation"].sum()
+        for m, h in [*zip(frame["n_train"], frame["bandwidth"]), (n, est.bandwidth_)]:
+            k = 2 * math.log2(h / _plugin_bandwidth(m, est.b1_, est.b2_))
+            assert abs(k - round(k)) < 1e-6 and -4 <= round(k) <= 8, (m, h)
+        for n_bins, h in zip(frame["n_bins"], frame["bandwidth"]):
+            cells = 64 if h >= _plugin_bandwidth(n, est.b1_, est.b2_) else 16
+            assert _is_power_of_two(n_bins) and cells <= n_bins * h, (n_bins, h)
+        # C2 = sum_i c_i**2 with sum_i c_i = 1 over m training points: at least 1/m
+        # (Cauchy-Schwarz), and close to it for a smoother of uniform scores.
+        m = frame["n_train"]
+        assert (frame["sum_c_squared"] >= 1 / m).all()
+        assert (frame["sum_c_squared"] < 2 / m).all()
     # Uniform scores leave no validation point without a training score in its kernel.
     assert pd.api.types.is_integer_dtype(frame["n_fallback"])
     assert (frame["n_fallback"] == 0).all()
@@ -659,6 +704,9 @@ def _check_lipschitz_columns(est, frame):
         )
     fold_bounds = table[[f"fold{k}_bound" for k in range(len(frame))]]
     assert_allclose(table["mean_bound"], fold_bounds.mean(axis=1), rtol=1e-12)
+    if est.guarantee == "high_probability":
+        # C2 = sum_b (n'_b / n)**2 / n_b of the chosen bucketing: at least 1/m.
+        assert (frame["sum_c_squared"] >= 1 / frame["n_train"]).all()
     # predict uses the candidate with the smallest mean bound.
     best = table.loc[table["mean_bound"].idxmin()]
     assert (est.n_buckets_, est.shift_) == (best["n_buckets"], best["shift"])
@@ -691,9 +739,11 @@ def _explicit_splits(n):
         (lambda n: ShuffleSplit(n_splits=6, test_size=0.25, random_state=0), 6),
         (_explicit_splits, 2),
         (lambda n: iter(_explicit_splits(n)), 2),  # a one-shot generator
-        (lambda n: StratifiedKFold(3, shuffle=True, random_state=0), 3),
+        # Not a partition: every sample is validated twice. (Stratified splitters are
+        # rejected: tests/test_splitting.py.)
+        (lambda n: RepeatedKFold(n_splits=2, n_repeats=2, random_state=0), 4),
     ],
-    ids=["KFold", "KFold-shuffled", "ShuffleSplit", "list", "generator", "StratifiedKFold"],
+    ids=["KFold", "KFold-shuffled", "ShuffleSplit", "list", "generator", "RepeatedKFold"],
 )
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
@@ -785,23 +835,33 @@ def test_smallest_training_part(Est):
 # --------------------------------------------------------------------------------------
 
 
-def test_nw_h_is_a_way_to_give_b1_and_b2(data):
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_nw_h_is_a_way_to_give_b1_and_b2(guarantee, data):
     X, y = data
     h = 2**-4
-    from_h = NWCalibrationBound(h=h, random_state=0).fit(X, y)
-    # The docstring's b1 = tanh(1/h) / (2h), b2 = 1.5 tanh(1/h)**2 / h**2.
+    from_h = NWCalibrationBound(h=h, guarantee=guarantee, random_state=0).fit(X, y)
+    # The docstring's b1 = tanh(1/h) / (2h), and b2 = tanh(1/h)**2 / (2 h**2)
+    # (SPEC section 12), or Corollary 4's 1.5 tanh(1/h)**2 / h**2 in paper mode.
     assert_allclose(from_h.b1_, math.tanh(1 / h) / (2 * h), rtol=1e-12)
-    assert_allclose(from_h.b2_, 1.5 * math.tanh(1 / h) ** 2 / h**2, rtol=1e-12)
-    given = NWCalibrationBound(b1=from_h.b1_, b2=from_h.b2_, random_state=0).fit(X, y)
+    factor = 1.5 if guarantee == "paper" else 0.5
+    assert_allclose(from_h.b2_, factor * math.tanh(1 / h) ** 2 / h**2, rtol=1e-12)
+    given = NWCalibrationBound(
+        b1=from_h.b1_, b2=from_h.b2_, guarantee=guarantee, random_state=0
+    ).fit(X, y)
     _assert_same_fit(given, from_h)
     # Given bounds are used as they are (as floats).
-    est = NWCalibrationBound(b1=2, b2=2, random_state=0).fit(X, y)
+    est = NWCalibrationBound(b1=2, b2=2, guarantee=guarantee, random_state=0).fit(X, y)
     assert type(est.b1_) is float and type(est.b2_) is float
     assert (est.b1_, est.b2_) == (2.0, 2.0)
     assert type(est.bandwidth_) is float
-    assert_allclose(est.bandwidth_, _plugin_bandwidth(X.shape[0], 2.0, 2.0), rtol=1e-9)
+    plugin = _plugin_bandwidth(X.shape[0], 2.0, 2.0)
+    if guarantee == "paper":  # "auto" is the plug-in rule
+        assert_allclose(est.bandwidth_, plugin, rtol=1e-9)
+    else:  # one of plugin * 2**(k/2), k = -4..8
+        k = 2 * math.log2(est.bandwidth_ / plugin)
+        assert abs(k - round(k)) < 1e-6 and -4 <= round(k) <= 8
     # Smaller derivative bounds, a smaller smoothing term (eta(s) = s**2: b1 = b2 = 2
-    # hold, and are far below h = 1/16's b1 = 8, b2 = 384).
+    # hold, and are far below h = 1/16's b1 = 8, b2 = 128 or 384).
     assert est.terms_["smoothing_mean"] < from_h.terms_["smoothing_mean"]
 
 

@@ -220,7 +220,16 @@ def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
 
-@pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids(ESTIMATORS))
+# The bounds in their published form (guarantee="paper"): the same parameters and
+# constraints; the common checks themselves do not depend on the mode.
+PAPER_ESTIMATORS = [clone(est).set_params(guarantee="paper") for est in BOUND_ESTIMATORS]
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    ESTIMATORS + PAPER_ESTIMATORS,
+    ids=_ids(ESTIMATORS) + [f"{name}-paper" for name in _ids(PAPER_ESTIMATORS)],
+)
 def test_param_validation(estimator):
     check_param_validation(type(estimator).__name__, estimator)
 

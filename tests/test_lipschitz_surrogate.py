@@ -8,9 +8,11 @@ bucket and ``g = L * mean_i |s - s_i| + 0.5 / sqrt(n_b)`` from the distances to 
 training points actually used, summed with ``math.fsum``. The fast path (cell
 statistics, runs, affine forms, point-by-point only where ``g`` crosses 1) must give
 the same ``eta_hat`` and fallback count exactly, and the same sums of ``r = |eta_hat - s|``,
-``r**2``, ``min(g, 1)`` and ``min(g, 1)**2`` to 1e-12 relative, through both of its
-entries: explicit training data (``GridTraining.build``) and a fold's complement of the
-whole sample (``WholeGrid.complement``).
+``r**2``, ``min(g, 1)`` and ``min(g, 1)**2`` to 1e-12 relative, and the same ``C2 =
+sum_i c_i**2`` of the high-probability certificate (``c_i`` the weight ``1 / n_b`` of
+training point ``i`` averaged over the queries, fallback included; SPEC section 10),
+through both of its entries: explicit training data (``GridTraining.build``) and a
+fold's complement of the whole sample (``WholeGrid.complement``).
 """
 
 import bisect
@@ -77,6 +79,18 @@ def _g(row, L):
     return L * row[1] + 0.5 / math.sqrt(row[2])
 
 
+def _reference_c2(rows):
+    """``C2 = sum_i c_i**2``: each of the ``n_b`` training points of bucket ``b`` gets
+    ``1 / n_b`` from each query that uses ``b``, so ``c_i = (n'_b / n) / n_b`` and
+    ``C2 = sum_b n_b c_i**2 = sum_b (n'_b / n)**2 / n_b``."""
+    served, size = {}, {}
+    for row in rows:
+        served[row[4]] = served.get(row[4], 0) + 1
+        size[row[4]] = row[2]
+    n = len(rows)
+    return math.fsum(size[b] * (served[b] / n / size[b]) ** 2 for b in served)
+
+
 def _reference_sums(rows, queries, L):
     r = [abs(row[0] - float(q)) for row, q in zip(rows, queries)]
     g = [min(_g(row, L), 1.0) for row in rows]
@@ -87,6 +101,7 @@ def _reference_sums(rows, queries, L):
         math.fsum(g),
         math.fsum(x * x for x in g),
         sum(row[3] for row in rows),
+        _reference_c2(rows),
     )
 
 
@@ -115,6 +130,7 @@ def _check(sums, eta, rows, queries, L, label):
     assert_array_equal(eta, [row[0] for row in rows], err_msg=label)
     for name, got, want in zip(SUM_NAMES, sums[1:5], expected[1:5]):
         assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=f"{label} {name}")
+    assert_allclose(sums[6], expected[6], rtol=1e-12, atol=0, err_msg=f"{label} C2")
 
 
 # ----------------------------------------------------------------------------------
@@ -261,6 +277,9 @@ def test_fallback_count_and_values_by_hand():
     assert_allclose(sums[1:5], [r.sum(), (r * r).sum(), g.sum(), (g * g).sum()],
                     rtol=1e-14)
     assert np.count_nonzero(g == 1.0) == 2
+    # C2: the bucket of {0.0625, 0.125} serves 3 of the 5 queries, that of {0.875} 2:
+    # c = (3/5) / 2 for each of the two points, (2/5) / 1 for the third.
+    assert_allclose(sums[6], 2 * (0.3**2) + 0.4**2, rtol=1e-14)
 
 
 def _groups(rows, queries, K, key):
@@ -359,6 +378,7 @@ def test_complement_equals_the_explicit_path(case, split):
                 assert sums_c[5] == sums_e[5], label
                 assert_array_equal(eta_c, eta_e, err_msg=label)
                 assert_allclose(sums_c[1:5], sums_e[1:5], rtol=1e-12, atol=0, err_msg=label)
+                assert_allclose(sums_c[6], sums_e[6], rtol=1e-12, atol=0, err_msg=label)
                 if L == 2.0:  # and both against the reference
                     rows = _reference(scores[train_idx], labels[train_idx],
                                       scores[validation], B, r, R)
@@ -467,7 +487,7 @@ def test_large_cluster_sums_keep_their_digits(spread):
                 eta = int(labels[lo:hi].sum()) / n_b
                 if (q, lo, hi) not in distance:  # most candidates share the cluster
                     distance[(q, lo, hi)] = math.fsum(np.abs(q - train[lo:hi])) / n_b
-                rows.append((eta, distance[(q, lo, hi)], n_b, fallback))
+                rows.append((eta, distance[(q, lo, hi)], n_b, fallback, int(b)))
             if B >= 64:  # 0.1 and 0.9 fall back to the cluster
                 assert sum(row[3] for row in rows) == 2
             for L in [0.0, 32.0, 1e6]:

@@ -2,7 +2,10 @@
 
 The hand checks rebuild the smoother's weights with a plain loop over the training
 points (the binned tempered Epanechnikov kernel, nearest-neighbour fallback) and every
-term of Proposition 2 from them; the estimator must agree to 1e-12 relative.
+term from them: of Proposition 2 as published (``guarantee="paper"``) and of the
+high-probability certificate (SPEC sections 10 and 12: Lemma 6 expanded at the query,
+``C2 = sum_i c_i**2``, five terms at ``delta / 3``); the estimator must agree to 1e-12
+relative. ``tests/test_high_probability.py`` has a larger hand-computed fold.
 """
 
 import math
@@ -23,7 +26,15 @@ from _synthetic import (
 from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound
 from skcalbound._terms import nw_plugin_bandwidth
 
-TERM_NAMES = ["validation_mean", "smoothing_mean", "bernstein_residual", "bernstein_smoothing"]
+# The terms_ keys of each guarantee, in the order they add up.
+TERM_NAMES = {
+    "paper": ["validation_mean", "smoothing_mean", "bernstein_residual", "bernstein_smoothing"],
+    "high_probability": [
+        "validation_mean", "bernstein_residual", "smoothing_mean", "label_concentration",
+        "population_transfer",
+    ],
+}
+GUARANTEES = list(TERM_NAMES)
 
 
 # ----------------------------------------------------------------------------------
@@ -52,38 +63,65 @@ def _weights(train_s, query, bandwidth, tempering, G):
     return [x / total for x in w], fallback
 
 
-def _reference(train_s, train_y, queries, bandwidth, tempering, G, b1, b2):
-    """``eta_hat``, unclipped ``g_T`` and fallback flags at each query."""
-    eta, g, fallback = [], [], []
+def _reference(train_s, train_y, queries, bandwidth, tempering, G, b1, b2,
+               guarantee="paper"):
+    """``eta_hat``, unclipped ``g_T``, fallback flags and the weight rows at each query.
+
+    ``g_T`` is Lemma 6 as published (``b1 sum w |d|``) for ``"paper"``, and expanded at
+    the query (``b1 |sum w d|``, SPEC section 12) for ``"high_probability"``, except
+    at a fallback query, where the library keeps ``b1 d`` (equal to the signed form
+    unless the nearest scores lie on both sides).
+    """
+    eta, g, fallback, rows = [], [], [], []
     for query in queries:
         w, fb = _weights(train_s, query, bandwidth, tempering, G)
         d = [query - s for s in train_s]
         eta.append(sum(wi * yi for wi, yi in zip(w, train_y)))
+        if guarantee == "paper" or fb:
+            first = sum(wi * abs(di) for wi, di in zip(w, d))
+        else:
+            first = abs(sum(wi * di for wi, di in zip(w, d)))
         g.append(
-            b1 * sum(wi * abs(di) for wi, di in zip(w, d))
+            b1 * first
             + 0.5 * b2 * sum(wi * di * di for wi, di in zip(w, d))
             + 0.5 * math.sqrt(sum(wi * wi for wi in w))
         )
         fallback.append(fb)
-    return np.array(eta), np.array(g), np.array(fallback)
+        rows.append(w)
+    return np.array(eta), np.array(g), np.array(fallback), np.array(rows)
 
 
 def _bernstein(m, delta, variance):
     return math.sqrt(2 * variance * math.log(3 / delta) / m) + 3 * math.log(3 / delta) / m
 
 
-def _expected_terms(eta, g, queries, delta):
-    """Proposition 2 with delta split in two, R = 1, population variances."""
+def _expected_terms(eta, g, queries, delta, rows=None, guarantee="paper"):
+    """Proposition 2 with delta split in two, R = 1, population variances (``"paper"``);
+    the five terms of SPEC section 10 with delta split in three, from the weight rows
+    (``"high_probability"``)."""
     r = np.abs(eta - np.asarray(queries))
     g = np.minimum(g, 1.0)
     m = r.shape[0]
     var_r = float(np.sum((r - r.mean()) ** 2)) / m
     var_g = float(np.sum((g - g.mean()) ** 2)) / m
+    if guarantee == "paper":
+        return {
+            "validation_mean": float(r.mean()),
+            "smoothing_mean": float(g.mean()),
+            "bernstein_residual": _bernstein(m, delta / 2, var_r),
+            "bernstein_smoothing": _bernstein(m, delta / 2, var_g),
+        }
+    d = delta / 3
+    c = rows.mean(axis=0)  # c_i: the mean weight of training point i
+    concentration = math.sqrt(math.log(1 / d) * float(np.sum(c * c)) / 2)
+    a = float(g.mean()) + concentration
+    u = math.log(1 / d) / (2 * m)
     return {
         "validation_mean": float(r.mean()),
+        "bernstein_residual": _bernstein(m, d, var_r),
         "smoothing_mean": float(g.mean()),
-        "bernstein_residual": _bernstein(m, delta / 2, var_r),
-        "bernstein_smoothing": _bernstein(m, delta / 2, var_g),
+        "label_concentration": concentration,
+        "population_transfer": (math.sqrt(u) + math.sqrt(u + a)) ** 2 - a,
     }
 
 
@@ -127,7 +165,8 @@ def _tiny_problem():
     [0.05, 0.3, 0.6],
 )
 @pytest.mark.parametrize("path", ["partition", "subset"])
-def test_one_fold_by_hand(path, bandwidth):
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_one_fold_by_hand(guarantee, path, bandwidth):
     X, y, train, val, extra = _tiny_problem()
     if path == "partition":  # training = the complement of the validation part
         train = np.sort(np.concatenate([train, extra]))
@@ -138,28 +177,40 @@ def test_one_fold_by_hand(path, bandwidth):
         bandwidth=bandwidth,
         tempering=tempering,
         confidence_level=confidence_level,
+        guarantee=guarantee,
         cv=[(train, val)],
     ).fit(X, y)
     row = est.fold_results_.iloc[0]
     G = int(row["n_bins"])
-    assert G & (G - 1) == 0 and G * bandwidth >= 16  # a power of two, fine enough
+    # A power of two, fine enough: 16 cells per bandwidth as published, 64 with the
+    # expanded Lemma 6 (its signed first moment sees the query's offset in its cell).
+    cells = 16 if guarantee == "paper" else 64
+    assert G & (G - 1) == 0 and G * bandwidth >= cells and G * bandwidth < 2 * cells
 
-    eta, g, fallback = _reference(X[train], y[train], X[val], bandwidth, tempering, G, b1, b2)
+    eta, g, fallback, rows = _reference(
+        X[train], y[train], X[val], bandwidth, tempering, G, b1, b2, guarantee
+    )
     delta = 1 - confidence_level  # one split: delta_fold = delta
-    expected = _expected_terms(eta, g, X[val], delta)
-    assert list(est.terms_) == TERM_NAMES
-    for name in TERM_NAMES:
+    expected = _expected_terms(eta, g, X[val], delta, rows, guarantee)
+    assert list(est.terms_) == TERM_NAMES[guarantee]
+    for name in TERM_NAMES[guarantee]:
         assert_allclose(est.terms_[name], expected[name], rtol=1e-12, atol=0, err_msg=name)
         assert_allclose(row[name], expected[name], rtol=1e-12, atol=0, err_msg=name)
     total = sum(expected.values())
     assert_allclose(row["bound"], total, rtol=1e-12)
+    lower = 2 * expected["validation_mean"] - total
+    assert_allclose(row["lower_bound"], lower, rtol=1e-12)
     assert_allclose(est.bound_, min(total, 1.0), rtol=1e-12)
+    assert est.lower_bound_ == max(row["lower_bound"], 0.0)
     assert_allclose(est.estimate_, expected["validation_mean"], rtol=1e-12)
     assert row["n_train"] == train.size
     assert row["n_validation"] == val.size
     assert_allclose(row["delta"], delta, rtol=1e-15)
     assert row["bandwidth"] == bandwidth
     assert row["n_fallback"] == np.count_nonzero(fallback)
+    if guarantee == "high_probability":
+        c = rows.mean(axis=0)
+        assert_allclose(row["sum_c_squared"], np.sum(c * c), rtol=1e-12)
     if bandwidth == 0.05:
         # 1/2, 3/8, 0.6 and 0.7 have no training score within the kernel; the
         # midpoint 1/2 averages the blocks at 1/4 (labels 0, 1) and 3/4 (label 1).
@@ -171,13 +222,14 @@ def test_one_fold_by_hand(path, bandwidth):
         assert np.any(g > 1.0)  # the clip at 1 is exercised
 
 
-def test_refit_predict_and_score_by_hand():
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_refit_predict_and_score_by_hand(guarantee):
     """``predict`` is the smoother on all fitted data; ``score`` its fixed-split bound."""
     X, y, train, val, _ = _tiny_problem()
     confidence_level, b1, b2, bandwidth, tempering = 0.9, 0.5, 1.0, 0.05, 1.2
     est = NWCalibrationBound(
         b1=b1, b2=b2, bandwidth=bandwidth, tempering=tempering,
-        confidence_level=confidence_level, cv=[(train, val)],
+        confidence_level=confidence_level, guarantee=guarantee, cv=[(train, val)],
     ).fit(X, y)
     G = int(est.fold_results_["n_bins"].iloc[0])  # the refit uses the same float bandwidth
     assert est.bandwidth_ == bandwidth
@@ -186,11 +238,13 @@ def test_refit_predict_and_score_by_hand():
     queries = np.concatenate(
         [rng.uniform(0, 0.25, 190), rng.uniform(0.75, 1.0, 190), rng.uniform(0.25, 0.75, 20)]
     )
-    eta, g, fallback = _reference(X, y, queries, bandwidth, tempering, G, b1, b2)
+    eta, g, fallback, rows = _reference(X, y, queries, bandwidth, tempering, G, b1, b2,
+                                        guarantee)
     assert fallback.any() and not fallback.all()
     assert_allclose(est.predict(queries), eta, rtol=1e-12, atol=1e-15)
     held_out_y = (rng.uniform(size=queries.size) < 0.5).astype(int)
-    expected = _expected_terms(eta, g, queries, 1 - confidence_level)  # full delta
+    # The full delta.
+    expected = _expected_terms(eta, g, queries, 1 - confidence_level, rows, guarantee)
     total = sum(expected.values())
     assert total < 1.0  # so the check is not only the clip
     assert_allclose(est.score(queries, held_out_y), -total, rtol=1e-12)
@@ -206,22 +260,31 @@ def _uniform_sample(n, seed=0, power=2.0):
 
 
 @pytest.mark.parametrize("h", [2.0**-4, 2.0**-6, 0.3])
-def test_b1_b2_follow_from_h(h):
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_b1_b2_follow_from_h(guarantee, h):
     s, y = _uniform_sample(3000)
-    est = NWCalibrationBound(h, random_state=0).fit(s, y)
+    est = NWCalibrationBound(h, guarantee=guarantee, random_state=0).fit(s, y)
     t = math.tanh(1 / h)
     assert_allclose(est.b1_, t / (2 * h), rtol=1e-14)
-    assert_allclose(est.b2_, 1.5 * t * t / h**2, rtol=1e-14)
+    if guarantee == "paper":  # Corollary 4
+        assert_allclose(est.b2_, 1.5 * t * t / h**2, rtol=1e-14)
+    else:  # the sharp constant of SPEC section 12, a third of it
+        assert_allclose(est.b2_, t * t / (2 * h**2), rtol=1e-14)
     # h enters only through (b1, b2): the same bound when they are given directly.
-    explicit = NWCalibrationBound(b1=est.b1_, b2=est.b2_, random_state=0).fit(s, y)
+    explicit = NWCalibrationBound(
+        b1=est.b1_, b2=est.b2_, guarantee=guarantee, random_state=0
+    ).fit(s, y)
     assert explicit.bound_ == est.bound_
     assert explicit.terms_ == est.terms_
 
 
-def test_user_b1_b2_are_used_as_given():
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_user_b1_b2_are_used_as_given(guarantee):
     s, y = _uniform_sample(3000)
     fits = {
-        (b1, b2): NWCalibrationBound(b1=b1, b2=b2, bandwidth=0.05, random_state=0).fit(s, y)
+        (b1, b2): NWCalibrationBound(
+            b1=b1, b2=b2, bandwidth=0.05, guarantee=guarantee, random_state=0
+        ).fit(s, y)
         for b1, b2 in [(0.5, 1.0), (2.0, 1.0), (2.0, 30.0)]
     }
     for (b1, b2), est in fits.items():
@@ -233,10 +296,18 @@ def test_user_b1_b2_are_used_as_given():
     assert larger_b1.terms_["smoothing_mean"] < larger_b2.terms_["smoothing_mean"]
 
 
-def test_plugin_bandwidth_for_the_full_sample_and_each_fold():
+@pytest.mark.parametrize(
+    "guarantee, bandwidth",
+    # In paper mode "auto" is the plug-in rule; in high-probability mode it searches
+    # around it (tests/test_high_probability.py).
+    [("paper", "auto"), ("paper", "plugin"), ("high_probability", "plugin")],
+)
+def test_plugin_bandwidth_for_the_full_sample_and_each_fold(guarantee, bandwidth):
     n, b1, b2 = 1003, 1.5, 6.0  # folds of 201 and 200 points: two training sizes
     s, y = _uniform_sample(n)
-    est = NWCalibrationBound(b1=b1, b2=b2, random_state=0).fit(s, y)
+    est = NWCalibrationBound(
+        b1=b1, b2=b2, bandwidth=bandwidth, guarantee=guarantee, random_state=0
+    ).fit(s, y)
     assert_allclose(est.bandwidth_, nw_plugin_bandwidth(n, b1, b2), rtol=1e-15)
     folds = est.fold_results_
     assert sorted(set(folds["n_train"])) == [802, 803]
@@ -261,9 +332,12 @@ def test_float_bandwidth_is_used_everywhere():
 
 
 @pytest.mark.parametrize("bandwidth", [1.0, 2.0])  # exact values for 0.6: above
-def test_wide_float_bandwidth_gives_a_bound(bandwidth):
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_wide_float_bandwidth_gives_a_bound(guarantee, bandwidth):
     s, y = _uniform_sample(2000)
-    est = NWCalibrationBound(b1=1.0, b2=2.0, bandwidth=bandwidth, random_state=0).fit(s, y)
+    est = NWCalibrationBound(
+        b1=1.0, b2=2.0, bandwidth=bandwidth, guarantee=guarantee, random_state=0
+    ).fit(s, y)
     assert 0.0 < est.bound_ <= 1.0
     # The kernel reaches every training point: eta_hat is their kernel-weighted mean.
     G = int(est.fold_results_["n_bins"].iloc[0])
@@ -378,19 +452,24 @@ def test_subsample_is_reproducible_and_seeded_by_random_state():
     assert first.score(s[:1000], y[:1000]) == again.score(s[:1000], y[:1000])
 
 
-def test_subsampled_bound_is_not_tighter_than_the_full_one():
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_subsampled_bound_is_not_tighter_than_the_full_one(guarantee):
     s, y = _uniform_sample(3000)
     kfold = KFold(5, shuffle=True, random_state=0)
-    full = NWCalibrationBound(b1=1.0, b2=1.0, cv=kfold).fit(s, y)
+    params = dict(b1=1.0, b2=1.0, guarantee=guarantee, cv=kfold)
+    full = NWCalibrationBound(**params).fit(s, y)
     subsampled = [
-        NWCalibrationBound(b1=1.0, b2=1.0, max_validation=150, cv=kfold, random_state=seed).fit(
-            s, y
-        )
+        NWCalibrationBound(**params, max_validation=150, random_state=seed).fit(s, y)
         for seed in range(10)
     ]
+    # The terms that shrink with the number of evaluated points.
+    widening = {
+        "paper": ["bernstein_residual", "bernstein_smoothing"],
+        "high_probability": ["bernstein_residual", "population_transfer"],
+    }[guarantee]
     for est in subsampled:
-        # 150 instead of 600 points per fold: wider Bernstein terms in every fold.
-        for name in ["bernstein_residual", "bernstein_smoothing"]:
+        # 150 instead of 600 points per fold: wider deviation terms in every fold.
+        for name in widening:
             assert np.all(est.fold_results_[name] > 1.5 * full.fold_results_[name]), name
         # The subsample means are unbiased estimates of the full-fold means.
         assert_allclose(est.terms_["validation_mean"], full.terms_["validation_mean"], atol=0.02)
@@ -400,31 +479,46 @@ def test_subsampled_bound_is_not_tighter_than_the_full_one():
 # ----------------------------------------------------------------------------------
 # Splitters
 # ----------------------------------------------------------------------------------
-def test_explicit_split_list_equals_the_kfold_path():
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_explicit_split_list_equals_the_kfold_path(guarantee):
     s, y = _uniform_sample(2500)
     s[::50] = 0.5  # ties across folds
     kfold = KFold(5, shuffle=True, random_state=0)
-    a = NWCalibrationBound(h=2.0**-4, cv=kfold).fit(s, y)
-    b = NWCalibrationBound(h=2.0**-4, cv=list(kfold.split(s))).fit(s, y)
+    a = NWCalibrationBound(h=2.0**-4, guarantee=guarantee, cv=kfold).fit(s, y)
+    b = NWCalibrationBound(h=2.0**-4, guarantee=guarantee, cv=list(kfold.split(s))).fit(s, y)
     assert_allclose(b.bound_, a.bound_, rtol=1e-10)
-    for name in TERM_NAMES:
+    assert_allclose(b.lower_bound_, a.lower_bound_, rtol=1e-10)
+    for name in TERM_NAMES[guarantee]:
         assert_allclose(b.terms_[name], a.terms_[name], rtol=1e-10, err_msg=name)
         assert_allclose(b.fold_results_[name], a.fold_results_[name], rtol=1e-10)
     assert list(b.fold_results_["n_validation"]) == list(a.fold_results_["n_validation"])
 
 
-def test_non_partition_splitter():
+@pytest.mark.parametrize(
+    "guarantee, bandwidth",
+    [("paper", "auto"), ("high_probability", "plugin"), ("high_probability", "auto")],
+)
+def test_non_partition_splitter(guarantee, bandwidth):
     n = 2000
     s, y = _uniform_sample(n)
     cv = ShuffleSplit(n_splits=3, train_size=0.5, test_size=0.3, random_state=0)
-    est = NWCalibrationBound(b1=1.0, b2=2.0, confidence_level=0.9, cv=cv).fit(s, y)
+    est = NWCalibrationBound(
+        b1=1.0, b2=2.0, bandwidth=bandwidth, confidence_level=0.9, guarantee=guarantee,
+        cv=cv,
+    ).fit(s, y)
     folds = est.fold_results_
     assert est.n_splits_ == 3
     assert list(folds["n_train"]) == [1000] * 3
     assert list(folds["n_validation"]) == [600] * 3
     assert_allclose(folds["delta"], 0.1 / 3, rtol=1e-12)
-    for m, bandwidth in zip(folds["n_train"], folds["bandwidth"]):
-        assert_allclose(bandwidth, nw_plugin_bandwidth(m, 1.0, 2.0), rtol=1e-15)
+    for m, h in zip(folds["n_train"], folds["bandwidth"]):
+        plugin = nw_plugin_bandwidth(m, 1.0, 2.0)
+        if guarantee == "high_probability" and bandwidth == "auto":
+            # One of plugin * 2**(k/2), k = -4..8, chosen from the training scores.
+            k = 2 * math.log2(h / plugin)
+            assert abs(k - round(k)) < 1e-9 and -4 <= round(k) <= 8
+        else:
+            assert_allclose(h, plugin, rtol=1e-15)
     assert 0 < est.bound_ < 1
     assert_allclose(est.bound_, folds["bound"].mean(), rtol=1e-12)
 
@@ -475,6 +569,8 @@ def test_score_is_a_negated_bound_above_the_held_out_residual():
         {"b1": 1.0, "b2": 3.0, "aggregate": "min", "confidence_level": 0.8},
         {"b1": 1.0, "b2": 3.0, "bandwidth": 0.02, "tempering": 1.0, "max_validation": 100},
         {"h": 0.1, "cv": 3, "max_validation": "auto"},
+        {"h": 2.0**-4, "guarantee": "paper"},
+        {"b1": 1.0, "b2": 3.0, "bandwidth": "plugin", "aggregate": "min"},
     ],
 )
 def test_function_equals_estimator(params):

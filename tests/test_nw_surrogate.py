@@ -8,6 +8,12 @@ Lemma 6 from the actual scores. The fast path must agree to 1e-9 relative on eac
 choice of ``b1, b2`` in ``g_T``), in both of its forms: arbitrary queries against a
 training sample (``predict``/``score``) and the complement of a validation fold
 (cross-fitting).
+
+The grid of the high-probability certificate (``_surrogates/_nw_hp.py``, SPEC sections
+10 and 12) is checked the same way: its cell sums against a direct computation, and the
+statistics of a fold (``r``, ``min(g, 1)`` with Lemma 6 expanded at the query, ``C2 =
+sum_i c_i**2`` with ``c_i`` the mean weight of training point ``i`` over the queries,
+the fallback count) against the weights built one query at a time.
 """
 
 import numpy as np
@@ -15,6 +21,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 import skcalbound._surrogates._nw as nw_module
+import skcalbound._surrogates._nw_hp as nw_hp
+from skcalbound._splitting import SortedSample
 from skcalbound._surrogates._nw import BinnedSample
 from skcalbound._terms import nw_bound_terms, nw_plugin_bandwidth
 
@@ -170,17 +178,112 @@ def test_bound_terms_by_hand():
                     np.sqrt(2 * gt.var() * L / 4) + 3 * R * L / 4, rtol=1e-14)
 
 
-def test_chunked_evaluation_gives_the_same_bound(monkeypatch):
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_chunked_evaluation_gives_the_same_bound(guarantee, monkeypatch):
     # Means and variances are accumulated chunk by chunk around a shift; with many
-    # chunks they must equal the one-chunk (two-pass) values.
+    # chunks they must equal the one-chunk (two-pass) values. Each mode has its own
+    # evaluation loop.
     from skcalbound import NWCalibrationBound
 
+    module = nw_hp if guarantee == "high_probability" else nw_module
     rng = np.random.default_rng(3)
     s = rng.uniform(size=3000)
     y = rng.uniform(size=3000) < s**2
-    one = NWCalibrationBound(b1=2.0, b2=2.0, random_state=0).fit(s, y)
-    monkeypatch.setattr(nw_module, "_QUERY_CHUNK", 37)
-    many = NWCalibrationBound(b1=2.0, b2=2.0, random_state=0).fit(s, y)
+    params = dict(b1=2.0, b2=2.0, guarantee=guarantee, random_state=0)
+    one = NWCalibrationBound(**params).fit(s, y)
+    monkeypatch.setattr(module, "_QUERY_CHUNK", 37)
+    many = NWCalibrationBound(**params).fit(s, y)
     for name, value in one.terms_.items():
         assert_allclose(many.terms_[name], value, rtol=1e-12, err_msg=name)
-    assert one.terms_["bernstein_residual"] > 3 * np.log(3 / 0.005) / 600
+    # Not only the constant part of the Bernstein term (delta_fold = 0.01, split in
+    # two or three).
+    d = 0.01 / (3 if guarantee == "high_probability" else 2)
+    assert one.terms_["bernstein_residual"] > 3 * np.log(3 / d) / 600
+
+
+# ----------------------------------------------------------------------------------
+# The grid of the high-probability certificate
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "bandwidth, G, G16",
+    # The power of two with at least 64 (16) cells per bandwidth, in [16, 2**20].
+    [(0.05, 2048, 512), (0.03, 4096, 1024), (1 / 32, 2048, 512), (0.25, 256, 64),
+     (1.0, 64, 16), (4.0, 16, 16), (1e-4, 2**20, 2**18), (1e-7, 2**20, 2**20)],
+)
+def test_hp_grid_size(bandwidth, G, G16):
+    assert nw_hp.grid_size(bandwidth) == G
+    assert nw_hp.grid_size(bandwidth, bins_per_bandwidth=16) == G16
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_hp_cell_sums_and_their_coarsenings(case):
+    _, scores, labels = _data(case, seed=2)
+    fine = nw_hp.grid_stats(scores, labels, 2**12)
+    pyramid = nw_hp.Pyramid(fine)
+    for G in (2**12, 2**9, 2**4):
+        cells = np.minimum(np.floor(scores * G).astype(int), G - 1)
+        t = scores - (cells + 0.5) / G
+        direct = [np.bincount(cells, weights=w, minlength=G)
+                  for w in (np.ones_like(scores), labels.astype(float), t, t * t)]
+        for stats in (nw_hp.grid_stats(scores, labels, G), pyramid.at(G)):
+            got = [stats.count, stats.positives, stats.s1, stats.s2]
+            for name, a, b in zip(["count", "positives", "s1", "s2"], got, direct):
+                assert_allclose(a, b, rtol=1e-13, atol=1e-15, err_msg=f"G={G} {name}")
+
+
+def _hp_reference(scores, labels, queries, bandwidth, tempering, G, b1, b2):
+    """Mean and population variance of ``r``, mean of ``min(g, 1)``, ``C2`` and the
+    fallback count, from the weight of every training point at every query."""
+    cells = np.minimum(np.floor(scores * G), G - 1)
+    W, r, g, n_fallback = [], [], [], 0
+    for q in queries:
+        u = (min(np.floor(q * G), G - 1) - cells) / (G * bandwidth)
+        w = np.where(np.abs(u) < 1, np.maximum(1 - u * u, 0.0) ** tempering, 0.0)
+        offsets = scores - q
+        fallback = w.sum() == 0
+        if fallback:  # equal weights on the nearest training score(s)
+            w = (np.abs(offsets) == np.abs(offsets).min()).astype(float)
+            n_fallback += 1
+        w /= w.sum()
+        # Lemma 6 expanded at the query; at a fallback query the library keeps b1 d.
+        first = w @ np.abs(offsets) if fallback else abs(w @ offsets)
+        g.append(b1 * first + 0.5 * b2 * (w @ offsets**2) + 0.5 * np.sqrt(w @ w))
+        r.append(abs(w @ labels - q))
+        W.append(w)
+    r = np.array(r)
+    c = np.mean(W, axis=0)
+    return r.mean(), r.var(), np.minimum(g, 1.0).mean(), np.sum(c * c), n_fallback
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("tempering", [1.0, 1.2])
+@pytest.mark.parametrize("bandwidth", [0.01, 0.05, 0.003])
+@pytest.mark.parametrize("chunk", [None, 7])
+def test_hp_fold_statistics_match_the_reference(case, tempering, bandwidth, chunk,
+                                                monkeypatch):
+    if chunk is not None:  # queries are processed in chunks: check the seams
+        monkeypatch.setattr(nw_hp, "_QUERY_CHUNK", chunk)
+    rng, scores, labels = _data(case, seed=3)
+    G = nw_hp.grid_size(bandwidth)
+    queries = np.sort(np.concatenate([rng.uniform(size=60), scores[::9], [0.0, 1.0, 0.3]]))
+    tables = nw_hp.HPTables.from_stats(
+        nw_hp.grid_stats(scores, labels, G), bandwidth, tempering
+    )
+    fallback = nw_hp.Fallback(SortedSample(order=None, scores=scores, labels=labels))
+
+    def below(idx):
+        return np.searchsorted(scores, queries[idx], side="left")
+
+    for b1, b2 in [(1.0, 2.0), (32.0, 6144.0)]:
+        got = nw_hp.evaluate(tables, b1, b2, queries, fallback, below)
+        mean_r, var_r, mean_g, C2, n_fallback = _hp_reference(
+            scores, labels.astype(float), queries, bandwidth, tempering, G, b1, b2
+        )
+        label = f"b1={b1}, b2={b2}"
+        assert got["n"] == queries.size and got["n_fallback"] == n_fallback, label
+        assert_allclose(got["residual_moments"], [mean_r, var_r], rtol=1e-12, atol=1e-15,
+                        err_msg=label)
+        assert_allclose(got["smoothing_mean"], mean_g, rtol=1e-12, err_msg=label)
+        assert_allclose(got["sum_c_squared"], C2, rtol=1e-12, err_msg=label)
+    if case == "gaps":
+        assert n_fallback > 10  # the fallback, and its weights in C2, are exercised

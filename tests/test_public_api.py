@@ -297,6 +297,40 @@ def test_shared_parameters_have_identical_docs_and_defaults(param):
     assert len(defaults) == 1, (param, defaults)
 
 
+# Each bound's function documents its parameters as the estimator does.
+FUNCTION_OF = {
+    "TVCalibrationBound": "tv_bound",
+    "NWCalibrationBound": "nw_bound",
+    "LipschitzBucketBound": "lipschitz_bucket_bound",
+}
+
+
+def test_guarantee_is_documented_with_the_same_options_and_default_everywhere():
+    # What "guarantee" promises differs between the bounds (TV's published form holds
+    # with high probability too; NW's and Lipschitz's only in expectation over the
+    # training labels), so the wording is compared per bound, estimator against
+    # function; the type line and the default are the same everywhere.
+    owners = [owner for owner in _owners_of("guarantee")
+              if "cv" in inspect.signature(owner[1]).parameters]
+    assert {name for name, _, _ in owners} == set(FUNCTION_OF) | set(FUNCTION_OF.values())
+    docs = {}
+    for name, obj, default in owners:
+        assert default == "high_probability", name
+        documented = _documented_parameters(obj)
+        assert "guarantee" in documented, name
+        type_line, text = documented["guarantee"]
+        assert type_line == "{'high_probability', 'paper'}, default='high_probability'", (
+            name, type_line
+        )
+        assert "confidence_level" in text, (name, text)
+        docs[name] = documented["guarantee"]
+    for estimator, function in FUNCTION_OF.items():
+        assert docs[function] == docs[estimator], (estimator, function)
+    # The published NW and Lipschitz forms say that they hold in expectation only.
+    for name in ("NWCalibrationBound", "LipschitzBucketBound"):
+        assert "in expectation" in docs[name][1], name
+
+
 def test_every_signature_parameter_is_documented_in_order():
     for name, obj in _public_objects():
         if not (inspect.isclass(obj) or inspect.isfunction(obj)):

@@ -321,6 +321,10 @@ BAD_PARAMS = [
     ({"confidence_level": "0.95"}, r"'confidence_level' parameter of {owner} .*Got '0\.95'"),
     ({"aggregate": "median"}, r"The 'aggregate' parameter of {owner} must be a str among "
      r"\{('mean', 'min'|'min', 'mean')\}\. Got 'median' instead"),
+    ({"guarantee": "exact"}, r"The 'guarantee' parameter of {owner} must be a str among "
+     r"\{('high_probability', 'paper'|'paper', 'high_probability')\}\. Got 'exact' "
+     r"instead"),
+    ({"guarantee": None}, r"The 'guarantee' parameter of {owner} .*Got None instead"),
     ({"cv": 1}, r"The 'cv' parameter of {owner} must be an int in the range \[2, inf\)"),
     ({"cv": "five"}, r"The 'cv' parameter of {owner} .*Got 'five' instead"),
     ({"n_jobs": 1.5}, r"The 'n_jobs' parameter of {owner} .*Got 1\.5 instead"),
@@ -371,7 +375,8 @@ METHOD_BAD_PARAMS = {
          r"float in the range \[0\.0, inf\) or None\. Got -0\.5 instead"),
         ({"h": None, "b1": np.nan, "b2": 1.0}, r"The 'b1' parameter of {owner} .*Got nan"),
         ({"bandwidth": 0}, r"The 'bandwidth' parameter of {owner} must be a str among "
-         r"\{'plugin'\} or a float in the range \(0\.0, inf\)\. Got 0 instead"),
+         r"\{('auto', 'plugin'|'plugin', 'auto')\} or a float in the range \(0\.0, inf\)\. "
+         r"Got 0 instead"),
         ({"bandwidth": -0.1}, r"The 'bandwidth' parameter of {owner} .*Got -0\.1 instead"),
         ({"bandwidth": "silverman"}, r"The 'bandwidth' parameter of {owner} .*Got "
          r"'silverman' instead"),
