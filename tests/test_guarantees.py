@@ -557,9 +557,12 @@ def test_lipschitz_bound_coverage_oscillating_slow(aggregate, confidence_level):
 #   same data with the true L give bounds ~0.26. (aggregate="min" is lower still.)
 # With the plug-in estimate and default candidates the failure rate depends on n
 # (pilot: 14/30 at n = 5000, 0/20 at n = 2000), so it is not used.
+# "L_over_50" uses the published form (guarantee="paper"): the default form's extra
+# terms (label concentration, population transfer, ~0.03 here) lift even the L/50 bound
+# above CE, so it would not show the harness's power.
 LIPSCHITZ_POWER_CASES = {
     "estimate": (5000, 40, 1.0, {"n_buckets": 40}, lambda e: e.estimate_),
-    "L_over_50": (10_000, 20, 1.0 / 50.0, {}, fitted_bound),
+    "L_over_50": (10_000, 20, 1.0 / 50.0, {"guarantee": "paper"}, fitted_bound),
 }
 
 
@@ -587,7 +590,7 @@ def test_harness_detects_an_invalid_lipschitz_bound(case):
                          **kwargs)
     print(f"lipschitz power {case}, certified: {valid.summary()}")
     assert valid.failures == 0, valid.summary()
-    assert valid.values.max() < 0.5, valid.summary()  # informative, not clipped at 1
+    assert valid.values.max() < 0.6, valid.summary()  # informative, not clipped at 1
 
 
 # ----------------------------------------------------------------------------------
