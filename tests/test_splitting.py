@@ -1,9 +1,25 @@
-"""The global stable sort and the folds in sorted coordinates."""
+"""The global stable sort, the folds in sorted coordinates, and which splitters are
+accepted (the split must not look at the labels or the scores, SPEC section 2)."""
 
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
+from sklearn.model_selection import (
+    GroupKFold,
+    GroupShuffleSplit,
+    KFold,
+    LeaveOneGroupOut,
+    LeavePGroupsOut,
+    RepeatedKFold,
+    RepeatedStratifiedKFold,
+    ShuffleSplit,
+    StratifiedGroupKFold,
+    StratifiedKFold,
+    StratifiedShuffleSplit,
+)
+
+from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
 from skcalbound._splitting import SortedSample, make_folds, stable_argsort
 
 
@@ -59,8 +75,6 @@ def test_int_cv_is_shuffled_kfold():
 
 @pytest.mark.parametrize("n, k, seed", [(103, 5, 0), (10, 2, 7), (50, 7, 3)])
 def test_kfold_fast_path_gives_sklearn_kfold_folds(n, k, seed):
-    from sklearn.model_selection import KFold
-
     rng = np.random.default_rng(seed)
     s = rng.uniform(size=n)
     sample = SortedSample.from_arrays(s, np.zeros(n))
@@ -89,3 +103,183 @@ def test_stable_argsort_adversarial(make):
     order, xs = stable_argsort(x)
     assert_array_equal(order, np.argsort(x, kind="stable"))
     assert_array_equal(xs, x[np.argsort(x, kind="stable")])
+
+
+# --------------------------------------------------------------------------------------
+# Splitters must not look at the data values (SPEC section 2)
+# --------------------------------------------------------------------------------------
+
+
+def _scores_labels(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(size=n)
+    return s, (rng.uniform(size=n) < s**2).astype(int)
+
+
+# NW and Lipschitz have no default for their assumption constants.
+REQUIRED_PARAMS = {NWCalibrationBound: {"h": 2**-4}, LipschitzBucketBound: {"L": 2.0}}
+
+LABEL_MESSAGE = (
+    "looks at the labels to form its folds; a certified bound needs splits that are "
+    r"independent of the labels and scores \(the surrogate fitted on one part must be "
+    r"independent of the other part's data\)\. Use KFold\(shuffle=True\) or pass "
+    r"cv=<int>"
+)
+
+
+@pytest.mark.parametrize(
+    "cv",
+    [
+        StratifiedKFold(3),
+        StratifiedKFold(3, shuffle=True, random_state=0),
+        StratifiedShuffleSplit(n_splits=3, test_size=0.3, random_state=0),
+        RepeatedStratifiedKFold(n_splits=2, n_repeats=2, random_state=0),
+        StratifiedGroupKFold(3),
+    ],
+    ids=lambda cv: type(cv).__name__,
+)
+@pytest.mark.parametrize(
+    "Est", [TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound]
+)
+def test_label_splitters_are_rejected_with_the_reason(Est, cv):
+    s, y = _scores_labels()
+    est = Est(cv=cv, **REQUIRED_PARAMS.get(Est, {}))
+    with pytest.raises(ValueError, match=type(cv).__name__ + " " + LABEL_MESSAGE):
+        est.fit(s, y)
+
+
+@pytest.mark.parametrize(
+    "cv",
+    [
+        GroupKFold(3),
+        GroupShuffleSplit(n_splits=3, test_size=0.3, random_state=0),
+        LeaveOneGroupOut(),
+        LeavePGroupsOut(2),
+    ],
+    ids=lambda cv: type(cv).__name__,
+)
+def test_group_splitters_are_rejected_with_the_reason(cv):
+    s, y = _scores_labels()
+    with pytest.raises(
+        ValueError,
+        match=type(cv).__name__ + r" needs groups to form its folds, and groups are "
+        r"not supported: fit\(X, y\) takes no groups to pass on",
+    ):
+        TVCalibrationBound(cv=cv).fit(s, y)
+
+
+class RecordingSplitter:
+    """Shuffled halves, recording what ``split`` is given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        return 2
+
+    def split(self, X, y=None, groups=None):
+        self.calls.append((np.array(X, copy=True), y, groups))
+        idx = np.random.default_rng(5).permutation(len(X))
+        half = len(X) // 2
+        yield idx[:half], idx[half:]
+        yield idx[half:], idx[:half]
+
+
+def test_custom_splitter_sees_neither_labels_nor_scores():
+    s, y = _scores_labels()
+    splitter = RecordingSplitter()
+    est = TVCalibrationBound(cv=splitter, random_state=0).fit(s, y)
+    assert len(splitter.calls) == 1
+    X_seen, y_seen, groups_seen = splitter.calls[0]
+    assert y_seen is None and groups_seen is None
+    # A placeholder with one row per sample: the scores do not reach the splitter.
+    assert X_seen.shape[0] == s.shape[0]
+    assert_array_equal(X_seen, np.zeros_like(X_seen))
+    # The folds are the splitter's: the same pairs given as a list give the same bound.
+    pairs = list(RecordingSplitter().split(s))
+    assert est.n_splits_ == 2
+    assert TVCalibrationBound(cv=pairs, random_state=0).fit(s, y).bound_ == est.bound_
+
+
+class NeedsLabels(RecordingSplitter):
+    def split(self, X, y=None, groups=None):
+        if y is None:
+            raise ValueError("y is required")
+        return super().split(X, y, groups)
+
+
+class NeedsGroups(RecordingSplitter):
+    def split(self, X, y=None, groups=None):
+        if groups is None:
+            raise TypeError("groups is required")
+        return super().split(X, y, groups)
+
+
+class Broken(RecordingSplitter):
+    def split(self, X, y=None, groups=None):
+        raise RuntimeError("broken for its own reasons")
+
+
+def test_custom_splitter_that_fails_without_labels_is_rejected_with_the_reason():
+    s, y = _scores_labels()
+    with pytest.raises(
+        ValueError,
+        match=r"NeedsLabels looks at the labels to form its folds \(split\(X\) without "
+        r"labels raised ValueError: y is required\); a certified bound needs splits "
+        "that are independent of the labels and scores",
+    ):
+        TVCalibrationBound(cv=NeedsLabels()).fit(s, y)
+
+
+def test_custom_splitter_that_needs_groups_is_rejected_with_the_reason():
+    s, y = _scores_labels()
+    with pytest.raises(
+        ValueError,
+        match=r"NeedsGroups needs groups to form its folds \(split\(X\) without labels "
+        r"raised TypeError: groups is required\), and groups are not supported",
+    ):
+        TVCalibrationBound(cv=NeedsGroups()).fit(s, y)
+
+
+def test_other_splitter_failures_are_raised_unchanged():
+    s, y = _scores_labels()
+    with pytest.raises(RuntimeError, match="^broken for its own reasons$"):
+        TVCalibrationBound(cv=Broken()).fit(s, y)
+
+
+@pytest.mark.parametrize(
+    "make_cv, n_splits",
+    [
+        (lambda: KFold(3), 3),
+        (lambda: KFold(4, shuffle=True, random_state=2), 4),
+        (lambda: ShuffleSplit(n_splits=5, test_size=0.25, random_state=0), 5),
+        (lambda: RepeatedKFold(n_splits=2, n_repeats=2, random_state=1), 4),
+    ],
+    ids=["KFold", "KFold-shuffled", "ShuffleSplit", "RepeatedKFold"],
+)
+def test_label_free_splitters_still_work(make_cv, n_splits):
+    s, y = _scores_labels()
+    X = np.zeros((s.shape[0], 1))
+    # make_folds gives exactly the splitter's splits (as masks over sorted positions).
+    sample = SortedSample.from_arrays(s, y)
+    folds = make_folds(make_cv(), None, sample, 2, "E")
+    expected = list(make_cv().split(X))
+    assert len(folds) == len(expected) == n_splits
+    for fold, (train, val) in zip(folds, expected, strict=True):
+        assert_array_equal(np.sort(sample.order[fold.train]), np.sort(train))
+        assert_array_equal(np.sort(sample.order[fold.validation]), np.sort(val))
+    # Through the estimator: the same bound as the same splits given as pairs.
+    est = TVCalibrationBound(cv=make_cv(), random_state=0).fit(s, y)
+    assert est.n_splits_ == n_splits
+    pairs = TVCalibrationBound(cv=expected, random_state=0).fit(s, y)
+    assert pairs.bound_ == est.bound_
+
+
+@pytest.mark.parametrize("as_generator", [False, True])
+def test_index_pair_iterables_still_work(as_generator):
+    s, y = _scores_labels()
+    idx = np.random.default_rng(2).permutation(s.shape[0])
+    pairs = [(idx[:200], idx[200:]), (idx[100:], idx[:100])]
+    est = TVCalibrationBound(cv=iter(pairs) if as_generator else pairs).fit(s, y)
+    assert est.n_splits_ == 2
+    assert_array_equal(est.fold_results_["n_validation"], [100, 100])
