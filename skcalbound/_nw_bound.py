@@ -409,9 +409,12 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``; any scikit-learn splitter or iterable of
-        ``(train, validation)`` index pairs is accepted. Each split is bounded at
-        ``(1 - confidence_level) / n_splits``, so the aggregate is certified.
+        random_state=random_state)``; any scikit-learn splitter that looks at neither
+        labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
+        without them, is accepted (``StratifiedKFold`` and group splitters are
+        rejected: the certificate needs splits independent of the data). Each split is
+        bounded at ``(1 - confidence_level) / n_splits``, so the aggregate is
+        certified.
 
     aggregate : {'mean', 'min'}, default='mean'
         How fold bounds are combined: their mean (most stable) or their minimum
@@ -678,9 +681,12 @@ def nw_bound(
 
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``; any scikit-learn splitter or iterable of
-        ``(train, validation)`` index pairs is accepted. Each split is bounded at
-        ``(1 - confidence_level) / n_splits``, so the aggregate is certified.
+        random_state=random_state)``; any scikit-learn splitter that looks at neither
+        labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
+        without them, is accepted (``StratifiedKFold`` and group splitters are
+        rejected: the certificate needs splits independent of the data). Each split is
+        bounded at ``(1 - confidence_level) / n_splits``, so the aggregate is
+        certified.
 
     aggregate : {'mean', 'min'}, default='mean'
         How fold bounds are combined: their mean (most stable) or their minimum

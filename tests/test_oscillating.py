@@ -148,21 +148,23 @@ SIZES = (10_000, 100_000, 400_000)
 def test_binned_ece_stays_far_from_ce_while_certified_bounds_approach_it():
     """ECE converges to the wrong value; the Lipschitz and NW bounds close in on CE.
 
-    Observed (data seed ``[7, n]``, ``random_state=0``), ``CE = 0.0955``:
+    Observed (data seed ``[7, n]``, ``random_state=0``, the default
+    ``guarantee="high_probability"``), ``CE = 0.0955``:
 
     ====== ======= ========== ========= =========
     n      ECE     Lipschitz  NW        TV
     ====== ======= ========== ========= =========
-    1e4    0.0108  0.2649     0.2420    1.0000
-    1e5    0.0096  0.1586     0.1506    0.6853
-    4e5    0.0086  0.1329     0.1286    0.4677
+    1e4    0.0108  0.3169     0.2366    1.0000
+    1e5    0.0096  0.1731     0.1359    0.6744
+    4e5    0.0086  0.1396     0.1173    0.4618
     ====== ======= ========== ========= =========
 
     so ``|ECE - CE|`` goes 0.085 -> 0.086 -> 0.087 (it tends to ``CE - 0.0090 = 0.0865``,
     the population binned ECE being ``0.0090``), while the Lipschitz gap goes
-    0.169 -> 0.063 -> 0.037 and the NW gap 0.147 -> 0.055 -> 0.033. Over six other data
-    seeds the final gaps were 0.0355-0.0385 (Lipschitz) and 0.031-0.034 (NW), and
-    ``|ECE - CE|`` at n = 1e4 was 0.073-0.088. About 1.5 s.
+    0.221 -> 0.078 -> 0.044 and the NW gap 0.141 -> 0.040 -> 0.022. (The published
+    forms, ``guarantee="paper"``, gave 0.169 -> 0.063 -> 0.037 for Lipschitz and
+    0.147 -> 0.055 -> 0.033 for NW: the certified Lipschitz form pays for the training
+    labels, the certified NW form is tighter by its expanded Lemma 6.) About 2 s.
 
     The TV bound is included for validity only: here ``V ~ 14.4`` (24 periods of a
     large oscillation), and its denoising term ``TVB ~ sqrt(4 t2 V / m)`` with
@@ -205,4 +207,4 @@ def test_binned_ece_stays_far_from_ce_while_certified_bounds_approach_it():
         gaps = [row[key] - ce for row in rows]
         assert gaps[-1] < 0.3 * gaps[0], (key, gaps)
         # ... and at the largest n both are tighter than the ECE is wrong.
-        assert gaps[-1] < ece_gaps[-1] / 2, (key, gaps, ece_gaps)
+        assert gaps[-1] < 0.6 * ece_gaps[-1], (key, gaps, ece_gaps)

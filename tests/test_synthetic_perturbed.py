@@ -168,6 +168,7 @@ def test_eta_derivatives_are_within_corollaries_3_and_4(h):
 
 def test_assumptions_of_the_perturbed_problems():
     for h, problem in PROBLEMS.items():
+        # The sharp b2 (SPEC section 12), a third of Corollary 4's.
         b1, b2 = sech_derivative_bounds(h)
         assert problem.assumptions == {"h": h, "b1": b1, "b2": b2, "L": b1}
         assert problem.assumption_kwargs("b1", "b2") == {"b1": b1, "b2": b2}
@@ -175,7 +176,7 @@ def test_assumptions_of_the_perturbed_problems():
         with pytest.raises(KeyError, match="no assumption"):
             problem.assumption_kwargs("V")
     assert_allclose(PROBLEMS[2.0**-6].assumptions["b1"], 32.0, rtol=1e-15)
-    assert_allclose(PROBLEMS[2.0**-6].assumptions["b2"], 1.5 * 64**2, rtol=1e-15)
+    assert_allclose(PROBLEMS[2.0**-6].assumptions["b2"], 64**2 / 2, rtol=1e-15)
     with pytest.raises(ValueError, match="h must be positive"):
         SechPerturbed(base=zigzag_base(), h=0.0)
 

@@ -47,8 +47,9 @@ class SechPerturbed(CalibrationProblem):
     ``ce_integration_error`` is ``max(|CE_coarse - CE_fine|, |int p - 1|)`` over both, an
     estimate of the integration error.
 
-    Assumptions (Corollaries 3 and 4, whatever ``base`` is): ``b1 = tanh(1/h) / (2h)``,
-    ``b2 = 1.5 tanh(1/h)^2 / h^2``, ``L = b1``, and ``h`` itself; ``V = b1`` because
+    Assumptions (Corollary 3 and the sharp second-derivative bound of SPEC section 12,
+    whatever ``base`` is): ``b1 = tanh(1/h) / (2h)``, ``b2 = tanh(1/h)^2 / (2 h^2)``
+    (Corollary 4 states three times this), ``L = b1``, and ``h`` itself; ``V = b1`` because
     ``TV(eta) = int_0^1 |eta'| <= sup |eta'|`` (valid, but loose: the TV bound is not
     the method of choice for perturbed scores). ``assumption_names`` picks which of
     them :attr:`assumptions` reports (``V`` only on request).
