@@ -246,36 +246,129 @@ def sech_inverse_cdf(u, s_orig, h):
     return _result(np.clip(np.asarray(out), 0.0, 1.0))
 
 
-def sech_derivative_bounds(h):
+_GUARANTEES = ("high_probability", "paper")
+
+
+def sech_derivative_bounds(h, *, guarantee="high_probability"):
     r"""Derivative bounds :math:`(b_1, b_2)` of the perturbed calibration function.
 
     Parameters
     ----------
     h : float or array-like
         Perturbation bandwidths, ``h > 0``.
+    guarantee : {'high_probability', 'paper'}, default='high_probability'
+        Which bound on :math:`|\eta''|` to return: the sharp
+        :math:`\tanh^2(1/h) / (2h^2)` (SPEC section 12) or the published
+        :math:`\tfrac32 \tanh^2(1/h) / h^2` of Corollary 4, three times larger.
+        :math:`b_1` is the same in both.
 
     Returns
     -------
     b1 : float or ndarray
         :math:`\tanh(1/h) / (2h)`, at most :math:`1/(2h)`.
     b2 : float or ndarray
-        :math:`\tfrac32 \tanh^2(1/h) / h^2`, at most :math:`\tfrac32 / h^2`.
+        :math:`\tanh^2(1/h) / (2h^2)` (at most :math:`1/(2h^2)`) with
+        ``guarantee="high_probability"``; :math:`\tfrac32 \tanh^2(1/h) / h^2` (at most
+        :math:`\tfrac32 / h^2`) with ``guarantee="paper"``. ``inf`` where it exceeds
+        the largest double (:math:`h \lesssim 10^{-154}`).
+
+    Raises
+    ------
+    ValueError
+        If ``guarantee`` is neither ``'high_probability'`` nor ``'paper'``.
+
+    See Also
+    --------
+    sech_second_derivative_bound_at : The pointwise bound on :math:`|\eta''(s)|`.
 
     Notes
     -----
-    Whatever the unperturbed calibration function and score law, the calibration
-    function :math:`\eta` of the perturbed classifier (equation (7)) satisfies
-    (Corollaries 3 and 4, Appendix D; SPEC section 4)
+    For every unperturbed calibration function :math:`\eta_o` and score law, the
+    calibration function :math:`\eta` of the perturbed classifier (equation (7))
+    satisfies (Corollary 3, Appendix D; SPEC sections 4 and 12)
 
     .. math:: \sup_s |\eta'(s)| \le \frac{\tanh(1/h)}{2h}, \qquad
-              \sup_s |\eta''(s)| \le \frac{3}{2} \frac{\tanh^2(1/h)}{h^2}.
+              \sup_s |\eta''(s)| \le \frac{\tanh^2(1/h)}{2h^2},
+
+    three times below the published Corollary 4 (Appendix D),
+    :math:`\sup_s |\eta''(s)| \le \tfrac32 \tanh^2(1/h)/h^2`, which
+    ``guarantee="paper"`` returns, bit for bit as before.
+
+    *Proof sketch of the constant 1/2.* Given the perturbed score :math:`s`, the
+    unperturbed one has the posterior :math:`q(u) \propto k(s \mid u)\,dP(u)`, and
+    :math:`\eta(s) = E_q f`, :math:`f = \eta_o(u)`. As :math:`Z(u, h)` does not depend
+    on :math:`s`, :math:`t = \partial_s \log k(s \mid u) = \tanh((u - s)/h)/h
+    \in [-A, B]` with :math:`A = \tanh(s/h)/h`, :math:`B = \tanh((1 - s)/h)/h`, and
+    :math:`\partial_s t = t^2 - 1/h^2`; so :math:`\eta' = \operatorname{Cov}_q(f, t)`
+    and :math:`\eta'' = 2 \operatorname{Cov}_q(f, t^2 - m t)`, :math:`m = E_q t`.
+    This is affine in :math:`f`: take :math:`f \in \{0, 1\}`, with
+    :math:`\pi = E_q f` and, on the parts :math:`f = 1` and :math:`f = 0`, means
+    :math:`m_1 = c + d`, :math:`m_0 = c - d` and variances :math:`V_1, V_0` of
+    :math:`t`. Then :math:`\eta'' = 2\pi(1 - \pi)[(m_1 - m_0)((1 - \pi) m_1 + \pi m_0)
+    + V_1 - V_0]`. Bhatia--Davis gives :math:`V_1 \le (B - m_1)(m_1 + A) \le M^2 -
+    m_1^2`, :math:`M = \max(A, B)`, so the bracket is at most :math:`M^2 - c^2 -
+    (4\pi - 1) d^2`: at most :math:`M^2` if :math:`\pi \ge 1/4` (then
+    :math:`\eta'' \le M^2/2`), at most :math:`(2 - 4\pi) M^2` otherwise (then
+    :math:`\eta'' \le 0.385 M^2`). The same for :math:`1 - f` bounds :math:`-\eta''`:
+    :math:`|\eta''(s)| \le M^2/2` (:func:`sech_second_derivative_bound_at`)
+    :math:`\le \tanh^2(1/h)/(2h^2)`.
+
+    No smaller uniform constant than :math:`\tfrac12` holds: at :math:`s = 1/2`, atoms
+    at 0 and 1 with :math:`f = 1` and posterior weight :math:`1/4` each, and one at
+    :math:`1/2` with :math:`f = 0` and weight :math:`1/2`, give
+    :math:`\eta''(1/2) = \tanh^2(1/(2h))/(2h^2) \to 1/(2h^2)` as :math:`h \to 0`.
     """
+    if not (isinstance(guarantee, str) and guarantee in _GUARANTEES):
+        raise ValueError(
+            f"guarantee must be 'high_probability' or 'paper'; got {guarantee!r}"
+        )
     h = np.asarray(h, dtype=float)
     tau = np.tanh(1.0 / h)
     # Below h ~ 1e-154, b2 exceeds the largest double: inf is the honest value.
     with np.errstate(over="ignore", divide="ignore"):
-        b2 = 1.5 * tau * tau / (h * h)
+        if guarantee == "paper":
+            b2 = 1.5 * tau * tau / (h * h)
+        else:
+            b2 = 0.5 * tau * tau / (h * h)
     return _result(tau / (2.0 * h)), _result(b2)
+
+
+def sech_second_derivative_bound_at(s, h):
+    r"""Pointwise bound on :math:`|\eta''(s)|` for the sech-perturbed classifier.
+
+    Parameters
+    ----------
+    s : float or array-like
+        Perturbed scores in [0, 1].
+    h : float or array-like
+        Perturbation bandwidths, ``h > 0``.
+
+    Returns
+    -------
+    float or ndarray
+        :math:`\max(\tanh(s/h), \tanh((1 - s)/h))^2 / (2h^2)`, at most ``b2`` of
+        :func:`sech_derivative_bounds` (``guarantee="high_probability"``), with equality
+        at :math:`s = 0` and :math:`s = 1`; ``inf`` where it exceeds the largest double.
+
+    See Also
+    --------
+    sech_derivative_bounds : The uniform bounds and the proof sketch.
+
+    Notes
+    -----
+    For every score law and unperturbed calibration function (SPEC section 12),
+
+    .. math:: |\eta''(s)| \le \frac{\max\big(\tanh(s/h), \tanh((1 - s)/h)\big)^2}{2h^2},
+
+    attained at :math:`s = 1/2` by a three-atom law (see
+    :func:`sech_derivative_bounds`).
+    """
+    s = np.asarray(s, dtype=float)
+    h = np.asarray(h, dtype=float)
+    tau = np.maximum(np.tanh(s / h), np.tanh((1.0 - s) / h))
+    with np.errstate(over="ignore", divide="ignore"):
+        out = 0.5 * tau * tau / (h * h)
+    return _result(np.asarray(out))
 
 
 def sech_lipschitz(h):
