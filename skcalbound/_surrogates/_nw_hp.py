@@ -16,7 +16,7 @@ Grids. Because the weights depend on cells, the weighted mean of the training sc
 sits near the query's cell centre, not at the query: ``|sum w (s_i - s')|`` picks up
 the query's offset from its cell centre (about a quarter cell on average). The final
 grid therefore has at least 64 cells per bandwidth. The bandwidth search, which only
-ranks candidate bandwidths by a label-free objective, uses 8 cells per bandwidth and
+ranks candidate bandwidths by a label-free objective, uses 4 cells per bandwidth and
 measures the first moment from each cell's mean training score, so that it ranks the
 bandwidths as the fine grid will see them. All grids are coarsenings of one fine grid
 (powers of two), whose per-cell sums merge exactly by addition.
@@ -30,7 +30,7 @@ import numpy as np
 from ._nw import BinStats, _kernel, _nearest_neighbour, bin_centres, bin_of
 
 _FINAL_BINS_PER_BANDWIDTH = 64
-_SEARCH_BINS_PER_BANDWIDTH = 8
+_SEARCH_BINS_PER_BANDWIDTH = 4
 _MAX_BINS = 2**20
 # Queries per chunk of the per-point arithmetic (arrays that stay in cache).
 _QUERY_CHUNK = 2**15
