@@ -65,8 +65,9 @@ class _BoundMethod:
             )
         return results
 
-    def refit(self, sample, delta):
-        """The surrogate on all data (what ``predict`` and ``score`` use)."""
+    def refit(self, sample, delta, folds=()):
+        """The surrogate on all data (what ``predict`` and ``score`` use); ``folds``
+        are the cross-fitted ``FoldResult`` s, for choices a method makes from them."""
         return self.fit(sample.scores, sample.labels.astype(np.float64), delta)
 
     def fitted_attributes(self, surrogate, folds):
@@ -201,7 +202,7 @@ class _BaseCalibrationBound(BaseEstimator):
         self.fold_results_ = self.result_.fold_frame()
         self.n_splits_ = len(folds)
         # The surrogate on all data, at the full delta: what predict and score use.
-        self.surrogate_ = method.refit(sample, delta)
+        self.surrogate_ = method.refit(sample, delta, self.result_.folds)
         for name, value in method.fitted_attributes(
             self.surrogate_, self.result_.folds
         ).items():

@@ -139,7 +139,7 @@ class _LipschitzMethod(_BoundMethod):
             results.append(self._result(sums, candidates, delta, n_train))
         return results
 
-    def refit(self, sample, delta):
+    def refit(self, sample, delta, folds=()):
         return BucketSurrogate(sample.scores, sample.labels, self.n_buckets, self.n_shifts)
 
     def held_out_result(self, surrogate, scores, delta):

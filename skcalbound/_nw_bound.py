@@ -81,6 +81,34 @@ class _NWMethod(_BoundMethod):
             return nw_plugin_bandwidth(m, self.b1, self.b2)
         return float(self.bandwidth)
 
+    def _refit_bandwidth(self, sample, folds):
+        """The bandwidth of the surrogate on all ``n`` points.
+
+        With ``"auto"``, the folds' choice relative to the plug-in value (the median
+        over folds of ``k`` in ``h = h_plugin(m) * 2**(k/2)``) applied to ``h_plugin(n)``:
+        label-free like the search itself, whose objective the folds' training sets
+        (four fifths of the sample with ``cv=5``) already evaluated, so the sample is
+        not searched a sixth time.
+        """
+        n = sample.scores.shape[0]
+        if self.bandwidth != "auto":
+            return self.bandwidth_for(n)
+        if not folds:  # no cross-fitting to learn from: search all the scores
+            fine = self._fine_bins(n)
+            return _nw_hp.choose_bandwidth(
+                _nw_hp.Pyramid(_nw_hp.grid_stats(sample.scores, sample.labels, fine)),
+                self.bandwidth_candidates(n), self.tempering, self.b1, self.b2,
+            )
+        steps = [
+            2.0 * math.log2(fold.info["bandwidth"]
+                            / nw_plugin_bandwidth(fold.info["n_train"], self.b1, self.b2))
+            for fold in folds
+        ]
+        k = round(float(np.median(steps)))
+        h = nw_plugin_bandwidth(n, self.b1, self.b2) * 2.0 ** (k / 2.0)
+        lo, hi = _nw_hp.BANDWIDTH_LIMITS
+        return min(max(h, lo), hi)
+
     def bandwidth_candidates(self, m):
         """The bandwidths the label-free search chooses from, for ``m`` training
         scores: the plug-in value times ``2**(k/2)``, ``k = -4..8`` (SPEC section 12)
@@ -266,16 +294,11 @@ class _NWMethod(_BoundMethod):
             attributes["_score_seed"] = int(random_state)
         return attributes
 
-    def refit(self, sample, delta):
+    def refit(self, sample, delta, folds=()):
         n = sample.scores.shape[0]
         if self.guarantee == "high_probability":
-            fine = self._fine_bins(n)
-            stats = _nw_hp.grid_stats(sample.scores, sample.labels, fine)
-            h = _nw_hp.choose_bandwidth(
-                _nw_hp.Pyramid(stats), self.bandwidth_candidates(n), self.tempering,
-                self.b1, self.b2,
-            )
-            G = min(_nw_hp.grid_size(h), fine)
+            h = self._refit_bandwidth(sample, folds)
+            G = min(_nw_hp.grid_size(h), self._fine_bins(n))
             return NWSurrogate(sample.scores, sample.labels, h, self.tempering, G)
         h = self.bandwidth_for(n)
         return NWSurrogate(sample.scores, sample.labels, h, self.tempering, n_bins_for(h))
