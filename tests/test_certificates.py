@@ -212,9 +212,13 @@ def test_point_mass_counterexample(method):
     assert max(counts.values()) <= tolerance, counts
     paper = intervals(method, problem, n, repetitions, 0.95, seed=12, guarantee="paper")
     paper_counts = failures(paper, problem.true_ce)
-    # The audit measured 7.0% (mean) and 21% (min) for NW at this n.
+    print(f"{method} point mass n={n}: misses of {repetitions}, default {counts}, "
+          f"paper {paper_counts}, tolerance {tolerance}")
+    # The audit measured 7.0% (mean) and 21% (min) for NW at this n; Lipschitz, whose
+    # 48 candidates each get delta / 48, misses less at this n (7.6% / 22.6% at 4e6).
     assert paper_counts["upper min"] > tolerance, paper_counts
-    assert paper_counts["upper mean"] > 0.05 * repetitions * 0.9, paper_counts
+    if method == "nw":
+        assert paper_counts["upper mean"] > 0.05 * repetitions, paper_counts
 
 
 # -- coverage, both sides ------------------------------------------------------------
