@@ -163,8 +163,9 @@ class SechPerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     array([0, 1])
     >>> proba = clf.predict_proba(X[10_000:])
     >>> bound = NWCalibrationBound(h=clf.h, random_state=0).fit(proba, y[10_000:])
-    >>> print(f"CE of the perturbed classifier <= {bound.bound_:.3f}")
-    CE of the perturbed classifier <= 0.134
+    >>> print(f"CE of the perturbed classifier in "
+    ...       f"[{bound.lower_bound_:.3f}, {bound.bound_:.3f}]")
+    CE of the perturbed classifier in [0.000, 0.122]
     """
 
     _parameter_constraints = {
