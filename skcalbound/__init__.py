@@ -9,6 +9,7 @@ from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
 from ._scorers import largest_h_within_tolerance, make_bound_scorer, make_perturbation_scorer
 from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
 from ._tv_bound import TVCalibrationBound, tv_bound
+from ._validation import VacuousBoundWarning
 
 __version__ = "0.1.0.dev0"
 
@@ -18,6 +19,7 @@ __all__ = [
     "NWCalibrationBound",
     "SechPerturbedClassifier",
     "TVCalibrationBound",
+    "VacuousBoundWarning",
     "binned_ece",
     "calibration_test",
     "largest_h_within_tolerance",

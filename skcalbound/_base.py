@@ -17,7 +17,14 @@ from sklearn.utils.validation import check_is_fitted
 from ._compat import Interval, StrOptions, _fit_context
 from ._result import FoldResult, aggregate_folds
 from ._splitting import SortedSample, make_folds, shuffle_ties
-from ._validation import check_held_out_labels, check_scores, check_scores_labels
+from ._validation import (
+    check_held_out_labels,
+    check_scores,
+    check_scores_labels,
+    check_untied_scores,
+    warn_if_low_confidence,
+    warn_if_vacuous,
+)
 
 
 class _BoundMethod:
@@ -141,6 +148,7 @@ class _BaseCalibrationBound(BaseEstimator):
     """Base class: cross-fitted certified upper bound on the L1 calibration error."""
 
     _parameter_constraints = {
+        "pos_label": [Real, str, "boolean", None],
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
         "cv": ["cv_object"],
         "aggregate": [StrOptions({"mean", "min"})],
@@ -151,6 +159,12 @@ class _BaseCalibrationBound(BaseEstimator):
 
     def _method(self):
         raise NotImplementedError
+
+    def _check_sorted_scores(self, sorted_scores):
+        """With ``h`` (NW, Lipschitz), the scores must look perturbed: not tied."""
+        h = getattr(self, "h", None)
+        if h is not None:
+            check_untied_scores(sorted_scores, h)
 
     def _score_method(self):
         """The method :meth:`score` uses (fitted state may fix its randomness)."""
@@ -163,10 +177,10 @@ class _BaseCalibrationBound(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
-            Scores in [0, 1], or a ``predict_proba`` output whose column 1 is the
-            positive class.
+            Scores in [0, 1] of the positive class, or a ``predict_proba`` output
+            (columns in sorted class order; the column of ``pos_label`` is used).
         y : array-like of shape (n_samples,)
-            Binary labels; the positive class is the larger label.
+            Binary labels; ``pos_label`` says which is the positive class.
 
         Returns
         -------
@@ -174,9 +188,11 @@ class _BaseCalibrationBound(BaseEstimator):
             The fitted estimator.
         """
         method = self._method()  # hyperparameter consistency, before the data
-        scores, labels, self.classes_ = check_scores_labels(self, X, y)
+        warn_if_low_confidence(self.confidence_level)
+        scores, labels, self.classes_ = check_scores_labels(self, X, y, self.pos_label)
         delta = 1.0 - self.confidence_level
         sample = SortedSample.from_arrays(scores, labels)
+        self._check_sorted_scores(sample.scores)
         random_state = check_random_state(self.random_state)
         folds = make_folds(
             self.cv, random_state, sample, method.min_train, type(self).__name__
@@ -196,6 +212,7 @@ class _BaseCalibrationBound(BaseEstimator):
         results = [result for group in results for result in group]
         self.result_ = aggregate_folds(results, self.aggregate, self.confidence_level)
         self.bound_ = self.result_.bound
+        warn_if_vacuous(self.bound_, scores.shape[0], type(self).__name__)
         self.lower_bound_ = self.result_.lower_bound
         self.estimate_ = self.result_.estimate
         self.terms_ = dict(self.result_.terms)
@@ -251,6 +268,7 @@ class _BaseCalibrationBound(BaseEstimator):
         check_is_fitted(self)
         scores = check_scores(self, X)
         check_held_out_labels(self, y, scores.shape[0])
+        self._check_sorted_scores(np.sort(scores))
         delta = 1.0 - self.confidence_level
         fold = self._score_method().held_out_result(self.surrogate_, scores, delta)
         return -min(fold.bound, 1.0)

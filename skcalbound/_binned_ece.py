@@ -1,6 +1,6 @@
 """Binned expected calibration error: the heuristic the certified bounds replace."""
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -14,10 +14,11 @@ from ._validation import check_prob_labels
         "y_prob": ["array-like"],
         "n_bins": [Interval(Integral, 1, None, closed="left")],
         "strategy": [StrOptions({"uniform", "quantile"})],
+        "pos_label": [Real, str, "boolean", None],
     },
     prefer_skip_nested_validation=True,
 )
-def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform"):
+def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform", pos_label=None):
     """Binned expected calibration error (ECE), the usual plug-in heuristic.
 
     ``sum_b (n_b / n) |mean(s in b) - mean(y in b)|`` over the bins of
@@ -31,7 +32,7 @@ def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform"):
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; the positive class is the larger label.
+        Binary labels; ``pos_label`` says which is the positive class.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         Predicted probabilities of the positive class, or a ``predict_proba`` output.
@@ -42,6 +43,10 @@ def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform"):
     strategy : {'uniform', 'quantile'}, default='uniform'
         ``'uniform'``: equal-width bins on [0, 1]; ``'quantile'``: edges at the
         quantiles of ``y_prob`` (equal mass), exactly as ``calibration_curve``.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans.
 
     Returns
     -------
@@ -63,7 +68,7 @@ def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform"):
     >>> print(round(binned_ece(y, s), 3))
     0.167
     """
-    labels, scores = check_prob_labels(y_true, y_prob)
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "binned_ece")
     # Edges and assignment exactly as calibration_curve computes them. For 'quantile'
     # the expression matters to the last bit: np.percentile(s, np.linspace(0, 100, k))
     # can differ from np.percentile(s, np.linspace(0, 1, k) * 100) in the last ulp, and

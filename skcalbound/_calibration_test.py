@@ -101,6 +101,7 @@ def _pvalue(estimator, tolerance, alternative):
         "tolerance": [Interval(Real, 0, None, closed="left")],
         "alternative": [StrOptions({"greater", "less", "two-sided"})],
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
+        "pos_label": [Real, str, "boolean", None],
     },
     prefer_skip_nested_validation=True,
 )
@@ -111,6 +112,7 @@ def calibration_test(
     method="nw",
     tolerance=0.0,
     alternative="greater",
+    pos_label=None,
     confidence_level=0.95,
     **params,
 ):
@@ -135,7 +137,7 @@ def calibration_test(
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; the positive class is the larger label.
+        Binary labels; ``pos_label`` says which is the positive class.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         Predicted probabilities of the positive class, or a ``predict_proba`` output.
@@ -149,6 +151,13 @@ def calibration_test(
 
     alternative : {'greater', 'less', 'two-sided'}, default='greater'
         The alternative hypothesis, as in :mod:`scipy.stats`.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
+        labels (``"churn"``/``"stay"``, {1, 2}) need it. For a two-column
+        ``predict_proba`` input, the column of ``pos_label`` among the sorted labels
+        is used (column 1 by default), as scikit-learn orders ``classes_``.
 
     confidence_level : float, default=0.95
         ``1 -`` the level of the test: the probability, at least, that the interval
@@ -203,7 +212,7 @@ def calibration_test(
             f"calibration_test(method={method!r}) got parameters {unknown} that "
             f"{cls.__name__} does not take; valid ones: {sorted(valid)}."
         )
-    labels, scores = check_prob_labels(y_true, y_prob)
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "calibration_test")
     estimator = cls(**params, confidence_level=confidence_level).fit(scores, labels)
     interval = (estimator.lower_bound_, estimator.bound_)
     reject = _rejects(interval, tolerance, alternative)

@@ -20,7 +20,11 @@ from ._surrogates._buckets import (
     WholeGrid,
 )
 from ._terms import high_probability_terms, nw_bound_terms
-from ._validation import check_prob_labels, check_smoothness_constants
+from ._validation import (
+    check_perturbation_h,
+    check_prob_labels,
+    check_smoothness_constants,
+)
 
 # The paper's candidate bucket counts (Appendix E): 2, 4, ..., 4096.
 DEFAULT_N_BUCKETS = tuple(2**k for k in range(1, 13))
@@ -169,6 +173,7 @@ _LIPSCHITZ_PARAMETERS = {
 
 def _lipschitz_constant(L, h):
     """``L`` as given or from ``h`` (Corollary 3); exactly one way."""
+    check_perturbation_h(h, "L")
     if h is not None:
         if L is not None:
             raise ValueError(
@@ -230,12 +235,20 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     ----------
     L : float, default=None
         Lipschitz constant of the calibration function. Give either ``L`` or ``h``.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     h : float, default=None
         Bandwidth of the sech perturbation the scores went through; implies
         ``L = tanh(1/h) / (2h)``. ``h`` below ``2**-41`` (``L`` above ``2**40``) is
         rejected: the smoothing term would rest on rounding, and the bound is 1 there
         anyway.
+        Perturbed scores are continuous, so with ``h`` many exactly tied scores
+        are an error (they were not perturbed); ``h`` above 0.5 is rejected.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     n_buckets : int, sequence of int or None, default=None
         Candidate bucket counts. ``None`` is the paper's grid 2, 4, ..., 4096.
@@ -243,6 +256,13 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     n_shifts : int, default=4
         Shifts per bucket count: bucket edges at ``(j + r / n_shifts) / B`` for
         ``r = 0, ..., n_shifts - 1``.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
+        labels (``"churn"``/``"stay"``, {1, 2}) need it. For a two-column
+        ``predict_proba`` input, the column of ``pos_label`` among the sorted labels
+        is used (column 1 by default), as scikit-learn orders ``classes_``.
 
     confidence_level : float, default=0.95
         Probability with which the bound holds, in (0, 1); the paper's
@@ -407,6 +427,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         h=None,
         n_buckets=None,
         n_shifts=4,
+        pos_label=None,
         confidence_level=0.95,
         guarantee="high_probability",
         cv=5,
@@ -418,6 +439,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         self.h = h
         self.n_buckets = n_buckets
         self.n_shifts = n_shifts
+        self.pos_label = pos_label
         self.confidence_level = confidence_level
         self.guarantee = guarantee
         self.cv = cv
@@ -450,6 +472,7 @@ def lipschitz_bucket_bound(
     h=None,
     n_buckets=None,
     n_shifts=4,
+    pos_label=None,
     confidence_level=0.95,
     guarantee="high_probability",
     cv=5,
@@ -467,19 +490,27 @@ def lipschitz_bucket_bound(
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; the positive class is the larger label.
+        Binary labels; ``pos_label`` says which is the positive class.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         Predicted probabilities of the positive class, or a ``predict_proba`` output.
 
     L : float, default=None
         Lipschitz constant of the calibration function. Give either ``L`` or ``h``.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     h : float, default=None
         Bandwidth of the sech perturbation the scores went through; implies
         ``L = tanh(1/h) / (2h)``. ``h`` below ``2**-41`` (``L`` above ``2**40``) is
         rejected: the smoothing term would rest on rounding, and the bound is 1 there
         anyway.
+        Perturbed scores are continuous, so with ``h`` many exactly tied scores
+        are an error (they were not perturbed); ``h`` above 0.5 is rejected.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     n_buckets : int, sequence of int or None, default=None
         Candidate bucket counts. ``None`` is the paper's grid 2, 4, ..., 4096.
@@ -487,6 +518,13 @@ def lipschitz_bucket_bound(
     n_shifts : int, default=4
         Shifts per bucket count: bucket edges at ``(j + r / n_shifts) / B`` for
         ``r = 0, ..., n_shifts - 1``.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
+        labels (``"churn"``/``"stay"``, {1, 2}) need it. For a two-column
+        ``predict_proba`` input, the column of ``pos_label`` among the sorted labels
+        is used (column 1 by default), as scikit-learn orders ``classes_``.
 
     confidence_level : float, default=0.95
         Probability with which the bound holds, in (0, 1); the paper's
@@ -546,7 +584,7 @@ def lipschitz_bucket_bound(
     """
     _lipschitz_constant(L, h)  # hyperparameters before the data
     _bucket_counts(n_buckets)
-    labels, scores = check_prob_labels(y_true, y_prob)
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "lipschitz_bucket_bound")
     estimator = LipschitzBucketBound(
         L=L,
         h=h,

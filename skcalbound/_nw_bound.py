@@ -20,7 +20,11 @@ from ._terms import (
     nw_plugin_bandwidth,
     population_variance,
 )
-from ._validation import check_prob_labels, check_smoothness_constants
+from ._validation import (
+    check_perturbation_h,
+    check_prob_labels,
+    check_smoothness_constants,
+)
 
 # The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
 _AUTO_MIN, _AUTO_MAX, _AUTO_FRACTION = 5000, 15000, 0.05
@@ -345,6 +349,7 @@ def _derivative_bounds(h, b1, b2, guarantee="high_probability"):
     """``(b1, b2)`` from ``h`` or as given; exactly one way. From ``h``, ``b2`` is the
     sharp ``tanh(1/h)**2 / (2 h**2)`` (SPEC section 12), or Corollary 4's three times
     larger value with ``guarantee="paper"``."""
+    check_perturbation_h(h, "b1 and b2")
     if h is not None:
         if b1 is not None or b2 is not None:
             raise ValueError(
@@ -389,12 +394,23 @@ class NWCalibrationBound(_BaseCalibrationBound):
         Give either ``h`` or both ``b1`` and ``b2``. ``h`` below ``2**-41`` (``b1``
         above ``2**40`` or ``b2`` above ``1.5 * 2**82``) is rejected: the smoothing
         term would rest on rounding, and the bound is 1 there anyway.
+        Perturbed scores are continuous, so with ``h`` many exactly tied scores
+        are an error (they were not perturbed); ``h`` above 0.5 is rejected.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     b1 : float, default=None
         Bound on the first derivative of the calibration function.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     b2 : float, default=None
         Bound on the second derivative of the calibration function.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     bandwidth : "auto", "plugin" or float, default="auto"
         Bandwidth of the smoother's kernel, per fold. ``"auto"``: with
@@ -404,7 +420,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
         score, so the certificate stays valid); with ``'paper'``, the plug-in rule.
         ``"plugin"`` is the paper's plug-in rule (Appendix E), computed from ``b1``,
         ``b2`` and each fold's training size. May be tuned by :meth:`score` on fresh
-        data.
+        data (with ``tempering`` and ``cv``: these shape the estimate, not the
+        assumption).
 
     tempering : float, default=1.2
         Exponent of the Epanechnikov kernel, :math:`(1 - u^2)^{tempering}`; the
@@ -415,6 +432,13 @@ class NWCalibrationBound(_BaseCalibrationBound):
         ``"auto"`` is the paper's rule, a uniform subsample of
         ``min(15000, max(5000, ceil(0.05 n)))`` points; an int caps the number. A
         subsample keeps the guarantee and only widens the Bernstein terms.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
+        labels (``"churn"``/``"stay"``, {1, 2}) need it. For a two-column
+        ``predict_proba`` input, the column of ``pos_label`` among the sorted labels
+        is used (column 1 by default), as scikit-learn orders ``classes_``.
 
     confidence_level : float, default=0.95
         Probability with which the bound holds, in (0, 1); the paper's
@@ -579,6 +603,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
         bandwidth="auto",
         tempering=1.2,
         max_validation=None,
+        pos_label=None,
         confidence_level=0.95,
         guarantee="high_probability",
         cv=5,
@@ -592,6 +617,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
         self.bandwidth = bandwidth
         self.tempering = tempering
         self.max_validation = max_validation
+        self.pos_label = pos_label
         self.confidence_level = confidence_level
         self.guarantee = guarantee
         self.cv = cv
@@ -632,6 +658,7 @@ def nw_bound(
     bandwidth="auto",
     tempering=1.2,
     max_validation=None,
+    pos_label=None,
     confidence_level=0.95,
     guarantee="high_probability",
     cv=5,
@@ -649,7 +676,7 @@ def nw_bound(
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; the positive class is the larger label.
+        Binary labels; ``pos_label`` says which is the positive class.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         Predicted probabilities of the positive class, or a ``predict_proba`` output.
@@ -661,12 +688,23 @@ def nw_bound(
         Give either ``h`` or both ``b1`` and ``b2``. ``h`` below ``2**-41`` (``b1``
         above ``2**40`` or ``b2`` above ``1.5 * 2**82``) is rejected: the smoothing
         term would rest on rounding, and the bound is 1 there anyway.
+        Perturbed scores are continuous, so with ``h`` many exactly tied scores
+        are an error (they were not perturbed); ``h`` above 0.5 is rejected.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     b1 : float, default=None
         Bound on the first derivative of the calibration function.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     b2 : float, default=None
         Bound on the second derivative of the calibration function.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
 
     bandwidth : "auto", "plugin" or float, default="auto"
         Bandwidth of the smoother's kernel, per fold. ``"auto"``: with
@@ -676,7 +714,8 @@ def nw_bound(
         score, so the certificate stays valid); with ``'paper'``, the plug-in rule.
         ``"plugin"`` is the paper's plug-in rule (Appendix E), computed from ``b1``,
         ``b2`` and each fold's training size. May be tuned by :meth:`score` on fresh
-        data.
+        data (with ``tempering`` and ``cv``: these shape the estimate, not the
+        assumption).
 
     tempering : float, default=1.2
         Exponent of the Epanechnikov kernel, :math:`(1 - u^2)^{tempering}`; the
@@ -687,6 +726,13 @@ def nw_bound(
         ``"auto"`` is the paper's rule, a uniform subsample of
         ``min(15000, max(5000, ceil(0.05 n)))`` points; an int caps the number. A
         subsample keeps the guarantee and only widens the Bernstein terms.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
+        labels (``"churn"``/``"stay"``, {1, 2}) need it. For a two-column
+        ``predict_proba`` input, the column of ``pos_label`` among the sorted labels
+        is used (column 1 by default), as scikit-learn orders ``classes_``.
 
     confidence_level : float, default=0.95
         Probability with which the bound holds, in (0, 1); the paper's
@@ -745,7 +791,7 @@ def nw_bound(
     0.051
     """
     _derivative_bounds(h, b1, b2, guarantee)  # hyperparameters before the data
-    labels, scores = check_prob_labels(y_true, y_prob)
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "nw_bound")
     estimator = NWCalibrationBound(
         h=h,
         b1=b1,

@@ -17,6 +17,7 @@ _PARAMETERS = {
     "y_prob": ["array-like"],
     "h": [Interval(Real, 0, None, closed="neither")],
     "n_nodes": [Interval(Integral, 8, None, closed="left")],
+    "pos_label": [Real, str, "boolean", None],
 }
 
 
@@ -29,7 +30,7 @@ def _per_sample(labels, scores, h, n_nodes, positive, negative):
 
 
 @validate_params(_PARAMETERS, prefer_skip_nested_validation=True)
-def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64):
+def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None):
     r"""Expected log-loss of probabilities after the sech perturbation.
 
     The loss a :class:`SechPerturbedClassifier` with bandwidth ``h`` incurs on average
@@ -44,7 +45,7 @@ def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64):
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; the positive class is the larger label.
+        Binary labels; ``pos_label`` says which is the positive class.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         *Unperturbed* probabilities of the positive class, or a ``predict_proba``
@@ -55,6 +56,10 @@ def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64):
 
     n_nodes : int, default=64
         Quadrature nodes per sample; 64 gives about 10 exact digits.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans.
 
     Returns
     -------
@@ -83,7 +88,7 @@ def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64):
     >>> round(perturbed_log_loss(y, p, h=2**-6), 4)
     0.1172
     """
-    labels, scores = check_prob_labels(y_true, y_prob)
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "perturbed_log_loss")
     losses = _per_sample(
         labels, scores, float(h), n_nodes,
         lambda s, one_minus_s, rows: np.log(s),
@@ -93,7 +98,7 @@ def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64):
 
 
 @validate_params(_PARAMETERS, prefer_skip_nested_validation=True)
-def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64):
+def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None):
     r"""Expected Brier score of probabilities after the sech perturbation.
 
     :math:`\frac1n \sum_i E (s_i - y_i)^2`, with :math:`s_i` drawn from the sech
@@ -105,7 +110,7 @@ def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64):
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; the positive class is the larger label.
+        Binary labels; ``pos_label`` says which is the positive class.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         *Unperturbed* probabilities of the positive class, or a ``predict_proba``
@@ -116,6 +121,10 @@ def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64):
 
     n_nodes : int, default=64
         Quadrature nodes per sample.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans.
 
     Returns
     -------
@@ -134,7 +143,7 @@ def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64):
     >>> round(perturbed_brier_score_loss(y, p, h=2**-6), 4)
     0.0173
     """
-    labels, scores = check_prob_labels(y_true, y_prob)
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "perturbed_brier_score_loss")
     # (s - y)**2 is s**2 for y = 0 and (1 - s)**2 for y = 1.
     losses = _per_sample(
         labels, scores, float(h), n_nodes,

@@ -56,6 +56,16 @@ class TVCalibrationBound(_BaseCalibrationBound):
     V : float, default=1.0
         Assumed upper bound on the total variation of the calibration function on
         [0, 1]. Any monotone calibration function has total variation at most 1.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
+        labels (``"churn"``/``"stay"``, {1, 2}) need it. For a two-column
+        ``predict_proba`` input, the column of ``pos_label`` among the sorted labels
+        is used (column 1 by default), as scikit-learn orders ``classes_``.
 
     confidence_level : float, default=0.95
         Probability with which the bound holds, in (0, 1); the paper's
@@ -189,6 +199,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
         self,
         V=1.0,
         *,
+        pos_label=None,
         confidence_level=0.95,
         guarantee="high_probability",
         cv=5,
@@ -197,6 +208,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
         n_jobs=None,
     ):
         self.V = V
+        self.pos_label = pos_label
         self.confidence_level = confidence_level
         self.guarantee = guarantee
         self.cv = cv
@@ -221,6 +233,7 @@ def tv_bound(
     y_prob,
     *,
     V=1.0,
+    pos_label=None,
     confidence_level=0.95,
     guarantee="high_probability",
     cv=5,
@@ -238,7 +251,7 @@ def tv_bound(
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; the positive class is the larger label.
+        Binary labels; ``pos_label`` says which is the positive class.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         Predicted probabilities of the positive class, or a ``predict_proba`` output.
@@ -246,6 +259,16 @@ def tv_bound(
     V : float, default=1.0
         Assumed upper bound on the total variation of the calibration function on
         [0, 1]. Any monotone calibration function has total variation at most 1.
+        **An assumption about how the scores were produced, not a tuning knob:
+        never choose it from the data** (a bound tuned this way certifies
+        nothing).
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
+        labels (``"churn"``/``"stay"``, {1, 2}) need it. For a two-column
+        ``predict_proba`` input, the column of ``pos_label`` among the sorted labels
+        is used (column 1 by default), as scikit-learn orders ``classes_``.
 
     confidence_level : float, default=0.95
         Probability with which the bound holds, in (0, 1); the paper's
@@ -300,7 +323,7 @@ def tv_bound(
     >>> print(round(tv_bound(y, s, random_state=0), 3))
     0.293
     """
-    labels, scores = check_prob_labels(y_true, y_prob)
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "tv_bound")
     estimator = TVCalibrationBound(
         V=V,
         confidence_level=confidence_level,

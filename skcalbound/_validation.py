@@ -4,7 +4,12 @@ Everything downstream of this module trusts its inputs: scores are a float64 vec
 ``[0, 1]`` and labels a float64 vector of zeros and ones of the same length.
 """
 
+import os
+import sys
+import warnings
+
 import numpy as np
+import sklearn
 from sklearn.utils.validation import (
     check_array,
     check_consistent_length,
@@ -18,11 +23,12 @@ _ROW_SUM_ATOL = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-5}
 _SHAPES = "(n_samples,), (n_samples, 1) or a predict_proba output of shape (n_samples, 2)"
 
 
-def _scores_from_array(X, name="X"):
+def _scores_from_array(X, name="X", column=1):
     """Positive-class scores from a validated 1-D or 2-D float array.
 
     Never a view we write to. ``name`` is what the caller called the array (``X`` or
-    ``y_prob``), for messages.
+    ``y_prob``), for messages; ``column`` is the positive class's column of a
+    two-column ``predict_proba`` output (its index among the sorted classes).
     """
     if X.ndim == 1:
         scores = X
@@ -40,7 +46,7 @@ def _scores_from_array(X, name="X"):
                 f"{_num(row_sums[bad[0]])}). Pass the positive-class column alone as "
                 "scores of shape (n_samples,) instead."
             )
-        scores = X[:, 1]
+        scores = X[:, column]
     else:
         raise ValueError(
             f"{name} must hold scores of shape {_SHAPES}; got an array of shape "
@@ -93,9 +99,8 @@ def _validate(estimator, X, y, reset):
         )
     if reset:
         estimator.n_features_in_ = 1 if X.ndim == 1 else X.shape[1]
-    scores = _scores_from_array(X)
-    _check_range(scores)
-    return scores, y
+    _check_range(_scores_from_array(X))  # the scores' errors before the labels'
+    return X, y
 
 
 def _binary_classes(y):
@@ -127,14 +132,78 @@ def _binary_classes(y):
                 "binary labels with both classes present."
             )
         raise ValueError(
-            "y must contain exactly two classes (binary labels; the positive class is "
-            f"the larger one); got {classes.size} classes: {shown}{more}. "
-            "Multiclass targets are not supported."
+            "y must contain exactly two classes (binary labels); got "
+            f"{classes.size} classes: {shown}{more}. Multiclass targets are not "
+            "supported."
         )
     return classes
 
 
-def check_scores_labels(estimator, X, y):
+def _positive_index(classes, pos_label):
+    """Index of the positive class in the two sorted ``classes``.
+
+    scikit-learn's rule (``calibration_curve``, ``brier_score_loss``): without
+    ``pos_label``, labels must be {0, 1}, {-1, 1} or booleans and 1 is positive; any
+    other labels need ``pos_label``, with scikit-learn's message. Guessing (say, the
+    label that sorts last) would silently score a model of P("churn") against "stay".
+    """
+    if pos_label is None:
+        if classes.dtype.kind in "OUS" or not (
+            np.array_equal(classes, [0, 1]) or np.array_equal(classes, [-1, 1])
+        ):
+            classes_repr = ", ".join(repr(c) for c in classes.tolist())
+            raise ValueError(
+                f"y_true takes value in {{{classes_repr}}} and pos_label is not "
+                "specified: either make y_true take value in {0, 1} or {-1, 1} or "
+                "pass pos_label explicitly."
+            )
+        return 1
+    for index, label in enumerate(classes.tolist()):
+        if type(label) is type(pos_label) or not (
+            isinstance(label, str) or isinstance(pos_label, str)
+        ):
+            if label == pos_label:
+                return index
+    raise ValueError(
+        f"pos_label={pos_label!r} is not a valid label. It should be one of "
+        f"{classes.tolist()}."
+    )
+
+
+def _swapped_message(y, scores, call):
+    """The message for labels that look like scores next to scores that look like
+    labels, or None. Only called once ``y`` has failed as binary labels."""
+    if y.dtype.kind != "f" or scores.shape[0] == 0:
+        return None
+    if not np.all((scores == 0.0) | (scores == 1.0)):
+        return None
+    if not (np.all(np.isfinite(y)) and y.min() >= 0.0 and y.max() <= 1.0):
+        return None
+    n_values = np.unique(y).size
+    return (
+        f"The labels hold {n_values} distinct values in [0, 1] and the scores only 0 "
+        f"and 1: the arguments look swapped. {call}"
+    )
+
+
+def _labels_01(y, scores, pos_label, call):
+    """``(labels as uint8 in {0, 1}, sorted classes, index of the positive class)``."""
+    try:
+        classes = _binary_classes(y)
+    except ValueError as exc:
+        message = _swapped_message(y, scores, call)
+        if message is None:
+            raise
+        raise ValueError(message) from exc
+    index = _positive_index(classes, pos_label)
+    if y.dtype.kind == "b" and index == 1:
+        labels = y.view(np.uint8)
+    else:
+        labels = (y == classes[index]).view(np.uint8)
+    return labels, classes, index
+
+
+def check_scores_labels(estimator, X, y, pos_label=None):
     """Validate ``(X, y)`` in ``fit``: set ``n_features_in_`` and return the arrays.
 
     Parameters
@@ -143,9 +212,11 @@ def check_scores_labels(estimator, X, y):
         The estimator being fitted; ``n_features_in_`` (and ``feature_names_in_`` for
         data frames) are set on it.
     X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
-        Scores, or a ``predict_proba`` output whose column 1 is the positive class.
+        Scores, or a ``predict_proba`` output (columns in sorted class order).
     y : array-like of shape (n_samples,)
-        Binary labels; the positive class is the larger label.
+        Binary labels.
+    pos_label : int, float, bool, str or None
+        The positive class (see :func:`_positive_index`).
 
     Returns
     -------
@@ -159,15 +230,24 @@ def check_scores_labels(estimator, X, y):
             f"This {type(estimator).__name__} estimator requires y to be passed, but "
             "the target y is None."
         )
-    scores, y = _validate(estimator, X, y, reset=True)
-    classes = _binary_classes(y)
-    labels = (y == classes[1]).view(np.uint8)
+    X, y = _validate(estimator, X, y, reset=True)
+    name = type(estimator).__name__
+    call = f"fit takes the scores first: {name}(...).fit(y_prob, y_true)."
+    scores = _scores_from_array(X)
+    labels, classes, index = _labels_01(y, scores, pos_label, call)
+    if index != 1:
+        scores = _scores_from_array(X, column=index)
+        _check_range(scores)
     return scores, labels, classes
 
 
 def check_scores(estimator, X):
-    """Validate ``X`` after ``fit`` and return float64 scores in ``[0, 1]``."""
-    scores, _ = _validate(estimator, X, None, reset=False)
+    """Validate ``X`` after ``fit`` and return float64 scores in ``[0, 1]`` (from a
+    two-column ``X``, the column of the positive class fixed in ``fit``)."""
+    X, _ = _validate(estimator, X, None, reset=False)
+    column = _positive_index(estimator.classes_, getattr(estimator, "pos_label", None))
+    scores = _scores_from_array(X, column=column)
+    _check_range(scores)
     return scores
 
 
@@ -194,8 +274,11 @@ def check_probabilities(y_prob, name="scores"):
     return scores
 
 
-def check_prob_labels(y_true, y_prob):
+def check_prob_labels(y_true, y_prob, pos_label=None, caller="this function"):
     """Validate the ``(y_true, y_prob)`` of a metric-style function (no estimator).
+
+    ``caller`` is the function's name, for the message when the arguments look
+    swapped.
 
     Returns
     -------
@@ -207,8 +290,12 @@ def check_prob_labels(y_true, y_prob):
     check_consistent_length(y, X)
     scores = _scores_from_array(X, "y_prob")
     _check_range(scores)
-    classes = _binary_classes(y)
-    return (y == classes[1]).astype(np.float64), scores
+    call = f"{caller} takes the labels first: {caller}(y_true, y_prob)."
+    labels, _, index = _labels_01(y, scores, pos_label, call)
+    if index != 1:
+        scores = _scores_from_array(X, "y_prob", column=index)
+        _check_range(scores)
+    return labels.astype(np.float64), scores
 
 
 def check_held_out_labels(estimator, y, n_samples):
@@ -261,3 +348,142 @@ def check_smoothness_constants(names, values, h=None):
                 "double precision resolves, so the bound would rest on rounding. Use "
                 f"{fix}; the bound is 1 (uninformative) in that regime anyway."
             )
+
+
+# The sech perturbation's bandwidth is a scale in probability units; above 1/2 the
+# perturbation spreads a score over all of [0, 1] and no user means that (the values
+# seen in practice were 1/h or the exponent of 2**-k).
+MAX_PERTURBATION_H = 0.5
+
+
+def check_perturbation_h(h, constants):
+    """Raise a ValueError, saying what ``h`` is, if ``h`` exceeds 1/2.
+
+    ``constants`` names the parameters that state the assumption directly (``"b1 and
+    b2"`` or ``"L"``), for a user who really means a weak one.
+    """
+    if h is None or h <= MAX_PERTURBATION_H:
+        return
+    guesses = []
+    if h >= 2:
+        guesses.append(f"h=1/{h:g}={1 / h:.6g}")
+    if float(h).is_integer() and h <= 41:
+        guesses.append(f"h=2**-{int(h)}={2.0 ** -h:.6g}")
+    meant = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
+    raise ValueError(
+        f"h={h!r} is above 0.5. h is the bandwidth, in probability units, of the sech "
+        "perturbation the scores went through (perturb_scores(y_prob, h) or "
+        "SechPerturbedClassifier(h=h)), typically 2**-6 = 0.015625: an assumption "
+        f"about how the scores were produced, not a knob to tune.{meant} To assume a "
+        f"weak smoothness on purpose, give {constants} directly."
+    )
+
+
+def check_untied_scores(sorted_scores, h):
+    """Raise a ValueError if the scores cannot have come through the perturbation.
+
+    Scores perturbed with the sech kernel have a continuous law, so ties among them
+    come from rounding only. Rounding ties are not rare: stored as float32, 17% of
+    10**7 perturbed scores are tied, in blocks of at most 8 (measured: a Beta(2, 5)
+    score law perturbed with ``h = 2**-6``), so an error on any tie would reject
+    honest data. The test is the largest block of equal scores instead: at least
+    ``max(10, n / 1000)`` equal scores means a value holding a thousandth of the data
+    (an unperturbed tree model, rounded or discrete scores). The perturbation does not
+    produce that in float64 for any accepted ``h >= 2**-41`` (10**7 copies of 0.9
+    perturbed with ``h = 2**-41``: largest block 857, measured), only when ``h`` is
+    below the precision the scores were stored in.
+    """
+    n = sorted_scores.shape[0]
+    limit = max(10, -(-n // 1000))
+    equal = sorted_scores[1:] == sorted_scores[:-1]
+    if np.count_nonzero(equal) < limit - 1:
+        return  # no block can reach the limit
+    starts = np.flatnonzero(np.concatenate(([True], ~equal)))
+    sizes = np.diff(np.append(starts, n))
+    largest = int(sizes.argmax())
+    if sizes[largest] < limit:
+        return
+    n_distinct = starts.shape[0]
+    raise ValueError(
+        f"h={h!r} states that the scores were perturbed with the sech kernel, whose "
+        f"output is continuous, but {int(sizes[largest])} of the {n} scores equal "
+        f"{_num(sorted_scores[starts[largest]])} ({n_distinct} distinct values in "
+        "all): these scores were not perturbed, so the NW and Lipschitz assumptions "
+        "derived from h do not hold for them. Perturb them first (perturb_scores("
+        "y_prob, h) or SechPerturbedClassifier(model, h=h)) and bound the perturbed "
+        "scores, or, if the calibration function is smooth for another reason, state "
+        "its smoothness directly (b1 and b2, or L), or use TVCalibrationBound."
+    )
+
+
+# Frames in these packages are skipped when a warning names the caller's line (Python
+# 3.12's ``skip_file_prefixes`` does this; we support 3.10).
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(path) + os.sep for path in (sklearn.__file__, __file__)
+)
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` of ``warnings.warn`` called from the frame above this one
+    that points at the first frame outside skcalbound and scikit-learn."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class VacuousBoundWarning(UserWarning):
+    """Warning that a certified upper bound is too large to be informative.
+
+    Issued by ``fit`` when the upper bound is above 0.5 (or clipped at 1): the
+    calibration error is at most 1 anyway. More labelled samples help; the slack
+    shrinks like ``n**(-1/4)`` for TV and ``n**(-1/3)`` for NW. Silence it with
+    :func:`warnings.filterwarnings` (``category=VacuousBoundWarning``).
+
+    See Also
+    --------
+    NWCalibrationBound : The tightest bound, for perturbed scores.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skcalbound import TVCalibrationBound, VacuousBoundWarning
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=300)
+    >>> y = rng.uniform(size=300) < s
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     bound = TVCalibrationBound(random_state=0).fit(s, y).bound_
+    >>> bound, caught[0].category.__name__
+    (1.0, 'VacuousBoundWarning')
+    """
+
+
+def warn_if_vacuous(bound, n_samples, name):
+    """Warn when the upper bound is clipped at 1 or above 1/2, saying what helps."""
+    if not bound > 0.5:
+        return
+    what = "clipped at 1" if bound >= 1.0 else f"{bound:.3f}, above 0.5"
+    warnings.warn(
+        f"The certified upper bound of {name} is {what} with {n_samples} samples: it "
+        "says little about the calibration error. More labelled samples shrink the "
+        "slack (the user guide's table gives its typical size by sample size); for "
+        "any classifier, NWCalibrationBound on scores perturbed with "
+        "SechPerturbedClassifier (or perturb_scores) is the tightest of the bounds.",
+        VacuousBoundWarning,
+        stacklevel=_user_stacklevel(),
+    )
+
+
+def warn_if_low_confidence(confidence_level):
+    """Warn when ``confidence_level`` looks like the error probability delta."""
+    if confidence_level < 0.5:
+        warnings.warn(
+            f"confidence_level={confidence_level!r} is the probability that the bound "
+            "holds, not the probability delta that it fails: with this value it holds "
+            f"only {confidence_level:.0%} of the time. Did you mean "
+            f"confidence_level={1 - confidence_level:g}?",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )

@@ -252,7 +252,9 @@ def test_binned_ece_accepts_predict_proba_and_labels_of_any_type():
     s = np.array([0.1, 0.2, 0.6, 0.9])
     proba = np.column_stack([1 - s, s])
     y = np.array(["no", "yes", "yes", "yes"])
-    assert binned_ece(y, proba, n_bins=2) == binned_ece(np.array([0, 1, 1, 1]), s, n_bins=2)
+    assert binned_ece(y, proba, n_bins=2, pos_label="yes") == binned_ece(
+        np.array([0, 1, 1, 1]), s, n_bins=2
+    )
 
 
 @pytest.mark.parametrize(

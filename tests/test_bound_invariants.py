@@ -12,6 +12,8 @@ import dataclasses
 import math
 import pickle
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -504,31 +506,63 @@ def test_score_is_clipped_at_minus_one(Est, data):
 
 
 @pytest.mark.parametrize(
-    "negative, positive",
-    [(False, True), ("neg", "pos"), (1, 2), (-1, 1), (0.0, 1.0), ("a", "b")],
+    "negative, positive", [(False, True), (-1, 1), (0.0, 1.0), (0, 1)]
 )
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_positive_class_is_the_larger_label(Est, negative, positive, data):
+def test_default_positive_class_is_one(Est, negative, positive, data):
+    scores, labels = data
+    y = np.where(labels == 1, positive, negative)
+    est = _make(Est, random_state=0).fit(scores, y)
+    assert est.classes_.tolist() == [negative, positive]
+    assert est.bound_ == _make(Est, random_state=0).fit(scores, labels).bound_
+    # The other class as the positive one is a different problem.
+    flipped = _make(Est, random_state=0, pos_label=negative).fit(scores, y)
+    assert flipped.bound_ == _make(Est, random_state=0).fit(scores, 1 - labels).bound_
+    assert flipped.bound_ != est.bound_
+
+
+@pytest.mark.parametrize(
+    "negative, positive, shown",
+    [("stay", "churn", "'churn', 'stay'"), (1, 2, "1, 2"), ("a", "b", "'a', 'b'"),
+     (0, 2, "0, 2")],
+)
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_other_labels_need_pos_label(Est, negative, positive, shown, data):
+    # The trap: a model of P(churn) scored against "stay" because "stay" sorts last.
     scores, labels = data
     y = np.where(labels == 1, positive, negative)
     if isinstance(positive, str):
         y = y.astype(object)  # object labels as pandas gives them
-    est = _make(Est, random_state=0).fit(scores, y)
-    assert est.classes_.tolist() == [negative, positive]
-    assert est.bound_ == _make(Est, random_state=0).fit(scores, labels).bound_
-    # Swapping which label is larger swaps the positive class: a different problem.
-    flipped = _make(Est, random_state=0).fit(scores, 1 - labels)
-    assert flipped.bound_ != est.bound_
+    message = (
+        f"y_true takes value in {{{shown}}} and pos_label is not specified: either "
+        "make y_true take value in {0, 1} or {-1, 1} or pass pos_label explicitly."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _make(Est, random_state=0).fit(scores, y)
+    est = _make(Est, random_state=0, pos_label=positive).fit(scores, y)
+    reference = _make(Est, random_state=0).fit(scores, labels)
+    assert est.bound_ == reference.bound_
+    assert est.lower_bound_ == reference.lower_bound_
+    assert_allclose(est.predict(scores), reference.predict(scores))
+    assert est.score(scores, y) == reference.score(scores, labels)
+    with pytest.raises(ValueError, match=re.escape(
+        f"pos_label='x' is not a valid label. It should be one of {sorted([negative, positive])}."
+    )):
+        _make(Est, pos_label="x").fit(scores, y)
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_string_labels_pos_is_positive(Est, data):
+def test_pos_label_picks_the_predict_proba_column(Est, data):
+    # predict_proba orders its columns by sorted class: "churn" < "stay", so the
+    # probability of churn is column 0.
     scores, labels = data
-    y = np.array(["neg", "pos"])[labels]
-    est = _make(Est, random_state=0).fit(scores, y)
-    assert_array_equal(est.classes_, ["neg", "pos"])
+    y = np.where(labels == 1, "churn", "stay").astype(object)
+    proba = np.column_stack([scores, 1 - scores])
+    est = _make(Est, random_state=0, pos_label="churn").fit(proba, y)
     reference = _make(Est, random_state=0).fit(scores, labels)
-    assert_allclose(est.predict(scores), reference.predict(scores))
+    assert est.bound_ == reference.bound_
+    assert_allclose(est.predict(proba), reference.predict(scores))
+    assert est.score(proba, y) == reference.score(scores, labels)
 
 
 # --------------------------------------------------------------------------------------

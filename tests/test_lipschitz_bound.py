@@ -22,6 +22,7 @@ from sklearn.model_selection import KFold
 
 from _synthetic import perturbed_problems
 from skcalbound import LipschitzBucketBound, NWCalibrationBound, lipschitz_bucket_bound
+from skcalbound._sech import sech_lipschitz
 
 # The terms_ keys of each guarantee, in the order they add up, and the columns of
 # fold_results_.
@@ -403,7 +404,7 @@ def _uniform_sample(n, seed=0, power=2.0):
     return s, (rng.uniform(size=n) < s**power).astype(int)
 
 
-@pytest.mark.parametrize("h", [2.0**-4, 2.0**-6, 0.3, 3.0])
+@pytest.mark.parametrize("h", [2.0**-4, 2.0**-6, 0.3, 0.5])
 @pytest.mark.parametrize("guarantee", GUARANTEES)
 def test_L_follows_from_h(guarantee, h):
     # L = b1 in both modes (only NW's b2 from h differs between them).
@@ -528,7 +529,7 @@ def test_invalid_parameters_raise_and_do_not_mutate(params, match):
     np.testing.assert_array_equal(y, y_copy)
 
 
-@pytest.mark.parametrize("large", [{"L": 2.0**40}, {"h": 2.0**-41}])
+@pytest.mark.parametrize("large", [{"L": 2.0**40}, {"L": sech_lipschitz(2.0**-41)}])
 def test_largest_lipschitz_constant_gives_the_same_finite_bound(large):
     # Every query is tied with all training scores of its bucket, so g = 1/(2 sqrt(n_b))
     # whatever L: the largest accepted L must give the bound of L = 1 (no inf * 0).
@@ -542,6 +543,9 @@ def test_largest_lipschitz_constant_gives_the_same_finite_bound(large):
         assert_allclose(est.terms_[name], ref.terms_[name], rtol=1e-12, err_msg=name)
     assert est.bound_ == ref.bound_
     assert_allclose(est.score(s, y), ref.score(s, y), rtol=1e-12)
+    # Through h, these tied scores cannot be perturbed ones: rejected.
+    with pytest.raises(ValueError, match="50 of the 100 scores equal 0.25"):
+        LipschitzBucketBound(h=2.0**-41, **params).fit(s, y)
 
 
 @pytest.mark.parametrize(

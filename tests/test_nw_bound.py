@@ -24,6 +24,7 @@ from _synthetic import (
     perturbed_problems,
 )
 from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound
+from skcalbound._sech import sech_derivative_bounds
 from skcalbound._terms import nw_plugin_bandwidth
 
 # The terms_ keys of each guarantee, in the order they add up.
@@ -484,8 +485,12 @@ def test_explicit_split_list_equals_the_kfold_path(guarantee):
     s, y = _uniform_sample(2500)
     s[::50] = 0.5  # ties across folds
     kfold = KFold(5, shuffle=True, random_state=0)
-    a = NWCalibrationBound(h=2.0**-4, guarantee=guarantee, cv=kfold).fit(s, y)
-    b = NWCalibrationBound(h=2.0**-4, guarantee=guarantee, cv=list(kfold.split(s))).fit(s, y)
+    # b1, b2 of h = 2**-4 stated directly: h would reject the ties.
+    b1, b2 = sech_derivative_bounds(2.0**-4, guarantee=guarantee)
+    a = NWCalibrationBound(b1=b1, b2=b2, guarantee=guarantee, cv=kfold).fit(s, y)
+    b = NWCalibrationBound(
+        b1=b1, b2=b2, guarantee=guarantee, cv=list(kfold.split(s))
+    ).fit(s, y)
     assert_allclose(b.bound_, a.bound_, rtol=1e-10)
     assert_allclose(b.lower_bound_, a.lower_bound_, rtol=1e-10)
     for name in TERM_NAMES[guarantee]:

@@ -77,9 +77,11 @@ def test_finite_at_probabilities_rounding_to_one_with_tiny_h():
 def test_predict_proba_input_and_labels_of_any_two_classes():
     proba = np.column_stack((1 - P, P))
     labels = np.where(Y == 1, "spam", "ham")
-    assert perturbed_log_loss(labels, proba, h=0.1) == perturbed_log_loss(Y, P, h=0.1)
-    assert perturbed_brier_score_loss(labels, proba, h=0.1) == perturbed_brier_score_loss(
-        Y, P, h=0.1
+    assert perturbed_log_loss(labels, proba, h=0.1, pos_label="spam") == (
+        perturbed_log_loss(Y, P, h=0.1)
+    )
+    assert perturbed_brier_score_loss(labels, proba, h=0.1, pos_label="spam") == (
+        perturbed_brier_score_loss(Y, P, h=0.1)
     )
 
 

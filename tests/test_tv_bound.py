@@ -304,7 +304,7 @@ def test_score_checks_held_out_labels():
     rng = np.random.default_rng(11)
     s = rng.uniform(size=500)
     y = np.where(rng.uniform(size=500) < s, "pos", "neg")
-    est = TVCalibrationBound(random_state=0).fit(s, y)
+    est = TVCalibrationBound(random_state=0, pos_label="pos").fit(s, y)
     # One class only is fine on held-out data: the classes are known from fit.
     assert est.score(s[:50], np.full(50, "pos")) == est.score(s[:50], y[:50])
     with pytest.raises(ValueError, match=r"labels \['maybe'\] that were not seen in fit"):

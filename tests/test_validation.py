@@ -178,9 +178,8 @@ BAD_DATA = [
     ("zero_columns", np.empty((N, 0)), Y, ValueError,
      r"0 feature\(s\) \(shape=\(50, 0\)\) while a minimum of 1 is required", {}),
     ("three_classes", S, np.arange(N) % 3, ValueError,
-     r"y must contain exactly two classes \(binary labels; the positive class is the "
-     r"larger one\); got 3 classes: \[0, 1, 2\]\. Multiclass targets are not "
-     r"supported\.", {}),
+     r"y must contain exactly two classes \(binary labels\); got 3 classes: "
+     r"\[0, 1, 2\]\. Multiclass targets are not supported\.", {}),
     ("twelve_classes", S, np.arange(N) % 12, ValueError,
      r"got 12 classes: \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\], \.\.\.", {}),
     ("three_string_classes", S, np.array(["a", "b", "c"] * 17)[:N], ValueError,
