@@ -196,11 +196,7 @@ def _labels_01(y, scores, pos_label, call):
             raise
         raise ValueError(message) from exc
     index = _positive_index(classes, pos_label)
-    if y.dtype.kind == "b" and index == 1:
-        labels = y.view(np.uint8)
-    else:
-        labels = (y == classes[index]).view(np.uint8)
-    return labels, classes, index
+    return (y == classes[index]).view(np.uint8), classes, index
 
 
 def check_scores_labels(estimator, X, y, pos_label=None):
