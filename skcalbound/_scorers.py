@@ -5,10 +5,11 @@ on the ``predict_proba`` output of the model being scored; the perturbation scor
 evaluate a :class:`SechPerturbedClassifier` (or any classifier, given ``h``).
 """
 
+import inspect
 from numbers import Real
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import make_scorer, roc_auc_score
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import column_or_1d
 
@@ -27,6 +28,47 @@ _BOUNDS = {
 # The parameters that state the smoothness assumption; without any of them, ``h`` is
 # read from the perturbed classifier being scored.
 _SMOOTHNESS = {"nw": ("h", "b1", "b2"), "lipschitz": ("h", "L"), "tv": ()}
+
+
+# The one place that relies on scikit-learn's private scorer API (checked with
+# scikit-learn 1.9; tests/test_scorers.py counts the calls). No public API shares a
+# prediction between the scorers of a ``scoring`` dict. scikit-learn's
+# ``_MultimetricScorer`` (what ``cross_validate`` and ``GridSearchCV`` make of a dict)
+# does, but only for instances of its private ``_BaseScorer``: when two of them use
+# the same response method, it calls ``scorer._score(method_caller, estimator, X, y)``
+# with a ``method_caller`` that calls ``estimator.predict_proba(X)`` once and hands
+# every scorer the column of ``classes_[1]``. Sharing that call is what makes the
+# AUROC loss and the bounds of a candidate describe the same perturbation
+# (``SechPerturbedClassifier.predict_proba`` draws fresh noise on every call), and it
+# spares a prediction per scorer. The class is reached through the public
+# ``make_scorer`` rather than imported from ``sklearn.metrics._scorer`` (STYLE.md
+# would put such an import in ``_compat.py``). If it ever lacks ``_score`` with that
+# signature, the scorers derive from ``object``: each then calls ``predict_proba``
+# itself, which is slower and draws a perturbation per scorer, each score still
+# correct for its own draw.
+def _sklearn_scorer_base():
+    base = type(make_scorer(roc_auc_score, response_method="predict_proba"))
+    score = getattr(base, "_score", None)
+    if score is None:
+        return object
+    names = list(inspect.signature(score).parameters)
+    if names[:5] != ["self", "method_caller", "estimator", "X", "y_true"]:
+        return object
+    return base
+
+
+_ScorerBase = _sklearn_scorer_base()
+
+
+def _call_without_cache(estimator, response_method, X, pos_label=None):
+    """``method_caller`` of a scorer called directly: the full ``predict_proba``."""
+    return getattr(estimator, response_method)(X)
+
+
+def _scorer_signature(y_true, y_score):
+    """What scikit-learn reads as the scorers' metric (``_score_func``): its
+    parameters say that the scorers take no metadata, such as ``sample_weight``."""
+    raise NotImplementedError  # never called: the scorers override ``_score``
 
 
 def _perturbed_step(estimator):
@@ -49,15 +91,41 @@ def _unperturbed_proba(estimator, X):
     return estimator.predict_proba(X)
 
 
-def _binary_labels(estimator, y_true):
-    """Labels as 0/1 for ``estimator.classes_[1]``, checking the model is binary."""
+def _binary_labels(estimator, y_true, pos_label):
+    """Labels as 0/1 for ``pos_label`` (default ``classes_[1]``) and the index of its
+    column in ``predict_proba``, checking the model is binary and knows the labels."""
     classes = np.asarray(estimator.classes_)
     if classes.shape[0] != 2:
         raise ValueError(
             "Calibration scorers are for binary classifiers; the estimator has "
             f"{classes.shape[0]} classes ({classes.tolist()})."
         )
-    return (column_or_1d(y_true) == classes[1]).astype(np.float64)
+    if pos_label is None:
+        pos_label = classes[1]
+    elif pos_label not in classes.tolist():
+        raise ValueError(
+            f"pos_label={pos_label!r} is not a valid label: it should be one of "
+            f"the estimator's classes_ {classes.tolist()}."
+        )
+    y_true = column_or_1d(y_true)
+    unknown = ~np.isin(y_true, classes)
+    if unknown.any():
+        raise ValueError(
+            f"y_true has labels the estimator does not know: "
+            f"{np.unique(y_true[unknown]).tolist()[:5]}; its classes_ are "
+            f"{classes.tolist()}."
+        )
+    column = int(np.flatnonzero(classes == pos_label)[0])
+    return (y_true == pos_label).astype(np.float64), column
+
+
+def _column(proba, column):
+    """The probabilities of the class in ``column`` of ``predict_proba``, from the
+    full output or from the column of ``classes_[1]`` that scikit-learn shares."""
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.ndim == 2:
+        return proba[:, column]
+    return proba if column == 1 else 1.0 - proba
 
 
 def _no_metadata(scorer, kwargs):
@@ -68,15 +136,52 @@ def _no_metadata(scorer, kwargs):
         )
 
 
-class _BoundScorer:
+class _ProbaScorer(_ScorerBase):
+    """A scorer of ``predict_proba`` that shares it with the other scorers of a
+    ``scoring`` dict (see ``_sklearn_scorer_base``); subclasses define ``_value``."""
+
+    def __init__(self, pos_label):
+        self.pos_label = pos_label
+        # The attributes scikit-learn's scorers read, set without its constructor.
+        self._score_func = _scorer_signature
+        self._sign = 1
+        self._kwargs = {}
+        self._response_method = "predict_proba"
+
+    def __call__(self, estimator, X, y_true, **kwargs):
+        return self._score(_call_without_cache, estimator, X, y_true, **kwargs)
+
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        _no_metadata(self, kwargs)
+        labels, column = _binary_labels(estimator, y_true, self.pos_label)
+
+        def predicted():
+            # Asks for ``classes_[1]``'s column, the one scikit-learn's scorers share.
+            proba = method_caller(estimator, "predict_proba", X, pos_label=None)
+            return _column(proba, column)
+
+        return self._value(estimator, X, labels, column, predicted)
+
+    def _get_pos_label(self):
+        return self.pos_label
+
+    def _accept_sample_weight(self):
+        return False
+
+
+class _BoundScorer(_ProbaScorer):
     """``scorer(estimator, X, y) = -bound`` of the estimator's probabilities on ``X``."""
 
-    def __init__(self, method, params):
+    def __init__(self, method, params, pos_label=None):
+        super().__init__(pos_label)
         self.method = method
         self.params = params
 
     def __repr__(self):
-        args = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        params = self.params
+        if self.pos_label is not None:
+            params = {"pos_label": self.pos_label, **params}
+        args = "".join(f", {k}={v!r}" for k, v in params.items())
         return f"make_bound_scorer({self.method!r}{args})"
 
     def bound_estimator(self, estimator):
@@ -98,33 +203,40 @@ class _BoundScorer:
             params["h"] = perturbed.h
         return _BOUNDS[self.method](**params)
 
-    def __call__(self, estimator, X, y_true, **kwargs):
-        _no_metadata(self, kwargs)
+    def _value(self, estimator, X, labels, column, predicted):
         bound = self.bound_estimator(estimator)
-        labels = _binary_labels(estimator, y_true)
-        scores = estimator.predict_proba(X)[:, 1]
-        return -bound.fit(scores, labels).bound_
+        # Labels already 0/1 for pos_label: the bound's own default positive class.
+        return -bound.fit(predicted(), labels.astype(np.int64)).bound_
 
 
 @validate_params(
-    {"method": [StrOptions(set(_BOUNDS))]},
+    {
+        "method": [StrOptions(set(_BOUNDS))],
+        "pos_label": [Real, str, "boolean", None],
+    },
     prefer_skip_nested_validation=True,
 )
-def make_bound_scorer(method, **params):
+def make_bound_scorer(method, *, pos_label=None, **params):
     """Scorer returning the negated certified bound of a classifier's probabilities.
 
     For ``scoring=`` in :func:`~sklearn.model_selection.cross_validate` and
     :class:`~sklearn.model_selection.GridSearchCV`: on the scoring data ``(X, y)``,
-    fits the bound estimator of ``method`` on ``estimator.predict_proba(X)[:, 1]`` and
-    ``y``, and returns ``-bound_`` (greater is better, like scikit-learn's ``neg_*``
-    scorers). For ``"nw"`` and ``"lipschitz"`` without ``h``, ``b1``/``b2`` or ``L``,
-    the bandwidth ``h`` is read from the scored :class:`SechPerturbedClassifier` (also
-    as the last step of a :class:`~sklearn.pipeline.Pipeline`), so a grid over ``h``
-    scores each candidate under its own assumption. The bound estimator receives that
-    ``h`` and derives ``b1`` and ``b2`` from it in its own ``guarantee`` mode (the
-    sharp ``b2 = tanh(1/h)**2 / (2 h**2)`` for ``"high_probability"``, Corollary 4's
-    three times larger value for ``"paper"``), never from the classifier's ``b1_``
-    and ``b2_``.
+    fits the bound estimator of ``method`` on the probability of ``pos_label`` in
+    ``estimator.predict_proba(X)`` and ``y == pos_label``, and returns ``-bound_``
+    (greater is better, like scikit-learn's ``neg_*`` scorers). For ``"nw"`` and
+    ``"lipschitz"`` without ``h``, ``b1``/``b2`` or ``L``, the bandwidth ``h`` is read
+    from the scored :class:`SechPerturbedClassifier` (also as the last step of a
+    :class:`~sklearn.pipeline.Pipeline`), so a grid over ``h`` scores each candidate
+    under its own assumption. The bound estimator receives that ``h`` and derives
+    ``b1`` and ``b2`` from it in its own ``guarantee`` mode (the sharp
+    ``b2 = tanh(1/h)**2 / (2 h**2)`` for ``"high_probability"``, Corollary 4's three
+    times larger value for ``"paper"``), never from the classifier's ``b1_`` and
+    ``b2_``.
+
+    In a ``scoring`` dict, this scorer and those of :func:`make_perturbation_scorer`
+    share one ``predict_proba`` call per candidate and fold (as scikit-learn's own
+    scorers do): the bound and the AUROC loss of a perturbed classifier are computed
+    on the same perturbation.
 
     Read more in the :ref:`User Guide <choosing_h>`.
 
@@ -133,6 +245,12 @@ def make_bound_scorer(method, **params):
     method : {'nw', 'tv', 'lipschitz'}
         The bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound` or
         :class:`LipschitzBucketBound`.
+
+    pos_label : int, float, bool or str, default=None
+        The positive class, as in scikit-learn's scorers: the bound is on the
+        calibration of the predicted probability of ``pos_label`` (its column among
+        ``estimator.classes_``), against the labels equal to ``pos_label``. ``None``
+        means ``estimator.classes_[1]``.
 
     **params : dict
         Parameters of that estimator (``confidence_level``, ``guarantee``, ``cv``,
@@ -176,45 +294,48 @@ def make_bound_scorer(method, **params):
     estimator._validate_params()
     if any(name in given for name in names):
         estimator._method()  # h against b1/b2/L: exactly one way
-    return _BoundScorer(method, params)
+    return _BoundScorer(method, params, pos_label)
 
 
 _LOSSES = {"log_loss", "brier_score", "auroc_loss"}
 
 
-class _PerturbationScorer:
+class _PerturbationScorer(_ProbaScorer):
     """``scorer(estimator, X, y)`` = minus a cost of the perturbation."""
 
-    def __init__(self, metric, h, random_state):
+    def __init__(self, metric, h, random_state, pos_label=None):
+        super().__init__(pos_label)
         self.metric = metric
         self.h = h
         self.random_state = random_state
 
     def __repr__(self):
+        label = "" if self.pos_label is None else f", pos_label={self.pos_label!r}"
         return (
-            f"make_perturbation_scorer({self.metric!r}, h={self.h!r}, "
+            f"make_perturbation_scorer({self.metric!r}, h={self.h!r}{label}, "
             f"random_state={self.random_state!r})"
         )
 
-    def __call__(self, estimator, X, y_true, **kwargs):
-        _no_metadata(self, kwargs)
-        perturbed = _perturbed_step(estimator)
-        if self.h is None and perturbed is None:
+    def _value(self, estimator, X, labels, column, predicted):
+        step = _perturbed_step(estimator)
+        if self.h is None and step is None:
             raise ValueError(
                 f"make_perturbation_scorer({self.metric!r}) needs h: the scored "
                 "estimator is not a SechPerturbedClassifier nor a Pipeline ending in "
                 f"one; got {type(estimator).__name__}. Pass h to "
                 "make_perturbation_scorer to score the perturbation of any classifier."
             )
-        h = perturbed.h if self.h is None else self.h
-        labels = _binary_labels(estimator, y_true)
-        original = _unperturbed_proba(estimator, X)[:, 1]
+        h = step.h if self.h is None else self.h
+        if step is None:  # not perturbed: the shared prediction is the original
+            original = predicted()
+        else:
+            original = _column(_unperturbed_proba(estimator, X), column)
         if self.metric == "log_loss":
             return -perturbed_log_loss(labels, original, h=h)
         if self.metric == "brier_score":
             return -perturbed_brier_score_loss(labels, original, h=h)
-        if self.h is None:  # the model's own perturbation, a fresh draw
-            scores = estimator.predict_proba(X)[:, 1]
+        if self.h is None:  # the model's own perturbation, shared with other scorers
+            scores = predicted()
         else:
             scores = perturb_scores(original, h, random_state=self.random_state)
         return -(roc_auc_score(labels, original) - roc_auc_score(labels, scores))
@@ -224,11 +345,12 @@ class _PerturbationScorer:
     {
         "metric": [StrOptions(_LOSSES)],
         "h": [Interval(Real, 0, None, closed="neither"), None],
+        "pos_label": [Real, str, "boolean", None],
         "random_state": ["random_state"],
     },
     prefer_skip_nested_validation=True,
 )
-def make_perturbation_scorer(metric, *, h=None, random_state=None):
+def make_perturbation_scorer(metric, *, h=None, pos_label=None, random_state=None):
     """Scorer of what the sech perturbation costs a classifier (greater is better).
 
     On the scoring data, compares the classifier's perturbed probabilities with its
@@ -240,8 +362,10 @@ def make_perturbation_scorer(metric, *, h=None, random_state=None):
       the perturbation (deterministic);
     - ``"brier_score"``: minus :func:`perturbed_brier_score_loss` (deterministic);
     - ``"auroc_loss"``: minus the drop in ROC AUC from the unperturbed to the perturbed
-      probabilities (one fresh perturbation), the quantity the paper bounds when
-      choosing ``h`` (section 7).
+      probabilities (one perturbation), the quantity the paper bounds when choosing
+      ``h`` (section 7). In a ``scoring`` dict, that perturbation is the one
+      :func:`make_bound_scorer`'s scorers bound: all share one ``predict_proba`` call
+      per candidate and fold.
 
     Read more in the :ref:`User Guide <choosing_h>`.
 
@@ -254,6 +378,11 @@ def make_perturbation_scorer(metric, *, h=None, random_state=None):
         Perturbation bandwidth. ``None`` reads it from the scored
         :class:`SechPerturbedClassifier`; given, any probabilistic classifier can be
         scored as if it were perturbed with ``h``.
+
+    pos_label : int, float, bool or str, default=None
+        The positive class, as in scikit-learn's scorers: the probabilities are those
+        of ``pos_label`` (its column among ``estimator.classes_``) and the labels
+        equal to it count as positive. ``None`` means ``estimator.classes_[1]``.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the perturbation drawn for ``"auroc_loss"`` when ``h`` is given (with
@@ -281,7 +410,7 @@ def make_perturbation_scorer(metric, *, h=None, random_state=None):
     >>> round(-scorer(clf, X, y), 4)
     0.07
     """
-    return _PerturbationScorer(metric, h, random_state)
+    return _PerturbationScorer(metric, h, random_state, pos_label)
 
 
 class _LargestH:

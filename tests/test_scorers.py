@@ -1,5 +1,7 @@
 """Scorers for cross_validate / GridSearchCV and the refit rule that chooses h."""
 
+import pickle
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -7,7 +9,7 @@ from sklearn import config_context
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import brier_score_loss, check_scoring, roc_auc_score
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_validate
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -265,24 +267,217 @@ def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data):
     assert by_bound.best_index_ == int(np.argmax(by_bound.cv_results_["mean_test_nw"]))
 
 
-def test_cross_validate_with_several_scorers_equals_a_hand_loop(data):
+def test_cross_validate_with_several_scorers_equals_a_hand_loop_on_one_draw(data):
     X, y, _, _ = data
     scoring = {
         "nw": make_bound_scorer("nw", random_state=0),
         "lipschitz": make_bound_scorer("lipschitz", random_state=0),
         "tv": make_bound_scorer("tv", random_state=0),
         "log_loss": make_perturbation_scorer("log_loss"),
+        "auroc_loss": make_perturbation_scorer("auroc_loss"),
     }
     model = SechPerturbedClassifier(LogisticRegression(), h=2**-4, random_state=0)
     cv = StratifiedKFold(2, shuffle=True, random_state=1)
     result = cross_validate(model, X, y, cv=cv, scoring=scoring)
     for k, (train, test) in enumerate(cv.split(X, y)):
         fitted = clone(model).fit(X[train], y[train])
-        for name, scorer in scoring.items():  # scorers run in the dict's order
-            assert result[f"test_{name}"][k] == scorer(fitted, X[test], y[test]), name
+        # Every scorer of the dict sees the same (first) perturbation of the fold.
+        drawn = fitted.predict_proba(X[test])
+        original = fitted.estimator_.predict_proba(X[test])[:, 1]
+        bounds = {
+            "nw": NWCalibrationBound(h=2**-4, random_state=0),
+            "lipschitz": LipschitzBucketBound(h=2**-4, random_state=0),
+            "tv": TVCalibrationBound(random_state=0),
+        }
+        expected = {
+            **{name: -b.fit(drawn, y[test]).bound_ for name, b in bounds.items()},
+            "log_loss": -perturbed_log_loss(y[test], original, h=2**-4),
+            "auroc_loss": -(
+                roc_auc_score(y[test], original) - roc_auc_score(y[test], drawn[:, 1])
+            ),
+        }
+        for name, value in expected.items():
+            assert result[f"test_{name}"][k] == value, name
     # The NW bound is the tightest here, and every bound is above the plug-in level.
     assert np.all(result["test_nw"] > result["test_lipschitz"])
     assert np.all(result["test_nw"] > result["test_tv"])
+
+
+class _CountingLogisticRegression(LogisticRegression):
+    """Records the number of rows of every ``predict_proba`` call (clones share it)."""
+
+    calls = []
+
+    def predict_proba(self, X):
+        type(self).calls.append(len(X))
+        return super().predict_proba(X)
+
+
+class _CountingPerturbed(SechPerturbedClassifier):
+    """Records the number of rows of every ``predict_proba`` call (clones share it)."""
+
+    calls = []
+
+    def predict_proba(self, X):
+        type(self).calls.append(len(X))
+        return super().predict_proba(X)
+
+
+def _counted_search(X, y, scoring):
+    _CountingLogisticRegression.calls.clear()
+    _CountingPerturbed.calls.clear()
+    GridSearchCV(
+        _CountingPerturbed(_CountingLogisticRegression(), random_state=0),
+        {"h": [2.0**-k for k in range(2, 11)]},
+        scoring=scoring,
+        refit=largest_h_within_tolerance(0.001),
+        cv=StratifiedKFold(3, shuffle=True, random_state=0),
+    ).fit(X, y)
+    return list(_CountingPerturbed.calls), list(_CountingLogisticRegression.calls)
+
+
+def test_grid_search_scorers_share_one_prediction_per_candidate_and_fold(data):
+    X, y, _, _ = data
+    scoring = {
+        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "nw": make_bound_scorer("nw", random_state=0),
+    }
+    perturbed, inner = _counted_search(X, y, scoring)
+    folds = [len(test) for _, test in StratifiedKFold(3).split(X, y)]  # 1000 each
+    # 9 candidates x 3 folds: one perturbed prediction of each test fold, shared by
+    # both scorers; the inner model predicts once inside it and once for the AUROC
+    # loss's unperturbed probabilities. The refit predicts nothing.
+    assert sorted(perturbed) == sorted(folds * 9)
+    assert len(perturbed) == 27
+    assert sorted(inner) == sorted(folds * 18)
+    # The same scorers as plain callables are not shared: each draws its own.
+    unshared = {name: (lambda s: lambda *a: s(*a))(s) for name, s in scoring.items()}
+    perturbed, inner = _counted_search(X, y, unshared)
+    assert len(perturbed) == 54 and len(inner) == 81
+
+
+def test_scorers_share_the_prediction_with_sklearn_scorers(data):
+    model, clf = _fitted(data)
+    _, _, X, y = data
+    scoring = {
+        "roc_auc": "roc_auc",
+        "nw": make_bound_scorer("nw", random_state=0),
+        "neg_brier_score": "neg_brier_score",
+        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+    }
+    state = clf.random_state_.get_state()
+    scores = check_scoring(model, scoring=scoring)(model, X, y)
+    after = model.predict_proba(X)[:, 1]
+    clf.random_state_.set_state(state)
+    drawn = model.predict_proba(X)[:, 1]
+    # One draw for all four: the next one is the generator's second.
+    assert_array_equal(after, model.predict_proba(X)[:, 1])
+    assert scores["roc_auc"] == roc_auc_score(y, drawn)
+    assert scores["neg_brier_score"] == -brier_score_loss(y, drawn)
+    nw = NWCalibrationBound(h=2**-4, random_state=0).fit(drawn, y)
+    assert scores["nw"] == -nw.bound_
+    original = clf.estimator_.predict_proba(X)[:, 1]
+    assert scores["auroc_loss"] == -(roc_auc_score(y, original) - scores["roc_auc"])
+
+
+def test_scorers_fall_back_to_plain_callables_without_sklearn_scorer_api(monkeypatch):
+    from skcalbound import _scorers
+
+    class Renamed:
+        def _score(self, caller, estimator, X, y_true, **kwargs):  # another signature
+            pass
+
+    monkeypatch.setattr(_scorers, "make_scorer", lambda *a, **k: Renamed())
+    assert _scorers._sklearn_scorer_base() is object
+    monkeypatch.setattr(_scorers, "make_scorer", lambda *a, **k: object())
+    assert _scorers._sklearn_scorer_base() is object
+    monkeypatch.undo()
+    assert _scorers._sklearn_scorer_base().__name__ == "_Scorer"
+
+
+@pytest.mark.parametrize("pipeline", [False, True], ids=["classifier", "pipeline"])
+def test_pos_label_scores_the_probability_of_that_class(data, pipeline):
+    X_fit, y_fit, X, y = data
+    names = np.array(["churn", "stay"])  # classes_ sorted: "churn" is classes_[0]
+    clf = SechPerturbedClassifier(LogisticRegression(), h=2**-4, random_state=0)
+    model = make_pipeline(StandardScaler(), clf) if pipeline else clf
+    model.fit(X_fit, names[y_fit])
+    scoring = {
+        "nw": make_bound_scorer("nw", pos_label="churn", random_state=0),
+        "tv": make_bound_scorer("tv", pos_label="churn", random_state=0),
+        "auroc_loss": make_perturbation_scorer("auroc_loss", pos_label="churn"),
+        "log_loss": make_perturbation_scorer("log_loss", pos_label="churn"),
+        "roc_auc": "roc_auc",  # scikit-learn's, for classes_[1] = "stay"
+    }
+    state = clf.random_state_.get_state()
+    scores = check_scoring(model, scoring=scoring)(model, X, names[y])
+    clf.random_state_.set_state(state)
+    drawn = model.predict_proba(X)
+    inner = model[:-1].transform(X) if pipeline else X
+    original = clf.estimator_.predict_proba(inner)
+    # Relabelled churn -> 1, stay -> 0, with the probability column of churn.
+    churn = (names[y] == "churn").astype(int)
+    assert scores["nw"] == -NWCalibrationBound(h=2**-4, random_state=0).fit(
+        drawn[:, 0], churn
+    ).bound_
+    tv = TVCalibrationBound(random_state=0).fit(drawn[:, 0], churn)
+    assert scores["tv"] == -tv.bound_
+    assert scores["auroc_loss"] == -(
+        roc_auc_score(churn, original[:, 0]) - roc_auc_score(churn, drawn[:, 0])
+    )
+    assert scores["log_loss"] == -perturbed_log_loss(churn, original[:, 0], h=2**-4)
+    assert scores["roc_auc"] == roc_auc_score(names[y], drawn[:, 1])
+    # The default, classes_[1] = "stay", is another number.
+    clf.random_state_.set_state(state)
+    default = make_bound_scorer("tv", random_state=0)(model, X, names[y])
+    stay = TVCalibrationBound(random_state=0).fit(drawn[:, 1], 1 - churn)
+    assert default == -stay.bound_
+    assert default != scores["tv"]
+
+
+def test_pos_label_on_a_plain_classifier_and_its_errors(data):
+    X_fit, y_fit, X, y = data
+    model = LogisticRegression().fit(X_fit, y_fit)
+    proba = model.predict_proba(X)
+    value = make_bound_scorer("tv", pos_label=0, random_state=0)(model, X, y)
+    assert value == -TVCalibrationBound(random_state=0).fit(proba[:, 0], 1 - y).bound_
+    scorer = make_perturbation_scorer(
+        "auroc_loss", h=2**-3, pos_label=0, random_state=5
+    )
+    drawn = perturb_scores(proba[:, 0], 2**-3, random_state=5)
+    assert scorer(model, X, y) == -(
+        roc_auc_score(1 - y, proba[:, 0]) - roc_auc_score(1 - y, drawn)
+    )
+    with pytest.raises(ValueError, match=r"pos_label='churn' is not a valid label: it "
+                       r"should be one of the estimator's classes_ \[0, 1\]"):
+        make_bound_scorer("tv", pos_label="churn")(model, X, y)
+    with pytest.raises(ValueError, match=r"y_true has labels the estimator does not "
+                       r"know: \[2\]; its classes_ are \[0, 1\]"):
+        make_bound_scorer("tv")(model, X, np.where(y == 1, 2, y))
+    with pytest.raises(InvalidParameterError, match="'pos_label' parameter"):
+        make_bound_scorer("tv", pos_label=[1])
+    with pytest.raises(InvalidParameterError, match="'pos_label' parameter"):
+        make_perturbation_scorer("auroc_loss", pos_label=[1])
+
+
+def test_scorer_reprs_and_pickling():
+    cases = {
+        make_bound_scorer("nw", random_state=0): (
+            "make_bound_scorer('nw', random_state=0)"
+        ),
+        make_bound_scorer("tv", pos_label="churn", V=1.0): (
+            "make_bound_scorer('tv', pos_label='churn', V=1.0)"
+        ),
+        make_perturbation_scorer("auroc_loss"): (
+            "make_perturbation_scorer('auroc_loss', h=None, random_state=None)"
+        ),
+        make_perturbation_scorer("log_loss", h=0.25, pos_label=0, random_state=3): (
+            "make_perturbation_scorer('log_loss', h=0.25, pos_label=0, random_state=3)"
+        ),
+    }
+    for scorer, text in cases.items():
+        assert repr(scorer) == text
+        assert repr(pickle.loads(pickle.dumps(scorer))) == text
 
 
 def test_grid_search_routes_sample_weight_to_the_inner_estimator(data):
