@@ -14,10 +14,16 @@ from sklearn.utils._param_validation import (
     validate_params,
 )
 
+try:  # the scorer class whose instances share predictions (see ``_scorers``)
+    from sklearn.metrics._scorer import _Scorer
+except ImportError:  # pragma: no cover - the scorers then work without sharing
+    _Scorer = None
+
 __all__ = [
     "HasMethods",
     "Interval",
     "StrOptions",
+    "_Scorer",
     "_fit_context",
     "_routing_enabled",
     "available_if",

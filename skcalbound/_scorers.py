@@ -9,11 +9,11 @@ import inspect
 from numbers import Real
 
 import numpy as np
-from sklearn.metrics import make_scorer, roc_auc_score
+from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import column_or_1d
 
-from ._compat import Interval, StrOptions, validate_params
+from ._compat import Interval, StrOptions, _Scorer, validate_params
 from ._lipschitz_bound import LipschitzBucketBound
 from ._nw_bound import NWCalibrationBound
 from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
@@ -40,21 +40,19 @@ _SMOOTHNESS = {"nw": ("h", "b1", "b2"), "lipschitz": ("h", "L"), "tv": ()}
 # every scorer the column of ``classes_[1]``. Sharing that call is what makes the
 # AUROC loss and the bounds of a candidate describe the same perturbation
 # (``SechPerturbedClassifier.predict_proba`` draws fresh noise on every call), and it
-# spares a prediction per scorer. The class is reached through the public
-# ``make_scorer`` rather than imported from ``sklearn.metrics._scorer`` (STYLE.md
-# would put such an import in ``_compat.py``). If it ever lacks ``_score`` with that
-# signature, the scorers derive from ``object``: each then calls ``predict_proba``
-# itself, which is slower and draws a perturbation per scorer, each score still
-# correct for its own draw.
+# spares a prediction per scorer. The class comes from ``_compat._Scorer``
+# (``make_scorer``'s class). If it is gone or its ``_score`` has another signature,
+# the scorers derive from ``object``: each then calls ``predict_proba`` itself, which
+# is slower and draws a perturbation per scorer, each score still correct for its own
+# draw.
 def _sklearn_scorer_base():
-    base = type(make_scorer(roc_auc_score, response_method="predict_proba"))
-    score = getattr(base, "_score", None)
+    score = getattr(_Scorer, "_score", None)
     if score is None:
         return object
     names = list(inspect.signature(score).parameters)
     if names[:5] != ["self", "method_caller", "estimator", "X", "y_true"]:
         return object
-    return base
+    return _Scorer
 
 
 _ScorerBase = _sklearn_scorer_base()

@@ -387,9 +387,9 @@ def test_scorers_fall_back_to_plain_callables_without_sklearn_scorer_api(monkeyp
         def _score(self, caller, estimator, X, y_true, **kwargs):  # another signature
             pass
 
-    monkeypatch.setattr(_scorers, "make_scorer", lambda *a, **k: Renamed())
+    monkeypatch.setattr(_scorers, "_Scorer", Renamed)
     assert _scorers._sklearn_scorer_base() is object
-    monkeypatch.setattr(_scorers, "make_scorer", lambda *a, **k: object())
+    monkeypatch.setattr(_scorers, "_Scorer", None)  # gone from scikit-learn
     assert _scorers._sklearn_scorer_base() is object
     monkeypatch.undo()
     assert _scorers._sklearn_scorer_base().__name__ == "_Scorer"
