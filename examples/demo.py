@@ -126,17 +126,55 @@ def _plot(curves, y, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     from skcalbound import CalibrationBoundDisplay
 
-    fig, (ax_raw, ax_nw) = plt.subplots(1, 2, figsize=(14, 7), sharey=True)
-    for name, (scores, perturbed, tv, nw) in curves.items():
-        CalibrationBoundDisplay.from_bound(tv, scores, ax=ax_raw, name=name, show_hist=False)
-        CalibrationBoundDisplay.from_bound(nw, perturbed, ax=ax_nw, name=name, show_hist=False)
-    ax_raw.set_title("raw scores: TV surrogate and bound")
-    ax_nw.set_title(f"perturbed, h=2^{np.log2(H):.0f}: NW surrogate, Lemma 6 band and bound")
+    # One column per classifier: the TV surrogate of its raw scores above, the NW
+    # surrogate of its perturbed scores (with the Lemma 6 band) below. Each panel's
+    # legend is its certified interval; what the lines and shades are is said once,
+    # under the figure.
+    fig, axes = plt.subplots(
+        2, len(curves), figsize=(5 * len(curves), 11), sharex=True, sharey=True,
+        layout="constrained",
+    )
+    exponent = f"{np.log2(H):.0f}"
+    for k, (name, (scores, perturbed, tv, nw)) in enumerate(curves.items()):
+        panels = [
+            (axes[0, k], tv, scores, f"{name}\nraw scores: TV bound"),
+            (axes[1, k], nw, perturbed, f"perturbed, $h = 2^{{{exponent}}}$: NW bound"),
+        ]
+        for ax, bound, s, title in panels:
+            disp = CalibrationBoundDisplay.from_bound(bound, s, ax=ax, color=f"C{k}")
+            handle = disp.line_ if disp.band_ is None else (disp.band_, disp.line_)
+            interval = (
+                f"certified CE $\\in$ [{disp.lower_bound:.3f}, {disp.bound:.3f}] (95%)"
+            )
+            ax.legend([handle], [interval], loc="upper left", fontsize="medium")
+            ax.set_title(title)
+            ax.label_outer()
+    fig.legend(
+        [
+            Line2D([], [], color="black", linestyle=":", linewidth=1.0),
+            Line2D([], [], color="0.2", linewidth=1.5),
+            (Patch(facecolor="0.2", alpha=0.2, linewidth=0),
+             Line2D([], [], color="0.2", linewidth=1.5)),
+            Patch(facecolor="0.5", alpha=0.35, linewidth=0),
+        ],
+        [
+            "perfectly calibrated",
+            "surrogate $\\hat\\eta$ of $E[y \\mid s]$ fitted by the bound\n(TV: a step "
+            "function; NW: a kernel smoother, drawn every 2 bandwidths)",
+            "shaded, in the curve's colour: $\\hat\\eta \\pm \\tilde g$, Lemma 6's "
+            "bound on the\nexpected error of $\\hat\\eta$ at each score (not a "
+            "confidence band)",
+            "scores (histogram, scaled)",
+        ],
+        loc="outside lower center", ncols=2, fontsize="medium", frameon=False,
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    fig.savefig(path, dpi=100)
     print(f"\nReliability plot written to {path}")
 
 

@@ -5,7 +5,8 @@ Reliability curves with a certified bound
 
 :class:`~skcalbound.CalibrationBoundDisplay` draws the surrogate calibration function
 that a bound estimator fits, the diagonal of perfect calibration, a histogram of the
-scores and, in the legend, the certified upper bound on the calibration error.
+scores (grey) and, in the legend under the axes, the certified interval for the
+calibration error.
 
 We train two scikit-learn classifiers on generated data and look at their
 calibration on held-out data twice: on the raw probabilities with the TV bound
@@ -47,7 +48,7 @@ import matplotlib.pyplot as plt
 
 from skcalbound import CalibrationBoundDisplay, binned_ece
 
-fig, axes = plt.subplots(1, 2, figsize=(12, 6), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(12, 7), sharey=True, layout="constrained")
 for ax, (name, clf) in zip(axes, classifiers.items()):
     disp = CalibrationBoundDisplay.from_estimator(
         clf, X_test, y_test, bound="tv", bound_params={"random_state": 0}, ax=ax
@@ -56,7 +57,6 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
     ax.set_title(f"{name}: 15-bin ECE {binned_ece(y_test, p):.3f} (not a bound)")
     print(f"{name:>18}: TV bound {disp.bound:.3f}, "
           f"plug-in estimate {disp.estimator_.estimate_:.3f}")
-plt.tight_layout()
 
 # %%
 # Perturbed probabilities: the NW bound and its band
@@ -75,7 +75,7 @@ from sklearn.metrics import roc_auc_score
 from skcalbound import perturb_scores
 
 h = 2**-6
-fig, axes = plt.subplots(1, 2, figsize=(12, 6), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(12, 7), sharey=True, layout="constrained")
 for ax, (name, clf) in zip(axes, classifiers.items()):
     p = clf.predict_proba(X_test)[:, 1]
     s = perturb_scores(p, h, random_state=0)
@@ -87,22 +87,23 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
                  f"{roc_auc_score(y_test, s):.4f}")
     terms = {k: round(v, 4) for k, v in disp.estimator_.terms_.items()}
     print(f"{name:>18}: NW bound {disp.bound:.3f} = sum of {terms}")
-plt.tight_layout()
 
 # %%
 # An already fitted bound
 # -----------------------
-# ``from_bound`` draws a bound estimator you fitted yourself; several displays can
-# share one axes. Here the Lipschitz bucketing baseline next to the NW bound on the
-# same perturbed scores of the logistic regression.
+# ``from_bound`` draws a bound estimator you fitted yourself. Here the Lipschitz
+# bucketing baseline next to the NW bound on the same perturbed scores of the
+# logistic regression: the bucket means are a noisier surrogate than the kernel
+# smoother, and the Lipschitz interval is wider. (Several displays can also share
+# one axes; side by side, their curves and bands do not hide one another.)
 from skcalbound import LipschitzBucketBound, NWCalibrationBound
 
 s = perturb_scores(classifiers["LogisticRegression"].predict_proba(X_test)[:, 1], h,
                    random_state=0)
 nw = NWCalibrationBound(h=h, random_state=0).fit(s, y_test)
 lip = LipschitzBucketBound(h=h, random_state=0).fit(s, y_test)
-fig, ax = plt.subplots(figsize=(7, 7))
-CalibrationBoundDisplay.from_bound(lip, s, ax=ax, show_hist=False)
-CalibrationBoundDisplay.from_bound(nw, s, ax=ax)
+fig, axes = plt.subplots(1, 2, figsize=(12, 7), sharey=True, layout="constrained")
+CalibrationBoundDisplay.from_bound(lip, s, ax=axes[0], name="LogisticRegression")
+CalibrationBoundDisplay.from_bound(nw, s, ax=axes[1], name="LogisticRegression")
 print(f"Lipschitz bucketing bound {lip.bound_:.3f}, NW bound {nw.bound_:.3f}")
 plt.show()

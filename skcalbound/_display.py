@@ -8,13 +8,16 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.utils.validation import check_is_fitted
+from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ._lipschitz_bound import LipschitzBucketBound
 from ._nw_bound import NWCalibrationBound
 from ._scorers import _SMOOTHNESS, _perturbed_step
+from ._sech_perturbed import SechPerturbedClassifier
 from ._tv_bound import TVCalibrationBound
-from ._validation import check_probabilities
+from ._validation import check_prob_labels, check_probabilities
 
 _METHOD_NAMES = {"tv": "TV", "nw": "NW", "lipschitz": "Lipschitz bucketing"}
 _BOUND_CLASSES = {
@@ -54,6 +57,62 @@ def _make_bound(bound, bound_params):
     return clone(bound).set_params(**(bound_params or {}))
 
 
+def _bound_for_01_labels(bound, bound_params, pos_label):
+    """``(unfitted bound, pos_label)``: the bound is fitted on labels already
+    converted to 0/1, so a ``pos_label`` it states becomes the display's (the two
+    must agree) and the bound's own is reset to None."""
+    estimator = _make_bound(bound, bound_params)
+    stated = estimator.get_params().get("pos_label")
+    if stated is not None:
+        if pos_label is not None and pos_label != stated:
+            raise ValueError(
+                f"pos_label={pos_label!r} and the bound's pos_label={stated!r} "
+                "disagree; give it once."
+            )
+        pos_label = stated
+        estimator.set_params(pos_label=None)
+    return estimator, pos_label
+
+
+def _model_name(estimator):
+    """The class name of the model behind wrappers: the last step of a
+    ``Pipeline``, the model a :class:`SechPerturbedClassifier` perturbs, the model
+    in a ``FrozenEstimator``."""
+    while True:
+        if isinstance(estimator, Pipeline):
+            estimator = estimator.steps[-1][1]
+        elif isinstance(estimator, SechPerturbedClassifier):
+            estimator = getattr(estimator, "estimator_", estimator.estimator)
+        elif isinstance(estimator, FrozenEstimator):
+            estimator = estimator.estimator
+        else:
+            return type(estimator).__name__
+
+
+def _positive_column(estimator, y, pos_label):
+    """``(labels as 0/1, column of pos_label in predict_proba)`` for a fitted binary
+    classifier: ``pos_label`` defaults to ``classes_[1]``, as in scikit-learn's
+    ``CalibrationDisplay.from_estimator``."""
+    classes = np.asarray(estimator.classes_)
+    if pos_label is None:
+        pos_label = classes[1]
+    elif pos_label not in classes.tolist():
+        raise ValueError(
+            f"pos_label={pos_label!r} is not a valid label: it should be one of the "
+            f"estimator's classes_ {classes.tolist()}."
+        )
+    y = column_or_1d(y)
+    unknown = ~np.isin(y, classes)
+    if unknown.any():
+        raise ValueError(
+            f"y has labels the estimator does not know: "
+            f"{np.unique(y[unknown]).tolist()[:5]}; its classes_ are "
+            f"{classes.tolist()}."
+        )
+    column = int(np.flatnonzero(classes == pos_label)[0])
+    return (y == pos_label).astype(np.float64), column
+
+
 def _with_perturbation_h(estimator, bound, bound_params):
     """``bound_params`` with the ``h`` of a perturbed classifier, when the bound needs
     a smoothness assumption that neither ``bound`` nor ``bound_params`` states."""
@@ -70,8 +129,97 @@ def _with_perturbation_h(estimator, bound, bound_params):
 
 
 def _check_n_grid(n_grid):
+    if n_grid is None:
+        return
     if not isinstance(n_grid, Integral) or isinstance(n_grid, bool) or n_grid < 2:
-        raise ValueError(f"n_grid must be an int >= 2; got {n_grid!r}.")
+        raise ValueError(f"n_grid must be an int >= 2 or None; got {n_grid!r}.")
+
+
+# The default number of points of the drawn curve.
+_N_GRID = 512
+# The NW surrogate is a kernel smoother: predict(s) averages the labels of the
+# training scores within bandwidth_ of s. The bandwidth that minimises the certified
+# bound is small (0.003 for the 300,000 perturbed scores of examples/demo.py), so each
+# average holds a few thousand labels and predict moves by a few hundredths between
+# scores 1/512 apart: the fitted surrogate is that noisy at that scale, and drawing it
+# every 1/512 draws every wiggle of the noise (the jagged curves of issue 14). By
+# default it is drawn every 2 * bandwidth_ (the kernel's support), at least 64 and at
+# most 512 points: consecutive points average disjoint sets of training scores, one
+# point per feature the smoother resolves. Each point is still exactly predict (no
+# other smoothing); what remains jagged is the surrogate's own noise, and the band
+# around it says how large its error can be.
+_MIN_NW_GRID = 64
+
+
+def _default_n_grid(estimator, method, low, high):
+    if method != "nw":
+        return _N_GRID
+    support = 2.0 * float(estimator.bandwidth_)
+    return int(np.clip(np.ceil((high - low) / support) + 1, _MIN_NW_GRID, _N_GRID))
+
+
+# The label of the (hidden) container that pairs a display's curve with its band, so
+# that the legend draws them as one entry; the rest of the label is the band's note.
+_PAIR = "_skcalbound curve and band:"
+_HIST_COLOR = "0.5"
+
+
+def _band_note(method):
+    form = " (published form)" if method == "nw" else ""
+    return (
+        f"shaded: $\\hat\\eta \\pm \\tilde g$, Lemma 6{form}: a bound on the expected "
+        "error\nof $\\hat\\eta$ at each score (not a confidence band)"
+    )
+
+
+def _legend_entries(ax):
+    """``(handles, labels)`` of the axes: the curves (each drawn over its band),
+    then the other labelled artists (histograms), then one note per kind of band."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    bands, notes = {}, []
+    for container in ax.containers:
+        label = container.get_label() or ""
+        if label.startswith(_PAIR):
+            line, band = container
+            bands[id(line)] = band
+            if label[len(_PAIR):] not in notes:
+                notes.append(label[len(_PAIR):])
+    curves, others = [], []
+    for handle, label in zip(*ax.get_legend_handles_labels()):
+        if id(handle) in bands:
+            curves.append(((bands[id(handle)], handle), label))
+        elif isinstance(handle, Line2D):
+            curves.append((handle, label))
+        else:
+            others.append((handle, label))
+    shade = [(Patch(facecolor="0.45", alpha=0.25, linewidth=0), note) for note in notes]
+    entries = curves + others + shade
+    return [h for h, _ in entries], [label for _, label in entries]
+
+
+def _legend_below(ax):
+    """The legend under the axes, below the tick labels and the x label, so that it
+    covers no data; its offset is in points, so it stays below them when the figure
+    is resized or laid out again."""
+    from matplotlib.transforms import offset_copy
+
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    figure = ax.figure
+    get_renderer = getattr(figure.canvas, "get_renderer", None)
+    if get_renderer is not None:
+        below = ax.bbox.y0 - ax.get_tightbbox(get_renderer()).y0  # pixels
+        offset = below * 72.0 / figure.dpi + 4.0
+    else:  # backends without a renderer at hand: tick labels and x label of 10 pt
+        offset = 40.0
+    handles, labels = _legend_entries(ax)
+    return ax.legend(
+        handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+        bbox_transform=offset_copy(ax.transAxes, fig=figure, y=-offset, units="points"),
+        fontsize="small", frameon=False, borderaxespad=0.0,
+    )
 
 
 def _smoothing_band(estimator, method, grid):
@@ -140,6 +288,11 @@ class CalibrationBoundDisplay:
     With ``guarantee="paper"`` the NW and Lipschitz bounds are the published form,
     which holds in expectation over the training labels only; the legend says so
     instead of "certified".
+
+    So that the figure reads at a glance, the legend sits under the axes (it covers
+    no data), the curve is drawn over its band in one colour, the histogram is
+    neutral grey, and the NW surrogate is drawn at one point per kernel support
+    (see ``n_grid`` in :meth:`from_bound`).
 
     The band is **not** a confidence band: :math:`\\tilde g(s) = \\min(g_T(s), 1)`
     bounds the *expected* error :math:`E|\\hat\\eta(s) - \\eta(s)|` of the surrogate
@@ -301,12 +454,23 @@ class CalibrationBoundDisplay:
         -------
         display : CalibrationBoundDisplay
             The display, with the artists stored as attributes.
+
+        Notes
+        -----
+        The legend is placed under the axes, below the tick labels and the x label,
+        and lists every display drawn on the axes; each curve's entry is drawn over
+        its band, and what the band means is said once. A figure made by the display
+        uses ``layout="constrained"``, which keeps the legend inside it; on axes of
+        your own, use a figure with ``layout="constrained"`` too, or save with
+        ``bbox_inches="tight"``.
         """
         check_matplotlib_support(f"{type(self).__name__}.plot")
         import matplotlib.pyplot as plt
+        from matplotlib.container import Container
 
         if ax is None:
-            _, ax = plt.subplots()
+            # Constrained layout keeps the legend under the axes inside the figure.
+            _, ax = plt.subplots(figsize=(6.4, 6.4), layout="constrained")
         self.ax_, self.figure_ = ax, ax.figure
         name = self.estimator_name if name is None else name
         method = _METHOD_NAMES.get(self.method, str(self.method))
@@ -314,11 +478,14 @@ class CalibrationBoundDisplay:
         ref_label = "Perfectly calibrated"
         self.ref_line_ = None
         if ref_line and ref_label not in ax.get_legend_handles_labels()[1]:
-            (self.ref_line_,) = ax.plot([0, 1], [0, 1], "k:", label=ref_label)
+            (self.ref_line_,) = ax.plot(
+                [0, 1], [0, 1], color="black", linestyle=":", linewidth=1.0,
+                label=ref_label,
+            )
 
         prefix = f"{name}: " if name else ""
         label = f"{prefix}{method} surrogate $\\hat\\eta$; {_bound_text(self)}"
-        line_kwargs = {"label": label, "zorder": 3}
+        line_kwargs = {"label": label, "zorder": 3, "linewidth": 1.5}
         if self.method == "tv":
             line_kwargs["drawstyle"] = "steps-post"  # a right-continuous step function
         line_kwargs.update(kwargs)
@@ -328,22 +495,23 @@ class CalibrationBoundDisplay:
         if show_band and self.band is not None:
             lower = np.clip(self.surrogate - self.band, 0.0, 1.0)
             upper = np.clip(self.surrogate + self.band, 0.0, 1.0)
-            form = " (published form)" if self.method == "nw" else ""
+            # The band in the curve's colour, light: it belongs to the curve.
             self.band_ = ax.fill_between(
                 self.grid, lower, upper, color=self.line_.get_color(), alpha=0.2,
                 linewidth=0, zorder=2,
-                label=(
-                    f"{prefix}$\\hat\\eta \\pm \\tilde g$: Lemma 6{form} bound on the "
-                    "expected error\nof $\\hat\\eta$ at each score (not a confidence band)"
-                ),
             )
+            # Hidden from the legend; the legend draws the curve over its band.
+            ax.add_container(Container(
+                (self.line_, self.band_), label=_PAIR + _band_note(self.method)
+            ))
 
         self.hist_ = None
         if show_hist and self.y_prob is not None:
             counts, edges = np.histogram(self.y_prob, bins=50, range=(0.0, 1.0))
             heights = 0.2 * counts / max(int(counts.max()), 1)
+            # Neutral grey: the histogram is context, not a curve or a band.
             self.hist_ = ax.stairs(
-                heights, edges, fill=True, color=self.line_.get_color(), alpha=0.15,
+                heights, edges, fill=True, color=_HIST_COLOR, alpha=0.35, linewidth=0,
                 zorder=1, label=f"{prefix}scores (histogram, scaled)",
             )
 
@@ -353,17 +521,18 @@ class CalibrationBoundDisplay:
             xlabel="Predicted probability $s$",
             ylabel="$E[y \\mid s]$ (surrogate $\\hat\\eta$)",
         )
-        ax.legend(loc="upper left", fontsize="small")
+        _legend_below(ax)
         return self
 
     @classmethod
     def from_estimator(cls, estimator, X, y, *, bound="tv", bound_params=None,
-                       n_grid=512, name=None, ax=None, ref_line=True, show_band=True,
-                       show_hist=True, **kwargs):
+                       pos_label=None, n_grid=None, name=None, ax=None, ref_line=True,
+                       show_band=True, show_hist=True, **kwargs):
         """Fit a bound on a classifier's predicted probabilities and plot it.
 
-        The bound estimator is fitted on ``estimator.predict_proba(X)[:, 1]`` (the
-        probability of ``estimator.classes_[1]``) and ``y``.
+        The bound estimator is fitted on ``estimator.predict_proba(X)[:, k]``, the
+        probability of ``pos_label = estimator.classes_[k]`` (by default
+        ``classes_[1]``), and on the labels ``y == pos_label``.
 
         Parameters
         ----------
@@ -378,7 +547,7 @@ class CalibrationBoundDisplay:
             Input values, independent of the data the classifier was trained on.
 
         y : array-like of shape (n_samples,)
-            Binary labels; the positive class is the larger label.
+            Labels, among ``estimator.classes_``.
 
         bound : {'tv', 'nw', 'lipschitz'} or bound estimator, default='tv'
             The bound to compute: a name (the estimator is built with
@@ -390,13 +559,23 @@ class CalibrationBoundDisplay:
             Parameters of the bound estimator, e.g. ``{"h": 2**-6,
             "random_state": 0}`` for ``bound='nw'``.
 
-        n_grid : int, default=512
+        pos_label : int, float, bool or str, default=None
+            The positive class, as in scikit-learn's ``CalibrationDisplay``: the
+            bound is fitted on the ``predict_proba`` column of ``pos_label`` in
+            ``estimator.classes_`` and on the labels ``y == pos_label`` (as 0/1).
+            None means ``estimator.classes_[1]``.
+
+        n_grid : int, default=None
             Number of scores, evenly spaced between the smallest and the largest
-            score, at which the surrogate and the band are drawn.
+            score, at which the surrogate and the band are drawn. None draws 512,
+            except for NW: one point per kernel support ``2 * bandwidth_`` (64 to
+            512 points), so that consecutive points average disjoint sets of
+            training scores; each point is exactly ``predict``.
 
         name : str, default=None
-            Name of the classifier in the legend; the class name of ``estimator`` if
-            None.
+            Name of the classifier in the legend. If None, the class name of the
+            model: of the last step of a pipeline, of the model inside a
+            :class:`~skcalbound.SechPerturbedClassifier` or a ``FrozenEstimator``.
 
         ax : matplotlib Axes, default=None
             Axes to plot on. If None, a new figure and axes are created.
@@ -445,6 +624,7 @@ class CalibrationBoundDisplay:
                 "estimator must be a fitted binary classifier with a predict_proba "
                 f"method; {type(estimator).__name__} has none."
             )
+        _check_n_grid(n_grid)
         proba = np.asarray(estimator.predict_proba(X))
         if proba.ndim != 2 or proba.shape[1] != 2:
             raise ValueError(
@@ -452,28 +632,32 @@ class CalibrationBoundDisplay:
                 f"columns; got an array of shape {proba.shape}."
             )
         if name is None:
-            name = type(estimator).__name__
+            name = _model_name(estimator)
         bound_params = _with_perturbation_h(estimator, bound, bound_params)
-        return cls.from_predictions(
-            y, proba[:, 1], bound=bound, bound_params=bound_params, n_grid=n_grid,
-            name=name, ax=ax, ref_line=ref_line, show_band=show_band,
-            show_hist=show_hist, **kwargs,
+        bound_est, pos_label = _bound_for_01_labels(bound, bound_params, pos_label)
+        labels, column = _positive_column(estimator, y, pos_label)
+        scores = proba[:, column]
+        bound_est.fit(scores, labels)
+        return cls.from_bound(
+            bound_est, scores, n_grid=n_grid, name=name, ax=ax,
+            ref_line=ref_line, show_band=show_band, show_hist=show_hist, **kwargs,
         )
 
     @classmethod
     def from_predictions(cls, y_true, y_prob, *, bound="tv", bound_params=None,
-                         n_grid=512, name=None, ax=None, ref_line=True,
-                         show_band=True, show_hist=True, **kwargs):
+                         pos_label=None, n_grid=None, name=None, ax=None,
+                         ref_line=True, show_band=True, show_hist=True, **kwargs):
         """Fit a bound on labels and predicted probabilities and plot it.
 
         Parameters
         ----------
         y_true : array-like of shape (n_samples,)
-            Binary labels; the positive class is the larger label.
+            Binary labels.
 
         y_prob : array-like of shape (n_samples,) or (n_samples, 2)
             Predicted probabilities of the positive class, or a ``predict_proba``
-            output.
+            output (columns in sorted label order; the column of ``pos_label`` is
+            used).
 
         bound : {'tv', 'nw', 'lipschitz'} or bound estimator, default='tv'
             The bound to compute: a name (the estimator is built with
@@ -485,9 +669,17 @@ class CalibrationBoundDisplay:
             Parameters of the bound estimator, e.g. ``{"h": 2**-6,
             "random_state": 0}`` for ``bound='nw'``.
 
-        n_grid : int, default=512
+        pos_label : int, float, bool or str, default=None
+            The label of the positive class (scikit-learn's ``pos_label``); the
+            bound is fitted on the labels ``y_true == pos_label`` (as 0/1). None
+            requires labels in {0, 1}, {-1, 1} or booleans, and then 1 is positive.
+
+        n_grid : int, default=None
             Number of scores, evenly spaced between the smallest and the largest
-            score, at which the surrogate and the band are drawn.
+            score, at which the surrogate and the band are drawn. None draws 512,
+            except for NW: one point per kernel support ``2 * bandwidth_`` (64 to
+            512 points), so that consecutive points average disjoint sets of
+            training scores; each point is exactly ``predict``.
 
         name : str, default=None
             Name of the classifier in the legend.
@@ -534,14 +726,18 @@ class CalibrationBoundDisplay:
         """
         check_matplotlib_support(f"{cls.__name__}.from_predictions")
         _check_n_grid(n_grid)
-        estimator = _make_bound(bound, bound_params).fit(y_prob, y_true)
+        estimator, pos_label = _bound_for_01_labels(bound, bound_params, pos_label)
+        labels, scores = check_prob_labels(
+            y_true, y_prob, pos_label, f"{cls.__name__}.from_predictions"
+        )
+        estimator.fit(scores, labels)
         return cls.from_bound(
-            estimator, y_prob, n_grid=n_grid, name=name, ax=ax, ref_line=ref_line,
+            estimator, scores, n_grid=n_grid, name=name, ax=ax, ref_line=ref_line,
             show_band=show_band, show_hist=show_hist, **kwargs,
         )
 
     @classmethod
-    def from_bound(cls, estimator, y_prob=None, *, n_grid=512, name=None, ax=None,
+    def from_bound(cls, estimator, y_prob=None, *, n_grid=None, name=None, ax=None,
                    ref_line=True, show_band=True, show_hist=True, **kwargs):
         """Plot an already fitted bound estimator.
 
@@ -557,9 +753,12 @@ class CalibrationBoundDisplay:
             they also set the range of the curve. If None, no histogram is drawn and
             the curve spans [0, 1].
 
-        n_grid : int, default=512
-            Number of scores, evenly spaced over the range of ``y_prob``, at which
-            the surrogate and the band are drawn.
+        n_grid : int, default=None
+            Number of scores, evenly spaced over the range of ``y_prob`` (of [0, 1]
+            without it), at which the surrogate and the band are drawn. None draws
+            512, except for NW: one point per kernel support ``2 * bandwidth_`` (64
+            to 512 points), so that consecutive points average disjoint sets of
+            training scores; each point is exactly ``predict``.
 
         name : str, default=None
             Name of the classifier in the legend.
@@ -612,6 +811,8 @@ class CalibrationBoundDisplay:
         else:
             scores = check_probabilities(y_prob, "y_prob")
             low, high = float(scores.min()), float(scores.max())
+        if n_grid is None:
+            n_grid = _default_n_grid(estimator, method, low, high)
         grid = np.linspace(low, high, n_grid)
         display = cls(
             grid,

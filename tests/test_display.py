@@ -119,10 +119,11 @@ def test_nw_display_draws_the_surrogate_the_band_and_the_bound(perturbed):
     interval = f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]"
     assert f"certified CE $\\in$ {interval} (95%)" in line_label
     assert "NW" in line_label and line_label in texts
-    band_label = disp.band_.get_label()
-    assert "not a confidence band" in band_label and "certified" not in band_label
-    assert "Lemma 6 (published form)" in band_label
-    assert texts[0] == "Perfectly calibrated"
+    band_note = texts[-1]
+    assert "not a confidence band" in band_note and "certified" not in band_note
+    assert "Lemma 6 (published form)" in band_note
+    assert texts == ["Perfectly calibrated", line_label, "scores (histogram, scaled)",
+                     band_note]
     assert_array_equal(disp.ref_line_.get_xydata(), [[0, 0], [1, 1]])
 
 
@@ -264,7 +265,117 @@ def test_lipschitz_band_matches_the_box_weight_definition_with_fallback():
     assert_allclose(disp.line_.get_ydata(), est.predict(disp.grid), rtol=0, atol=0)
     assert "Lipschitz" in disp.line_.get_label()
     assert f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]" in disp.line_.get_label()
-    assert "(published form)" not in disp.band_.get_label()
+    note = _legend_texts(disp.ax_)[-1]
+    assert "Lemma 6" in note and "(published form)" not in note
+
+
+# --------------------------------------------------------------------------------------
+# Reading the figure: legend outside the data, colours, grid of the NW curve
+# --------------------------------------------------------------------------------------
+
+
+def _extent(artist, renderer):
+    return artist.get_window_extent(renderer)
+
+
+def test_legend_is_under_the_axes_and_its_x_label(perturbed):
+    s, y = perturbed
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="nw", bound_params={"h": H, "random_state": 0}
+    )
+    fig, ax = disp.figure_, disp.ax_
+    fig.canvas.draw()  # constrained layout moves the axes: measure after it
+    renderer = fig.canvas.get_renderer()
+    legend = _extent(ax.get_legend(), renderer)
+    x_label = _extent(ax.xaxis.label, renderer)
+    tick_labels = [_extent(t, renderer) for t in ax.get_xticklabels() if t.get_text()]
+    # Entirely below the axes, the tick labels and the x label: it covers no data.
+    assert legend.y1 <= ax.bbox.y0
+    assert legend.y1 <= x_label.y0 and legend.y1 <= min(t.y0 for t in tick_labels)
+    # Centred under the axes, and inside the figure the display made.
+    assert abs((legend.x0 + legend.x1) / 2 - (ax.bbox.x0 + ax.bbox.x1) / 2) < 1.0
+    assert fig.bbox.x0 <= legend.x0 and legend.x1 <= fig.bbox.x1
+    assert fig.bbox.y0 <= legend.y0
+    # Before the fix it sat in the upper left corner, over a quarter of the axes.
+    assert not legend.overlaps(ax.bbox)
+
+
+def test_legend_stays_under_the_x_label_when_the_figure_is_resized(perturbed):
+    s, y = perturbed
+    _, ax = plt.subplots(figsize=(4, 4))
+    CalibrationBoundDisplay.from_predictions(
+        y, s, bound="tv", bound_params={"random_state": 0}, ax=ax
+    )
+    fig = ax.figure
+    for size in [(4, 4), (10, 3)]:
+        fig.set_size_inches(*size)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legend = _extent(ax.get_legend(), renderer)
+        assert legend.y1 <= _extent(ax.xaxis.label, renderer).y0, size
+
+
+def test_histogram_is_grey_and_the_band_takes_the_curves_colour(perturbed):
+    s, y = perturbed
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="nw", bound_params={"h": H, "random_state": 0}, color="tab:red"
+    )
+    line = np.asarray(matplotlib.colors.to_rgb(disp.line_.get_color()))
+    band = disp.band_.get_facecolor()[0]
+    hist = np.asarray(disp.hist_.get_facecolor())
+    # The band: the curve's colour, light.
+    assert_allclose(band[:3], line, atol=1e-12)
+    assert band[3] < 0.5
+    # The histogram: neutral grey (r = g = b), far from the curve's colour.
+    assert hist[0] == hist[1] == hist[2]
+    assert np.max(np.abs(hist[:3] - line)) > 0.3
+    # The legend draws the curve's entry over its band, in the curve's colour.
+    legend = disp.ax_.get_legend()
+    index = _legend_texts(disp.ax_).index(disp.line_.get_label())
+    patch = legend.legend_handles[index]
+    assert_allclose(patch.get_facecolor()[:3], line, atol=1e-12)
+
+
+def test_one_note_per_kind_of_band_when_displays_share_axes(perturbed):
+    s, y = perturbed
+    _, ax = plt.subplots()
+    for name in ["a", "b"]:
+        CalibrationBoundDisplay.from_predictions(
+            y, s, bound="nw", bound_params={"h": H, "random_state": 0}, ax=ax,
+            name=name, show_hist=name == "a",
+        )
+    lip = LipschitzBucketBound(h=H, random_state=0).fit(s, y)
+    CalibrationBoundDisplay.from_bound(lip, s, ax=ax, name="c", show_hist=False)
+    texts = _legend_texts(ax)
+    notes = [t for t in texts if t.startswith("shaded")]
+    assert len(notes) == 2  # NW's published form and Lipschitz's, once each
+    assert [t.split(":")[0] for t in texts[1:4]] == ["a", "b", "c"]
+    assert texts[4] == "a: scores (histogram, scaled)"
+
+
+def test_nw_curve_is_drawn_every_kernel_support_by_default():
+    # At large n the bound picks a small bandwidth; the curve is predict at points
+    # 2 * bandwidth_ apart (not every 1/512, where it drew its noise).
+    rng = np.random.default_rng(0)
+    s = perturb_scores(rng.uniform(size=200_000), 2.0**-6, random_state=0)
+    y = rng.uniform(size=s.size) < s
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="nw", bound_params={"h": 2.0**-6, "random_state": 0}
+    )
+    est = disp.estimator_
+    step = np.diff(disp.grid)
+    n_expected = int(np.ceil((s.max() - s.min()) / (2 * est.bandwidth_))) + 1
+    assert 64 < disp.grid.size == n_expected < 512
+    assert_allclose(step, 2 * est.bandwidth_, rtol=0.02)
+    assert_allclose(disp.grid[[0, -1]], [s.min(), s.max()], rtol=0, atol=0)
+    # Still exactly the fitted surrogate, and its band, at those points.
+    assert_allclose(disp.line_.get_ydata(), est.predict(disp.grid), rtol=0, atol=0)
+    assert disp.band.shape == disp.grid.shape
+    # A given n_grid is honoured; TV keeps 512 points.
+    fine = CalibrationBoundDisplay.from_bound(est, s, n_grid=512)
+    assert fine.grid.size == 512
+    tv = TVCalibrationBound(random_state=0).fit(s[:5000], y[:5000])
+    assert CalibrationBoundDisplay.from_bound(tv, s[:5000]).grid.size == 512
 
 
 # --------------------------------------------------------------------------------------
@@ -321,6 +432,38 @@ def test_from_estimator_keeps_a_stated_assumption():
     assert "h" not in disp.estimator_.get_params()
 
 
+def test_legend_names_the_model_inside_its_wrappers():
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.naive_bayes import GaussianNB
+
+    X, y = make_classification(n_samples=4000, random_state=0)
+    trained = GaussianNB().fit(X[:2000], y[:2000])
+    wrapped = [
+        SechPerturbedClassifier(LogisticRegression(), h=2.0**-5, random_state=0),
+        make_pipeline(StandardScaler(), SechPerturbedClassifier(
+            LogisticRegression(), h=2.0**-5, random_state=0)),
+        make_pipeline(StandardScaler(), LogisticRegression()),
+    ]
+    for clf in wrapped:
+        clf.fit(X[:2000], y[:2000])
+        disp = CalibrationBoundDisplay.from_estimator(
+            clf, X[2000:], y[2000:], bound="nw", bound_params={"b1": 2.0, "b2": 2.0,
+                                                            "random_state": 0},
+        )
+        assert disp.estimator_name == "LogisticRegression"
+        assert disp.line_.get_label().startswith("LogisticRegression: NW surrogate")
+    frozen = SechPerturbedClassifier(
+        FrozenEstimator(trained), h=2.0**-5, random_state=0
+    ).fit(X[:2000], y[:2000])
+    disp = CalibrationBoundDisplay.from_estimator(
+        frozen, X[2000:], y[2000:], bound="nw"
+    )
+    assert disp.line_.get_label().startswith("GaussianNB: NW surrogate")
+    assert disp.estimator_.h == 2.0**-5
+    assert not any("Sech" in t or "Pipeline" in t or "Frozen" in t
+                   for t in _legend_texts(disp.ax_))
+
+
 def test_from_estimator_name_and_line_kwargs():
     X, y = make_classification(n_samples=2000, random_state=0)
     clf = LogisticRegression().fit(X, y)
@@ -329,6 +472,84 @@ def test_from_estimator_name_and_line_kwargs():
     )
     assert disp.line_.get_label().startswith("my model: TV")
     assert disp.line_.get_color() == "red"
+
+
+def _churn_data():
+    rng = np.random.default_rng(5)
+    p_churn = rng.uniform(size=4000)
+    churn = rng.uniform(size=p_churn.size) < p_churn**2
+    return p_churn, churn, np.where(churn, "churn", "stay")
+
+
+@pytest.mark.parametrize("bound", ["tv", "nw"])
+def test_from_predictions_pos_label(bound):
+    p_churn, churn, labels = _churn_data()
+    params = {"random_state": 0, **({"h": 2.0**-4} if bound == "nw" else {})}
+    with pytest.raises(ValueError, match=r"y_true takes value in \{'churn', 'stay'\} "
+                       "and pos_label is not specified"):
+        CalibrationBoundDisplay.from_predictions(labels, p_churn, bound=bound,
+                                                 bound_params=params)
+    expected = CalibrationBoundDisplay.from_predictions(
+        churn.astype(int), p_churn, bound=bound, bound_params=params
+    )
+    disp = CalibrationBoundDisplay.from_predictions(
+        labels, p_churn, bound=bound, bound_params=params, pos_label="churn"
+    )
+    assert disp.bound == expected.bound and disp.lower_bound == expected.lower_bound
+    assert_array_equal(disp.surrogate, expected.surrogate)
+    # A predict_proba output: the column of pos_label among the sorted labels
+    # ('churn' sorts first, so column 0).
+    proba = np.column_stack([p_churn, 1 - p_churn])
+    disp = CalibrationBoundDisplay.from_predictions(
+        labels, proba, bound=bound, bound_params=params, pos_label="churn"
+    )
+    assert disp.bound == expected.bound
+    assert_array_equal(disp.y_prob, p_churn)
+    with pytest.raises(ValueError, match="pos_label='lost' is not a valid label"):
+        CalibrationBoundDisplay.from_predictions(labels, p_churn, bound=bound,
+                                                 bound_params=params, pos_label="lost")
+
+
+def test_pos_label_stated_by_the_bound():
+    p_churn, churn, labels = _churn_data()
+    expected = TVCalibrationBound(random_state=0).fit(p_churn, churn)
+    bound = TVCalibrationBound(pos_label="churn", random_state=0)
+    disp = CalibrationBoundDisplay.from_predictions(labels, p_churn, bound=bound)
+    assert disp.bound == expected.bound_
+    assert bound.pos_label == "churn"  # the caller's instance is not modified
+    with pytest.raises(ValueError, match="pos_label='stay' and the bound's "
+                       "pos_label='churn' disagree"):
+        CalibrationBoundDisplay.from_predictions(labels, p_churn, bound=bound,
+                                                 pos_label="stay")
+
+
+def test_from_estimator_pos_label_picks_the_column_and_the_labels():
+    X, y01 = make_classification(n_samples=6000, random_state=0)
+    y = np.where(y01 == 1, "yes", "no")  # classes_ = ['no', 'yes']
+    clf = LogisticRegression().fit(X[:3000], y[:3000])
+    X_test, y_test = X[3000:], y[3000:]
+    proba = clf.predict_proba(X_test)
+    # Default: classes_[1] = 'yes', as in scikit-learn's CalibrationDisplay.
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X_test, y_test, bound_params={"random_state": 0}
+    )
+    expected = TVCalibrationBound(random_state=0).fit(proba[:, 1], y_test == "yes")
+    assert disp.bound == expected.bound_
+    # pos_label='no': column 0, labels compared to 'no'.
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X_test, y_test, bound_params={"random_state": 0}, pos_label="no"
+    )
+    expected = TVCalibrationBound(random_state=0).fit(proba[:, 0], y_test == "no")
+    assert disp.bound == expected.bound_ and disp.lower_bound == expected.lower_bound_
+    assert_array_equal(disp.y_prob, proba[:, 0])
+    with pytest.raises(ValueError, match=r"pos_label='maybe' is not a valid label: it "
+                       r"should be one of the estimator's classes_ \['no', 'yes'\]"):
+        CalibrationBoundDisplay.from_estimator(clf, X_test, y_test, pos_label="maybe")
+    with pytest.raises(ValueError, match=r"y has labels the estimator does not know: "
+                       r"\['maybe'\]"):
+        CalibrationBoundDisplay.from_estimator(
+            clf, X_test, np.where(y_test == "no", "maybe", y_test)
+        )
 
 
 def test_from_bound_without_scores_spans_the_unit_interval():
