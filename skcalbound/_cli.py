@@ -12,7 +12,11 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
+import textwrap
+import warnings
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +37,8 @@ DESCRIPTION = """\
 Certified interval [lower, upper] for the calibration error CE = E|s - E[y|s]| of a
 binary classifier, from a file with one row per example: the classifier's predicted
 probability of the positive class (column --scores) and the true label (column
---labels; two distinct values, the larger one is the positive class).
+--labels; two distinct values: 0/1, -1/1 or booleans, where 1 or True is the positive
+class, or any two labels with --pos-label naming the positive one).
 
 Each bound's interval holds (both ends at once) with probability at least
 --confidence-level under its assumption on the calibration function E[y|s]:
@@ -41,9 +46,14 @@ Each bound's interval holds (both ends at once) with probability at least
              Needs nothing else; use it for raw classifier scores.
   nw         bounded derivatives, which hold by construction when the scores were
              perturbed with the sech kernel of bandwidth h (skcalbound.perturb_scores
-             or SechPerturbedClassifier): pass that --h. The tightest bound.
+             or SechPerturbedClassifier): pass that --h (e.g. --h 2^-6). h states
+             how the scores were produced; it is not a knob to tune. The tightest
+             bound.
   lipschitz  Lipschitz calibration function (the paper's baseline): pass --h or --L.
 The 15-bin ECE is printed next to them for comparison; it is a heuristic, not a bound.
+Each interval holds on its own: reporting the smallest of several intervals computed
+on the same file is not certified at --confidence-level (compute each at
+1 - (1 - P)/k for k bounds to choose among them; the table says so).
 --guarantee paper computes the paper's published forms instead (to compare with its
 numbers); the nw and lipschitz ones then hold in expectation over the training
 labels only, not with probability --confidence-level.
@@ -60,7 +70,8 @@ never gated.
 EPILOG = """\
 examples:
   skcalbound predictions.csv
-  skcalbound scores.parquet --scores prob --labels label --bound tv nw --h 0.015625
+  skcalbound scores.parquet --scores prob --labels label --bound tv nw --h 2^-6
+  skcalbound churn.csv --labels churned --pos-label yes --h '2**-6'
   skcalbound predictions.csv --json --plot reliability.png
   skcalbound scores.csv --bound nw --h 0.015625 --max-ce 0.05 || exit 1
 
@@ -78,6 +89,48 @@ _IN_EXPECTATION_IN_PAPER_MODE = ("nw", "lipschitz")
 
 class CLIError(Exception):
     """A problem with the input: reported on one line, exit status 2."""
+
+
+def package_version():
+    """The installed version, from the package metadata (what pip reports)."""
+    try:
+        return version("skcalbound")
+    except PackageNotFoundError:  # run from a source tree that is not installed
+        return __version__
+
+
+_FLOAT = r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+_NUMBER = re.compile(
+    rf"(?P<base>[+-]?{_FLOAT})(?:\s*(?:\*\*|\^)\s*(?P<exponent>[+-]?{_FLOAT}))?"
+)
+
+
+def parse_number(text):
+    """A float from ``0.015625``, ``1e-2``, ``2**-6`` or ``2^-6`` (as the docs write
+    bandwidths); argparse's error for anything else. Parsed, never evaluated."""
+    match = _NUMBER.fullmatch(text.strip())
+    problem = None
+    if match is None:
+        problem = "not a number"
+    else:
+        base, exponent = match["base"], match["exponent"]
+        if exponent is not None and base[0] in "+-":
+            problem = "write a power with an unsigned base"
+        else:
+            try:
+                value = float(base)
+                if exponent is not None:
+                    value = value ** float(exponent)
+            except (OverflowError, ZeroDivisionError):
+                value = math.inf
+            if not math.isfinite(value):
+                problem = "not a finite number"
+    if problem is not None:
+        raise argparse.ArgumentTypeError(
+            f"expected a number such as 0.015625, 1e-2, 2**-6 or 2^-6; got {text!r} "
+            f"({problem})"
+        )
+    return value
 
 
 def build_parser():
@@ -101,6 +154,12 @@ def build_parser():
         help="column of binary labels (default: %(default)s)",
     )
     data.add_argument(
+        "--pos-label", default=None, metavar="LABEL",
+        help="the label of the positive class, whose probability --scores holds "
+        "(read as the labels' type: 1 for integers, True for booleans, churn for "
+        "text); needed unless the labels are 0/1, -1/1 or booleans",
+    )
+    data.add_argument(
         "--format", choices=("csv", "parquet"), default=None,
         help="file format, if the extension does not say it",
     )
@@ -122,19 +181,21 @@ def build_parser():
         "training labels only)",
     )
     bounds.add_argument(
-        "--V", type=float, default=1.0,
+        "--V", type=parse_number, default=1.0,
         help="tv: bound on the total variation of E[y|s] (default: %(default)s)",
     )
     bounds.add_argument(
-        "--h", type=float, default=None,
+        "--h", type=parse_number, default=None,
         help="nw, lipschitz: bandwidth of the sech perturbation the scores went "
-        "through (e.g. 0.015625 for 2**-6)",
+        "through, at most 0.5 (e.g. 2^-6, '2**-6' (quoted: * is special in the "
+        "shell) or 0.015625); an assumption about how the scores were produced, not "
+        "a knob to tune",
     )
-    bounds.add_argument("--b1", type=float, default=None,
+    bounds.add_argument("--b1", type=parse_number, default=None,
                         help="nw: bound on |eta'| (with --b2, instead of --h)")
-    bounds.add_argument("--b2", type=float, default=None,
+    bounds.add_argument("--b2", type=parse_number, default=None,
                         help="nw: bound on |eta''| (with --b1, instead of --h)")
-    bounds.add_argument("--L", type=float, default=None,
+    bounds.add_argument("--L", type=parse_number, default=None,
                         help="lipschitz: Lipschitz constant (instead of --h)")
     bounds.add_argument(
         "--cv", type=int, default=5, metavar="K",
@@ -164,10 +225,12 @@ def build_parser():
     out.add_argument("--json", action="store_true", help="print JSON instead of a table")
     out.add_argument(
         "--plot", default=None, metavar="PATH",
-        help="write the reliability plot (surrogates, bands, bounds) to PATH (.png, "
-        ".pdf, .svg)",
+        help="write the reliability plot (one panel per bound: surrogate, band, "
+        "interval) to PATH (.png, .pdf, .svg)",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {package_version()}"
+    )
     return parser
 
 
@@ -215,8 +278,43 @@ def _column(frame, name, option, path):
     return frame[name]
 
 
-def scores_and_labels(frame, scores_column, labels_column, path):
-    """Float scores and the labels column as arrays; CLIError for bad values."""
+def _as_label(text, labels, labels_column):
+    """``--pos-label`` (a string) as a value of the labels column's type."""
+    kind = labels.dtype.kind
+    if kind == "b":
+        value = {"true": True, "1": True, "false": False, "0": False}.get(
+            text.strip().lower()
+        )
+        if value is None:
+            raise CLIError(
+                f"--pos-label {text!r}: column {labels_column!r} holds booleans; pass "
+                "--pos-label True or --pos-label False"
+            )
+        return value
+    if kind in "iuf":
+        try:
+            value = float(text)
+        except ValueError:
+            raise CLIError(
+                f"--pos-label {text!r}: column {labels_column!r} holds numbers; pass "
+                "one of its labels"
+            ) from None
+        return int(value) if kind in "iu" and value.is_integer() else value
+    return text
+
+
+def _labels_text(classes):
+    return ", ".join(repr(_plain(c)) for c in classes)
+
+
+def scores_and_labels(frame, scores_column, labels_column, path, pos_label=None):
+    """Float scores, the labels as 0/1 and the positive label; CLIError for bad
+    values.
+
+    The positive class is ``pos_label`` (a string, read as the labels' type); without
+    it the labels must be 0/1, -1/1 or booleans, and 1 (True) is positive, as in
+    scikit-learn.
+    """
     scores = _column(frame, scores_column, "--scores", path)
     labels = _column(frame, labels_column, "--labels", path)
     if len(frame) == 0:
@@ -237,16 +335,39 @@ def scores_and_labels(frame, scores_column, labels_column, path):
         raise CLIError(
             f"{path}: column {labels_column!r} has a missing label in row {row}"
         )
-    classes = pd.unique(labels)
+    values = labels.to_numpy()
+    if values.dtype.kind not in "biuf":
+        values = values.astype(str)  # text labels, compared as written
+    classes = pd.unique(values)
     if len(classes) != 2:
-        shown = ", ".join(repr(_plain(c)) for c in list(classes)[:5])
+        shown = _labels_text(list(classes)[:5])
         raise CLIError(
             f"{path}: column {labels_column!r} must hold exactly two distinct labels "
-            f"(binary classification; the larger is the positive class); found "
-            f"{len(classes)}: {shown}{', ...' if len(classes) > 5 else ''}"
+            f"(binary classification); found {len(classes)}: {shown}"
+            f"{', ...' if len(classes) > 5 else ''}"
         )
-    positive = _plain(np.unique(labels.to_numpy())[1])  # the larger, as in the bounds
-    return numeric, labels.to_numpy(), positive
+    classes = np.sort(classes)
+    if pos_label is None:
+        if classes.dtype.kind == "b":
+            positive = True
+        elif classes.dtype.kind in "iuf" and classes.tolist() in ([0, 1], [-1, 1]):
+            positive = 1
+        else:
+            raise CLIError(
+                f"{path}: column {labels_column!r} holds the labels "
+                f"{_labels_text(classes)}: say which is the positive class (the one "
+                f"whose probability column {scores_column!r} holds) with --pos-label "
+                "LABEL"
+            )
+    else:
+        positive = _as_label(pos_label, values, labels_column)
+        if positive not in classes.tolist():
+            raise CLIError(
+                f"{path}: --pos-label {pos_label!r} is not a label of column "
+                f"{labels_column!r}, whose labels are {_labels_text(classes)}"
+            )
+    positives = values == positive
+    return numeric, positives.astype(int), _plain(positive)
 
 
 def _estimators(args, bounds):
@@ -291,7 +412,10 @@ def compute(args, scores, labels):
     results = []
     for name, est in estimators.items():
         try:
-            est.fit(scores, labels)
+            # Warnings (e.g. VacuousBoundWarning) go into the report, not to stderr.
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                est.fit(scores, labels)
         except (ValueError, TypeError) as exc:  # the options of this bound
             raise CLIError(f"{name}: {exc}") from exc
         results.append({
@@ -305,6 +429,8 @@ def compute(args, scores, labels):
             "in_expectation_only": _in_expectation_only(name, est.guarantee),
             "assumption": _assumption(name, est),
             "terms": {k: float(v) for k, v in est.terms_.items()},
+            "warnings": list(dict.fromkeys(" ".join(str(w.message).split())
+                                           for w in caught)),
         })
     try:
         ece = binned_ece(labels, scores, n_bins=args.n_bins)
@@ -321,8 +447,30 @@ def compute(args, scores, labels):
         "in_expectation_only": None,
         "assumption": f"heuristic, not a bound ({args.n_bins} equal-width bins)",
         "terms": {},
+        "warnings": [],
     })
     return results, estimators
+
+
+def selection_note(results):
+    """With several bounds, why reporting the smallest is not certified, and the
+    confidence level at which each must be computed for that; else None."""
+    bounds = [r for r in results if r["certified"]]
+    k = len(bounds)
+    if k < 2:
+        return None
+    p = bounds[0]["confidence_level"]
+    level = f"{100 * p:g}%"
+    holds = f"at {level}"
+    if any(r["in_expectation_only"] for r in bounds):
+        holds = f"(at {level}, or in expectation for the paper's forms)"
+    return (
+        f"Each of these {k} intervals holds on its own {holds}. Reporting the "
+        f"smallest upper bound, picked after seeing all {k}, is not certified at "
+        f"{level}: to choose among them, compute each with --confidence-level "
+        f"{1 - (1 - p) / k:.6g} (= 1 - (1 - {p:g})/{k}, a union bound); then all {k} "
+        f"hold together at {level}, and so does the smallest."
+    )
 
 
 def _interval(result):
@@ -351,10 +499,19 @@ def format_table(results, header):
             )
             for term, value in r["terms"].items():
                 lines.append(f"  {term:<22}{value:>10.6f}")
+            for message in r["warnings"]:
+                lines.extend(textwrap.wrap(
+                    f"warning: {message}", width=88, initial_indent="  ",
+                    subsequent_indent="    ",
+                ))
         else:
             lines.append(
                 f"{'binned ECE':<12}{'-':<22}{r['estimate']:>9.6f}  {r['assumption']}"
             )
+    note = selection_note(results)
+    if note is not None:
+        lines.append("")
+        lines.extend(textwrap.wrap(f"Note: {note}", width=88))
     return "\n".join(lines)
 
 
@@ -403,22 +560,53 @@ def gate(results, max_ce):
     }
 
 
-def write_plot(path, estimators, scores):
-    """Every fitted bound's display on one axes, saved to ``path``."""
+def write_plot(path, estimators, scores, title=None):
+    """One panel per fitted bound (its display), side by side, saved to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 7))
-    for k, est in enumerate(estimators.values()):
-        CalibrationBoundDisplay.from_bound(est, scores, ax=ax, show_hist=(k == 0))
+    # Side by side rather than on one axes: the surrogates of several bounds are
+    # close to each other, and their curves and bands hid one another.
+    fig, axes = plt.subplots(
+        1, len(estimators), figsize=(5.5 * len(estimators), 7.0), sharey=True,
+        squeeze=False, layout="constrained",
+    )
+    for k, (ax, (name, est)) in enumerate(zip(axes[0], estimators.items())):
+        CalibrationBoundDisplay.from_bound(est, scores, ax=ax, color=f"C{k}")
+        ax.set_title(
+            f"{_NAMES[name]} bound\n{_assumption(name, est)}", fontsize="medium"
+        )
+        ax.label_outer()
+    if title is not None:
+        fig.suptitle(title)
     try:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        fig.savefig(path, dpi=120)
     except (ValueError, OSError) as exc:
         raise CLIError(f"{path}: cannot write the plot: {' '.join(str(exc).split())}") from exc
     finally:
         plt.close(fig)
+
+
+def _check_assumptions(args):
+    """The assumption options' ranges, checked before any bound is fitted."""
+    if args.h is not None and not 0.0 < args.h <= 0.5:
+        if args.h <= 0.0:
+            raise CLIError(f"--h must be positive; got {args.h:g}")
+        guess = ""
+        if float(args.h).is_integer() and args.h <= 41:
+            guess = f" Did you mean --h 2**-{int(args.h)}?"
+        elif args.h >= 2:
+            guess = f" Did you mean --h 1/{args.h:g} = {1 / args.h:.6g}?"
+        raise CLIError(
+            f"--h {args.h:g} is above 0.5. h is the bandwidth of the sech perturbation "
+            "the scores went through (perturb_scores or SechPerturbedClassifier with "
+            "that h, typically 2**-6): an assumption about how the scores were "
+            f"produced, not a knob to tune.{guess} To assume a weak smoothness of "
+            "E[y|s] on purpose, give it directly: --b1 and --b2 (nw) or --L "
+            "(lipschitz)."
+        )
 
 
 def _fail(message):
@@ -448,17 +636,22 @@ def _main(argv):
             raise CLIError(
                 f"--max-ce must be in (0, 1] (a calibration error); got {args.max_ce}"
             )
+        _check_assumptions(args)
         if args.plot is not None and not Path(args.plot).resolve().parent.is_dir():
             raise CLIError(
                 f"{args.plot}: the directory {Path(args.plot).parent} does not exist"
             )
         frame = read_table(args.file, args.format)
         scores, labels, positive = scores_and_labels(
-            frame, args.scores, args.labels, args.file
+            frame, args.scores, args.labels, args.file, args.pos_label
         )
         results, estimators = compute(args, scores, labels)
         if args.plot is not None:
-            write_plot(args.plot, estimators, scores)
+            write_plot(
+                args.plot, estimators, scores,
+                title=f"{args.file}: {scores.shape[0]} scores, positive class "
+                f"{positive!r}",
+            )
     except CLIError as exc:
         return _fail(exc)
     verdict = None if args.max_ce is None else gate(results, args.max_ce)
@@ -472,6 +665,9 @@ def _main(argv):
             "guarantee": args.guarantee,
             "results": results,
         }
+        note = selection_note(results)
+        if note is not None:
+            report["note"] = note
         if args.plot is not None:
             report["plot"] = str(args.plot)
         if verdict is not None:

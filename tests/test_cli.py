@@ -7,6 +7,7 @@ column, value or option gets one line on stderr and exit status 2. Most tests ca
 ``main`` in process; a few run the installed command through a subprocess.
 """
 
+import importlib.metadata
 import json
 import re
 import subprocess
@@ -25,7 +26,7 @@ from skcalbound import (
     binned_ece,
     perturb_scores,
 )
-from skcalbound._cli import main
+from skcalbound._cli import main, parse_number
 
 ROOT = Path(__file__).resolve().parents[1]
 H = 2.0**-6
@@ -101,8 +102,17 @@ def test_csv_table_prints_the_estimators_numbers(csv_file, data):
     assert "6000 scores (column 'y_prob')" in result.stdout
     assert "positive class 1" in result.stdout
     assert "guarantee=high_probability" in result.stdout
-    assert "NW" not in result.stdout  # only TV without --h
+    assert not re.search(r"^NW", result.stdout, flags=re.M)  # only TV without --h
     assert "PASS" not in result.stdout and "FAIL" not in result.stdout  # no gate
+    # The estimator's VacuousBoundWarning (TV's bound is above 0.5 at n = 6000) is in
+    # the table, under TV's row, not on stderr.
+    assert tv.bound_ > 0.5
+    warning = re.search(r"^  warning: (.*?)(?=^\S)", result.stdout, flags=re.M | re.S)
+    assert warning, result.stdout
+    text = " ".join(warning.group(1).split())
+    assert text.startswith(f"The certified upper bound of TVCalibrationBound is "
+                           f"{tv.bound_:.3f}, above 0.5 with 6000 samples")
+    assert "Note:" not in result.stdout  # one bound: nothing to choose among
 
 
 @pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
@@ -141,8 +151,8 @@ def test_parquet_json_prints_the_estimators_numbers(parquet_file, data, capsys):
     s = frame["prob"].to_numpy()
     status = main([
         str(parquet_file), "--scores", "prob", "--labels", "label", "--bound", "nw",
-        "lipschitz", "tv", "--h", str(H), "--confidence-level", "0.9", "--cv", "4",
-        "--random-state", "7", "--json",
+        "lipschitz", "tv", "--h", "2**-6", "--confidence-level", "0.9", "--cv", "4",
+        "--random-state", "7", "--json", "--pos-label", "spam",
     ])
     out, err = capsys.readouterr()
     assert status == 0 and err == ""
@@ -152,7 +162,7 @@ def test_parquet_json_prints_the_estimators_numbers(parquet_file, data, capsys):
     by_method = {r["method"]: r for r in report["results"]}
     assert list(by_method) == ["nw", "lipschitz", "tv", "binned_ece"]
     labels = frame["label"].to_numpy()
-    common = dict(confidence_level=0.9, cv=4, random_state=7)
+    common = dict(confidence_level=0.9, cv=4, random_state=7, pos_label="spam")
     expected = {
         "nw": NWCalibrationBound(h=H, **common).fit(s, labels),
         "lipschitz": LipschitzBucketBound(h=H, **common).fit(s, labels),
@@ -173,18 +183,41 @@ def test_parquet_json_prints_the_estimators_numbers(parquet_file, data, capsys):
     ece = by_method["binned_ece"]
     assert ece["certified"] is False and ece["bound"] is None
     assert ece["lower_bound"] is None and ece["guarantee"] is None
-    assert ece["estimate"] == binned_ece(labels, s)
+    assert ece["estimate"] == binned_ece(labels, s, pos_label="spam")
     # The string labels are the same classes as 0/1: the positive class is "spam".
+    common.pop("pos_label")
     assert by_method["tv"]["bound"] == TVCalibrationBound(**common).fit(s, y).bound_
+    # Three bounds side by side: the note on choosing among them.
+    assert "0.966667 (= 1 - (1 - 0.9)/3, a union bound)" in report["note"]
+    # Warnings of the fits are in the JSON (stdout stays JSON, stderr empty).
+    assert by_method["nw"]["warnings"] == []
+    assert [w.split(" is ")[0] for w in by_method["tv"]["warnings"]] == (
+        ["The certified upper bound of TVCalibrationBound"]
+    )
 
 
-def test_plot_is_written(csv_file, tmp_path, capsys):
+def _png_size(path):
+    header = path.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+
+
+@pytest.mark.parametrize("options, n_panels", [
+    ([], 1),
+    (["--b1", "2", "--b2", "4"], 2),
+    (["--h", "2^-6", "--bound", "tv", "nw", "lipschitz"], 3),
+])
+def test_plot_has_one_panel_per_bound(csv_file, tmp_path, capsys, options, n_panels):
     out = tmp_path / "reliability.png"
-    assert main([str(csv_file), "--b1", "2", "--b2", "4", "--plot", str(out)]) == 0
+    assert main([str(csv_file), *options, "--plot", str(out)]) == 0
     stdout = capsys.readouterr().out
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"reliability plot written to {out}" in stdout
-    assert float(_table_row(stdout, "NW")[1]) > 0  # --b1/--b2 add the NW bound
+    # Panels of 5.5 x 7 inches side by side (the bounds' curves and bands no longer
+    # hide one another on one axes).
+    width, height = _png_size(out)
+    assert abs(width / height - 5.5 * n_panels / 7.0) < 0.01
+    if n_panels == 2:
+        assert float(_table_row(stdout, "NW")[1]) > 0  # --b1/--b2 add the NW bound
 
 
 def test_help_explains_the_command(capsys):
@@ -200,7 +233,12 @@ def test_help_explains_the_command(capsys):
                    "strictly below TAU",
                    "with probability at least --confidence-level",
                    "1 with --max-ce when some upper bound is not below TAU",
-                   "Exit status: 0 on success", "2 for a bad option"]:
+                   "Exit status: 0 on success", "2 for a bad option",
+                   "--pos-label LABEL",
+                   "e.g. 2^-6, '2**-6' (quoted: * is special in the shell) or 0.015625",
+                   "not a knob to tune",
+                   "reporting the smallest of several intervals computed on the same "
+                   "file is not certified"]:
         assert phrase in text, phrase
 
 
@@ -217,8 +255,59 @@ def test_bad_file_through_a_subprocess(tmp_path):
 
 def test_console_script_is_declared():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["skcalbound"] == "skcalbound._cli:main"
+    assert project["scripts"]["skcalbound"] == "skcalbound_cli:main"
     assert "pyarrow" in " ".join(project["optional-dependencies"]["cli"])
+
+
+_ENTRY = (
+    "import sys; from skcalbound_cli import main; status = main({argv!r}); "
+    "print('sklearn imported:', 'sklearn' in sys.modules, "
+    "'skcalbound imported:', 'skcalbound' in sys.modules); sys.exit(status)"
+)
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--vers"], ["x.csv", "--version"]])
+def test_version_does_not_import_scikit_learn(argv):
+    # The console script's entry point answers --version from the installed
+    # metadata, without importing skcalbound (whose __init__ imports scikit-learn).
+    result = subprocess.run(
+        [sys.executable, "-c", _ENTRY.format(argv=argv)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    expected = importlib.metadata.version("skcalbound")
+    assert result.stdout.splitlines() == [
+        f"skcalbound {expected}",
+        "sklearn imported: False skcalbound imported: False",
+    ]
+
+
+def test_entry_point_runs_the_command_otherwise(csv_file):
+    # Anything else goes to skcalbound._cli.main, with its exit status.
+    result = subprocess.run(
+        [sys.executable, "-c",
+         _ENTRY.format(argv=[str(csv_file), "--cv", "3", "--max-ce", "0.01"])],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-2].startswith("FAIL (--max-ce 0.01)")
+    assert lines[-1] == "sklearn imported: True skcalbound imported: True"
+    # --help is not --version, even after it (argparse acts on the first).
+    result = subprocess.run(
+        [sys.executable, "-c", _ENTRY.format(argv=["-h", "--version"])],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert result.returncode == 0 and result.stdout.startswith("usage: skcalbound")
+
+
+def test_version_of_the_parser_is_the_installed_one(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == (
+        f"skcalbound {importlib.metadata.version('skcalbound')}\n"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -407,6 +496,50 @@ ERROR_CASES = {
         "a.csv", pd.DataFrame(GOOD), ["--n-bins", "0"],
         r"--n-bins: The 'n_bins' parameter of binned_ece must be an int",
     ),
+    "h above one half": (
+        "a.csv", pd.DataFrame(GOOD), ["--h", "0.75"],
+        r"--h 0.75 is above 0.5. h is the bandwidth of the sech perturbation the "
+        r"scores went through .*an assumption about how the scores were produced, not "
+        r"a knob to tune. To assume a weak smoothness of E\[y\|s\] on purpose, give it "
+        r"directly: --b1 and --b2 \(nw\) or --L \(lipschitz\).$",
+    ),
+    "h as an exponent": (
+        "a.csv", pd.DataFrame(GOOD), ["--h", "6", "--bound", "nw"],
+        r"--h 6 is above 0.5.* Did you mean --h 2\*\*-6\?",
+    ),
+    "h as one over h": (
+        "a.csv", pd.DataFrame(GOOD), ["--h", "64.5"],
+        r"Did you mean --h 1/64.5 = 0.0155039\?",
+    ),
+    "h zero": (
+        "a.csv", pd.DataFrame(GOOD), ["--h", "0"],
+        r"--h must be positive; got 0$",
+    ),
+    "text labels without pos_label": (
+        "a.csv", _with("y_true", ["churn", "stay", "stay", "churn"] * 5), [],
+        r"a.csv: column 'y_true' holds the labels 'churn', 'stay': say which is the "
+        r"positive class \(the one whose probability column 'y_prob' holds\) with "
+        r"--pos-label LABEL$",
+    ),
+    "numeric labels other than 0/1 without pos_label": (
+        "a.parquet", _with("y_true", [1, 2, 2, 1] * 5), [],
+        r"column 'y_true' holds the labels 1, 2: say which is the positive class",
+    ),
+    "pos_label not a label": (
+        "a.csv", _with("y_true", ["churn", "stay", "stay", "churn"] * 5),
+        ["--pos-label", "Churn"],
+        r"a.csv: --pos-label 'Churn' is not a label of column 'y_true', whose labels "
+        r"are 'churn', 'stay'$",
+    ),
+    "pos_label not a number": (
+        "a.csv", pd.DataFrame(GOOD), ["--pos-label", "yes"],
+        r"--pos-label 'yes': column 'y_true' holds numbers; pass one of its labels",
+    ),
+    "pos_label not a boolean": (
+        "a.csv", _with("y_true", [True, False, False, True] * 5),
+        ["--pos-label", "yes"],
+        r"column 'y_true' holds booleans; pass --pos-label True or --pos-label False",
+    ),
 }
 
 
@@ -441,6 +574,139 @@ def test_unreadable_files(name, content, message, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1
     assert re.search(message, err), err
+
+
+def _json(capsys, *argv):
+    assert main([*map(str, argv), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    return json.loads(out)
+
+
+def test_pos_label_gives_the_bound_of_the_0_1_labels(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    p_churn = rng.uniform(size=3000)
+    churn = (rng.uniform(size=p_churn.size) < p_churn**2).astype(int)
+    named = _write(tmp_path, "churn.csv", pd.DataFrame(
+        {"y_prob": p_churn, "y_true": np.where(churn == 1, "churn", "stay")}
+    ))
+    coded = _write(
+        tmp_path, "coded.csv", pd.DataFrame({"y_prob": p_churn, "y_true": churn})
+    )
+    options = ["--bound", "tv", "nw", "--b1", "2", "--b2", "2", "--cv", "3"]
+    # Without --pos-label: exit status 2 and a message naming the labels and the option.
+    assert main([str(named), *options]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert "holds the labels 'churn', 'stay'" in err and "--pos-label" in err
+    expected = _json(capsys, coded, *options)
+    report = _json(capsys, named, *options, "--pos-label", "churn")
+    assert report["positive_label"] == "churn" and expected["positive_label"] == 1
+    assert report["results"] == expected["results"]
+    # The other class: the bound of 1 - s against 1 - y, i.e. of P(stay).
+    stay = _json(capsys, named, *options, "--pos-label", "stay")
+    tv = TVCalibrationBound(cv=3, random_state=0).fit(p_churn, 1 - churn)
+    assert stay["results"][0]["bound"] == tv.bound_
+
+
+@pytest.mark.parametrize(
+    "labels, pos_label, positives",
+    [
+        ([True, False, False, True], None, [1, 0, 0, 1]),
+        ([True, False, False, True], "False", [0, 1, 1, 0]),
+        ([True, False, False, True], "true", [1, 0, 0, 1]),
+        ([-1, 1, 1, -1], None, [0, 1, 1, 0]),
+        ([1, 2, 2, 1], "2", [0, 1, 1, 0]),
+        ([1, 2, 2, 1], "1.0", [1, 0, 0, 1]),
+        ([0.5, 1.5, 1.5, 0.5], "0.5", [1, 0, 0, 1]),
+    ],
+)
+def test_pos_label_read_as_the_labels_type(
+    tmp_path, capsys, labels, pos_label, positives
+):
+    frame = pd.DataFrame({"y_prob": GOOD["y_prob"], "y_true": labels * 5})
+    path = _write(tmp_path, "a.csv", frame)
+    options = ["--cv", "2"] + ([] if pos_label is None else ["--pos-label", pos_label])
+    report = _json(capsys, path, *options)
+    expected = TVCalibrationBound(cv=2, random_state=0).fit(
+        np.array(GOOD["y_prob"]), np.array(positives * 5)
+    )
+    assert report["results"][0]["bound"] == expected.bound_
+    assert report["results"][1]["estimate"] == binned_ece(
+        np.array(positives * 5), np.array(GOOD["y_prob"])
+    )
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("0.015625", 2.0**-6), ("2**-6", 2.0**-6), ("2^-6", 2.0**-6),
+     (" 2 ** -6 ", 2.0**-6), ("1e-2", 0.01), (".5", 0.5), ("0.5^2", 0.25), ("4**0.5", 2.0), ("2^+3", 8.0),
+     ("-1", -1.0)],
+)
+def test_numbers_as_the_docs_write_them(text, value):
+    assert parse_number(text) == value
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [("abc", "not a number"), ("2***6", "not a number"), ("2**", "not a number"),
+     ("1/64", "not a number"), ("__import__('os')", "not a number"),
+     ("2**-6**2", "not a number"), ("inf", "not a number"), ("nan", "not a number"),
+     ("10**400", "not a finite number"), ("0**-1", "not a finite number"),
+     ("-2**2", "write a power with an unsigned base")],
+)
+def test_other_numbers_are_argparse_errors(text, reason, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["x.csv", f"--h={text}"])  # "--h -2**2" would read -2**2 as an option
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (
+        f"skcalbound: error: argument --h: expected a number such as 0.015625, 1e-2, "
+        f"2**-6 or 2^-6; got {text!r} ({reason})"
+    )
+
+
+@pytest.mark.parametrize("option", ["--b1", "--b2", "--L", "--V"])
+def test_assumption_options_take_powers(option):
+    from skcalbound._cli import build_parser
+
+    args = build_parser().parse_args(["x.csv", option, "2^5"])
+    assert getattr(args, option.lstrip("-")) == 32.0
+
+
+def test_h_as_a_power_gives_the_same_bounds(csv_file, capsys):
+    options = ["--bound", "nw", "lipschitz", "--cv", "3"]
+    reports = [_json(capsys, csv_file, *options, "--h", h)
+               for h in ["0.015625", "2**-6", "2^-6"]]
+    assert reports[0]["results"] == reports[1]["results"] == reports[2]["results"]
+    assert reports[0]["results"][0]["bound"] == NWCalibrationBound(
+        h=H, cv=3, random_state=0
+    ).fit(*_csv_arrays(csv_file)).bound_
+
+
+def _csv_arrays(path):
+    frame = pd.read_csv(path)
+    return frame["y_prob"].to_numpy(), frame["y_true"].to_numpy()
+
+
+def test_note_on_choosing_among_several_bounds(csv_file, capsys):
+    assert main([str(csv_file), "--b1", "2", "--b2", "2", "--cv", "3"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "Note: Each of these 2 intervals holds on its own at 95%. Reporting the "
+        "smallest upper bound, picked after seeing all 2, is not certified at 95%: to "
+        "choose among them, compute each with --confidence-level 0.975 (= 1 - (1 - "
+        "0.95)/2, a union bound); then all 2 hold together at 95%, and so does the "
+        "smallest."
+    ) in out
+    # In paper mode the NW form holds in expectation only: the note says so.
+    assert main([str(csv_file), "--b1", "2", "--b2", "2", "--cv", "3", "--guarantee",
+                 "paper", "--confidence-level", "0.9"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("holds on its own (at 90%, or in expectation for the paper's forms)" in out
+            and "--confidence-level 0.95 (= 1 - (1 - 0.9)/2" in out)
+    # One bound: no note, in the table or the JSON.
+    assert "note" not in _json(capsys, csv_file, "--cv", "3")
 
 
 def test_format_option_reads_a_file_without_extension(tmp_path, capsys):
