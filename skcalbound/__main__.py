@@ -1,9 +1,4 @@
-"""``python -m skcalbound``: the ``skcalbound`` command.
-
-Python imports the package (and so scikit-learn) before running this module; the
-``skcalbound`` console script (``skcalbound_cli.main``) answers ``--version``
-without that import.
-"""
+"""``python -m skcalbound``: the ``skcalbound`` command."""
 
 import sys
 

@@ -22,14 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import (
-    CalibrationBoundDisplay,
-    LipschitzBucketBound,
-    NWCalibrationBound,
-    TVCalibrationBound,
-    __version__,
-    binned_ece,
-)
+# The estimators load in the functions that use them (``skcalbound`` loads its public
+# names lazily), so that ``--version`` and ``--help`` import no scikit-learn.
+from . import __version__
 
 PROG = "skcalbound"
 
@@ -371,6 +366,8 @@ def scores_and_labels(frame, scores_column, labels_column, path, pos_label=None)
 
 
 def _estimators(args, bounds):
+    from . import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+
     common = dict(
         confidence_level=args.confidence_level, guarantee=args.guarantee, cv=args.cv,
         aggregate=args.aggregate, random_state=args.random_state,
@@ -432,6 +429,8 @@ def compute(args, scores, labels):
             "warnings": list(dict.fromkeys(" ".join(str(w.message).split())
                                            for w in caught)),
         })
+    from . import binned_ece
+
     try:
         ece = binned_ece(labels, scores, n_bins=args.n_bins)
     except ValueError as exc:
@@ -566,6 +565,8 @@ def write_plot(path, estimators, scores, title=None):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from . import CalibrationBoundDisplay
 
     # Side by side rather than on one axes: the surrogates of several bounds are
     # close to each other, and their curves and bands hid one another.
