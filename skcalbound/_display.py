@@ -178,14 +178,15 @@ def _legend_entries(ax):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    bands, notes = {}, []
+    bands, notes = {}, {}
     for container in ax.containers:
         label = container.get_label() or ""
         if label.startswith(_PAIR):
             line, band = container
             bands[id(line)] = band
-            if label[len(_PAIR):] not in notes:
-                notes.append(label[len(_PAIR):])
+            # The note's patch in the colour of the first band it explains, not the
+            # histogram's grey (they used to be mistaken for each other).
+            notes.setdefault(label[len(_PAIR):], band.get_facecolor())
     curves, others = [], []
     for handle, label in zip(*ax.get_legend_handles_labels()):
         if id(handle) in bands:
@@ -194,7 +195,9 @@ def _legend_entries(ax):
             curves.append((handle, label))
         else:
             others.append((handle, label))
-    shade = [(Patch(facecolor="0.45", alpha=0.25, linewidth=0), note) for note in notes]
+    shade = [
+        (Patch(facecolor=color, linewidth=0), note) for note, color in notes.items()
+    ]
     entries = curves + others + shade
     return [h for h, _ in entries], [label for _, label in entries]
 

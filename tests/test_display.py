@@ -334,6 +334,9 @@ def test_histogram_is_grey_and_the_band_takes_the_curves_colour(perturbed):
     index = _legend_texts(disp.ax_).index(disp.line_.get_label())
     patch = legend.legend_handles[index]
     assert_allclose(patch.get_facecolor()[:3], line, atol=1e-12)
+    # The band's note too: not the histogram's grey.
+    note = next(i for i, t in enumerate(_legend_texts(disp.ax_)) if t.startswith("shaded"))
+    assert_allclose(legend.legend_handles[note].get_facecolor(), band, atol=1e-12)
 
 
 def test_one_note_per_kind_of_band_when_displays_share_axes(perturbed):
