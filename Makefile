@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.skcalbound-installed
 EXTRAS ?= plot,test,cli
 DOCS_STAMP := $(VENV)/.skcalbound-docs-installed
+ROOT_PTH_STAMP := $(VENV)/.skcalbound-root-on-path
 
 .PHONY: demo test test-slow bench reproduce docs install install-docs system-deps clean
 
@@ -30,14 +31,18 @@ reproduce: install
 docs: install-docs
 	rm -rf docs/_build docs/generated docs/auto_examples docs/sg_execution_times.rst
 	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+	@test -f docs/_build/html/_static/mathjax/tex-chtml.js \
+		|| { echo "docs: MathJax was not copied into _static/mathjax" >&2; exit 1; }
+	@if grep -rlqiE 'src="https?://[^"]*mathjax' --include='*.html' docs/_build/html; then \
+		echo "docs: a page loads MathJax from the network" >&2; exit 1; fi
 	$(BIN)/python docs/check_gallery_times.py
 	@echo "Documentation: docs/_build/html/index.html"
 
-install: $(STAMP)
+install: $(STAMP) $(ROOT_PTH_STAMP)
 
 install-docs: $(DOCS_STAMP)
 
-$(DOCS_STAMP): pyproject.toml $(STAMP)
+$(DOCS_STAMP): pyproject.toml $(STAMP) $(ROOT_PTH_STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS),docs]"
 	@touch $(DOCS_STAMP)
 
@@ -50,6 +55,14 @@ $(STAMP): pyproject.toml | system-deps
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	@touch $(STAMP)
+
+# `pip install -e` of this flat layout imports skcalbound through a finder that Python
+# consults after sys.path, so a folder named skcalbound without __init__.py (this clone,
+# seen from its parent folder) became an empty namespace package that won. The clone's
+# root as a plain sys.path entry makes the real package win from any folder.
+$(ROOT_PTH_STAMP): $(STAMP)
+	$(BIN)/python -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_path('purelib'), 'skcalbound_clone_root.pth').write_text(str(pathlib.Path.cwd()) + '\\n')"
+	@touch $(ROOT_PTH_STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info demo_output .pytest_cache \

@@ -45,9 +45,14 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # Copies MathJax 3 (bundled in the PyPI package) into _static/mathjax: the pages
+    # typeset their formulas without network access, no CDN.
+    "sphinx-mathjax-offline",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
 ]
+# Relative to _static of the built pages (the extension sets the same value).
+mathjax_path = "mathjax/tex-chtml.js"
 
 # One page per public object, generated from docs/api.rst.
 autosummary_generate = True
@@ -107,7 +112,14 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
-html_static_path = []
+# The primary (left) sidebar lists a section's sub-pages; these pages have none, and
+# an empty sidebar only narrowed the text column (code blocks then scrolled sideways).
+html_sidebars = {
+    page: []
+    for page in ("index", "getting_started", "user_guide", "choosing_h", "cli", "reproduce")
+}
+html_static_path = ["_static"]
+html_css_files = ["skcalbound.css"]
 
 
 # --------------------------------------------------------------------------------------

@@ -1,8 +1,11 @@
-"""The README's quickstart block runs and prints exactly the output it shows."""
+"""The README's quickstart block runs and prints exactly the output it shows, and the
+installation it describes imports skcalbound from any folder."""
 
 import contextlib
 import io
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,3 +35,18 @@ def test_quickstart_script_is_the_readme_block():
     readme = (ROOT / "README.md").read_text()
     script = (ROOT / "examples" / "quickstart.py").read_text()
     assert _blocks(readme, "python")[0].strip() in script
+
+
+def test_a_folder_named_skcalbound_does_not_shadow_the_package(tmp_path):
+    # A clone is a folder named skcalbound without __init__.py: Python started in its
+    # parent folder found it as an empty namespace package before the editable
+    # install's finder (make install now puts the clone's root on sys.path).
+    (tmp_path / "skcalbound").mkdir()
+    run = subprocess.run(
+        [sys.executable, "-c", "import skcalbound; print(skcalbound.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )
+    found = run.stdout.strip()
+    assert found != "None", "skcalbound imported as an empty namespace package"
+    assert Path(found).name == "__init__.py"
+    assert Path(found).parent.parent != tmp_path

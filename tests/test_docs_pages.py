@@ -1,0 +1,207 @@
+"""What the user-facing pages (README, docs/*.rst, the gallery) say and do not say."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from skcalbound import NWCalibrationBound
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+
+
+def _pyproject():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _flat(text):
+    """Text with runs of whitespace (line breaks included) made single spaces."""
+    return " ".join(text.split())
+
+
+def _section(text, title):
+    """The reST section under ``title`` (up to the next label or section title)."""
+    underline = "=" * len(title)
+    body = text.split(f"{title}\n{underline}\n")[1]
+    return body.split("\n.. _")[0]
+
+
+def _user_facing_pages():
+    gallery = sorted((ROOT / "examples").glob("plot_*.py"))
+    pages = [README, *sorted(DOCS.glob("*.rst")), *gallery]
+    assert len(pages) >= 9
+    return pages
+
+
+# --------------------------------------------------------------------------------------
+# The assumption parameters are stated, never tuned
+# --------------------------------------------------------------------------------------
+
+ASSUMPTION_SENTENCE = (
+    "**The parameters h, V, L, b1 and b2 state an assumption about how the scores were "
+    "produced (for h: the bandwidth of the sech perturbation the scores went through) "
+    "and must never be tuned on the data.**"
+)
+
+
+def test_user_guide_says_in_bold_that_assumptions_are_not_tuned():
+    guide = _flat((DOCS / "user_guide.rst").read_text())
+    assert ASSUMPTION_SENTENCE in guide
+    # What a search on ``score`` may tune, and the perturbation's h, right after it.
+    after = guide.split(ASSUMPTION_SENTENCE)[1][:1800]
+    for needed in ("``bandwidth``", "``tempering``", "``cv``", "*perturbation*",
+                   "SechPerturbedClassifier", "changes the classifier"):
+        assert needed in after, needed
+
+
+def test_tunable_parameters_named_in_the_guide_exist():
+    params = NWCalibrationBound().get_params()
+    for name in ("bandwidth", "tempering", "cv", "h", "b1", "b2"):
+        assert name in params, name
+
+
+def test_readme_says_in_bold_that_assumptions_are_not_tuned():
+    readme = _flat(README.read_text())
+    sentence = (
+        "**`h`, `V`, `L`, `b1` and `b2` state an assumption about how the scores were "
+        "produced (for `h`: the bandwidth of the sech perturbation the scores went "
+        "through); never tune them on the data.**"
+    )
+    assert sentence in readme
+
+
+# --------------------------------------------------------------------------------------
+# No references to files users do not have
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", _user_facing_pages(), ids=lambda p: p.name)
+def test_no_reference_to_the_specification_or_test_files(page):
+    text = page.read_text()
+    assert "SPEC" not in text
+    assert not re.search(r"\btests/", text), re.findall(r"[^\n]*\btests/[^\n]*", text)
+
+
+# --------------------------------------------------------------------------------------
+# Formulas render offline
+# --------------------------------------------------------------------------------------
+
+
+def _conf_assignments():
+    tree = ast.parse((DOCS / "conf.py").read_text())
+    values = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                try:
+                    values[target.id] = ast.literal_eval(node.value)
+                except ValueError:
+                    pass
+    return values
+
+
+def test_conf_serves_mathjax_from_the_built_pages():
+    conf = _conf_assignments()
+    assert "sphinx.ext.mathjax" in conf["extensions"]
+    assert "sphinx-mathjax-offline" in conf["extensions"]
+    path = conf["mathjax_path"]
+    assert not re.match(r"^(https?:)?//", path), path  # relative to _static, no CDN
+    assert path == "mathjax/tex-chtml.js"
+    extras = _pyproject()["project"]["optional-dependencies"]
+    assert any(req.startswith("sphinx-mathjax-offline") for req in extras["docs"])
+
+
+def test_the_offline_mathjax_package_ships_the_configured_file():
+    import importlib.util
+
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None:
+        pytest.skip("the docs extra is not installed (make docs installs it)")
+    static = Path(spec.origin).parent / "static"
+    assert (static / _conf_assignments()["mathjax_path"]).is_file()
+
+
+def test_code_blocks_wrap_inside_the_column():
+    conf = _conf_assignments()
+    assert "_static" in conf["html_static_path"]
+    css = (DOCS / "_static" / conf["html_css_files"][0]).read_text()
+    assert re.search(r"white-space:\s*pre-wrap", css)
+
+
+# --------------------------------------------------------------------------------------
+# The first hour: the README's commands after `make demo`
+# --------------------------------------------------------------------------------------
+
+
+def _bash_blocks(text):
+    return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+
+
+def test_readme_first_hour_uses_the_virtual_environment():
+    readme = README.read_text()
+    first_hour = _bash_blocks(readme)[1]
+    commands = [line.split("#")[0].strip() for line in first_hour.splitlines()]
+    assert commands[0] == ". .venv/bin/activate"
+    for command in commands[1:]:
+        program, *args = command.split()
+        assert program in {"python", "skcalbound"}, command
+        if program == "python":
+            assert (ROOT / args[0]).is_file(), args[0]
+    intro = _flat(readme.split("```bash")[2])
+    assert "`.venv/bin/python`" in intro and "`.venv/bin/skcalbound`" in intro
+
+
+# --------------------------------------------------------------------------------------
+# The positive class, the slack table, the choice of h
+# --------------------------------------------------------------------------------------
+
+
+def test_pos_label_explained_in_quickstart_and_user_guide():
+    readme = README.read_text()
+    quickstart = readme.split("## Quickstart")[1].split("\n## ")[0]
+    assert "pos_label" in quickstart
+    assert "predict_proba" in quickstart
+    guide = (DOCS / "user_guide.rst").read_text()
+    assert "**The positive class.**" in guide
+    assert 'pos_label="churn"' in guide
+
+
+def test_user_guide_slack_table_comes_from_the_benchmark():
+    guide = (DOCS / "user_guide.rst").read_text()
+    section = _section(guide, "How many labels a bound needs")
+    assert "$ python benchmarks/bench_slack.py" in section
+    assert (ROOT / "benchmarks" / "bench_slack.py").is_file()
+    rows = re.findall(r"^\s+1e(\d)\s+(\d+)((?:\s+\d\.\d{4}){4})", section, flags=re.M)
+    assert [int(r[0]) for r in rows] == [3, 4, 5, 6, 7]
+    values = [[float(v) for v in r[2].split()] for r in rows]
+    tv_slack = [v[0] for v in values]
+    nw_slack = [v[2] for v in values]
+    # Slack shrinks with n, NW's below TV's, and the last row is informative.
+    assert tv_slack == sorted(tv_slack, reverse=True)
+    assert nw_slack == sorted(nw_slack, reverse=True)
+    assert all(nw < tv for nw, tv in zip(nw_slack, tv_slack))
+    assert nw_slack[-1] < 0.01
+
+
+def test_readme_choosing_h_puts_the_tolerance_rule_first():
+    section = README.read_text().split("## Choosing `h`")[1].split("\n## ")[0]
+    code = section.split("```python")[1].split("```")[0]
+    assert "refit=largest_h_within_tolerance(" in code
+    assert 'refit="nw' not in code  # the smallest-bound rule is not offered as equal
+    assert "blurs" in section
+    assert "python examples/plot_choose_h.py" in section
+    assert "GridSearchCV over 9 values of h x 3 folds:" in section
+
+
+def test_pytest_reports_failures_and_errors_only():
+    options = _pyproject()["tool"]["pytest"]["ini_options"]["addopts"]
+    assert "-rfE" in options.split()
+    assert "-ra" not in options.split()
