@@ -61,7 +61,7 @@ $(STAMP): pyproject.toml | system-deps
 # seen from its parent folder) became an empty namespace package that won. The clone's
 # root as a plain sys.path entry makes the real package win from any folder.
 $(ROOT_PTH_STAMP): $(STAMP)
-	$(BIN)/python -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_path('purelib'), 'skcalbound_clone_root.pth').write_text(str(pathlib.Path.cwd()) + '\\n')"
+	@$(BIN)/python -c "import pathlib, sysconfig; pathlib.Path(sysconfig.get_path('purelib'), 'skcalbound_clone_root.pth').write_text(str(pathlib.Path.cwd()) + '\\n')"
 	@touch $(ROOT_PTH_STAMP)
 
 clean:

@@ -53,6 +53,12 @@ extensions = [
 ]
 # Relative to _static of the built pages (the extension sets the same value).
 mathjax_path = "mathjax/tex-chtml.js"
+# \texttt{confidence\_level}: MathJax 3 reads \_ in text mode only with its textmacros
+# package (part of the offline copy); without it the backslash was printed.
+mathjax3_config = {
+    "loader": {"load": ["[tex]/textmacros"]},
+    "tex": {"packages": {"[+]": ["textmacros"]}},
+}
 
 # One page per public object, generated from docs/api.rst.
 autosummary_generate = True
@@ -114,10 +120,8 @@ html_theme_options = {
 }
 # The primary (left) sidebar lists a section's sub-pages; these pages have none, and
 # an empty sidebar only narrowed the text column (code blocks then scrolled sideways).
-html_sidebars = {
-    page: []
-    for page in ("index", "getting_started", "user_guide", "choosing_h", "cli", "reproduce")
-}
+_SINGLE_PAGES = ("index", "getting_started", "user_guide", "choosing_h", "cli", "reproduce")
+html_sidebars = {page: [] for page in _SINGLE_PAGES}
 html_static_path = ["_static"]
 html_css_files = ["skcalbound.css"]
 

@@ -115,6 +115,9 @@ def test_conf_serves_mathjax_from_the_built_pages():
     path = conf["mathjax_path"]
     assert not re.match(r"^(https?:)?//", path), path  # relative to _static, no CDN
     assert path == "mathjax/tex-chtml.js"
+    # \texttt{confidence\_level} needs MathJax 3's textmacros to typeset \_.
+    assert "[tex]/textmacros" in conf["mathjax3_config"]["loader"]["load"]
+    assert "textmacros" in conf["mathjax3_config"]["tex"]["packages"]["[+]"]
     extras = _pyproject()["project"]["optional-dependencies"]
     assert any(req.startswith("sphinx-mathjax-offline") for req in extras["docs"])
 
@@ -127,6 +130,8 @@ def test_the_offline_mathjax_package_ships_the_configured_file():
         pytest.skip("the docs extra is not installed (make docs installs it)")
     static = Path(spec.origin).parent / "static"
     assert (static / _conf_assignments()["mathjax_path"]).is_file()
+    extensions = static / "mathjax" / "input" / "tex" / "extensions"
+    assert (extensions / "textmacros.js").is_file()
 
 
 def test_code_blocks_wrap_inside_the_column():

@@ -1,6 +1,8 @@
 """The README's quickstart block runs and prints exactly the output it shows, and the
 installation it describes imports skcalbound from any folder."""
 
+import ast
+import builtins
 import contextlib
 import io
 import re
@@ -35,6 +37,34 @@ def test_quickstart_script_is_the_readme_block():
     readme = (ROOT / "README.md").read_text()
     script = (ROOT / "examples" / "quickstart.py").read_text()
     assert _blocks(readme, "python")[0].strip() in script
+
+
+def _undefined_names(code):
+    """Names a code block reads but neither imports nor assigns."""
+    tree = ast.parse(code)
+    defined = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = (alias.asname or alias.name for alias in node.names)
+            defined |= {name.split(".")[0] for name in names}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+    used = {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+    return used - defined
+
+
+def test_readme_python_blocks_run_as_written():
+    # Every Python block can be pasted as it is: it defines or imports what it uses.
+    blocks = _blocks((ROOT / "README.md").read_text(), "python")
+    assert len(blocks) >= 2
+    for block in blocks:
+        assert _undefined_names(block) == set(), block[:200]
 
 
 def test_a_folder_named_skcalbound_does_not_shadow_the_package(tmp_path):
