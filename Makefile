@@ -22,6 +22,7 @@ test-slow: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_bounds.py
+	$(BIN)/python benchmarks/bench_slack.py
 
 # The paper's synthetic study (docs/reproduce.rst): 4 problems, n = 1e3..1e7, 64 repeats.
 reproduce: install
