@@ -11,6 +11,7 @@ numerical integration of the paper's eq. (7) (error reported, below ``1e-5``), a
 
 from ._custom import CustomProblem
 from ._generators import make_calibration_problem
+from ._multiclass import make_multiclass
 from ._named import (
     make_atoms,
     make_calibrated,
@@ -26,6 +27,7 @@ __all__ = [
     "make_calibrated",
     "make_calibration_problem",
     "make_discrete",
+    "make_multiclass",
     "make_oscillating",
     "make_overconfident",
     "make_parabola",

@@ -1,0 +1,324 @@
+"""``MulticlassCalibrationBound``: a binary bound applied to a multiclass reduction."""
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.utils import ClassifierTags
+from sklearn.utils.validation import validate_data
+
+from ._compat import HasMethods, StrOptions, _fit_context
+from ._validation import _ROW_SUM_ATOL, _num
+
+_SHAPE = "a predict_proba output of shape (n_samples, n_classes) with n_classes >= 2"
+
+
+def _check_proba(X):
+    """Check a validated float array is a multiclass ``predict_proba`` output."""
+    if X.ndim != 2 or X.shape[1] < 2:
+        raise ValueError(f"X must be {_SHAPE}; got an array of shape {X.shape}.")
+    finite = np.isfinite(X)
+    if not np.all(finite):
+        n_nan = int(np.isnan(X).sum())
+        n_inf = int(np.isinf(X).sum())
+        what = " and ".join(
+            f"{k} {part}" for part, k in (("NaN", n_nan), ("infinite value(s)", n_inf)) if k
+        )
+        raise ValueError(f"X contains {what}; expected finite probabilities in [0, 1].")
+    lo, hi = X.min(), X.max()
+    if lo < 0.0 or hi > 1.0:
+        raise ValueError(
+            f"X must hold probabilities in [0, 1]; got values in [{_num(lo)}, "
+            f"{_num(hi)}]. Pass predict_proba outputs, not decision_function values."
+        )
+    row_sums = X.sum(axis=1)
+    bad = np.flatnonzero(np.abs(row_sums - 1.0) > _ROW_SUM_ATOL[X.dtype])
+    if bad.size:
+        raise ValueError(
+            f"X must be {_SHAPE} whose rows sum to one, but {bad.size} row(s) do not "
+            f"(row {bad[0]} sums to {_num(row_sums[bad[0]])})."
+        )
+
+
+def _json_safe(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _top_label(P, y, classes):
+    """``(confidence, correct)``: the largest probability and whether its class is y.
+
+    ``np.argmax`` picks the first maximal column, so ties go to the smaller class.
+    """
+    predicted = classes[np.argmax(P, axis=1)]
+    return P.max(axis=1).astype(np.float64), (predicted == y).astype(np.int64)
+
+
+class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
+    """Certified bounds on multiclass calibration errors via a binary reduction.
+
+    Wraps one of the binary bound estimators (:class:`TVCalibrationBound`,
+    :class:`NWCalibrationBound`, :class:`LipschitzBucketBound`) and applies it to a
+    reduction of a multiclass ``predict_proba`` output ``P`` of shape
+    ``(n_samples, K)``, in the manner of :class:`~sklearn.multiclass.OneVsRestClassifier`
+    (the given estimator is cloned, never fitted itself).
+
+    - ``strategy="top_label"``: the score is the confidence ``max_k P_k`` and the
+      binary label is whether the predicted class ``argmax_k P_k`` is the true one.
+      One clone is fitted at the estimator's own ``confidence_level`` and bounds the
+      top-label calibration error ``E|max_k P_k - P(y = argmax_k P_k | max_k P_k)|``.
+    - ``strategy="classwise"``: one clone per class ``k``, fitted on ``(P[:, k], y ==
+      classes_[k])`` at confidence level ``1 - (1 - c) / K`` (``c`` the estimator's
+      ``confidence_level``), so that by the union bound all ``K`` intervals hold at
+      once with probability at least ``c``. Then :attr:`bound_` (the mean of the
+      per-class bounds) bounds the average class-wise calibration error
+      ``(1/K) sum_k E|P_k - P(y = k | P_k)|``, :attr:`worst_bound_` bounds the largest
+      class-wise error and :attr:`worst_lower_bound_` (the largest per-class lower
+      bound) is a lower bound on it, all simultaneously.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+        An unfitted binary bound estimator: :class:`TVCalibrationBound`,
+        :class:`NWCalibrationBound` or :class:`LipschitzBucketBound`, with its
+        assumptions (``V``, ``b1``/``b2``/``h``, ``L``) stated for the *reduced*
+        binary problem. Its ``confidence_level`` is the level of the whole
+        certificate; its ``random_state`` is kept as given in every clone. Its
+        ``pos_label`` is ignored: the reduction passes labels in {0, 1}.
+
+    strategy : {'top_label', 'classwise'}, default='top_label'
+        Which calibration error is bounded (see above).
+
+    Attributes
+    ----------
+    bound_ : float
+        Certified upper bound: on the top-label calibration error, or on the average
+        class-wise calibration error (mean of the per-class bounds).
+
+    lower_bound_ : float
+        Certified lower bound on the same quantity (for ``'classwise'`` the mean of
+        the per-class lower bounds), holding together with :attr:`bound_`.
+
+    estimate_ : float
+        Plug-in estimate of the same quantity (mean over classes for
+        ``'classwise'``). Not certified.
+
+    estimator_ : estimator instance
+        The fitted clone (``'top_label'`` only).
+
+    estimators_ : list of estimator instances
+        The fitted clone of each class, in the order of :attr:`classes_`
+        (``'classwise'`` only).
+
+    per_class_ : pandas.DataFrame
+        One row per class with columns ``class``, ``n_positive``, ``lower_bound``,
+        ``bound`` and ``estimate`` (``'classwise'`` only).
+
+    worst_bound_ : float
+        Certified upper bound on ``max_k CE_k``, the largest per-class bound
+        (``'classwise'`` only).
+
+    worst_lower_bound_ : float
+        Certified lower bound on ``max_k CE_k``, the largest per-class lower bound,
+        since ``max_k CE_k >= CE_j >= lower_j`` for every ``j`` (``'classwise'``
+        only).
+
+    certificate_ : dict
+        JSON-safe summary (``method``, ``strategy``, ``n_classes``, ``classes``,
+        ``bound``, ``lower_bound`` and ``inner``, the inner estimators'
+        certificates). Defined only if the inner estimators define ``certificate_``.
+
+    classes_ : ndarray of shape (n_classes,)
+        The sorted labels; column ``k`` of ``X`` is the probability of
+        ``classes_[k]``, as scikit-learn orders ``predict_proba``.
+
+    n_features_in_ : int
+        Number of columns of ``X``, the number of classes ``K``.
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Column names of ``X``, defined only when ``X`` is a data frame with string
+        column names.
+
+    See Also
+    --------
+    TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound : The binary bounds.
+    perturb_scores : The sech perturbation that makes NW's assumptions hold.
+
+    Notes
+    -----
+    **What is certified.** The inner bound certifies the calibration of the reduced
+    binary problem under the inner estimator's assumption; the assumption must hold
+    for that problem (for ``'top_label'``: the function ``c -> P(correct | c)`` of
+    the confidence; for ``'classwise'``: each ``p -> P(y = k | P_k = p)``). ``V = 1``
+    holds whenever these functions are monotone.
+
+    **Ties in the argmax** go to the first maximal column (``numpy.argmax``), that
+    is to the smallest label: a row ``[0.4, 0.4, 0.2]`` predicts ``classes_[0]``.
+
+    **NW and Lipschitz with** ``h``. ``h`` is an assumption about *perturbed*
+    scores, and the estimators reject many exactly tied scores when ``h`` is given.
+    Perturbing the multiclass model does not make the reduced scores perturbed; the
+    certified recipe is to perturb the *reduced* scores and bound those yourself:
+
+    - top-label: ``s = perturb_scores(P.max(axis=1), h)``, labels
+      ``classes[P.argmax(axis=1)] == y``, then ``NWCalibrationBound(h=h).fit(s,
+      labels)``. This certifies the calibration error of the perturbed confidence
+      ``s`` (as a probability that the argmax is right), **not** that of the
+      unperturbed multiclass model.
+    - class-wise: perturb each column ``P[:, k]`` separately, fit on ``y ==
+      classes[k]`` at level ``1 - (1 - c) / K`` and combine as this class does; it
+      certifies the perturbed one-vs-rest probabilities.
+
+    Alternatively state ``b1``/``b2`` (NW) or ``L`` (Lipschitz) directly when they
+    are known to hold for the reduced problem.
+
+    Examples
+    --------
+    >>> from skcalbound import TVCalibrationBound
+    >>> from skcalbound._multiclass import MulticlassCalibrationBound
+    >>> from skcalbound.datasets import make_multiclass
+    >>> data = make_multiclass(20_000, 3, random_state=0)
+    >>> est = MulticlassCalibrationBound(TVCalibrationBound(random_state=0))
+    >>> est = est.fit(data.proba, data.labels)
+    >>> ce = data.true_top_label_ce
+    >>> print(f"{est.lower_bound_:.3f} <= {ce:.3f} <= {est.bound_:.3f}")
+    0.000 <= 0.133 <= 0.392
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "get_params", "set_params"])],
+        "strategy": [StrOptions({"top_label", "classwise"})],
+    }
+
+    def __init__(self, estimator, *, strategy="top_label"):
+        self.estimator = estimator
+        self.strategy = strategy
+
+    def _inner(self, confidence_level=None):
+        params = self.estimator.get_params(deep=False)
+        if "confidence_level" not in params:
+            raise TypeError(
+                "estimator must be a calibration bound estimator (TVCalibrationBound, "
+                "NWCalibrationBound or LipschitzBucketBound) with a confidence_level; "
+                f"got {type(self.estimator).__name__}."
+            )
+        inner = clone(self.estimator)
+        if "pos_label" in params:
+            inner.set_params(pos_label=None)
+        if confidence_level is not None:
+            inner.set_params(confidence_level=confidence_level)
+        return inner
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Fit the inner bound estimator(s) on the reduction of ``(X, y)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_classes)
+            A ``predict_proba`` output: rows in [0, 1] summing to one, column ``k``
+            the probability of the ``k``-th smallest label. Not modified.
+        y : array-like of shape (n_samples,)
+            Labels; every one of the ``n_classes`` classes must occur.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._inner()  # the estimator's type, before the data
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            ensure_2d=False,
+            allow_nd=True,
+            dtype=(np.float64, np.float32),
+            ensure_all_finite=False,
+            y_numeric=False,
+        )
+        # validate_data leaves n_features_in_ unset for input it cannot call 2-D.
+        self.n_features_in_ = 1 if X.ndim == 1 else X.shape[1]
+        _check_proba(X)
+        classes = np.unique(y)
+        K = X.shape[1]
+        if classes.size != K:
+            shown = classes[:10].tolist()
+            more = ", ..." if classes.size > 10 else ""
+            raise ValueError(
+                f"y has {classes.size} distinct label(s) {shown}{more} but X has {K} "
+                "columns: column k is read as the probability of the k-th smallest "
+                f"label, so y must contain exactly {K} classes, each at least once."
+            )
+        self.classes_ = classes
+        if self.strategy == "top_label":
+            self._fit_top_label(X, y)
+        else:
+            self._fit_classwise(X, y)
+        self._set_certificate()
+        return self
+
+    def _fit_top_label(self, X, y):
+        scores, correct = _top_label(X, y, self.classes_)
+        n_correct = int(correct.sum())
+        if n_correct in (0, correct.size):
+            what = "right" if n_correct else "wrong"
+            raise ValueError(
+                f"Every top-label prediction is {what}, so the top-label reduction has "
+                "a single class; the bound needs both right and wrong predictions."
+            )
+        self.estimator_ = self._inner().fit(scores, correct)
+        self.bound_ = float(self.estimator_.bound_)
+        self.lower_bound_ = float(self.estimator_.lower_bound_)
+        self.estimate_ = float(self.estimator_.estimate_)
+
+    def _fit_classwise(self, X, y):
+        K = self.classes_.size
+        level = 1.0 - (1.0 - self.estimator.confidence_level) / K
+        self.estimators_ = []
+        rows = []
+        for k, label in enumerate(self.classes_):
+            positive = (y == label).astype(np.int64)
+            fitted = self._inner(level).fit(X[:, k].astype(np.float64), positive)
+            self.estimators_.append(fitted)
+            rows.append(
+                {
+                    "class": label,
+                    "n_positive": int(positive.sum()),
+                    "lower_bound": float(fitted.lower_bound_),
+                    "bound": float(fitted.bound_),
+                    "estimate": float(fitted.estimate_),
+                }
+            )
+        self.per_class_ = pd.DataFrame(
+            rows, columns=["class", "n_positive", "lower_bound", "bound", "estimate"]
+        )
+        self.bound_ = float(self.per_class_["bound"].mean())
+        self.lower_bound_ = float(self.per_class_["lower_bound"].mean())
+        self.estimate_ = float(self.per_class_["estimate"].mean())
+        self.worst_bound_ = float(self.per_class_["bound"].max())
+        self.worst_lower_bound_ = float(self.per_class_["lower_bound"].max())
+
+    def _set_certificate(self):
+        fitted = (
+            [self.estimator_] if self.strategy == "top_label" else self.estimators_
+        )
+        inner = [getattr(est, "certificate_", None) for est in fitted]
+        if any(cert is None for cert in inner):
+            return
+        self.certificate_ = {
+            "method": "MulticlassCalibrationBound",
+            "strategy": self.strategy,
+            "n_classes": int(self.classes_.size),
+            "classes": [_json_safe(c) for c in self.classes_],
+            "bound": self.bound_,
+            "lower_bound": self.lower_bound_,
+            "inner": inner,
+        }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.target_tags.single_output = True
+        tags.target_tags.multi_output = False
+        tags.classifier_tags = ClassifierTags(multi_class=True)
+        tags.input_tags.two_d_array = True
+        return tags
