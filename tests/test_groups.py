@@ -1,0 +1,256 @@
+"""``bounds_by_group``: per-segment intervals at the union-bound level.
+
+Each row must equal the estimator fitted on that segment alone at
+``1 - (1 - confidence_level) / G``; too-small and single-class segments are reported,
+not dropped; and, by Monte Carlo on segments with a known calibration error, the rate
+at which *any* interval misses stays within the binomial tolerance of
+``1 - confidence_level``.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+
+from _synthetic import binomial_tolerance
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    VacuousBoundWarning,
+    binned_ece,
+    perturb_scores,
+)
+from skcalbound._groups import bounds_by_group
+from skcalbound.datasets import make_calibrated, make_overconfident, make_parabola
+
+H = 2.0**-4
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    n = 4000
+    groups = rng.choice(["a", "b", "c"], size=n, p=[0.5, 0.3, 0.2])
+    s = perturb_scores(rng.uniform(0.1, 0.9, size=n), H, random_state=0)
+    eta = np.where(groups == "c", 0.5, s)
+    y = (rng.uniform(size=n) < eta).astype(int)
+    return y, s, groups
+
+
+def _quiet(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VacuousBoundWarning)
+        return bounds_by_group(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "method, cls, params",
+    [
+        ("nw", NWCalibrationBound, {"h": H}),
+        ("tv", TVCalibrationBound, {}),
+        ("lipschitz", LipschitzBucketBound, {"h": H}),
+    ],
+)
+@pytest.mark.parametrize("include_overall", [False, True])
+def test_rows_equal_segment_fits_at_adjusted_level(
+    data, method, cls, params, include_overall
+):
+    y, s, groups = data
+    table = _quiet(
+        y, s, groups, method=method, confidence_level=0.9, random_state=0, cv=4,
+        include_overall=include_overall, **params,
+    )
+    G = 3 + include_overall
+    level = 1 - 0.1 / G
+    assert table.attrs["n_certificates"] == G
+    assert_allclose(table.attrs["per_certificate_level"], level, rtol=1e-15)
+    assert table.attrs["confidence_level"] == 0.9
+    assert "simultaneously" in table.attrs["note"]
+    assert len(table) == G
+    for _, row in table.iterrows():
+        mask = np.ones(len(y), bool) if row.group == "(all)" else groups == row.group
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", VacuousBoundWarning)
+            est = cls(**params, confidence_level=level, random_state=0, cv=4).fit(
+                s[mask], y[mask]
+            )
+        assert row.n == mask.sum() and row.n_positive == y[mask].sum()
+        assert row.upper_bound == est.bound_
+        assert row.lower_bound == est.lower_bound_
+        assert row.estimate == est.estimate_
+        assert row.binned_ece == binned_ece(y[mask], s[mask], n_bins=15)
+        assert row.confidence_level == level
+        assert row.status == "certified"
+        assert row.vacuous == (est.bound_ > 0.5)
+    if include_overall:
+        assert table.group.iloc[-1] == "(all)"
+    body = table[table.group != "(all)"]
+    assert list(body.upper_bound) == sorted(body.upper_bound, reverse=True)
+    assert body.group.iloc[0] == "c"  # the miscalibrated segment is worst
+
+
+def test_small_and_single_class_segments_are_reported(data):
+    y, s, groups = data
+    groups = groups.astype(object).copy()
+    y = y.copy()
+    groups[:4] = "tiny"  # 4 samples: fewer than cv=5 folds
+    groups[4:6] = "two"
+    single = np.flatnonzero(groups == "b")[:50]
+    groups[single] = "ones"
+    y[single] = 1
+    table = _quiet(y, s, groups, h=H, random_state=0)
+    by = table.set_index("group")
+    assert by.loc["tiny", "status"] == "too few samples for cv=5: 4"
+    assert by.loc["two", "status"] == "too few samples for cv=5: 2"
+    assert by.loc["ones", "status"] == "single class (all labels 1)"
+    for g in ("tiny", "two", "ones"):
+        assert np.isnan(by.loc[g, ["lower_bound", "upper_bound", "estimate"]]).all()
+    assert np.isnan(by.loc["tiny", "confidence_level"])
+    # Counted in G: the single-class segment (label-dependent); not: the small ones.
+    assert table.attrs["n_certificates"] == 4
+    assert by.loc["ones", "confidence_level"] == 1 - 0.05 / 4
+    assert np.isnan(by.loc["ones", "binned_ece"])
+    assert by.loc["tiny", "n"] == 4
+    # Rows without a bound come after the certified ones, in group order.
+    assert list(table.group[-3:]) == ["ones", "tiny", "two"]
+    assert (table.status.iloc[:-3] == "certified").all()
+
+
+def test_cv_rule_uses_fold_sizes():
+    # cv=2 with 3 samples leaves a fold with 1 training point: too few.
+    rng = np.random.default_rng(1)
+    s = rng.uniform(size=400)
+    y = (rng.uniform(size=400) < s).astype(int)
+    groups = np.r_[np.zeros(397, int), [1, 1, 1]]
+    y[-3:] = [0, 1, 0]
+    table = _quiet(y, s, groups, method="tv", cv=2, random_state=0)
+    assert table.group.tolist() == [0, 1]
+    assert table.status.tolist() == ["certified", "too few samples for cv=2: 3"]
+    assert table.attrs["n_certificates"] == 1
+    assert table.confidence_level.iloc[0] == 0.95
+
+
+def test_pos_label_predict_proba_and_pandas_groups(data):
+    y, s, groups = data
+    ref = _quiet(y, s, groups, h=H, random_state=0)
+    text = np.where(y == 1, "churn", "stay")
+    proba = np.column_stack([s, 1 - s])  # "churn" sorts first: column 0
+    series = pd.Series(groups, index=np.arange(len(y))[::-1])  # index is ignored
+    for g in (series, pd.Categorical(groups), list(groups)):
+        out = _quiet(text, proba, g, pos_label="churn", h=H, random_state=0)
+        pd.testing.assert_frame_equal(out, ref)
+    ints = np.searchsorted(["a", "b", "c"], groups)
+    out = _quiet(y, s, ints, h=H, random_state=0)
+    assert sorted(out.group) == [0, 1, 2]
+    assert_allclose(out.upper_bound, ref.upper_bound, rtol=0)
+
+
+def test_inputs_not_mutated(data):
+    y, s, groups = data
+    series = pd.Series(groups)
+    copies = y.copy(), s.copy(), series.copy()
+    _quiet(y, s, series, h=H, random_state=0)
+    np.testing.assert_array_equal(y, copies[0])
+    np.testing.assert_array_equal(s, copies[1])
+    pd.testing.assert_series_equal(series, copies[2])
+
+
+def test_vacuous_bounds_collected_in_one_warning():
+    rng = np.random.default_rng(2)
+    s = rng.uniform(size=600)
+    y = (rng.uniform(size=600) < s).astype(int)
+    groups = np.repeat(["x", "y", "z"], 200)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = bounds_by_group(y, s, groups, method="tv", random_state=0)
+    vacuous = [w for w in caught if w.category is VacuousBoundWarning]
+    assert len(vacuous) == 1
+    assert "3 segment(s) (x, y, z)" in str(vacuous[0].message)
+    assert vacuous[0].filename == __file__
+    assert table.vacuous.all()
+
+
+def test_errors(data):
+    y, s, groups = data
+    with pytest.raises(ValueError, match="groups has 3 entries but y_true and y_prob"):
+        bounds_by_group(y, s, ["a", "b", "c"])
+    with pytest.raises(ValueError, match="groups must be one-dimensional"):
+        bounds_by_group(y, s, np.c_[groups, groups])
+    missing = pd.Series(groups, dtype=object)
+    missing[[3, 10]] = None
+    with pytest.raises(ValueError, match=r"2 missing value\(s\).*position 3.*fillna"):
+        bounds_by_group(y, s, missing)
+    assert missing.isna().sum() == 2  # not filled in place
+    with pytest.raises(ValueError, match="names the whole-population row"):
+        bounds_by_group(y, s, np.where(groups == "a", "(all)", groups),
+                        include_overall=True, h=H)
+    with pytest.raises(TypeError, match=r"got parameters \['V'\] that NWCalibrat"):
+        bounds_by_group(y, s, groups, V=1.0)
+    with pytest.raises(ValueError, match="cv to be an int or a scikit-learn splitter"):
+        bounds_by_group(y, s, groups, method="tv", cv=[(np.arange(5), np.arange(5))])
+    with pytest.raises(ValueError, match="'method' parameter of bounds_by_group"):
+        bounds_by_group(y, s, groups, method="ece")
+    with pytest.raises(ValueError, match="'confidence_level' parameter"):
+        bounds_by_group(y, s, groups, confidence_level=1.0)
+    with pytest.raises(ValueError, match="takes the labels first"):
+        bounds_by_group(s, y, groups)
+
+
+def test_splitter_cv(data):
+    from sklearn.model_selection import KFold
+
+    y, s, groups = data
+    a = _quiet(y, s, groups, method="tv", cv=KFold(3, shuffle=True, random_state=0))
+    est = TVCalibrationBound(
+        cv=KFold(3, shuffle=True, random_state=0), confidence_level=1 - 0.05 / 3
+    ).fit(s[groups == "a"], y[groups == "a"])
+    assert a.set_index("group").loc["a", "upper_bound"] == est.bound_
+
+
+# Four segments of different sizes and known calibration errors (sech-perturbed, so
+# NW's assumption holds with the constants of h).
+_SEGMENTS = [
+    (make_calibrated, 400),
+    (make_overconfident, 800),
+    (make_parabola, 1500),
+    (make_calibrated, 3000),
+]
+
+
+def _any_miss_count(repetitions, confidence_level, seed):
+    # The truths are computed once (numerical integration); fresh samples per run.
+    problems = [make(10, h=H, random_state=0).problem for make, _ in _SEGMENTS]
+    sizes = [n for _, n in _SEGMENTS]
+    names = np.repeat(np.arange(len(_SEGMENTS)), sizes)
+    rng = np.random.default_rng(seed)
+    misses = 0
+    for r in range(repetitions):
+        parts = [p.sample(n, rng) for p, n in zip(problems, sizes)]
+        s = np.concatenate([scores for scores, _ in parts])
+        y = np.concatenate([labels for _, labels in parts])
+        table = _quiet(
+            y, s, names, h=H, confidence_level=confidence_level, random_state=r
+        )
+        truth = np.array([problems[g].true_ce for g in table.group])
+        assert table.attrs["n_certificates"] == len(_SEGMENTS)
+        miss = (table.upper_bound < truth) | (table.lower_bound > truth)
+        misses += bool(miss.any())
+    return misses
+
+
+def test_simultaneous_coverage_small():
+    repetitions, level = 60, 0.8
+    assert _any_miss_count(repetitions, level, 0) <= binomial_tolerance(
+        repetitions, level
+    )
+
+
+@pytest.mark.slow
+def test_simultaneous_coverage():
+    repetitions, level = 1000, 0.8
+    assert _any_miss_count(repetitions, level, 7) <= binomial_tolerance(
+        repetitions, level
+    )
