@@ -158,6 +158,12 @@ def build_parser():
         "--format", choices=("csv", "parquet"), default=None,
         help="file format, if the extension does not say it",
     )
+    data.add_argument(
+        "--by", default=None, metavar="COLUMN",
+        help="also certify each segment (each value of COLUMN) and the whole file: "
+        "one interval per row of a table, all holding simultaneously at "
+        "--confidence-level (each computed at 1 - (1 - P)/G for G certificates)",
+    )
     bounds = parser.add_argument_group("bounds")
     bounds.add_argument(
         "--bound", nargs="+", choices=BOUNDS, default=None, metavar="NAME",
@@ -395,8 +401,8 @@ def _in_expectation_only(name, guarantee):
     return guarantee == "paper" and name in _IN_EXPECTATION_IN_PAPER_MODE
 
 
-def compute(args, scores, labels):
-    """The results as a list of dicts, and the fitted estimators by name."""
+def bound_names(args):
+    """The bounds to compute: --bound, or tv plus those the assumption options name."""
     bounds = args.bound
     if bounds is None:
         bounds = ["tv"]
@@ -404,8 +410,12 @@ def compute(args, scores, labels):
             bounds.append("nw")
         if args.L is not None:
             bounds.append("lipschitz")
-    bounds = list(dict.fromkeys(bounds))
-    estimators = _estimators(args, bounds)
+    return list(dict.fromkeys(bounds))
+
+
+def compute(args, scores, labels):
+    """The results as a list of dicts, and the fitted estimators by name."""
+    estimators = _estimators(args, bound_names(args))
     results = []
     for name, est in estimators.items():
         try:
@@ -590,6 +600,124 @@ def write_plot(path, estimators, scores, title=None):
         plt.close(fig)
 
 
+def compute_by(args, frame, scores, labels):
+    """``--by``: the per-segment table of each bound (``bounds_by_group``, with the
+    whole file as the last row), by bound name."""
+    from ._groups import bounds_by_group
+    from ._validation import VacuousBoundWarning
+
+    groups = _column(frame, args.by, "--by", args.file)
+    tables = {}
+    for name, est in _estimators(args, bound_names(args)).items():
+        params = est.get_params()
+        del params["confidence_level"], params["pos_label"]
+        try:
+            with warnings.catch_warnings():  # the table's vacuous column says it
+                warnings.simplefilter("ignore", VacuousBoundWarning)
+                tables[name] = bounds_by_group(
+                    labels, scores, groups, method=name, include_overall=True,
+                    confidence_level=args.confidence_level, n_bins=args.n_bins,
+                    **params,
+                )
+        except (ValueError, TypeError) as exc:
+            raise CLIError(f"--by {args.by}: {name}: {exc}") from exc
+    return tables
+
+
+def _by_note(table, guarantee, n_tables):
+    note = table.attrs["note"]
+    if guarantee == "paper" and table.attrs["method"] in _IN_EXPECTATION_IN_PAPER_MODE:
+        note += (
+            " guarantee=paper: each interval holds in expectation over the training "
+            "labels only, not with that probability."
+        )
+    if n_tables > 1:
+        p = table.attrs["confidence_level"]
+        note += (
+            f" This holds within each table; all {n_tables} tables together hold "
+            f"with probability at least {1 - n_tables * (1 - p):g} = 1 - {n_tables} * "
+            f"(1 - {p:g}) (the same union bound)."
+        )
+    return note
+
+
+def by_rows(tables):
+    """The tables as JSON-ready row dicts (with a ``method`` key; NaN as None)."""
+    rows = []
+    for name, table in tables.items():
+        for record in table.to_dict("records"):
+            row = {"method": name}
+            for key, value in record.items():
+                value = _plain(value)
+                if isinstance(value, float) and math.isnan(value):
+                    value = None
+                row[key] = value
+            rows.append(row)
+    return rows
+
+
+def format_by_table(tables, header, column, guarantee):
+    """The ``--by`` report: per bound, one row per segment, worst first."""
+    lines = [header]
+    for name, table in tables.items():
+        lines += ["", f"{_NAMES[name]} bound by {column!r} (worst first; '(all)' is "
+                  "the whole file):"]
+        lines.append(
+            f"{'group':<16}{'n':>8}{'n_pos':>8}  {'[lower, upper]':<22}"
+            f"{'plug-in':>9}{'ECE':>9}  status"
+        )
+        for r in table.to_dict("records"):
+            if r["status"] == "certified":
+                interval = f"[{r['lower_bound']:.6f}, {r['upper_bound']:.6f}]"
+                plug_in = f"{r['estimate']:.6f}"
+                status = "certified" + (" (vacuous: above 0.5)" if r["vacuous"] else "")
+            else:
+                interval, plug_in, status = "-", "-", r["status"]
+            ece = "-" if math.isnan(r["binned_ece"]) else f"{r['binned_ece']:.6f}"
+            lines.append(
+                f"{str(_plain(r['group'])):<16}{r['n']:>8}{r['n_positive']:>8}  "
+                f"{interval:<22}{plug_in:>9}{ece:>9}  {status}"
+            )
+        lines.extend(textwrap.wrap(
+            f"Note: {_by_note(table, guarantee, len(tables))}", width=88
+        ))
+    return "\n".join(lines)
+
+
+def _report_by(args, frame, scores, labels, positive):
+    """Print the ``--by`` report (table or JSON); returns the exit status."""
+    for option, value in (("--max-ce", args.max_ce), ("--plot", args.plot)):
+        if value is not None:
+            raise CLIError(f"{option} cannot be combined with --by")
+    tables = compute_by(args, frame, scores, labels)
+    if args.json:
+        report = {
+            "file": str(args.file),
+            "n_samples": int(scores.shape[0]),
+            "scores_column": args.scores,
+            "labels_column": args.labels,
+            "by": args.by,
+            "positive_label": positive,
+            "guarantee": args.guarantee,
+            "confidence_level": args.confidence_level,
+            "segments": by_rows(tables),
+            "notes": {
+                name: _by_note(table, args.guarantee, len(tables))
+                for name, table in tables.items()
+            },
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        header = (
+            f"{args.file}: {scores.shape[0]} scores (column {args.scores!r}), labels "
+            f"(column {args.labels!r}, positive class {positive!r}), segments by "
+            f"column {args.by!r}; cv={args.cv}, aggregate={args.aggregate}, "
+            f"guarantee={args.guarantee}, random_state={args.random_state}"
+        )
+        print(format_by_table(tables, header, args.by, args.guarantee))
+    return 0
+
+
 def _check_assumptions(args):
     """The assumption options' ranges, checked before any bound is fitted."""
     if args.h is not None and not 0.0 < args.h <= 0.5:
@@ -646,6 +774,8 @@ def _main(argv):
         scores, labels, positive = scores_and_labels(
             frame, args.scores, args.labels, args.file, args.pos_label
         )
+        if args.by is not None:
+            return _report_by(args, frame, scores, labels, positive)
         results, estimators = compute(args, scores, labels)
         if args.plot is not None:
             write_plot(

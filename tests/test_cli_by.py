@@ -1,0 +1,122 @@
+"""``skcalbound FILE --by COLUMN``: the per-segment table of ``bounds_by_group``.
+
+The printed and JSON numbers must be those of ``bounds_by_group`` with the same
+options (the whole file as the ``(all)`` row, counted in G); the output says that
+the intervals hold simultaneously; bad columns and option combinations exit with 2.
+"""
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skcalbound import VacuousBoundWarning
+from skcalbound._cli import main
+from skcalbound._groups import bounds_by_group
+
+H = 2.0**-6
+
+
+@pytest.fixture(scope="module")
+def frame():
+    rng = np.random.default_rng(0)
+    n = 3000
+    region = rng.choice(["north", "south", "x"], size=n, p=[0.5, 0.498, 0.002])
+    s = rng.uniform(size=n)
+    y = (rng.uniform(size=n) < np.where(region == "south", 0.5, s)).astype(int)
+    return pd.DataFrame({"y_prob": s, "y_true": y, "region": region})
+
+
+@pytest.fixture(scope="module")
+def csv_file(tmp_path_factory, frame):
+    path = tmp_path_factory.mktemp("cli_by") / "scores.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _expected(frame, method, **params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VacuousBoundWarning)
+        return bounds_by_group(
+            frame.y_true, frame.y_prob, frame.region, method=method,
+            include_overall=True, random_state=0, cv=5, **params,
+        )
+
+
+def test_json_rows_match_bounds_by_group(csv_file, frame, capsys):
+    status = main([str(csv_file), "--by", "region", "--bound", "tv", "nw",
+                   "--h", "2^-6", "--json"])
+    out = capsys.readouterr().out
+    assert status == 0
+    report = json.loads(out)  # pure JSON: no NaN
+    assert report["by"] == "region"
+    rows = report["segments"]
+    assert [r["method"] for r in rows] == ["tv"] * 4 + ["nw"] * 4
+    for method, params in (("tv", {"V": 1.0}), ("nw", {"h": H})):
+        expected = _expected(frame, method, **params)
+        got = [r for r in rows if r["method"] == method]
+        assert [r["group"] for r in got] == expected.group.tolist()
+        assert got[-1]["group"] == "(all)"
+        for r, (_, e) in zip(got, expected.iterrows()):
+            assert r["n"] == e.n and r["status"] == e.status
+            if e.status == "certified":
+                assert r["upper_bound"] == e.upper_bound
+                assert r["lower_bound"] == e.lower_bound
+                assert r["confidence_level"] == 1 - 0.05 / 3
+            else:
+                assert r["upper_bound"] is None and r["confidence_level"] is None
+        assert "hold simultaneously" in report["notes"][method]
+        assert "all 2 tables together" in report["notes"][method]
+    small = next(r for r in rows if r["group"] == "x")
+    assert small["status"].startswith("too few samples for cv=5")
+
+
+def test_table_output(csv_file, frame, capsys):
+    assert main([str(csv_file), "--by", "region", "--bound", "nw", "--h", "2^-6",
+                 "--confidence-level", "0.9"]) == 0
+    out = capsys.readouterr().out
+    expected = _expected(frame, "nw", h=H, confidence_level=0.9)
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("group"))
+    shown = [line.split()[0] for line in lines[start + 1:start + 5]]
+    assert shown == expected.group.tolist()
+    top = expected.iloc[0]
+    assert f"[{top.lower_bound:.6f}, {top.upper_bound:.6f}]" in lines[start + 1]
+    text = " ".join(out.split())
+    assert "All 3 intervals hold simultaneously with probability at least 0.9" in text
+    assert "level 0.966667 = 1 - (1 - 0.9)/3" in text
+    assert "too few samples for cv=5" in out
+    assert "tables together" not in text  # one table
+
+
+def test_without_by_output_unchanged(csv_file, capsys):
+    assert main([str(csv_file), "--bound", "tv"]) == 0
+    out = capsys.readouterr().out
+    assert "segments by" not in out and "TV" in out
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--by", "nope"], "no column 'nope'"),
+        (["--by", "region", "--max-ce", "0.1"], "--max-ce cannot be combined with --by"),
+        (["--by", "region", "--plot", "x.png"], "--plot cannot be combined with --by"),
+    ],
+)
+def test_errors(csv_file, capsys, extra, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([str(csv_file), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("skcalbound: error:") and message in err
+
+
+def test_missing_group_is_an_error(tmp_path, frame, capsys):
+    path = tmp_path / "gaps.csv"
+    gaps = frame.copy()
+    gaps.loc[5, "region"] = None
+    gaps.to_csv(path, index=False)
+    assert main([str(path), "--by", "region"]) == 2
+    err = capsys.readouterr().err
+    assert "--by region: tv:" in err and "1 missing value(s)" in err
