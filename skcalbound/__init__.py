@@ -12,11 +12,13 @@ __version__ = "0.1.0.dev0"
 _MODULES = {
     "CalibrationBoundDisplay": "_display",
     "LipschitzBucketBound": "_lipschitz_bound",
+    "MulticlassCalibrationBound": "_multiclass",
     "NWCalibrationBound": "_nw_bound",
     "SechPerturbedClassifier": "_sech_perturbed",
     "TVCalibrationBound": "_tv_bound",
     "VacuousBoundWarning": "_validation",
     "binned_ece": "_binned_ece",
+    "bounds_by_group": "_groups",
     "calibration_test": "_calibration_test",
     "largest_h_within_tolerance": "_scorers",
     "lipschitz_bucket_bound": "_lipschitz_bound",
@@ -37,7 +39,9 @@ if _TYPE_CHECKING:  # what static tools and IDEs see
     from ._binned_ece import binned_ece
     from ._calibration_test import calibration_test
     from ._display import CalibrationBoundDisplay
+    from ._groups import bounds_by_group
     from ._lipschitz_bound import LipschitzBucketBound, lipschitz_bucket_bound
+    from ._multiclass import MulticlassCalibrationBound
     from ._nw_bound import NWCalibrationBound, nw_bound
     from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
     from ._scorers import (
