@@ -455,7 +455,7 @@ def test_h_without_perturbation_is_rejected_on_tied_confidences():
     rows = np.array([[0.6, 0.3, 0.1], [0.2, 0.7, 0.1], [0.1, 0.1, 0.8]])
     P = rows[rng.integers(3, size=2000)]
     y = rng.integers(3, size=2000)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="these scores were not perturbed"):
         MulticlassCalibrationBound(NWCalibrationBound(h=2.0**-3)).fit(P, y)
 
 
