@@ -149,7 +149,7 @@ def bounds_by_group(
     least ``confidence_level``, so the worst segment can be read off the table without
     losing the guarantee.
 
-    Read more in the :ref:`User Guide <what_is_certified>`.
+    Read more in the :ref:`User Guide <multiclass_and_segments>`.
 
     Parameters
     ----------

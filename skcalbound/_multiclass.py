@@ -74,6 +74,8 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
       class-wise error and :attr:`worst_lower_bound_` (the largest per-class lower
       bound) is a lower bound on it, all simultaneously.
 
+    Read more in the :ref:`User Guide <multiclass_and_segments>`.
+
     Parameters
     ----------
     estimator : estimator instance
