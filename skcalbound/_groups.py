@@ -235,7 +235,7 @@ def bounds_by_group(
     --------
     >>> import numpy as np
     >>> from skcalbound import perturb_scores
-    >>> from skcalbound._groups import bounds_by_group
+    >>> from skcalbound import bounds_by_group
     >>> rng = np.random.default_rng(0)
     >>> n = 40_000
     >>> region = rng.choice(["north", "south"], size=n)

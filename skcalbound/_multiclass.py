@@ -175,7 +175,7 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     Examples
     --------
     >>> from skcalbound import TVCalibrationBound
-    >>> from skcalbound._multiclass import MulticlassCalibrationBound
+    >>> from skcalbound import MulticlassCalibrationBound
     >>> from skcalbound.datasets import make_multiclass
     >>> data = make_multiclass(20_000, 3, random_state=0)
     >>> est = MulticlassCalibrationBound(TVCalibrationBound(random_state=0))
