@@ -14,6 +14,7 @@ from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
+from ._certificate import build_certificate
 from ._compat import Interval, StrOptions, _fit_context
 from ._result import FoldResult, aggregate_folds
 from ._splitting import SortedSample, make_folds, shuffle_ties
@@ -224,6 +225,8 @@ class _BaseCalibrationBound(BaseEstimator):
             self.surrogate_, self.result_.folds
         ).items():
             setattr(self, name, value)
+        # The audit record (``_certificate``): data fingerprint in data order.
+        self.certificate_ = build_certificate(self, scores, labels)
         return self
 
     def predict(self, X):

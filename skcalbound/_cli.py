@@ -69,6 +69,12 @@ examples:
   skcalbound churn.csv --labels churned --pos-label yes --h '2**-6'
   skcalbound predictions.csv --json --plot reliability.png
   skcalbound scores.csv --bound nw --h 0.015625 --max-ce 0.05 || exit 1
+  skcalbound scores.csv --json > record.json && skcalbound verify record.json scores.csv
+
+The --json output has each bound's audit record ("certificates": data fingerprint,
+parameters, numbers, by bound). skcalbound verify RECORD.json DATA checks that DATA are the data
+certified and recomputes each bound (skcalbound verify --help; a data file named
+verify is given as ./verify).
 
 Exit status: 0 on success (with --max-ce: every upper bound is below TAU); 1 with
 --max-ce when some upper bound is not below TAU; 2 for a bad option, file, column or
@@ -755,6 +761,9 @@ def main(argv=None):
 
 
 def _main(argv):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["verify"]:
+        return _verify(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if not (0.0 < args.confidence_level < 1.0) or math.isnan(args.confidence_level):
@@ -799,6 +808,11 @@ def _main(argv):
         note = selection_note(results)
         if note is not None:
             report["note"] = note
+        # Each bound's audit record, for ``skcalbound verify``.
+        report["certificates"] = {
+            name: {**est.certificate_, "source": _source(args)}
+            for name, est in estimators.items()
+        }
         if args.plot is not None:
             report["plot"] = str(args.plot)
         if verdict is not None:
@@ -820,4 +834,208 @@ def _main(argv):
             print(f"\n{verdict['verdict']}")
     if verdict is not None and not verdict["passed"]:
         return 1
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# skcalbound verify RECORD DATA
+# --------------------------------------------------------------------------------------
+
+VERIFY_DESCRIPTION = """\
+Check an audit record against a data file: that the file holds the data certified
+(same number of rows and the same SHA-256 fingerprint of the scores and 0/1 labels,
+read as the main command reads them), and, when the record is reproducible (an int
+random_state and an int cv), that refitting its estimator with the recorded
+parameters gives the recorded bound, lower_bound, estimate and terms to a relative
+1e-12. The creation time is not compared.
+
+RECORD is the JSON output of skcalbound FILE --json (every certificate in its
+"certificates" is checked) or one bare certificate (an estimator's certificate_ written with
+json.dump). Records written by the command remember the file's columns and
+--pos-label, so skcalbound verify RECORD DATA needs no options; the options below
+override them (for a bare certificate the defaults are y_prob, y_true and the
+record's pos_label)."""
+
+VERIFY_EPILOG = """\
+examples:
+  skcalbound scores.csv --json > record.json
+  skcalbound verify record.json scores.csv
+  skcalbound verify certificate.json holdout.parquet --scores prob --labels label
+
+Exit status: 0 when every certificate checks out (one line starting with OK); 1 when
+the data differ from the data certified or a recomputed number differs from the
+record (a line starting with FAIL names it); 2 for a bad record, file or option."""
+
+
+def build_verify_parser():
+    """The argument parser of ``skcalbound verify``."""
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} verify",
+        description=VERIFY_DESCRIPTION,
+        epilog=VERIFY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("record", help="JSON audit record (see above)")
+    parser.add_argument("file", help="CSV or Parquet file holding the data certified")
+    parser.add_argument("--scores", default=None, metavar="COLUMN",
+                        help="column of scores (default: from the record, else y_prob)")
+    parser.add_argument("--labels", default=None, metavar="COLUMN",
+                        help="column of labels (default: from the record, else y_true)")
+    parser.add_argument("--pos-label", default=None, metavar="LABEL",
+                        help="the positive class (default: from the record)")
+    parser.add_argument("--format", choices=("csv", "parquet"), default=None,
+                        help="file format, if the extension does not say it")
+    return parser
+
+
+def _source(args):
+    """How the command read its data, stored with each certificate for ``verify``."""
+    return {
+        "file": str(args.file),
+        "scores_column": args.scores,
+        "labels_column": args.labels,
+        "pos_label": args.pos_label,
+        "format": args.format,
+    }
+
+
+def read_certificates(path):
+    """The certificates in the JSON file ``path`` (a bare one, or the command's
+    ``--json`` output); CLIError if there are none."""
+    from ._certificate import record_problem
+
+    path = Path(path)
+    if not path.is_file():
+        raise CLIError(f"{path}: no such file")
+    try:
+        record = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CLIError(f"{path}: not a JSON file: {exc}") from exc
+    if isinstance(record, dict) and "results" in record:
+        found = record.get("certificates")
+        found = list(found.values()) if isinstance(found, dict) else []
+        if not found:
+            raise CLIError(
+                f"{path}: the report holds no certificates (written by an older "
+                "skcalbound, or with --by?)"
+            )
+    else:
+        found = [record]
+    for certificate in found:
+        problem = record_problem(certificate)
+        if problem is not None:
+            raise CLIError(
+                f"{path}: not a skcalbound audit record (a certificate_ or the JSON of "
+                f"skcalbound FILE --json): {problem}"
+            )
+        if certificate["method"] not in _verifiable():
+            raise CLIError(
+                f"{path}: cannot verify a {certificate['method']!r} record; "
+                f"verifiable: {', '.join(_verifiable())}"
+            )
+    return found
+
+
+def _verifiable():
+    from . import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+
+    classes = (TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound)
+    return {cls.__name__: cls for cls in classes}
+
+
+def _read_options(args, certificate):
+    """``(scores column, labels column, pos_label text, format)`` for a certificate:
+    the options, else the record's source, else the defaults."""
+    source = certificate.get("source") or {}
+    pos_label = args.pos_label
+    if pos_label is None:
+        if source:
+            pos_label = source.get("pos_label")
+        elif certificate.get("pos_label") is not None:
+            pos_label = str(certificate["pos_label"])
+        elif len(certificate.get("classes") or []) == 2:
+            pos_label = str(certificate["classes"][1])  # scikit-learn's default
+    return (
+        args.scores or source.get("scores_column") or "y_prob",
+        args.labels or source.get("labels_column") or "y_true",
+        pos_label,
+        args.format or source.get("format"),
+    )
+
+
+def _check_one(certificate, args, tables):
+    """``(ok, line)`` for one certificate against ``args.file``."""
+    from ._certificate import data_difference, fingerprint_of, number_differences
+
+    method = certificate["method"]
+    scores_column, labels_column, pos_label, file_format = _read_options(
+        args, certificate
+    )
+    key = (scores_column, labels_column, pos_label, file_format)
+    if key not in tables:
+        frame = read_table(args.file, file_format)
+        tables[key] = scores_and_labels(
+            frame, scores_column, labels_column, args.file, pos_label
+        )[:2]
+    scores, labels = tables[key]
+    cls = _verifiable()[method]
+    params = dict(certificate["params"])
+    params["pos_label"] = None  # the labels are read as 0/1 already
+    if certificate["reproducible"]:
+        try:
+            estimator = cls(**params)
+        except TypeError as exc:
+            raise CLIError(f"{args.record}: {method}: bad params: {exc}") from exc
+    else:
+        estimator = cls()  # only validates the data as fit does
+    n, n_positive, digest = fingerprint_of(estimator, scores, labels)
+    difference = data_difference(certificate, n, n_positive, digest)
+    if difference is not None:
+        return False, f"FAIL {method}: {args.file}: {difference}"
+    data = f"data match (n={n}, sha256 {digest[:12]}...)"
+    if not certificate["reproducible"]:
+        reasons = "; ".join(certificate.get("not_reproducible") or ["not reproducible"])
+        return True, f"{method}: {data}; bound not recomputed ({reasons})"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            estimator.fit(scores, labels)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(f"{args.record}: {method}: cannot refit: {exc}") from exc
+    found = number_differences(certificate, estimator.certificate_)
+    if found:
+        field, recorded, recomputed = found[0]
+        versions = ""
+        if certificate.get("version") != __version__:
+            versions = (
+                f" (recorded with skcalbound {certificate.get('version')}, recomputed "
+                f"with {__version__})"
+            )
+        return False, (
+            f"FAIL {method}: {field} differs: recorded {recorded!r}, recomputed "
+            f"{recomputed!r} (relative tolerance 1e-12){versions}"
+        )
+    return True, (
+        f"{method}: {data}; recomputed bound {estimator.bound_:.6g}, lower_bound "
+        f"{estimator.lower_bound_:.6g} and {len(estimator.terms_)} terms agree"
+    )
+
+
+def _verify(argv):
+    """``skcalbound verify RECORD DATA``; returns the exit status."""
+    args = build_verify_parser().parse_args(argv)
+    try:
+        certificates = read_certificates(args.record)
+        tables = {}
+        checked = [_check_one(c, args, tables) for c in certificates]
+    except CLIError as exc:
+        return _fail(exc)
+    failed = [line for ok, line in checked if not ok]
+    if failed:
+        for line in failed:
+            print(line, file=sys.stderr)
+        return 1
+    count = f"{len(checked)} certificate{'s' if len(checked) > 1 else ''}"
+    print(f"OK {args.file} against {args.record} ({count}): "
+          + "; ".join(line for _, line in checked))
     return 0

@@ -1,0 +1,156 @@
+"""``certificate_``: the audit record of every fitted bound estimator.
+
+It must be plain JSON data equal to itself after a round trip, carry the estimator's
+numbers exactly, fingerprint the data as the module docstring of ``_certificate``
+says (recomputed here independently), and say when a refit cannot repeat it.
+"""
+
+import hashlib
+import json
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.model_selection import KFold
+
+import skcalbound
+from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+
+H = 2.0**-6
+
+
+def _data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.05, 0.95, size=n)
+    y = (rng.uniform(size=n) < s).astype(int)
+    return s, y
+
+
+def _recipe(scores, labels01):
+    """The documented recipe, written out independently."""
+    raw = np.asarray(scores, dtype=np.float64).astype("<f8").tobytes()
+    raw += np.asarray(labels01).astype(np.uint8).tobytes()
+    return hashlib.sha256(raw).hexdigest()
+
+
+ESTIMATORS = [
+    lambda **kw: TVCalibrationBound(V=1.0, **kw),
+    lambda **kw: NWCalibrationBound(h=H, **kw),
+    lambda **kw: NWCalibrationBound(b1=2.0, b2=5.0, **kw),
+    lambda **kw: LipschitzBucketBound(h=H, **kw),
+    lambda **kw: LipschitzBucketBound(L=3.0, **kw),
+]
+
+
+def _fit(make, X=None, y=None, **kw):
+    if X is None:
+        X, y = _data()
+    with warnings.catch_warnings():  # small samples: vacuous-bound warnings
+        warnings.simplefilter("ignore")
+        return make(random_state=kw.pop("random_state", 0), **kw).fit(X, y)
+
+
+def _plain_json_types(value):
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain_json_types(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_plain_json_types(v) for v in value)
+    return value is None or type(value) in (str, int, float, bool)
+
+
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_certificate_round_trips_and_holds_the_estimators_numbers(make, guarantee):
+    s, y = _data()
+    est = _fit(make, s, y, guarantee=guarantee)
+    cert = est.certificate_
+    assert _plain_json_types(cert)
+    assert json.loads(json.dumps(cert)) == cert
+    assert cert["record"] == "skcalbound.certificate"
+    assert cert["library"] == "skcalbound"
+    assert cert["version"] == skcalbound.__version__
+    assert cert["method"] == type(est).__name__
+    assert cert["guarantee"] == guarantee
+    assert cert["confidence_level"] == 0.95
+    assert cert["bound"] == est.bound_ and cert["lower_bound"] == est.lower_bound_
+    assert cert["estimate"] == est.estimate_
+    assert cert["terms"] == {k: float(v) for k, v in est.terms_.items()}
+    assert cert["n_samples"] == 600 and cert["n_positive"] == int(y.sum())
+    assert cert["classes"] == [0, 1] and cert["pos_label"] is None
+    assert cert["cv"] == 5 and cert["aggregate"] == "mean"
+    assert cert["random_state"] == 0 and cert["n_splits"] == est.n_splits_ == 5
+    assert cert["params"] == est.get_params(deep=False)
+    assert cert["reproducible"] is True and cert["not_reproducible"] == []
+    assert cert["fingerprint"]["algorithm"] == "sha256"
+    assert cert["fingerprint"]["digest"] == _recipe(s, y)
+    assert cert["created"].endswith("+00:00")
+
+
+def test_assumption_constants_given_and_used():
+    tv = _fit(ESTIMATORS[0]).certificate_["assumption"]
+    assert tv == {"V": 1.0}
+    nw_h = _fit(ESTIMATORS[1])
+    assert nw_h.certificate_["assumption"] == {
+        "h": H, "b1": None, "b2": None, "b1_": nw_h.b1_, "b2_": nw_h.b2_,
+    }
+    assert nw_h.b1_ > 0
+    nw_b = _fit(ESTIMATORS[2]).certificate_["assumption"]
+    assert nw_b == {"h": None, "b1": 2.0, "b2": 5.0, "b1_": 2.0, "b2_": 5.0}
+    lip_h = _fit(ESTIMATORS[3])
+    assert lip_h.certificate_["assumption"] == {"h": H, "L": None, "L_": lip_h.L_}
+    lip_l = _fit(ESTIMATORS[4]).certificate_["assumption"]
+    assert lip_l == {"h": None, "L": 3.0, "L_": 3.0}
+
+
+def test_fingerprint_changes_with_one_label_or_one_score():
+    s, y = _data()
+    base = _fit(ESTIMATORS[0], s, y).certificate_["fingerprint"]["digest"]
+    y2 = y.copy()
+    y2[17] = 1 - y2[17]
+    flipped = _fit(ESTIMATORS[0], s, y2).certificate_["fingerprint"]["digest"]
+    s2 = s.copy()
+    s2[17] = np.nextafter(s2[17], 1.0)
+    nudged = _fit(ESTIMATORS[0], s2, y).certificate_["fingerprint"]["digest"]
+    assert len({base, flipped, nudged}) == 3
+    assert flipped == _recipe(s, y2) and nudged == _recipe(s2, y)
+
+
+def test_fingerprint_is_of_the_validated_data():
+    # Text labels with pos_label, two-column predict_proba, float32: the data as used.
+    s, y = _data()
+    names = np.where(y == 1, "yes", "no")
+    proba = np.column_stack([1.0 - s, s])
+    a = _fit(ESTIMATORS[0], s, y).certificate_
+    b = _fit(ESTIMATORS[0], s.reshape(-1, 1), names, pos_label="yes").certificate_
+    assert b["fingerprint"] == a["fingerprint"]
+    assert b["pos_label"] == "yes" and b["classes"] == ["no", "yes"]
+    c = _fit(ESTIMATORS[0], proba, y).certificate_
+    assert c["fingerprint"]["digest"] == _recipe(proba[:, 1], y)
+    # Labels "no" positive: the 0/1 labels flip, so does the fingerprint.
+    d = _fit(ESTIMATORS[0], s, names, pos_label="no").certificate_
+    assert d["fingerprint"]["digest"] == _recipe(s, 1 - y)
+
+
+def test_non_reproducible_fits_are_flagged():
+    rs = _fit(ESTIMATORS[0], random_state=np.random.RandomState(0)).certificate_
+    assert rs["reproducible"] is False
+    assert rs["random_state"].startswith("RandomState(")
+    assert rs["params_as_repr"] == ["random_state"]
+    assert "RandomState instance" in rs["not_reproducible"][0]
+    assert json.loads(json.dumps(rs)) == rs
+    splitter = _fit(ESTIMATORS[1], cv=KFold(3)).certificate_
+    assert splitter["reproducible"] is False
+    assert splitter["cv"] == repr(KFold(3)) and splitter["params_as_repr"] == ["cv"]
+    assert any("cv is KFold" in r for r in splitter["not_reproducible"])
+    assert splitter["n_splits"] == 3
+    none = _fit(ESTIMATORS[0], random_state=None).certificate_
+    assert none["reproducible"] is False and none["random_state"] is None
+    assert "random_state=None" in none["not_reproducible"][0]
+
+
+def test_reproducible_record_refits_to_the_same_numbers():
+    s, y = _data()
+    cert = _fit(ESTIMATORS[3], s, y).certificate_
+    again = _fit(lambda **kw: LipschitzBucketBound(**{**cert["params"], **kw}), s, y)
+    for key in ("bound", "lower_bound", "estimate", "terms", "fingerprint"):
+        assert again.certificate_[key] == cert[key], key
