@@ -536,6 +536,12 @@ class NWCalibrationBound(_BaseCalibrationBound):
     classes_ : ndarray of shape (2,)
         The two labels; ``classes_[1]`` is the positive class.
 
+    certificate_ : dict
+        The audit record of the fit, JSON-serialisable: method, guarantee,
+        assumption and its constants, level, sample size, folds and seed, the interval
+        and its terms, and a SHA-256 fingerprint of the scores and labels used
+        (``skcalbound verify`` recomputes it; see :ref:`cli`).
+
     n_features_in_ : int
         Number of columns of ``X`` seen in :meth:`fit` (1 for a vector of scores).
 
