@@ -7,10 +7,12 @@ repeat it 500 times.
 """
 
 import json
+import pickle
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy import stats
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
@@ -473,4 +475,69 @@ def test_coverage_slow(method, K):
 def test_nw_h_recipe_coverage_slow(K):
     failures, truth, _ = _nw_h_recipe_failures(K, 2.0**-3, repeats=500, n=5000, seed=10_000)
     print(f"h recipe K={K}: {failures} of 500, truth {truth:.4f}")
+    assert failures <= binomial_tolerance(500, LEVEL), (failures, truth)
+
+
+# --------------------------------------------------------------------------------------
+# The class-wise recipe with h: perturb every column, one NW fit per class.
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("K", [2, 3, 10])
+@pytest.mark.parametrize("shape", [(2.0, 2.0, 2.0), (1.0, 1.0, 3.0), (3.0, 1.5, 2.5)])
+def test_classwise_problem_has_the_exact_classwise_truth(K, shape):
+    a, b, power = shape
+    data = make_multiclass(10, K, a=a, b=b, power=power, random_state=0)
+    problem = data.classwise_problem
+    assert_allclose(problem.true_ce, data.true_classwise_ce, rtol=0, atol=1e-8)
+    assert_allclose(problem.true_ce, 2 / K * data.true_top_label_ce, rtol=0, atol=1e-8)
+    law = problem.scores
+    assert law.support() == (0.0, 1.0)
+    assert_allclose(law.cdf([0.0, 1.0 / K, 1.0]), [0.0, 1.0 - 1.0 / K, 1.0], atol=1e-12)
+    # The law and eta match the columns of a large sample.
+    big = make_multiclass(100_000, K, a=a, b=b, power=power, random_state=1)
+    assert stats.kstest(big.proba[:, 0], law.cdf).pvalue > 1e-3
+    restored = pickle.loads(pickle.dumps(problem))
+    assert restored.true_ce == problem.true_ce
+    assert_array_equal(restored.scores.cdf([0.1, 0.5]), law.cdf([0.1, 0.5]))
+
+
+def _nw_h_classwise_failures(K, h, repeats, n, seed=0):
+    """Any class's interval (level 1 - (1 - LEVEL)/K) misses the exact perturbed CE."""
+    data = make_multiclass(10, K, random_state=0)
+    truth = SechPerturbed(base=data.classwise_problem, h=h).true_ce
+    level = 1.0 - (1.0 - LEVEL) / K
+    failures, bounds = 0, []
+    for r in range(repeats):
+        data = make_multiclass(n, K, random_state=seed + r)
+        P, y = data.proba, data.labels
+        missed = False
+        for k in range(K):
+            s = perturb_scores(P[:, k], h, random_state=(seed + r) * K + k)
+            est = NWCalibrationBound(h=h, confidence_level=level, random_state=r * K + k)
+            est.fit(s, (y == k).astype(int))
+            missed |= bool(est.bound_ < truth or est.lower_bound_ > truth)
+            bounds.append(est.bound_)
+        failures += missed
+    return failures, truth, np.array(bounds)
+
+
+@pytest.mark.parametrize("K", [3, 10])
+def test_nw_h_classwise_recipe_on_perturbed_columns_is_covered(K):
+    h = 2.0**-3
+    failures, truth, bounds = _nw_h_classwise_failures(K, h, repeats=20, n=2000)
+    print(f"h classwise K={K}: {failures} of 20, truth {truth:.4f}, "
+          f"mean bound {bounds.mean():.3f}")
+    assert failures <= binomial_tolerance(20, LEVEL), (failures, truth)
+    assert np.all(bounds < 1.0)  # informative, so the check is not vacuous
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("K", [3, 10])
+def test_nw_h_classwise_recipe_coverage_slow(K):
+    failures, truth, bounds = _nw_h_classwise_failures(
+        K, 2.0**-3, repeats=500, n=5000, seed=10_000
+    )
+    print(f"h classwise K={K}: {failures} of 500, truth {truth:.4f}, "
+          f"mean bound {bounds.mean():.3f}")
     assert failures <= binomial_tolerance(500, LEVEL), (failures, truth)

@@ -33,6 +33,57 @@ class _TemperedEta:
         return low + (1.0 - low) * np.abs(u) ** self.power
 
 
+class _OneVsRestScoreLaw(stats.rv_continuous):
+    """Law of a one-vs-rest score ``P_k`` of :func:`make_multiclass` on [0, 1].
+
+    A mixture: with probability ``1/K`` the confidence ``c = 1/K + (1 - 1/K) U``,
+    ``U ~ Beta(alpha, beta)``, on ``(1/K, 1]``; otherwise ``(1 - c) / (K - 1)`` on
+    ``[0, 1/K)``. Shape parameters ``n_classes, alpha, beta`` (module-level, so the
+    frozen law pickles).
+    """
+
+    def _argcheck(self, n_classes, alpha, beta):
+        return (n_classes >= 2) & (alpha > 0) & (beta > 0)
+
+    def _pdf(self, s, n_classes, alpha, beta):
+        low = 1.0 / n_classes
+        width = 1.0 - low
+        # Predicted (P_k = c): u = (s - 1/K) / (1 - 1/K).
+        top = stats.beta.pdf((s - low) / width, alpha, beta) / width
+        # Not predicted (P_k = (1 - c)/(K - 1)): c = 1 - (K - 1) s, so
+        # u = 1 - K s and |du/ds| = K.
+        rest = n_classes * stats.beta.pdf(1.0 - n_classes * s, alpha, beta)
+        return np.where(s >= low, low * top, (1.0 - low) * rest)
+
+    def _cdf(self, s, n_classes, alpha, beta):
+        low = 1.0 / n_classes
+        width = 1.0 - low
+        top = stats.beta.cdf((s - low) / width, alpha, beta)
+        rest = stats.beta.sf(1.0 - n_classes * s, alpha, beta)
+        return np.where(s >= low, (1.0 - low) + low * top, (1.0 - low) * rest)
+
+    def _rvs(self, n_classes, alpha, beta, size=None, random_state=None):
+        low = 1.0 / n_classes
+        c = low + (1.0 - low) * random_state.beta(alpha, beta, size=size)
+        predicted = random_state.uniform(size=size) < low
+        return np.where(predicted, c, (1.0 - c) / (n_classes - 1))
+
+
+class _OneVsRestEta:
+    """``P(y = k | P_k = s)``: ``eta(s)`` on ``[1/K, 1]``, else
+    ``(1 - eta(1 - (K - 1) s)) / (K - 1)``. Picklable (no closure)."""
+
+    def __init__(self, n_classes, power):
+        self.n_classes = int(n_classes)
+        self.eta = _TemperedEta(n_classes, power)
+
+    def __call__(self, s):
+        s = np.asarray(s, dtype=float)
+        K = self.n_classes
+        rest = (1.0 - self.eta(1.0 - (K - 1) * s)) / (K - 1)
+        return np.clip(np.where(s >= 1.0 / K, self.eta(s), rest), 0.0, 1.0)
+
+
 @validate_params(
     {
         "n_samples": [Interval(Integral, 1, None, closed="left")],
@@ -111,6 +162,12 @@ def make_multiclass(n_samples=1000, n_classes=3, *, a=2.0, b=2.0, power=2.0,
             example to get the truth through the sech perturbation with
             ``make_calibration_problem(problem, h=h)`` or
             ``SechPerturbed(base=problem, h=h).true_ce``.
+        classwise_problem : CustomProblem
+            The one-vs-rest binary problem ``(P_k, y == k)`` of any class ``k`` (all
+            have the same law): the mixture law of ``P_k`` and ``P(y = k | P_k)``; its
+            ``true_ce`` is ``true_classwise_ce``, and
+            ``SechPerturbed(base=classwise_problem, h=h).true_ce`` is the exact CE of
+            a column perturbed with ``perturb_scores(P[:, k], h)``.
 
     See Also
     --------
@@ -135,6 +192,12 @@ def make_multiclass(n_samples=1000, n_classes=3, *, a=2.0, b=2.0, power=2.0,
     problem = CustomProblem(
         eta, law, breakpoints=(low,), V=1.0, b1=b1, b2=b2_top, L=b1,
         name=f"multiclass_top_label_K{K}",
+    )
+    classwise_problem = CustomProblem(
+        _OneVsRestEta(K, power), _OneVsRestScoreLaw(a=0.0, b=1.0, name="one_vs_rest")(
+            K, float(a), float(b)),
+        breakpoints=(low,), V=1.0, b1=b1, b2=(K - 1) * b2_top, L=b1,
+        name=f"multiclass_classwise_K{K}",
     )
     u_law = stats.beta(a, b)
     value, error = integrate.quad(
@@ -163,4 +226,5 @@ def make_multiclass(n_samples=1000, n_classes=3, *, a=2.0, b=2.0, power=2.0,
         top_label_assumptions={"V": 1.0, "b1": b1, "b2": b2_top, "L": b1},
         classwise_assumptions={"V": 1.0, "b1": b1, "b2": (K - 1) * b2_top, "L": b1},
         top_label_problem=problem,
+        classwise_problem=classwise_problem,
     )
