@@ -120,7 +120,9 @@ html_theme_options = {
 }
 # The primary (left) sidebar lists a section's sub-pages; these pages have none, and
 # an empty sidebar only narrowed the text column (code blocks then scrolled sideways).
-_SINGLE_PAGES = ("index", "getting_started", "user_guide", "choosing_h", "cli", "reproduce")
+_SINGLE_PAGES = (
+    "index", "getting_started", "user_guide", "choosing_h", "multiclass", "cli", "reproduce"
+)
 html_sidebars = {page: [] for page in _SINGLE_PAGES}
 html_static_path = ["_static"]
 html_css_files = ["skcalbound.css"]
