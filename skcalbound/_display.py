@@ -10,14 +10,14 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 
 from ._lipschitz_bound import LipschitzBucketBound
 from ._nw_bound import NWCalibrationBound
 from ._scorers import _SMOOTHNESS, _perturbed_step
 from ._sech_perturbed import SechPerturbedClassifier
 from ._tv_bound import TVCalibrationBound
-from ._validation import check_prob_labels, check_probabilities
+from ._validation import check_prob_labels, check_probabilities, classifier_labels_01
 
 _METHOD_NAMES = {"tv": "TV", "nw": "NW", "lipschitz": "Lipschitz bucketing"}
 _BOUND_CLASSES = {
@@ -93,24 +93,7 @@ def _positive_column(estimator, y, pos_label):
     """``(labels as 0/1, column of pos_label in predict_proba)`` for a fitted binary
     classifier: ``pos_label`` defaults to ``classes_[1]``, as in scikit-learn's
     ``CalibrationDisplay.from_estimator``."""
-    classes = np.asarray(estimator.classes_)
-    if pos_label is None:
-        pos_label = classes[1]
-    elif pos_label not in classes.tolist():
-        raise ValueError(
-            f"pos_label={pos_label!r} is not a valid label: it should be one of the "
-            f"estimator's classes_ {classes.tolist()}."
-        )
-    y = column_or_1d(y)
-    unknown = ~np.isin(y, classes)
-    if unknown.any():
-        raise ValueError(
-            f"y has labels the estimator does not know: "
-            f"{np.unique(y[unknown]).tolist()[:5]}; its classes_ are "
-            f"{classes.tolist()}."
-        )
-    column = int(np.flatnonzero(classes == pos_label)[0])
-    return (y == pos_label).astype(np.float64), column
+    return classifier_labels_01(np.asarray(estimator.classes_), y, pos_label, "y")
 
 
 def _with_perturbation_h(estimator, bound, bound_params):

@@ -11,7 +11,6 @@ from numbers import Real
 import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import Pipeline
-from sklearn.utils.validation import column_or_1d
 
 from ._compat import Interval, StrOptions, _Scorer, validate_params
 from ._lipschitz_bound import LipschitzBucketBound
@@ -19,6 +18,7 @@ from ._nw_bound import NWCalibrationBound
 from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
 from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
 from ._tv_bound import TVCalibrationBound
+from ._validation import classifier_labels_01
 
 _BOUNDS = {
     "nw": NWCalibrationBound,
@@ -98,23 +98,7 @@ def _binary_labels(estimator, y_true, pos_label):
             "Calibration scorers are for binary classifiers; the estimator has "
             f"{classes.shape[0]} classes ({classes.tolist()})."
         )
-    if pos_label is None:
-        pos_label = classes[1]
-    elif pos_label not in classes.tolist():
-        raise ValueError(
-            f"pos_label={pos_label!r} is not a valid label: it should be one of "
-            f"the estimator's classes_ {classes.tolist()}."
-        )
-    y_true = column_or_1d(y_true)
-    unknown = ~np.isin(y_true, classes)
-    if unknown.any():
-        raise ValueError(
-            f"y_true has labels the estimator does not know: "
-            f"{np.unique(y_true[unknown]).tolist()[:5]}; its classes_ are "
-            f"{classes.tolist()}."
-        )
-    column = int(np.flatnonzero(classes == pos_label)[0])
-    return (y_true == pos_label).astype(np.float64), column
+    return classifier_labels_01(classes, y_true, pos_label, "y_true")
 
 
 def _column(proba, column):

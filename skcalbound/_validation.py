@@ -294,6 +294,31 @@ def check_prob_labels(y_true, y_prob, pos_label=None, caller="this function"):
     return labels.astype(np.float64), scores
 
 
+def classifier_labels_01(classes, y, pos_label, name="y"):
+    """``(labels as float64 0/1, column of pos_label in predict_proba)`` for a fitted
+    binary classifier with ``classes`` (its ``classes_``): ``pos_label`` defaults to
+    ``classes[1]``, as in scikit-learn's scorers and ``CalibrationDisplay``; labels
+    the classifier does not know are an error. ``name`` is the caller's name for
+    ``y``, for messages."""
+    if pos_label is None:
+        pos_label = classes[1]
+    elif pos_label not in classes.tolist():
+        raise ValueError(
+            f"pos_label={pos_label!r} is not a valid label: it should be one of the "
+            f"estimator's classes_ {classes.tolist()}."
+        )
+    y = column_or_1d(y)
+    unknown = ~np.isin(y, classes)
+    if unknown.any():
+        raise ValueError(
+            f"{name} has labels the estimator does not know: "
+            f"{np.unique(y[unknown]).tolist()[:5]}; its classes_ are "
+            f"{classes.tolist()}."
+        )
+    column = int(np.flatnonzero(classes == pos_label)[0])
+    return (y == pos_label).astype(np.float64), column
+
+
 def check_held_out_labels(estimator, y, n_samples):
     """Validate the labels passed to ``score``: classes seen in ``fit``, one per score.
 
