@@ -17,7 +17,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._certificate import build_certificate
 from ._compat import Interval, StrOptions, _fit_context
 from ._result import FoldResult, aggregate_folds
-from ._splitting import SortedSample, make_folds, shuffle_ties
+from ._chunks import ArraySource, DaskSource, IterableSource, check_random_seed, is_dask_collection
+from ._splitting import check_enough_rows, row_folds, DataOrder, GroupDesign, SortedSample, make_folds, shuffle_ties
 from ._validation import (
     check_held_out_labels,
     check_scores,
@@ -190,11 +191,45 @@ class _BaseCalibrationBound(BaseEstimator):
         """
         method = self._method()  # hyperparameter consistency, before the data
         warn_if_low_confidence(self.confidence_level)
+        if is_dask_collection(X) or is_dask_collection(y):
+            source = DaskSource(y, X, self.pos_label)
+            return self._fit_source(method, source, "Dask input")
         scores, labels, self.classes_ = check_scores_labels(self, X, y, self.pos_label)
         delta = 1.0 - self.confidence_level
+        random_state = check_random_state(self.random_state)
+        if getattr(method, "mergeable", False):
+            # Mergeable statistics (``_surrogates/_nw_grid``): no sort, folds in data
+            # order, the in-memory pass being the one-source case of chunked input.
+            h = getattr(self, "h", None)
+            if h is not None:
+                check_untied_scores(scores, h, is_sorted=False)
+            n = scores.shape[0]
+            seed = (  # the int itself, as fit_chunks and Dask input use it
+                int(self.random_state)
+                if isinstance(self.random_state, Integral)
+                else check_random_seed(random_state)
+            )
+            if self.cv is None or isinstance(self.cv, Integral):
+                # Folds drawn row by row from (seed, row index): the same folds, and so
+                # the same numbers, as fit_chunks and Dask input with this seed.
+                k = 5 if self.cv is None else int(self.cv)
+                check_enough_rows(n, k, method.min_train, type(self).__name__)
+                designs = [GroupDesign.partition(k, ids=row_folds(seed, 0, n, k))]
+            else:
+                folds = make_folds(
+                    self.cv, random_state, DataOrder(n), method.min_train,
+                    type(self).__name__,
+                )
+                designs = GroupDesign.from_folds(folds)
+            n_splits = sum(len(d.splits) for d in designs)
+            results, surrogate, _ = method.fit_mergeable(
+                ArraySource(scores, labels, self.n_jobs), designs, delta / n_splits, seed
+            )
+            self._set_result(method, results, surrogate, n)
+            self.certificate_ = build_certificate(self, scores, labels)
+            return self
         sample = SortedSample.from_arrays(scores, labels)
         self._check_sorted_scores(sample.scores)
-        random_state = check_random_state(self.random_state)
         folds = make_folds(
             self.cv, random_state, sample, method.min_train, type(self).__name__
         )
@@ -211,23 +246,98 @@ class _BaseCalibrationBound(BaseEstimator):
             if g.size
         )
         results = [result for group in results for result in group]
+        surrogate = None
+        self._set_result(method, results, surrogate, scores.shape[0], sample=sample)
+        # The audit record (``_certificate``): data fingerprint in data order.
+        self.certificate_ = build_certificate(self, scores, labels)
+        return self
+
+    def _set_result(self, method, results, surrogate, n_samples, sample=None):
+        """The fitted attributes from the fold results and the refit surrogate (refit
+        here from ``sample`` when not given)."""
         self.result_ = aggregate_folds(results, self.aggregate, self.confidence_level)
         self.bound_ = self.result_.bound
-        warn_if_vacuous(self.bound_, scores.shape[0], type(self).__name__)
+        warn_if_vacuous(self.bound_, n_samples, type(self).__name__)
         self.lower_bound_ = self.result_.lower_bound
         self.estimate_ = self.result_.estimate
         self.terms_ = dict(self.result_.terms)
         self.fold_results_ = self.result_.fold_frame()
-        self.n_splits_ = len(folds)
-        # The surrogate on all data, at the full delta: what predict and score use.
-        self.surrogate_ = method.refit(sample, delta, self.result_.folds)
+        self.n_splits_ = len(results)
+        if surrogate is None:
+            # The surrogate on all data, at the full delta: what predict and score use.
+            delta = 1.0 - self.confidence_level
+            surrogate = method.refit(sample, delta, self.result_.folds)
+        self.surrogate_ = surrogate
         for name, value in method.fitted_attributes(
             self.surrogate_, self.result_.folds
         ).items():
             setattr(self, name, value)
-        # The audit record (``_certificate``): data fingerprint in data order.
-        self.certificate_ = build_certificate(self, scores, labels)
+
+    def _fit_source(self, method, source, what):
+        """Fit on rows that are not in one array: ``source`` is a ``_chunks`` source."""
+        if not getattr(method, "mergeable", False):
+            raise ValueError(
+                f"{type(self).__name__}{method.unmergeable_reason} on {what}; "
+                f"{method.unmergeable_alternative}"
+            )
+        if not isinstance(self.cv, Integral):
+            raise ValueError(
+                f"{what} needs cv=<int>: the folds of data that is not in one place "
+                "are drawn row by row from (random_state, row index), so that they do "
+                f"not depend on the chunking; got cv={self.cv!r}."
+            )
+        seed = check_random_seed(self.random_state)
+        check_enough_rows(source.n_samples, int(self.cv), method.min_train, type(self).__name__)
+        h = getattr(self, "h", None)
+        check = None
+        if h is not None:
+            check = lambda scores: check_untied_scores(scores, h, is_sorted=False)  # noqa: E731
+        delta = 1.0 - self.confidence_level
+        results, surrogate, n_positive = method.fit_mergeable(
+            source,
+            [GroupDesign.partition(int(self.cv), seed=seed)],
+            delta / int(self.cv),
+            seed,
+            check=check,
+        )
+        self.classes_ = source.classes
+        self.n_features_in_ = 1
+        self._set_result(method, results, surrogate, source.n_samples)
+        self.certificate_ = build_certificate(
+            self, None, None,
+            summary=(source.n_samples, n_positive, getattr(source, "digest", None)),
+            seed=seed,
+        )
         return self
+
+    def fit_chunks(self, chunks, *, n_samples=None):
+        """Compute the certified bound from data in chunks, never all in memory.
+
+        Two passes over the chunks (per-cell statistics, then the per-point terms),
+        each holding one chunk and a few grids at a time. The folds are drawn row by
+        row from ``(random_state, row index)``, so the result does not depend on how
+        the rows are cut into chunks, and equals :meth:`fit` on the same rows with the
+        same folds (see :ref:`large_data`).
+
+        Parameters
+        ----------
+        chunks : sequence or callable
+            ``(y_true, y_prob)`` pairs of arrays (or two-column DataFrames, labels
+            first), or a function returning a fresh iterator of them (each pass calls
+            it). ``y_prob`` holds the positive class's probabilities, one column.
+        n_samples : int, default=None
+            The total number of rows, if known; otherwise one more pass counts them.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        method = self._method()
+        warn_if_low_confidence(self.confidence_level)
+        return self._fit_source(
+            method, IterableSource(chunks, self.pos_label, n_samples), "chunked input"
+        )
 
     def predict(self, X):
         """Recalibrated probabilities: the surrogate refit on all fitted data.

@@ -113,11 +113,13 @@ def _plain(value):
     return plain if ok else repr(value)
 
 
-def build_certificate(estimator, scores, labels):
+def build_certificate(estimator, scores, labels, *, summary=None, seed=None):
     """The ``certificate_`` dict of a just-fitted bound ``estimator``.
 
     ``scores`` and ``labels`` are the validated arrays ``fit`` used, in data order
-    (float64 scores, uint8 0/1 labels).
+    (float64 scores, uint8 0/1 labels). Data not in one place (``fit_chunks``, Dask)
+    gives ``summary = (n_samples, n_positive, digest or None)`` instead, and the int
+    ``seed`` its folds were drawn from.
     """
     from . import __version__
 
@@ -130,6 +132,14 @@ def build_certificate(estimator, scores, labels):
         params[name] = plain
     reasons = []
     random_state = estimator.random_state
+    if seed is not None:
+        params["random_state"] = seed  # the folds are a function of it: reproducible
+        random_state = seed
+    if summary is None:
+        summary = (scores.shape[0], np.count_nonzero(labels), data_fingerprint(scores, labels))
+    n_samples, n_positive, digest = summary
+    if digest is None:
+        reasons.append("the data were not read in order, so they have no fingerprint")
     if random_state is None:
         reasons.append("random_state=None: the folds were drawn from fresh randomness")
     elif not isinstance(random_state, Integral):
@@ -157,8 +167,8 @@ def build_certificate(estimator, scores, labels):
         "guarantee": params["guarantee"],
         "confidence_level": params["confidence_level"],
         "assumption": assumption,
-        "n_samples": int(scores.shape[0]),
-        "n_positive": int(np.count_nonzero(labels)),
+        "n_samples": int(n_samples),
+        "n_positive": int(n_positive),
         "pos_label": params["pos_label"],
         "classes": [_plain(c) for c in estimator.classes_],
         "cv": params["cv"],
@@ -173,10 +183,10 @@ def build_certificate(estimator, scores, labels):
         "lower_bound": float(estimator.lower_bound_),
         "estimate": float(estimator.estimate_),
         "terms": {str(k): float(v) for k, v in estimator.terms_.items()},
-        "fingerprint": {
+        "fingerprint": None if digest is None else {
             "algorithm": "sha256",
             "recipe": FINGERPRINT_RECIPE,
-            "digest": data_fingerprint(scores, labels),
+            "digest": digest,
         },
     }
 

@@ -11,8 +11,8 @@ from ._base import _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, StrOptions, validate_params
 from ._result import FoldResult
 from ._sech import sech_derivative_bounds
-from ._splitting import SortedSample
-from ._surrogates import _nw_hp
+from ._splitting import SUBSAMPLE_STREAM, GroupDesign, row_keys
+from ._surrogates import _nw_grid, _nw_hp
 from ._surrogates._nw import BinnedSample, NWSurrogate, _Buffers, n_bins_for
 from ._terms import (
     high_probability_terms,
@@ -85,34 +85,6 @@ class _NWMethod(_BoundMethod):
             return nw_plugin_bandwidth(m, self.b1, self.b2)
         return float(self.bandwidth)
 
-    def _refit_bandwidth(self, sample, folds):
-        """The bandwidth of the surrogate on all ``n`` points.
-
-        With ``"auto"``, the folds' choice relative to the plug-in value (the median
-        over folds of ``k`` in ``h = h_plugin(m) * 2**(k/2)``) applied to ``h_plugin(n)``:
-        label-free like the search itself, whose objective the folds' training sets
-        (four fifths of the sample with ``cv=5``) already evaluated, so the sample is
-        not searched a sixth time.
-        """
-        n = sample.scores.shape[0]
-        if self.bandwidth != "auto":
-            return self.bandwidth_for(n)
-        if not folds:  # no cross-fitting to learn from: search all the scores
-            fine = self._fine_bins(n)
-            return _nw_hp.choose_bandwidth(
-                _nw_hp.Pyramid(_nw_hp.grid_stats(sample.scores, sample.labels, fine)),
-                self.bandwidth_candidates(n), self.tempering, self.b1, self.b2,
-            )
-        steps = [
-            2.0 * math.log2(fold.info["bandwidth"]
-                            / nw_plugin_bandwidth(fold.info["n_train"], self.b1, self.b2))
-            for fold in folds
-        ]
-        k = round(float(np.median(steps)))
-        h = nw_plugin_bandwidth(n, self.b1, self.b2) * 2.0 ** (k / 2.0)
-        lo, hi = _nw_hp.BANDWIDTH_LIMITS
-        return min(max(h, lo), hi)
-
     def bandwidth_candidates(self, m):
         """The bandwidths the label-free search chooses from, for ``m`` training
         scores: the plug-in value times ``2**(k/2)``, ``k = -4..8`` (SPEC section 12)
@@ -183,16 +155,6 @@ class _NWMethod(_BoundMethod):
         return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"],
                           extra={"statistics": statistics})
 
-    def _hp_tables(self, training, fine_bins, m):
-        """Bandwidth (label-free search) and tables of one training set, given its
-        cell sums on the fine grid."""
-        pyramid = _nw_hp.Pyramid(training)
-        h = _nw_hp.choose_bandwidth(
-            pyramid, self.bandwidth_candidates(m), self.tempering, self.b1, self.b2
-        )
-        stats = pyramid.at(_nw_hp.grid_size(h))
-        return _nw_hp.HPTables.from_stats(stats, h, self.tempering)
-
     def _fine_bins(self, n):
         # The plug-in bandwidth shrinks as the training size grows, so the one for n
         # points is below every fold's: 64 cells per bandwidth for it and every larger
@@ -204,48 +166,71 @@ class _NWMethod(_BoundMethod):
             _nw_hp.grid_size(h), _nw_hp.grid_size(min(candidates), bins_per_bandwidth=16)
         )
 
-    def _hp_fit_folds(self, sample, folds, delta):
-        n = sample.scores.shape[0]
+    @property
+    def mergeable(self):
+        """Whether the bound runs on mergeable statistics (``_nw_grid``): the
+        high-probability certificate does; the published Lemma 6 needs the sorted
+        training points of the query's own cell."""
+        return self.guarantee == "high_probability"
+
+    def _cap(self, n):
+        """Evaluated validation points per fold (``None``: all); ``n=None`` (not yet
+        known) gives the largest the rule can give."""
+        if self.max_validation is None:
+            return None
+        if self.max_validation == "auto":
+            if n is None:
+                return _AUTO_MAX
+            return min(_AUTO_MAX, max(_AUTO_MIN, math.ceil(_AUTO_FRACTION * n)))
+        return int(self.max_validation)
+
+    def _refit_rule(self, n, folds):
+        """The bandwidth of the smoother on all ``n`` rows from the folds'
+        ``(bandwidth, m)``: with ``"auto"``, the median over folds of ``k`` in ``h =
+        h_plugin(m) * 2**(k/2)`` applied to ``h_plugin(n)`` (label-free like the
+        search, whose objective the folds' training sets already evaluated)."""
+        if self.bandwidth != "auto":
+            return self.bandwidth_for(n)
+        steps = [
+            2.0 * math.log2(h / nw_plugin_bandwidth(m, self.b1, self.b2)) for h, m in folds
+        ]
+        k = round(float(np.median(steps)))
+        h = nw_plugin_bandwidth(n, self.b1, self.b2) * 2.0 ** (k / 2.0)
+        lo, hi = _nw_hp.BANDWIDTH_LIMITS
+        return min(max(h, lo), hi)
+
+    def fit_mergeable(self, source, designs, delta, key_seed, check=None):
+        """Fold results and the refit smoother from the two passes of each design
+        over ``source`` (``_chunks``); the refit rides on the first design's passes."""
+        n = source.n_samples
         fine = self._fine_bins(n)
-        whole = _nw_hp.grid_stats(sample.scores, sample.labels, fine)
-        results = []
-        for fold in folds:
-            validation = np.flatnonzero(fold.validation)
-            nv = validation.shape[0]
-            evaluate = self.evaluation_subset(nv, n, fold.index)
-            scores = sample.scores[validation]
-            queries = scores if evaluate is None else scores[evaluate]
-            if fold.assignment is not None or np.array_equal(fold.train, ~fold.validation):
-                # Training = the rest of the sample: its cell sums are the whole
-                # sample's minus the validation points'.
-                training = whole - _nw_hp.grid_stats(scores, sample.labels[validation], fine)
-                m = n - nv
-                fallback = _nw_hp.Fallback(sample, validation)
-                where = validation if evaluate is None else validation[evaluate]
-                rank = np.arange(nv) if evaluate is None else evaluate
-                # Training scores below a validation point: its sorted position minus
-                # the validation points before it.
-                below = lambda idx: where[idx] - rank[idx]  # noqa: E731
-            else:
-                train = np.flatnonzero(fold.train)
-                subset = SortedSample(
-                    order=train, scores=sample.scores[train], labels=sample.labels[train]
-                )
-                training = _nw_hp.grid_stats(subset.scores, subset.labels, fine)
-                m = train.shape[0]
-                fallback = _nw_hp.Fallback(subset)
-                below = lambda idx: np.searchsorted(  # noqa: E731
-                    subset.scores, queries[idx], side="left"
-                )
-            tables = self._hp_tables(training, fine, m)
-            stats = _nw_hp.evaluate(tables, self.b1, self.b2, queries, fallback, below)
-            info = {"bandwidth": tables.bandwidth, "n_bins": tables.n_bins}
-            results.append(self._hp_fold(stats, delta, m, info))
-        return results
+        results, refit = [], None
+        for design in designs:
+            fit = _nw_grid.fit_design(
+                source, design, fine_bins=fine, candidates=self.bandwidth_candidates,
+                tempering=self.tempering, b1=self.b1, b2=self.b2,
+                min_train=self.min_train,
+                cap_of=None if self.max_validation is None else self._cap,
+                key_seed=key_seed,
+                refit_bandwidth=None if len(designs) > 1 else self._refit_rule,
+                check=check,
+            )
+            refit = refit or fit.refit
+            n_positive = fit.n_positive
+            for smoother, stats in fit.splits:
+                info = {"bandwidth": smoother.bandwidth, "n_bins": smoother.n_bins}
+                results.append(self._hp_fold(stats, delta, smoother.n_train, info))
+        if refit is None:  # several explicit splits: one more design, all rows
+            h = self._refit_rule(n, [(f.info["bandwidth"], f.info["n_train"]) for f in results])
+            everything = GroupDesign(1, (), ids=np.zeros(n, dtype=np.intp))
+            refit = _nw_grid.fit_design(
+                source, everything, fine_bins=fine, candidates=None,
+                tempering=self.tempering, b1=self.b1, b2=self.b2,
+                refit_bandwidth=lambda n, folds: h,
+            ).refit
+        return results, refit, n_positive
 
     def fit_folds(self, sample, folds, delta):
-        if self.guarantee == "high_probability":
-            return self._hp_fit_folds(sample, folds, delta)
         n = sample.scores.shape[0]
         # One grid for every fold and the refit: fine enough for the smallest
         # bandwidth (the plug-in bandwidth decreases with the training size).
@@ -300,29 +285,15 @@ class _NWMethod(_BoundMethod):
 
     def refit(self, sample, delta, folds=()):
         n = sample.scores.shape[0]
-        if self.guarantee == "high_probability":
-            h = self._refit_bandwidth(sample, folds)
-            G = min(_nw_hp.grid_size(h), self._fine_bins(n))
-            return NWSurrogate(sample.scores, sample.labels, h, self.tempering, G)
         h = self.bandwidth_for(n)
         return NWSurrogate(sample.scores, sample.labels, h, self.tempering, n_bins_for(h))
 
     def held_out_result(self, surrogate, scores, delta):
+        if self.mergeable:
+            return self._held_out_mergeable(surrogate, scores, delta)
         evaluate = self.evaluation_subset(scores.shape[0], scores.shape[0], 0)
         if evaluate is not None:
             scores = scores[evaluate]
-        if self.guarantee == "high_probability":
-            scores = np.sort(scores)  # the statistics are sums: any order
-            G = surrogate.n_bins
-            stats = _nw_hp.grid_stats(surrogate.scores, surrogate.labels, G)
-            tables = _nw_hp.HPTables.from_stats(stats, surrogate.bandwidth, self.tempering)
-            train = SortedSample(order=None, scores=surrogate.scores, labels=surrogate.labels)
-            below = lambda idx: np.searchsorted(train.scores, scores[idx], side="left")  # noqa: E731
-            result = _nw_hp.evaluate(
-                tables, self.b1, self.b2, scores, _nw_hp.Fallback(train), below
-            )
-            info = {"bandwidth": surrogate.bandwidth, "n_bins": G}
-            return self._hp_fold(result, delta, surrogate.n_train, info)
         residuals, smoothing, n_fallback = surrogate.residuals_and_smoothing(
             self.b1, self.b2, scores
         )
@@ -333,6 +304,27 @@ class _NWMethod(_BoundMethod):
         }
         moments = _array_moments(residuals, smoothing)
         return self._fold(scores.shape[0], *moments, delta, surrogate.n_train, info)
+
+    def _held_out_mergeable(self, surrogate, scores, delta):
+        """The fixed-split certificate of the refit smoother on held-out ``scores``:
+        pass 2 alone, every row in the one validation group."""
+        n = scores.shape[0]
+        thresholds = None
+        cap = self._cap(n)
+        if cap is not None and cap < n:
+            keys = row_keys(self.random_state, 0, n, SUBSAMPLE_STREAM)
+            thresholds = np.array([np.partition(keys, cap - 1)[cap - 1]], dtype=np.uint64)
+        plan = _nw_grid.Plan(
+            (surrogate,), np.zeros(1, dtype=np.intp), 1, self.b1, self.b2,
+            surrogate.fine_bins, thresholds=thresholds,
+        )
+        keys = None if thresholds is None else row_keys(self.random_state, 0, n, SUBSAMPLE_STREAM)
+        sums = _nw_grid.evaluation_sums(
+            plan, scores, np.zeros(n), np.zeros(n, dtype=np.intp), keys
+        )
+        stats = _nw_grid.finish_split(plan, 0, sums, surrogate)
+        info = {"bandwidth": surrogate.bandwidth, "n_bins": surrogate.n_bins}
+        return self._hp_fold(stats, delta, surrogate.n_train, info)
 
 
 _NW_PARAMETERS = {

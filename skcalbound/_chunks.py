@@ -1,0 +1,281 @@
+"""Where the rows come from: arrays in memory, an iterable of chunks, or Dask.
+
+A bound on mergeable statistics (``_surrogates/_nw_grid``) is two map-reduce passes
+over the rows. A *source* runs one pass: it calls ``fn(chunk)`` on every chunk of
+validated rows (:class:`Chunk`) and merges the results with ``+`` in row order, so
+that the result depends on the rows, not on how they were cut. Three sources:
+
+- :class:`ArraySource`: validated arrays in memory, in blocks of a fixed size (the
+  one-chunk case of the same code, and threads for ``n_jobs``);
+- :class:`IterableSource`: a re-iterable of ``(y_true, y_prob)`` chunks (arrays,
+  pandas Series, a file read by row groups), read once per pass;
+- :class:`DaskSource`: two dask arrays; each pass is one ``dask.delayed`` reduction
+  tree over the blocks, computed with the active scheduler.
+
+Each source validates its chunks the way ``fit`` validates arrays, and gives every
+row its global index (``Chunk.start``), from which the counter-based fold ids and
+subsample keys of ``_splitting`` are drawn.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+import pandas as pd
+from joblib import effective_n_jobs
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_consistent_length, column_or_1d
+
+from ._validation import (
+    _binary_classes,
+    _check_range,
+    _positive_index,
+    _probabilities_array,
+    _scores_from_array,
+)
+
+# Rows per block of an in-memory pass: big enough that the per-block grids (a few MB)
+# cost little, small enough that threads share the work. Fixed, so that ``n_jobs``
+# changes no result (the blocks and the merge order are the same).
+_ARRAY_BLOCK = 2**21
+
+
+@dataclass
+class Chunk:
+    """Validated rows ``start .. start + n - 1``: float64 scores in [0, 1] and float64
+    0/1 labels (1 for the positive class)."""
+
+    scores: np.ndarray
+    labels: np.ndarray
+    start: int
+
+    @property
+    def n(self):
+        return self.scores.shape[0]
+
+
+def _merge(results):
+    total = None
+    for result in results:
+        total = result if total is None else total + result
+    return total
+
+
+class ArraySource:
+    """Validated arrays in memory (``labels`` 0/1, any numeric dtype)."""
+
+    def __init__(self, scores, labels, n_jobs=None):
+        self.scores = scores
+        self.labels = labels
+        self.n_jobs = n_jobs
+        self.n_samples = scores.shape[0]
+
+    def _chunk(self, start):
+        stop = min(start + _ARRAY_BLOCK, self.n_samples)
+        labels = self.labels[start:stop]
+        return Chunk(self.scores[start:stop], labels, start)
+
+    def map_reduce(self, fn):
+        starts = range(0, self.n_samples, _ARRAY_BLOCK)
+        if effective_n_jobs(self.n_jobs) == 1 or len(starts) == 1:
+            return _merge(fn(self._chunk(s)) for s in starts)
+        results = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+            delayed(fn)(self._chunk(s)) for s in starts
+        )
+        return _merge(results)
+
+
+class _LabelCheck:
+    """The labels seen so far across chunks, checked as ``fit`` checks them once the
+    last chunk is in: two classes, and ``pos_label`` among them (or labels {0, 1},
+    {-1, 1} or booleans without it)."""
+
+    def __init__(self, pos_label):
+        self.pos_label = pos_label
+        self.positive = 1 if pos_label is None else pos_label
+        self.seen = set()
+
+    def labels_01(self, y):
+        values = pd.unique(y)
+        self.seen.update(values.tolist())
+        if len(self.seen) > 2:
+            _binary_classes(np.array(sorted(self.seen, key=repr)))
+        return (y == self.positive).astype(np.float64)
+
+    def classes(self):
+        try:
+            classes = _binary_classes(np.array(list(self.seen)))
+        except TypeError:
+            raise
+        _positive_index(classes, self.pos_label)
+        return classes
+
+
+def _validated_chunk(y_true, y_prob, k, labels):
+    """``(scores, labels 0/1)`` of chunk ``k`` (for messages), or a clear error."""
+    X = _probabilities_array(y_prob, f"y_prob of chunk {k}")
+    if X.ndim == 2 and X.shape[1] == 2:
+        raise ValueError(
+            f"Chunk {k}: y_prob has two columns; chunked input takes the positive "
+            "class's probabilities as one column (the column of pos_label), so that "
+            "no chunk has to know the classes of the others."
+        )
+    y = column_or_1d(np.asarray(y_true))
+    check_consistent_length(y, X)
+    scores = _scores_from_array(X, "y_prob")
+    if scores.shape[0]:
+        _check_range(scores)
+    return np.ascontiguousarray(scores, dtype=np.float64), labels.labels_01(y)
+
+
+def _as_pair(chunk, k):
+    if isinstance(chunk, pd.DataFrame):
+        if chunk.shape[1] != 2:
+            raise ValueError(
+                f"Chunk {k} is a DataFrame with {chunk.shape[1]} columns; expected two, "
+                "the labels then the scores (y_true, y_prob)."
+            )
+        return chunk.iloc[:, 0].to_numpy(), chunk.iloc[:, 1].to_numpy()
+    try:
+        y_true, y_prob = chunk
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"Chunk {k} is a {type(chunk).__name__}; each chunk must be a pair "
+            "(y_true, y_prob) of arrays or a DataFrame with those two columns."
+        ) from None
+    return y_true, y_prob
+
+
+class IterableSource:
+    """A re-iterable of ``(y_true, y_prob)`` chunks, or a function returning a fresh
+    iterator of them (every pass reads the chunks again, in the same order)."""
+
+    def __init__(self, chunks, pos_label=None, n_samples=None):
+        if not callable(chunks) and iter(chunks) is chunks:
+            raise TypeError(
+                "chunks is an iterator, which can be read only once; the bound reads "
+                "the data twice. Pass a list of chunks, or a function that returns a "
+                "fresh iterator of them (for example lambda: read_chunks(path))."
+            )
+        self._chunks = chunks
+        self.pos_label = pos_label
+        self.classes = None
+        self.digest = None
+        self._passes = 0
+        self._rows = None
+        if n_samples is None:
+            # The grid of the statistics depends on the number of rows: count them.
+            n_samples = sum(len(_as_pair(c, k)[1]) for k, c in enumerate(self._iterate()))
+        self.n_samples = int(n_samples)
+
+    def _iterate(self):
+        return iter(self._chunks() if callable(self._chunks) else self._chunks)
+
+    def map_reduce(self, fn):
+        """One pass. The data fingerprint (``_certificate``) hashes all scores, then
+        all labels: the scores on the first pass, the labels on the second."""
+        first_pass = self._passes == 0
+        self._passes += 1
+        labels = _LabelCheck(self.pos_label)
+        if first_pass:
+            self._digest = hashlib.sha256()
+        start, results = 0, None
+        for k, chunk in enumerate(self._iterate()):
+            scores, y01 = _validated_chunk(*_as_pair(chunk, k), k, labels)
+            if first_pass:
+                self._digest.update(np.ascontiguousarray(scores, dtype="<f8").data)
+            elif self.digest is None:
+                self._digest.update(y01.astype(np.uint8).data)
+            result = fn(Chunk(scores, y01, start))
+            results = result if results is None else results + result
+            start += scores.shape[0]
+        if start != self.n_samples:
+            raise ValueError(
+                f"chunks gave {start} rows on pass {self._passes}, but "
+                f"{self.n_samples} were expected (n_samples, or the rows counted "
+                "before); the bound reads the data more than once and needs the same "
+                "rows every time."
+            )
+        if first_pass:
+            self.classes = labels.classes()
+        elif self.digest is None:
+            self.digest = self._digest.hexdigest()
+        return results
+
+
+class DaskSource:
+    """Scores and labels as two dask arrays of the same length (1-D, same chunks)."""
+
+    def __init__(self, y_true, y_prob, pos_label=None):
+        import dask.array as da
+
+        y_true, y_prob = da.asarray(y_true), da.asarray(y_prob)
+        if y_prob.ndim != 1 or y_true.ndim != 1:
+            raise ValueError(
+                "Dask input must be two 1-D arrays (or Series): the labels and the "
+                f"positive class's probabilities; got shapes {y_true.shape} and "
+                f"{y_prob.shape}."
+            )
+        if np.isnan(y_prob.shape[0]) or np.isnan(y_true.shape[0]):
+            y_true, y_prob = y_true.compute_chunk_sizes(), y_prob.compute_chunk_sizes()
+        if y_true.shape[0] != y_prob.shape[0]:
+            raise ValueError(
+                "Found input variables with inconsistent numbers of samples: "
+                f"[{y_true.shape[0]}, {y_prob.shape[0]}]"
+            )
+        self.y_true = y_true.rechunk(y_prob.chunks)
+        self.y_prob = y_prob
+        self.pos_label = pos_label
+        self.n_samples = int(y_prob.shape[0])
+        self.classes = None
+        self.digest = None
+
+    def map_reduce(self, fn):
+        import dask
+
+        first_pass = self.classes is None
+        sizes = self.y_prob.chunks[0]
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).tolist()
+        pos = self.pos_label
+
+        def block(y, s, start, k):
+            labels = _LabelCheck(pos)
+            scores, y01 = _validated_chunk(y, s, k, labels)
+            return (fn(Chunk(scores, y01, start)), frozenset(labels.seen))
+
+        def add(a, b):
+            return (a[0] + b[0], a[1] | b[1])
+
+        parts = [
+            dask.delayed(block)(y, s, start, k)
+            for k, (y, s, start) in enumerate(
+                zip(self.y_true.to_delayed().ravel(), self.y_prob.to_delayed().ravel(), starts)
+            )
+        ]
+        # A binary tree in block order: the same additions for the same chunks.
+        while len(parts) > 1:
+            parts = [
+                dask.delayed(add)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                for i in range(0, len(parts), 2)
+            ]
+        result, seen = dask.compute(parts[0])[0]
+        if first_pass:
+            labels = _LabelCheck(pos)
+            labels.seen = set(seen)
+            self.classes = labels.classes()
+        return result
+
+
+def is_dask_collection(x):
+    """Whether ``x`` is a dask collection (without importing dask when it is not)."""
+    return type(x).__module__.split(".")[0] == "dask"
+
+
+def check_random_seed(random_state):
+    """An int seed for the counter-based fold ids and subsample keys, drawn once."""
+    if isinstance(random_state, Integral):
+        return int(random_state)
+    from sklearn.utils import check_random_state
+
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))

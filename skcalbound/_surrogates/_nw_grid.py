@@ -1,0 +1,648 @@
+"""The NW certificate from mergeable statistics: no sort, any number of chunks.
+
+SPEC sections 10-12. Every quantity of the high-probability NW fold bound is a sum
+over data points of something that depends on the point and on per-cell arrays only,
+so the computation is two map-reduce passes over the rows in any chunking:
+
+pass 1 (:func:`cell_sums`)
+    per (group, cell of the fine grid): count, positives and the sums of the offsets
+    ``t = s - c_b`` and ``t**2`` (``GroupCellSums``, merged by addition). A *group* is a
+    cross-fitting fold (a partition: fold ``k`` trains on every group but ``k``) or, for
+    an explicit split, its training or validation rows. From the training groups'
+    sums alone come each fold's bandwidth (the label-free search of ``_nw_hp``), its
+    kernel tables on its final grid, and which cells have no training point within
+    the kernel (nearest-neighbour fallback).
+pass 2 (:func:`evaluation_sums`)
+    per validation point, ``r = |s - eta_hat|`` and ``min(g, 1)`` from the tables of
+    its fold, reduced to count, mean and centred second moment of ``r`` (merged with
+    Chan et al.'s pairwise rule), the sum of ``min(g, 1)`` and the query count per
+    table cell (for ``C2``); and, for the few cells next to a fallback region, the
+    largest and smallest training score with its count and positives (merged by max /
+    min). Fallback queries are kept (they are points with no training score within a
+    bandwidth, so few) and finished once the extremes are known.
+
+Every number equals the in-memory one up to the order of the additions. Lemma 6 in
+the published form (``guarantee="paper"``) needs ``sum |s_i - s'|`` over the query's
+own cell, which needs the sorted training points of that cell: it is not mergeable
+and stays on the sorted in-memory path (``_nw``).
+
+Why hand-written: no library reduces kernel-smoother error sums by cell (the
+convolutions are ``numpy``; the reductions are ``np.bincount``).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._nw import BinStats, bin_centres, bin_of
+from ._nw_hp import HPTables, Pyramid, _conv, choose_bandwidth, grid_size
+
+# Rows per block of the per-row arithmetic (arrays that stay in cache).
+_BLOCK = 2**16
+
+
+def cell_offsets(scores, cells, n_bins):
+    """Offsets ``s - c_b`` from the cell centres, exactly (see ``_nw_hp.grid_stats``)."""
+    t = np.multiply(scores, n_bins)
+    t -= cells
+    t -= 0.5
+    t *= 1.0 / n_bins
+    return t
+
+
+@dataclass
+class GroupCellSums:
+    """Per (group, fine cell): count, positives, sums of ``t`` and ``t**2``; shape
+    ``(n_groups, n_bins)``. Merged by addition."""
+
+    count: np.ndarray
+    positives: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+
+    def __add__(self, other):
+        return GroupCellSums(*(a + b for a, b in zip(self._arrays(), other._arrays())))
+
+    def _arrays(self):
+        return (self.count, self.positives, self.s1, self.s2)
+
+    def group(self, k):
+        return BinStats(*(a[k] for a in self._arrays()))
+
+    def total(self):
+        return BinStats(*(a.sum(axis=0) for a in self._arrays()))
+
+    def training(self, train_groups, total=None):
+        """Sums over ``train_groups``: the total minus the one left-out group when
+        that is all it leaves out (the in-memory code's rounding), else their sum."""
+        k = self.count.shape[0]
+        left_out = sorted(set(range(k)) - set(train_groups))
+        if total is not None and len(left_out) == 1:
+            return total - self.group(left_out[0])
+        return BinStats(*(a[list(train_groups)].sum(axis=0) for a in self._arrays()))
+
+
+def cell_sums(scores, labels, groups, n_groups, n_bins):
+    """Pass 1 on one chunk: its :class:`GroupCellSums` (rows with group < 0 skipped)."""
+    G = n_bins
+    keep = groups >= 0
+    if not keep.all():
+        scores, labels, groups = scores[keep], labels[keep], groups[keep]
+    cells = bin_of(scores, G)
+    key = groups.astype(np.intp) * G
+    key += cells
+    size = n_groups * G
+    t = cell_offsets(scores, cells, G)
+    sums = [
+        np.bincount(key, minlength=size).astype(np.float64),
+        np.bincount(key, weights=labels, minlength=size),
+        np.bincount(key, weights=t, minlength=size),
+        np.bincount(key, weights=np.square(t, out=t), minlength=size),
+    ]
+    return GroupCellSums(*(a.reshape(n_groups, G) for a in sums))
+
+
+def occupied_neighbours(count):
+    """For every cell, the nearest cell at or below / at or above it with a nonzero
+    ``count`` (-1 / ``len(count)`` if there is none)."""
+    G = count.shape[0]
+    idx = np.arange(G)
+    below = np.maximum.accumulate(np.where(count > 0, idx, -1))
+    above = np.minimum.accumulate(np.where(count > 0, idx, G)[::-1])[::-1]
+    return below, above
+
+
+@dataclass
+class Smoother:
+    """One training set's NW smoother on its final grid (``tables``), located on the
+    fine grid of ``fine_bins`` cells (``shift``: fine cell ``c`` is table cell
+    ``c >> shift``), with what its fallback needs: the occupied fine cells below and
+    above every fine cell, and the extremes of the training scores in the cells next
+    to a fallback region (``extremes``, set after pass 2)."""
+
+    tables: HPTables
+    fine_bins: int
+    n_train: int
+    below: np.ndarray
+    above: np.ndarray
+    extremes: dict = field(default=None, repr=False)
+
+    @property
+    def shift(self):
+        return int(math.log2(self.fine_bins // self.tables.n_bins))
+
+    @property
+    def bandwidth(self):
+        return self.tables.bandwidth
+
+    @property
+    def n_bins(self):
+        return self.tables.n_bins
+
+    def needed_cells(self):
+        """Fine cells whose extremes the fallback may read: the occupied cells next to
+        every table cell with no training point within the kernel."""
+        fallback = np.flatnonzero(self.tables.A0 <= 0.0)
+        if not fallback.size:
+            return np.empty(0, dtype=np.intp)
+        first = fallback << self.shift
+        last = ((fallback + 1) << self.shift) - 1
+        cells = np.concatenate((self.below[first], self.above[last]))
+        return np.unique(cells[(cells >= 0) & (cells < self.fine_bins)])
+
+    def fallback(self, queries, b1, b2):
+        """``eta``, ``g`` and the weighted blocks (score, size, weight per point) of
+        the nearest-neighbour fallback at ``queries`` (in cells with ``A0 == 0``):
+        equal weights on the training points at the nearest training score(s), both
+        sides when equidistant, as ``_nw._nearest_neighbour``."""
+        e = self.extremes
+        fine = bin_of(queries, self.fine_bins)
+        cb, ca = self.below[fine], self.above[fine]
+        has_b, has_a = cb >= 0, ca < self.fine_bins
+        pos_b = np.searchsorted(e["cells"], np.where(has_b, cb, e["cells"][0]))
+        pos_a = np.searchsorted(e["cells"], np.where(has_a, ca, e["cells"][0]))
+        s_below, s_above = e["hi"][pos_b], e["lo"][pos_a]
+        d_below = np.where(has_b, queries - s_below, np.inf)
+        d_above = np.where(has_a, s_above - queries, np.inf)
+        d = np.minimum(d_below, d_above)
+        count = np.zeros(queries.shape[0])
+        positives = np.zeros(queries.shape[0])
+        sides = []
+        for use, value, c, p in (
+            (d_below <= d_above, s_below, e["hi_count"][pos_b], e["hi_pos"][pos_b]),
+            (d_above <= d_below, s_above, e["lo_count"][pos_a], e["lo_pos"][pos_a]),
+        ):
+            count += np.where(use, c, 0.0)
+            positives += np.where(use, p, 0.0)
+            sides.append((use, value, c))
+        eta = positives / count
+        g = b1 * d + 0.5 * b2 * d * d + 0.5 / np.sqrt(count)
+        parts = [(value[use], c[use], 1.0 / count[use]) for use, value, c in sides]
+        blocks = tuple(np.concatenate([part[k] for part in parts]) for k in range(3))
+        return eta, g, blocks
+
+    def table_cells(self, queries):
+        return bin_of(queries, self.tables.n_bins)
+
+    def __call__(self, x):
+        """The surrogate ``eta_hat`` at ``x`` (any order)."""
+        x = np.asarray(x, dtype=np.float64)
+        q = self.table_cells(x)
+        eta = self.tables.eta[q]
+        f = np.flatnonzero(self.tables.A0[q] <= 0.0)
+        if f.size:
+            eta[f] = self.fallback(x[f], 0.0, 0.0)[0]
+        return eta
+
+    def residuals_and_smoothing(self, b1, b2, x):
+        """``|s - eta_hat|``, ``g`` (Lemma 6 expanded at the query) and the number of
+        fallback queries at ``x``."""
+        x = np.asarray(x, dtype=np.float64)
+        q = self.table_cells(x)
+        mean_score, const = _query_tables(self.tables, b2)
+        d = mean_score[q] - x
+        g = b1 * np.abs(d) + 0.5 * b2 * d * d + const[q]
+        r = np.abs(self.tables.eta[q] - x)
+        f = np.flatnonzero(self.tables.A0[q] <= 0.0)
+        if f.size:
+            eta_f, g[f], _ = self.fallback(x[f], b1, b2)
+            r[f] = np.abs(eta_f - x[f])
+        return r, g, int(f.size)
+
+
+def _query_tables(tables, b2):
+    with np.errstate(invalid="ignore"):
+        return tables.m1 + bin_centres(tables.n_bins), tables.constant(b2)
+
+
+def fit_smoother(training, fine_bins, m, candidates, tempering, b1, b2):
+    """The smoother of one training set from its fine-grid :class:`BinStats`:
+    bandwidth by the label-free search among ``candidates``, then its tables."""
+    pyramid = Pyramid(training)
+    h = choose_bandwidth(pyramid, candidates, tempering, b1, b2)
+    return smoother_at(pyramid, h, fine_bins, m, tempering)
+
+
+def smoother_at(pyramid, bandwidth, fine_bins, m, tempering, n_bins=None):
+    """The smoother with a given bandwidth (grid: ``grid_size`` unless given)."""
+    G = min(n_bins or grid_size(bandwidth), fine_bins)
+    stats = pyramid.at(G)
+    tables = HPTables.from_stats(stats, bandwidth, tempering)
+    below, above = occupied_neighbours(pyramid.at(fine_bins).count)
+    return Smoother(tables, fine_bins, int(m), below, above)
+
+
+# ---------------------------------------------------------------------------- pass 2
+
+
+@dataclass
+class Moments:
+    """Count, mean and centred second moment per split, merged by Chan et al.'s
+    pairwise rule (exact up to rounding, no cancellation)."""
+
+    n: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+
+    @classmethod
+    def zeros(cls, k):
+        return cls(np.zeros(k), np.zeros(k), np.zeros(k))
+
+    @classmethod
+    def of(cls, x, split, k):
+        n = np.bincount(split, minlength=k).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, np.bincount(split, weights=x, minlength=k) / n, 0.0)
+        dev = x - mean[split]
+        return cls(n, mean, np.bincount(split, weights=dev * dev, minlength=k))
+
+    def __add__(self, other):
+        n = self.n + other.n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = np.where(n > 0, other.n / n, 0.0)
+        delta = other.mean - self.mean
+        mean = self.mean + delta * w
+        m2 = self.m2 + other.m2 + delta * delta * self.n * w
+        return Moments(n, mean, m2)
+
+
+@dataclass
+class EvaluationSums:
+    """Pass 2's mergeable result for every split at once."""
+
+    residuals: Moments
+    smoothing: np.ndarray  # sum of min(g, 1) per split
+    per_cell: np.ndarray  # kernel queries per table cell (all splits' tables, stacked)
+    fallback: tuple  # (scores, split) of the fallback queries, kept for the end
+    extremes: dict  # per (group, needed cell): hi, hi_count, hi_pos, lo, lo_count, lo_pos
+
+    def __add__(self, other):
+        return EvaluationSums(
+            self.residuals + other.residuals,
+            self.smoothing + other.smoothing,
+            self.per_cell + other.per_cell,
+            tuple(np.concatenate((a, b)) for a, b in zip(self.fallback, other.fallback)),
+            merge_extremes(self.extremes, other.extremes),
+        )
+
+
+def merge_extremes(a, b):
+    """Merge two extremes records (same shape): max / min, counts of the winners."""
+    out = {}
+    for side, better in (("hi", np.maximum), ("lo", np.minimum)):
+        x, y = a[side], b[side]
+        best = better(x, y)
+        out[side] = best
+        for what in ("count", "pos"):
+            out[f"{side}_{what}"] = np.where(x == best, a[f"{side}_{what}"], 0.0) + np.where(
+                y == best, b[f"{side}_{what}"], 0.0
+            )
+    return out
+
+
+def _extremes(scores, labels, key, size):
+    hi = np.full(size, -np.inf)
+    lo = np.full(size, np.inf)
+    np.maximum.at(hi, key, scores)
+    np.minimum.at(lo, key, scores)
+    out = {"hi": hi, "lo": lo}
+    for side, values in (("hi", hi), ("lo", lo)):
+        at = scores == values[key]
+        out[f"{side}_count"] = np.bincount(key[at], minlength=size).astype(np.float64)
+        out[f"{side}_pos"] = np.bincount(key[at], weights=labels[at], minlength=size)
+    return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What pass 2 needs from pass 1, the same for every chunk: the splits' smoothers
+    (stacked tables), which group each split validates (``split_of_group``), the
+    subsample thresholds, and the fine cells whose extremes to gather."""
+
+    smoothers: tuple
+    split_of_group: np.ndarray
+    n_groups: int
+    b1: float
+    b2: float
+    fine_bins: int
+    thresholds: np.ndarray = None  # per split: evaluate rows whose key <= it (None: all)
+    needed: np.ndarray = None  # sorted fine cells
+    offsets: np.ndarray = field(init=False)
+    shifts: np.ndarray = field(init=False)
+    eta: np.ndarray = field(init=False)
+    mean_score: np.ndarray = field(init=False)
+    const: np.ndarray = field(init=False)
+    kernel: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        sizes = [s.tables.n_bins for s in self.smoothers] or [0]
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        set_("offsets", np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.intp))
+        set_("shifts", np.array([s.shift for s in self.smoothers], dtype=np.intp))
+        tables = [s.tables for s in self.smoothers]
+        parts = [_query_tables(t, self.b2) for t in tables]
+        stack = lambda arrays: np.concatenate([*arrays, np.empty(0)])  # noqa: E731
+        set_("eta", stack(t.eta for t in tables))
+        set_("mean_score", stack(p[0] for p in parts))
+        set_("const", stack(p[1] for p in parts))
+        set_("kernel", stack(t.A0 for t in tables) > 0.0)
+        if self.needed is None:
+            set_("needed", np.empty(0, dtype=np.intp))
+
+    @property
+    def n_splits(self):
+        return len(self.smoothers)
+
+    @property
+    def identity_splits(self):
+        """Group ``g`` is split ``g``'s validation part (a partition: rows of group
+        -1 do not occur)."""
+        return self.n_groups == self.n_splits and np.array_equal(
+            self.split_of_group, np.arange(self.n_groups)
+        )
+
+    def empty(self):
+        k = self.n_splits
+        size = self.n_groups * self.needed.shape[0]
+        inf = np.full(size, np.inf)
+        zeros = np.zeros(size)
+        return EvaluationSums(
+            Moments.zeros(k),
+            np.zeros(k),
+            np.zeros(self.eta.shape[0]),
+            (np.empty(0), np.empty(0, dtype=np.intp)),
+            {"hi": -inf, "lo": inf.copy(), "hi_count": zeros, "hi_pos": zeros.copy(),
+             "lo_count": zeros.copy(), "lo_pos": zeros.copy()},
+        )
+
+
+def evaluation_sums(plan, scores, labels, groups, keys=None):
+    """Pass 2 on one chunk. ``keys`` (uint64 per row) select the evaluated subsample
+    when ``plan.thresholds`` is set."""
+    out = plan.empty()
+    if plan.needed.shape[0]:
+        fine = bin_of(scores, plan.fine_bins)
+        lookup = np.full(plan.fine_bins, -1, dtype=np.intp)
+        lookup[plan.needed] = np.arange(plan.needed.shape[0])
+        slot = lookup[fine]
+        at = np.flatnonzero((slot >= 0) & (groups >= 0))
+        if at.size:
+            key = groups[at].astype(np.intp) * plan.needed.shape[0] + slot[at]
+            out.extremes = _extremes(scores[at], labels[at], key, out.extremes["hi"].size)
+    if plan.n_splits == 0:
+        return out
+    # The per-row arithmetic in blocks that stay in cache (2-3x faster at 10**7 rows).
+    parts = []
+    for a in range(0, scores.shape[0], _BLOCK):
+        b = slice(a, a + _BLOCK)
+        k = None if keys is None else keys[b]
+        parts.append(_evaluate_block(plan, scores[b], groups[b], k))
+    residuals = [p[0] for p in parts if p is not None]
+    if residuals:
+        out.residuals = residuals[0]
+        for part in residuals[1:]:
+            out.residuals = out.residuals + part
+        out.smoothing = sum(p[1] for p in parts if p is not None)
+        out.per_cell = sum(p[2] for p in parts if p is not None)
+        fallback = [p[3] for p in parts if p is not None and p[3] is not None]
+        if fallback:
+            out.fallback = tuple(np.concatenate([f[j] for f in fallback]) for j in range(2))
+    return out
+
+
+def _evaluate_block(plan, s, groups, keys):
+    """``(Moments, sum of min(g, 1), queries per table cell, fallback)`` of a block."""
+    k = plan.n_splits
+    if plan.identity_splits:
+        sp = groups.astype(np.intp)
+    else:
+        sp = plan.split_of_group[np.maximum(groups, 0)]
+        sp[groups < 0] = -1
+    evaluated = None
+    if not plan.identity_splits:
+        evaluated = sp >= 0
+    if plan.thresholds is not None:
+        inside = keys <= plan.thresholds[np.maximum(sp, 0)]
+        evaluated = inside if evaluated is None else evaluated & inside
+    if evaluated is not None:
+        rows = np.flatnonzero(evaluated)
+        if not rows.size:
+            return None
+        s, sp = s[rows], sp[rows]
+    idx = bin_of(s, plan.fine_bins)
+    idx >>= plan.shifts[sp]
+    idx += plan.offsets[sp]
+    kernel = plan.kernel[idx]
+    fallback = None
+    if not kernel.all():
+        f = ~kernel
+        fallback = (s[f], sp[f])
+        s, sp, idx = s[kernel], sp[kernel], idx[kernel]
+    d = plan.mean_score[idx]
+    d -= s
+    g = np.abs(d)
+    g *= plan.b1
+    d *= d
+    d *= 0.5 * plan.b2
+    g += d
+    g += plan.const[idx]
+    np.minimum(g, 1.0, out=g)
+    r = plan.eta[idx]
+    r -= s
+    np.abs(r, out=r)
+    return (
+        Moments.of(r, sp, k),
+        np.bincount(sp, weights=g, minlength=k),
+        np.bincount(idx, minlength=plan.eta.shape[0]).astype(np.float64),
+        fallback,
+    )
+
+
+def training_extremes(plan, extremes, train_groups):
+    """The extremes of a training set (the union of ``train_groups``) in the needed
+    cells, from the per-group ones."""
+    m = plan.needed.shape[0]
+    parts = [
+        {name: value[g * m : (g + 1) * m] for name, value in extremes.items()}
+        for g in train_groups
+    ]
+    merged = parts[0]
+    for part in parts[1:]:
+        merged = merge_extremes(merged, part)
+    return {"cells": plan.needed, **merged}
+
+
+def finish_split(plan, k, sums, smoother):
+    """The statistics of split ``k``'s certificate: ``n``, residual moments,
+    ``smoothing_mean``, ``sum_c_squared`` and ``n_fallback``."""
+    res = Moments(sums.residuals.n[[k]], sums.residuals.mean[[k]], sums.residuals.m2[[k]])
+    g_sum = float(sums.smoothing[k])
+    tables = smoother.tables
+    start = plan.offsets[k]
+    per_cell = sums.per_cell[start : start + tables.n_bins]
+    fb_scores = sums.fallback[0][sums.fallback[1] == k]
+    blocks = None
+    if fb_scores.size:
+        eta_f, g_f, blocks = smoother.fallback(fb_scores, plan.b1, plan.b2)
+        res = res + Moments.of(np.abs(eta_f - fb_scores), np.zeros(fb_scores.size, np.intp), 1)
+        g_sum += float(np.sum(np.minimum(g_f, 1.0)))
+    n = float(res.n[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        load = np.where(per_cell > 0, per_cell / tables.A0, 0.0)
+    c_cell = _conv(load, tables.ker) / n
+    c2 = float(np.dot(tables.count, c_cell * c_cell))
+    if blocks is not None:
+        values, sizes, weights = blocks
+        unique, inverse = np.unique(values, return_inverse=True)
+        extra = np.bincount(inverse.reshape(-1), weights=weights) / n
+        size = np.zeros(unique.shape[0])
+        size[inverse.reshape(-1)] = sizes
+        base = c_cell[bin_of(unique, tables.n_bins)]
+        c2 += float(np.dot(size, extra * (2.0 * base + extra)))
+    return {
+        "n": int(n),
+        "residual_moments": (float(res.mean[0]), max(float(res.m2[0]) / n, 0.0)),
+        "smoothing_mean": g_sum / n,
+        "sum_c_squared": c2,
+        "n_fallback": int(fb_scores.size),
+    }
+
+
+# ---------------------------------------------------------------------- the two passes
+
+
+def _smallest(keys, cap):
+    if keys.shape[0] > cap:
+        keys = np.partition(keys, cap - 1)[:cap]
+    return keys
+
+
+@dataclass
+class FirstPass:
+    """Pass 1's mergeable result: the cell sums and, with a validation subsample, the
+    ``cap`` smallest row keys of every group."""
+
+    sums: GroupCellSums
+    keys: list = None
+    cap: int = None
+
+    def __add__(self, other):
+        keys = None
+        if self.keys is not None:
+            keys = [
+                _smallest(np.concatenate((a, b)), self.cap)
+                for a, b in zip(self.keys, other.keys)
+            ]
+        return FirstPass(self.sums + other.sums, keys, self.cap)
+
+
+def first_pass(chunk, design, fine_bins, cap=None, key_seed=None, check=None):
+    """Pass 1 on a :class:`~skcalbound._chunks.Chunk` (``check``: called on its
+    scores first, e.g. the tie check of chunked input)."""
+    from .._splitting import SUBSAMPLE_STREAM, row_keys
+
+    if check is not None:
+        check(chunk.scores)
+    groups = design.groups(chunk.start, chunk.n)
+    sums = cell_sums(chunk.scores, chunk.labels, groups, design.n_groups, fine_bins)
+    keys = None
+    if cap is not None:
+        k = row_keys(key_seed, chunk.start, chunk.n, SUBSAMPLE_STREAM)
+        keys = [_smallest(k[groups == g], cap) for g in range(design.n_groups)]
+    return FirstPass(sums, keys, cap)
+
+
+def second_pass(chunk, plan, design, key_seed=None):
+    from .._splitting import SUBSAMPLE_STREAM, row_keys
+
+    groups = design.groups(chunk.start, chunk.n)
+    keys = None
+    if plan.thresholds is not None:
+        keys = row_keys(key_seed, chunk.start, chunk.n, SUBSAMPLE_STREAM)
+    return evaluation_sums(plan, chunk.scores, chunk.labels, groups, keys)
+
+
+@dataclass(frozen=True)
+class GridFit:
+    """What the two passes give: per split its smoother and certificate statistics,
+    the refit smoother (or None), and the fine grid's per-cell training sums."""
+
+    splits: tuple  # of (Smoother, statistics dict)
+    refit: object
+    n_samples: int
+    n_positive: int
+
+
+def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
+               min_train=1, cap_of=None, key_seed=None, refit_bandwidth=None,
+               check=None):
+    """Run both passes of ``design`` over ``source``.
+
+    Parameters
+    ----------
+    candidates : callable
+        ``candidates(m)``: the bandwidths the label-free search chooses from for a
+        training set of ``m`` points.
+    cap_of : callable or None
+        ``cap_of(n_samples)``: evaluated validation points per split (None: all).
+    refit_bandwidth : callable or None
+        ``refit_bandwidth(n_samples, [(bandwidth, m) per split])``: the bandwidth of the
+        smoother on all rows, fitted in the same passes (None: no refit).
+    """
+    cap = None if cap_of is None else cap_of(getattr(source, "n_samples", None))
+    p1 = source.map_reduce(
+        lambda c: first_pass(c, design, fine_bins, cap, key_seed, check)
+    )
+    sums = p1.sums
+    n_samples = int(round(float(sums.count.sum())))
+    group_sizes = sums.count.sum(axis=1)
+    total = sums.total()
+    smoothers = []
+    for k, (validation, train) in enumerate(design.splits):
+        m = int(round(float(group_sizes[list(train)].sum())))
+        n_val = int(round(float(group_sizes[validation])))
+        if m < min_train or n_val < 1:
+            raise ValueError(
+                f"Split {k} has {m} training and {n_val} validation points; at least "
+                f"{min_train} and 1 are needed (too few rows for the number of folds)."
+            )
+        training = sums.training(train, total)
+        smoothers.append(
+            fit_smoother(training, fine_bins, m, candidates(m), tempering, b1, b2)
+        )
+    refit = None
+    if refit_bandwidth is not None:
+        h = refit_bandwidth(n_samples, [(s.bandwidth, s.n_train) for s in smoothers])
+        refit = smoother_at(
+            Pyramid(total), h, fine_bins, sum(group_sizes), tempering,
+            n_bins=grid_size(h),
+        )
+        refit.n_train = n_samples
+    thresholds = None
+    if p1.keys is not None:
+        final_cap = cap_of(n_samples)
+        thresholds = np.full(len(design.splits), np.iinfo(np.uint64).max, dtype=np.uint64)
+        for k, (validation, _) in enumerate(design.splits):
+            keys = p1.keys[validation]
+            if group_sizes[validation] > final_cap:
+                thresholds[k] = np.partition(keys, final_cap - 1)[final_cap - 1]
+    needed = [s.needed_cells() for s in smoothers]
+    if refit is not None:
+        needed.append(refit.needed_cells())
+    plan = Plan(
+        tuple(smoothers), design.split_of_group, design.n_groups, b1, b2, fine_bins,
+        thresholds=thresholds, needed=np.unique(np.concatenate(needed)).astype(np.intp),
+    )
+    p2 = source.map_reduce(lambda c: second_pass(c, plan, design, key_seed))
+    if p2 is None:
+        p2 = plan.empty()
+    everyone = tuple(range(design.n_groups))
+    results = []
+    for k, (smoother, (_, train)) in enumerate(zip(smoothers, design.splits)):
+        smoother.extremes = training_extremes(plan, p2.extremes, train)
+        results.append((smoother, finish_split(plan, k, p2, smoother)))
+    if refit is not None:
+        refit.extremes = training_extremes(plan, p2.extremes, everyone)
+    n_positive = int(round(float(sums.positives.sum())))
+    return GridFit(tuple(results), refit, n_samples, n_positive)
