@@ -204,11 +204,7 @@ class _BaseCalibrationBound(BaseEstimator):
             if h is not None:
                 check_untied_scores(scores, h, is_sorted=False)
             n = scores.shape[0]
-            seed = (  # the int itself, as fit_chunks and Dask input use it
-                int(self.random_state)
-                if isinstance(self.random_state, Integral)
-                else check_random_seed(random_state)
-            )
+            seed = check_random_seed(random_state)
             if self.cv is None or isinstance(self.cv, Integral):
                 # Folds drawn row by row from (seed, row index): the same folds, and so
                 # the same numbers, as fit_chunks and Dask input with this seed.
@@ -306,7 +302,6 @@ class _BaseCalibrationBound(BaseEstimator):
         self.certificate_ = build_certificate(
             self, None, None,
             summary=(source.n_samples, n_positive, getattr(source, "digest", None)),
-            seed=seed,
         )
         return self
 

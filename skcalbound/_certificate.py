@@ -113,13 +113,12 @@ def _plain(value):
     return plain if ok else repr(value)
 
 
-def build_certificate(estimator, scores, labels, *, summary=None, seed=None):
+def build_certificate(estimator, scores, labels, *, summary=None):
     """The ``certificate_`` dict of a just-fitted bound ``estimator``.
 
     ``scores`` and ``labels`` are the validated arrays ``fit`` used, in data order
     (float64 scores, uint8 0/1 labels). Data not in one place (``fit_chunks``, Dask)
-    gives ``summary = (n_samples, n_positive, digest or None)`` instead, and the int
-    ``seed`` its folds were drawn from.
+    gives ``summary = (n_samples, n_positive, digest or None)`` instead.
     """
     from . import __version__
 
@@ -132,9 +131,6 @@ def build_certificate(estimator, scores, labels, *, summary=None, seed=None):
         params[name] = plain
     reasons = []
     random_state = estimator.random_state
-    if seed is not None:
-        params["random_state"] = seed  # the folds are a function of it: reproducible
-        random_state = seed
     if summary is None:
         summary = (scores.shape[0], np.count_nonzero(labels), data_fingerprint(scores, labels))
     n_samples, n_positive, digest = summary

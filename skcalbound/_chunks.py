@@ -273,9 +273,9 @@ def is_dask_collection(x):
 
 
 def check_random_seed(random_state):
-    """An int seed for the counter-based fold ids and subsample keys, drawn once."""
-    if isinstance(random_state, Integral):
-        return int(random_state)
+    """The int seed of the counter-based fold ids and subsample keys: one draw from
+    ``check_random_state(random_state)``, so that ``random_state=0`` and a fresh
+    ``RandomState(0)`` give the same folds, as for every other random choice."""
     from sklearn.utils import check_random_state
 
     return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))

@@ -211,11 +211,11 @@ def _legend_below(ax):
 def _smoothing_band(estimator, method, grid):
     """``min(g, 1)`` for the refit surrogate at ``grid``, or None (TV).
 
-    NW: Lemma 6 in its published form, ``g = b1 sum_i w_i |s_i - s| + b2/2 sum_i w_i
-    (s_i - s)**2 + sqrt(sum_i w_i**2)/2``, with the estimator's ``b1_`` and ``b2_``
-    (those of its ``guarantee`` mode). In ``"high_probability"`` mode the certificate
-    uses Lemma 6 expanded at the query (``|sum_i w_i (s_i - s)|`` in the first term),
-    which is never larger: the band drawn is valid and at most as tight. Lipschitz:
+    NW: Lemma 6 in the form the estimator's ``guarantee`` mode certifies, with its
+    ``b1_`` and ``b2_``: expanded at the query in ``"high_probability"`` mode, ``g =
+    b1 |sum_i w_i (s_i - s)| + b2/2 sum_i w_i (s_i - s)**2 + sqrt(sum_i w_i**2)/2``,
+    and as published (``b1 sum_i w_i |s_i - s|`` in the first term) in ``"paper"``
+    mode. Lipschitz:
     ``L mean_b |s_i - s| + 1/(2 sqrt(n_b))``, the same in both modes.
     """
     if method == "nw":
@@ -287,14 +287,12 @@ class CalibrationBoundDisplay:
     denoising term bounds an average of :math:`|\\hat\\eta - \\eta|` over the training
     scores, not the error at any one score), so no band is drawn for it.
 
-    For NW the band drawn is Lemma 6 **in its published form**,
-    :math:`g_T(s) = b_1 \\sum_i w_i |s_i - s| + \\tfrac12 b_2 \\sum_i w_i (s_i - s)^2 +
-    \\tfrac12 \\sqrt{\\sum_i w_i^2}`, with the fitted ``b1_`` and ``b2_`` of the
-    estimator's ``guarantee`` mode, in both modes. With
-    ``guarantee="high_probability"`` the certificate itself uses Lemma 6 expanded at
-    the query, whose first term is :math:`b_1 |\\sum_i w_i (s_i - s)|`: never larger, so
-    the band drawn is valid there too, only wider than the one the certificate
-    averages. For Lipschitz bucketing the band is
+    For NW the band drawn is Lemma 6 in the form the certificate averages, with the
+    fitted ``b1_`` and ``b2_`` of the estimator's ``guarantee`` mode: with
+    ``guarantee="high_probability"``, expanded at the query,
+    :math:`g_T(s) = b_1 |\sum_i w_i (s_i - s)| + \tfrac12 b_2 \sum_i w_i (s_i - s)^2 +
+    \tfrac12 \sqrt{\sum_i w_i^2}`; with ``"paper"``, as published, whose first term
+    is :math:`b_1 \sum_i w_i |s_i - s|`. For Lipschitz bucketing the band is
     :math:`L \\cdot \\mathrm{mean}_{i \\in b} |s_i - s| + 1 / (2 \\sqrt{n_b})` over the
     score's bucket, the same in both modes.
 

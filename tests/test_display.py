@@ -50,10 +50,12 @@ def _legend_texts(ax):
     return [t.get_text() for t in ax.get_legend().get_texts()]
 
 
-def _nw_reference_g(scores, labels, query, bandwidth, tempering, n_bins, b1, b2):
+def _nw_reference_g(scores, labels, query, bandwidth, tempering, n_bins, b1, b2,
+                    expanded=False):
     """Lemma 6's ``g_T`` at one query, one training point at a time, with the weights
     of the grid smoother (tempered Epanechnikov on bin offsets, nearest-neighbour
-    fallback) and the actual scores in every distance."""
+    fallback) and the actual scores in every distance. ``expanded``: Lemma 6 expanded
+    at the query (SPEC section 12), ``b1 |sum w d|`` in the first term."""
     qb = min(int(query * n_bins), n_bins - 1)
     bins = np.minimum((scores * n_bins).astype(int), n_bins - 1)
     u = (qb - bins) / (n_bins * bandwidth)
@@ -63,7 +65,8 @@ def _nw_reference_g(scores, labels, query, bandwidth, tempering, n_bins, b1, b2)
         w = (dist == dist.min()).astype(float)
     w = w / w.sum()
     d = query - scores
-    return b1 * (w @ np.abs(d)) + 0.5 * b2 * (w @ (d * d)) + 0.5 * np.sqrt(w @ w)
+    first = abs(w @ d) if expanded else w @ np.abs(d)
+    return b1 * first + 0.5 * b2 * (w @ (d * d)) + 0.5 * np.sqrt(w @ w)
 
 
 def _bucket_reference_g(train, query, L, n_buckets, shift, n_shifts):
@@ -97,12 +100,13 @@ def test_nw_display_draws_the_surrogate_the_band_and_the_bound(perturbed):
     assert_allclose(disp.grid, np.linspace(s.min(), s.max(), 200), rtol=0, atol=0)
     assert_array_equal(disp.line_.get_xdata(), disp.grid)
     assert_allclose(disp.line_.get_ydata(), est.predict(disp.grid), rtol=0, atol=1e-15)
-    # The band: min(g_T, 1) of Lemma 6 for the refit smoother, from the definition.
+    # The band: min(g_T, 1) of Lemma 6 expanded at the query (what the default
+    # certificate uses) for the refit smoother, from the definition.
     order = np.argsort(s, kind="stable")
     train, labels = s[order], y[order].astype(float)
     reference = [
         min(_nw_reference_g(train, labels, q, est.bandwidth_, est.tempering,
-                            est.surrogate_.n_bins, est.b1_, est.b2_), 1.0)
+                            est.surrogate_.n_bins, est.b1_, est.b2_, expanded=True), 1.0)
         for q in disp.grid
     ]
     assert_allclose(disp.band, reference, rtol=1e-9)
@@ -188,9 +192,10 @@ def test_display_without_a_lower_bound_shows_the_upper_bound_only():
 
 
 @pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
-def test_nw_band_is_the_published_lemma_6_with_the_modes_b2(perturbed, guarantee):
-    # The band uses the estimator's own b1_, b2_: the sharp b2 in high-probability
-    # mode, Corollary 4's (three times larger) in paper mode.
+def test_nw_band_is_the_modes_lemma_6_with_the_modes_b2(perturbed, guarantee):
+    # The band uses the estimator's own b1_, b2_ and form of Lemma 6: the sharp b2 and
+    # Lemma 6 expanded at the query in high-probability mode, Corollary 4's (three
+    # times larger) b2 and the published Lemma 6 in paper mode.
     s, y = perturbed
     disp = CalibrationBoundDisplay.from_predictions(
         y, s, bound="nw", bound_params={"h": H, "guarantee": guarantee,
@@ -203,9 +208,10 @@ def test_nw_band_is_the_published_lemma_6_with_the_modes_b2(perturbed, guarantee
                     rtol=1e-12)
     order = np.argsort(s, kind="stable")
     train, labels = s[order], y[order].astype(float)
+    expanded = guarantee == "high_probability"
     reference = [
         min(_nw_reference_g(train, labels, q, est.bandwidth_, est.tempering,
-                            est.surrogate_.n_bins, est.b1_, est.b2_), 1.0)
+                            est.surrogate_.n_bins, est.b1_, est.b2_, expanded), 1.0)
         for q in disp.grid
     ]
     assert_allclose(disp.band, reference, rtol=1e-9)
@@ -213,7 +219,7 @@ def test_nw_band_is_the_published_lemma_6_with_the_modes_b2(perturbed, guarantee
     other_b2 = 3 * sharp_b2 if guarantee == "high_probability" else sharp_b2
     other = [
         min(_nw_reference_g(train, labels, q, est.bandwidth_, est.tempering,
-                            est.surrogate_.n_bins, est.b1_, other_b2), 1.0)
+                            est.surrogate_.n_bins, est.b1_, other_b2, expanded), 1.0)
         for q in disp.grid
     ]
     assert np.max(np.abs(np.asarray(other) - disp.band)) > 1e-3
