@@ -43,6 +43,9 @@ class _BoundMethod:
     """
 
     min_train = 2
+    # Why the method cannot run on data that is not in one place, and what to use.
+    unmergeable_reason = " needs all the rows in memory"
+    unmergeable_alternative = "load the data as arrays, or use NWCalibrationBound."
 
     def fit(self, sorted_scores, sorted_labels, delta, *, out=None):
         """Fit the surrogate on training data in stable score order.
@@ -273,8 +276,8 @@ class _BaseCalibrationBound(BaseEstimator):
         """Fit on rows that are not in one array: ``source`` is a ``_chunks`` source."""
         if not getattr(method, "mergeable", False):
             raise ValueError(
-                f"{type(self).__name__}{method.unmergeable_reason} on {what}; "
-                f"{method.unmergeable_alternative}"
+                f"{type(self).__name__} {method.unmergeable_reason.strip()} (got "
+                f"{what}); {method.unmergeable_alternative}"
             )
         if not isinstance(self.cv, Integral):
             raise ValueError(

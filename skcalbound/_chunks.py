@@ -18,6 +18,7 @@ subsample keys of ``_splitting`` are drawn.
 """
 
 import hashlib
+import warnings
 from dataclasses import dataclass
 from numbers import Integral
 
@@ -210,7 +211,15 @@ class DaskSource:
     def __init__(self, y_true, y_prob, pos_label=None):
         import dask.array as da
 
-        y_true, y_prob = da.asarray(y_true), da.asarray(y_prob)
+        # Columns of a dask DataFrame: arrays with known chunk lengths.
+        with warnings.catch_warnings():
+            # String labels become an object array: what the blocks are checked on.
+            warnings.filterwarnings("ignore", "Dask currently has limited support")
+            y_true, y_prob = (
+                x.to_dask_array(lengths=True) if hasattr(x, "to_dask_array")
+                else da.asarray(x)
+                for x in (y_true, y_prob)
+            )
         if y_prob.ndim != 1 or y_true.ndim != 1:
             raise ValueError(
                 "Dask input must be two 1-D arrays (or Series): the labels and the "

@@ -6,6 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
+from ._chunks import is_dask_collection
 from ._base import _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, validate_params
 from ._result import FoldResult
@@ -45,6 +46,15 @@ class _LipschitzMethod(_BoundMethod):
     n_shifts: int
     guarantee: str = "high_probability"
     min_train = 1
+    unmergeable_reason = (
+        " does not run on data that is not in one place yet: its smoothing term "
+        "L mean|s' - s_i| needs the training scores of the query's bucket on both "
+        "sides of the query, which this implementation finds in the sorted sample"
+    )
+    unmergeable_alternative = (
+        "load the data as arrays, or use NWCalibrationBound (with h, or b1 and b2), "
+        "which runs on chunks and on Dask and is tighter."
+    )
 
     def _terms(self, statistics, delta_c):
         n, s_r, s_r2, s_g, s_g2, c2 = statistics
@@ -590,6 +600,10 @@ def lipschitz_bucket_bound(
     """
     _lipschitz_constant(L, h)  # hyperparameters before the data
     _bucket_counts(n_buckets)
+    if is_dask_collection(y_true) or is_dask_collection(y_prob):
+        # The estimator says why this bound needs the rows in memory.
+        Est = LipschitzBucketBound
+        Est(**{k: v for k, v in locals().items() if k in Est().get_params()}).fit(y_prob, y_true)
     labels, scores = check_prob_labels(y_true, y_prob, pos_label, "lipschitz_bucket_bound")
     estimator = LipschitzBucketBound(
         L=L,

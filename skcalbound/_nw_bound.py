@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from ._base import _BaseCalibrationBound, _BoundMethod
+from ._chunks import is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
 from ._result import FoldResult
 from ._sech import sech_derivative_bounds
@@ -78,6 +79,15 @@ class _NWMethod(_BoundMethod):
     random_state: object  # of the validation subsample, when there is one
     guarantee: str = "high_probability"
     min_train = 1
+    unmergeable_reason = (
+        " with guarantee='paper' cannot run on data that is not in one place: the "
+        "published Lemma 6 sums |s' - s_i| over the query's own grid cell, which needs "
+        "the sorted training scores of that cell"
+    )
+    unmergeable_alternative = (
+        "use guarantee='high_probability' (the default), which runs on chunks and on "
+        "Dask with the same numbers as in memory."
+    )
 
     def bandwidth_for(self, m):
         """The paper mode's bandwidth: the plug-in rule, or the given float."""
@@ -789,9 +799,14 @@ def nw_bound(
     0.051
     """
     _derivative_bounds(h, b1, b2, guarantee)  # hyperparameters before the data
-    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "nw_bound")
+    dask = is_dask_collection(y_true) or is_dask_collection(y_prob)
+    if dask:
+        labels, scores = y_true, y_prob  # validated block by block, with pos_label
+    else:
+        labels, scores = check_prob_labels(y_true, y_prob, pos_label, "nw_bound")
     estimator = NWCalibrationBound(
         h=h,
+        pos_label=pos_label if dask else None,
         b1=b1,
         b2=b2,
         bandwidth=bandwidth,

@@ -5,6 +5,7 @@ from numbers import Real
 
 import numpy as np
 
+from ._chunks import is_dask_collection
 from ._base import _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, validate_params
 from ._surrogates._tv import fit_tv_surrogate
@@ -20,6 +21,16 @@ class _TVMethod(_BoundMethod):
     V: float
     guarantee: str = "high_probability"
     min_train = 2
+    unmergeable_reason = (
+        " cannot run on data that is not in one place: its surrogate is total "
+        "variation denoising of the labels in score order, which needs the whole "
+        "sorted sample at once"
+    )
+    unmergeable_alternative = (
+        "load the scores and labels as arrays (10**7 rows take about 0.5 GB), or bound "
+        "scores perturbed with SechPerturbedClassifier (or perturb_scores) with "
+        "NWCalibrationBound(h=...), which runs on chunks and on Dask."
+    )
 
     def fit(self, sorted_scores, sorted_labels, delta, *, out=None):
         m = sorted_scores.shape[0]
@@ -329,6 +340,10 @@ def tv_bound(
     >>> print(round(tv_bound(y, s, random_state=0), 3))
     0.293
     """
+    if is_dask_collection(y_true) or is_dask_collection(y_prob):
+        # The estimator says why this bound needs the rows in memory.
+        Est = TVCalibrationBound
+        Est(**{k: v for k, v in locals().items() if k in Est().get_params()}).fit(y_prob, y_true)
     labels, scores = check_prob_labels(y_true, y_prob, pos_label, "tv_bound")
     estimator = TVCalibrationBound(
         V=V,
