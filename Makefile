@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.skcalbound-installed
-EXTRAS ?= plot,test,cli
+EXTRAS ?= plot,test,cli,dask
 DOCS_STAMP := $(VENV)/.skcalbound-docs-installed
 ROOT_PTH_STAMP := $(VENV)/.skcalbound-root-on-path
 
