@@ -1,0 +1,307 @@
+"""Bounds on data that is not in one place: chunks and Dask give the in-memory numbers.
+
+The NW certificate (high-probability mode) runs on mergeable statistics
+(``_surrogates/_nw_grid``): in memory it is the one-source case of the same code, so
+for the same ``random_state`` the folds, and every number, agree with chunked and Dask
+input up to the order of the additions.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    lipschitz_bucket_bound,
+    nw_bound,
+    tv_bound,
+)
+from skcalbound import _chunks
+from skcalbound._splitting import row_folds, row_keys
+
+RTOL = 1e-9
+
+
+def _data(kind, n=6000, seed=0):
+    """Scores and labels with the features that stress the statistics."""
+    rng = np.random.default_rng(seed)
+    s = rng.beta(2, 5, size=n)
+    if kind == "atoms":  # atoms at 0 and 1 and a tie block inside
+        s[: n // 10] = 0.0
+        s[n // 10 : n // 5] = 1.0
+        s[n // 5 : n // 5 + 7] = 0.25
+    elif kind == "gaps":  # empty cells and isolated points: the fallback fires
+        s = np.concatenate(
+            [rng.uniform(0.0, 0.05, n // 2), rng.uniform(0.9, 1.0, n - n // 2 - 12),
+             np.linspace(0.3, 0.7, 12)]
+        )
+        rng.shuffle(s)
+    y = (rng.uniform(size=s.shape[0]) < np.clip(s * 1.1, 0, 1)).astype(int)
+    return s, y
+
+
+def _chunked(s, y, sizes):
+    """``(y_true, y_prob)`` chunks of the given sizes (repeated), the last unequal."""
+    chunks, start, k = [], 0, 0
+    while start < s.shape[0]:
+        size = sizes[k % len(sizes)]
+        chunks.append((y[start : start + size], s[start : start + size]))
+        start += size
+        k += 1
+    return chunks
+
+
+def _assert_same_fit(a, b):
+    assert_allclose(b.bound_, a.bound_, rtol=RTOL)
+    assert_allclose(b.lower_bound_, a.lower_bound_, rtol=RTOL, atol=1e-15)
+    assert_allclose(b.estimate_, a.estimate_, rtol=RTOL)
+    assert a.terms_.keys() == b.terms_.keys()
+    for key in a.terms_:
+        assert_allclose(b.terms_[key], a.terms_[key], rtol=RTOL, err_msg=key)
+    fa, fb = a.fold_results_, b.fold_results_
+    assert_array_equal(fa.columns, fb.columns)
+    for column in ("n_train", "n_validation", "n_bins", "n_fallback"):
+        assert_array_equal(fb[column], fa[column], err_msg=column)
+    assert_allclose(fb.to_numpy(float), fa.to_numpy(float), rtol=RTOL, atol=1e-15)
+    grid = np.linspace(0, 1, 101)
+    assert_allclose(b.predict(grid), a.predict(grid), rtol=RTOL, atol=1e-15)
+
+
+PARAMS = [
+    {"b1": 2.0, "b2": 4.0},
+    {"b1": 2.0, "b2": 4.0, "bandwidth": 0.004, "aggregate": "min"},
+    {"b1": 2.0, "b2": 4.0, "max_validation": 300},
+    {"b1": 1.0, "b2": 1.0, "bandwidth": "plugin", "cv": 3},
+]
+
+
+@pytest.mark.parametrize("kind", ["smooth", "atoms", "gaps"])
+@pytest.mark.parametrize("params", PARAMS, ids=range(len(PARAMS)))
+def test_chunks_give_the_in_memory_numbers(kind, params):
+    s, y = _data(kind)
+    a = NWCalibrationBound(random_state=3, **params).fit(s, y)
+    if kind == "gaps" and "bandwidth" in params and params["bandwidth"] == 0.004:
+        assert a.fold_results_["n_fallback"].sum() > 0  # the fallback is exercised
+    for sizes in ([1000], [777, 1234, 5], [6000]):
+        b = NWCalibrationBound(random_state=3, **params).fit_chunks(_chunked(s, y, sizes))
+        _assert_same_fit(a, b)
+        assert b.certificate_["fingerprint"] == a.certificate_["fingerprint"]
+        assert b.certificate_["n_positive"] == a.certificate_["n_positive"]
+
+
+def test_chunks_of_one_row_and_a_generator():
+    s, y = _data("atoms", n=400)
+    a = NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit(s, y)
+
+    def rows():
+        for i in range(s.shape[0]):
+            yield y[i : i + 1], s[i : i + 1]
+
+    b = NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit_chunks(rows)
+    _assert_same_fit(a, b)
+    c = NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit_chunks(
+        rows, n_samples=s.shape[0]
+    )
+    _assert_same_fit(a, c)
+
+
+def test_dataframe_chunks_and_pos_label():
+    s, y = _data("smooth")
+    labels = np.where(y == 1, "churn", "stay")
+    a = NWCalibrationBound(b1=2.0, b2=4.0, pos_label="churn", random_state=1).fit(s, labels)
+    frames = [
+        pd.DataFrame({"label": labels[i : i + 1500], "p": s[i : i + 1500]})
+        for i in range(0, s.shape[0], 1500)
+    ]
+    b = NWCalibrationBound(b1=2.0, b2=4.0, pos_label="churn", random_state=1)
+    b.fit_chunks(frames)
+    _assert_same_fit(a, b)
+    assert_array_equal(b.classes_, ["churn", "stay"])
+    with pytest.raises(ValueError, match="pos_label is not specified"):
+        NWCalibrationBound(b1=2.0, b2=4.0).fit_chunks(frames)
+
+
+@pytest.mark.parametrize("h", [2.0**-4])
+def test_chunks_with_h_and_a_random_state_instance(h):
+    from skcalbound import perturb_scores
+
+    s, y = _data("smooth", n=5000)
+    s = perturb_scores(s, h, random_state=0)
+    a = NWCalibrationBound(h=h, max_validation=700,
+                           random_state=np.random.RandomState(5)).fit(s, y)
+    b = NWCalibrationBound(h=h, max_validation=700,
+                           random_state=np.random.RandomState(5)).fit_chunks(
+        _chunked(s, y, [999])
+    )
+    _assert_same_fit(a, b)
+    assert (a.fold_results_["n_validation"] == 700).all()
+
+
+@pytest.mark.parametrize("chunks", [1000, 4321, (3000, 1000, 1500, 500)])
+def test_dask_gives_the_in_memory_numbers(chunks):
+    da = pytest.importorskip("dask.array")
+    s, y = _data("atoms")
+    params = {"b1": 2.0, "b2": 4.0, "max_validation": 500}
+    a = NWCalibrationBound(random_state=2, **params).fit(s, y)
+    b = NWCalibrationBound(random_state=2, **params).fit(
+        da.from_array(s, chunks=chunks), da.from_array(y, chunks=chunks)
+    )
+    _assert_same_fit(a, b)
+    assert b.certificate_["fingerprint"] is None
+    assert any("fingerprint" in reason for reason in b.certificate_["not_reproducible"])
+    assert_allclose(
+        nw_bound(da.from_array(y, chunks=chunks), da.from_array(s, chunks=chunks),
+                 random_state=2, **params),
+        a.bound_, rtol=RTOL,
+    )
+
+
+def test_dask_dataframe_columns():
+    dd = pytest.importorskip("dask.dataframe")
+    s, y = _data("gaps")
+    frame = pd.DataFrame({"p": s, "y": np.where(y == 1, "yes", "no")})
+    ddf = dd.from_pandas(frame, npartitions=4)
+    a = NWCalibrationBound(b1=2.0, b2=4.0, pos_label="yes", random_state=0)
+    a.fit(s, frame["y"].to_numpy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no conversion warning reaches the user
+        b = NWCalibrationBound(b1=2.0, b2=4.0, pos_label="yes", random_state=0)
+        b.fit(ddf["p"], ddf["y"])
+    _assert_same_fit(a, b)
+
+
+@pytest.mark.parametrize("block", [997, 4096])
+def test_n_jobs_and_blocks_change_nothing(monkeypatch, block):
+    s, y = _data("gaps", n=9000)
+    params = {"b1": 2.0, "b2": 4.0, "max_validation": 800, "bandwidth": 0.004}
+    reference = NWCalibrationBound(random_state=np.random.RandomState(4), **params).fit(s, y)
+    monkeypatch.setattr(_chunks, "_ARRAY_BLOCK", block)
+    one = NWCalibrationBound(random_state=np.random.RandomState(4), **params).fit(s, y)
+    two = NWCalibrationBound(random_state=np.random.RandomState(4), n_jobs=2, **params)
+    two.fit(s, y)
+    _assert_same_fit(reference, one)
+    # Same blocks, same merge order: threads change no bit.
+    assert two.bound_ == one.bound_ and two.lower_bound_ == one.lower_bound_
+    assert two.terms_ == one.terms_
+
+
+def test_fold_ids_do_not_depend_on_the_chunking():
+    n, k = 10_007, 5
+    whole = row_folds(11, 0, n, k)
+    sizes = np.bincount(whole)
+    assert sizes.sum() == n and sizes.max() - sizes.min() == 1  # as balanced as KFold
+    cut = np.concatenate([row_folds(11, a, b - a, k) for a, b in
+                          [(0, 1), (1, 4), (4, 5000), (5000, n)]])
+    assert_array_equal(cut, whole)
+    # Every complete block of k rows holds each fold once, in a random order.
+    blocks = whole[: n - n % k].reshape(-1, k)
+    assert_array_equal(np.sort(blocks, axis=1), np.tile(np.arange(k), (blocks.shape[0], 1)))
+    assert len({tuple(b) for b in blocks}) > 100
+    # A row's fold is uniform over the seeds.
+    first = [row_folds(seed, 0, 1, k)[0] for seed in range(2000)]
+    assert np.bincount(first, minlength=k).min() > 330
+    # More folds than a permutation table holds: Fisher-Yates, same properties.
+    many = row_folds(3, 0, 1000, 12)
+    assert_array_equal(np.sort(many[:996].reshape(-1, 12), axis=1),
+                       np.tile(np.arange(12), (83, 1)))
+    assert_array_equal(many, np.concatenate([row_folds(3, 0, 500, 12),
+                                             row_folds(3, 500, 500, 12)]))
+    keys = row_keys(1, 0, 1000, 2)
+    assert_array_equal(keys, np.concatenate([row_keys(1, 0, 10, 2), row_keys(1, 10, 990, 2)]))
+    assert np.unique(keys).shape[0] == 1000
+    assert not np.array_equal(keys, row_keys(1, 0, 1000, 3))
+
+
+def test_score_and_predict_of_a_chunked_fit():
+    s, y = _data("gaps")
+    held_s, held_y = _data("gaps", seed=9)
+    a = NWCalibrationBound(b1=2.0, b2=4.0, bandwidth=0.004, max_validation=1000,
+                           random_state=0).fit(s, y)
+    b = NWCalibrationBound(b1=2.0, b2=4.0, bandwidth=0.004, max_validation=1000,
+                           random_state=0).fit_chunks(_chunked(s, y, [2500]))
+    assert_allclose(b.score(held_s, held_y), a.score(held_s, held_y), rtol=RTOL)
+    assert -1 <= a.score(held_s, held_y) < 0
+
+
+# ------------------------------------------------------------------ clear errors
+
+
+@pytest.mark.parametrize(
+    "estimator, match",
+    [
+        (TVCalibrationBound(), "TVCalibrationBound cannot run on data that is not in one"),
+        (LipschitzBucketBound(L=2.0), "LipschitzBucketBound does not run on data"),
+        (NWCalibrationBound(b1=1.0, b2=1.0, guarantee="paper"),
+         "guarantee='paper' cannot run on data that is not in one place"),
+    ],
+)
+def test_bounds_that_need_the_sorted_sample_say_so(estimator, match):
+    s, y = _data("smooth", n=500)
+    with pytest.raises(ValueError, match=match) as info:
+        estimator.fit_chunks([(y, s)])
+    assert "(got chunked input)" in str(info.value)
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(ValueError, match=match) as info:
+        estimator.fit(da.from_array(s, chunks=100), da.from_array(y, chunks=100))
+    assert "(got Dask input)" in str(info.value)
+
+
+def test_one_liners_on_dask_input_say_why_not():
+    da = pytest.importorskip("dask.array")
+    s, y = _data("smooth", n=500)
+    ds, dy = da.from_array(s, chunks=100), da.from_array(y, chunks=100)
+    with pytest.raises(ValueError, match="TVCalibrationBound cannot run"):
+        tv_bound(dy, ds)
+    with pytest.raises(ValueError, match="LipschitzBucketBound does not run"):
+        lipschitz_bucket_bound(dy, ds, L=2.0)
+
+
+def test_chunk_input_errors():
+    s, y = _data("smooth", n=500)
+    est = NWCalibrationBound(b1=1.0, b2=1.0)
+    with pytest.raises(TypeError, match="chunks is an iterator, which can be read only once"):
+        est.fit_chunks(iter([(y, s)]))
+    with pytest.raises(ValueError, match=r"needs cv=<int>.*got cv=\[\(array"):
+        NWCalibrationBound(b1=1.0, b2=1.0, cv=[(np.arange(9), np.arange(9, 20))]).fit_chunks(
+            [(y, s)]
+        )
+    with pytest.raises(ValueError, match="Chunk 1: y_prob has two columns"):
+        est.fit_chunks([(y[:10], s[:10]), (y[10:], np.c_[1 - s[10:], s[10:]])])
+    with pytest.raises(TypeError, match="Chunk 0 is a ndarray; each chunk must be a pair"):
+        est.fit_chunks([s])
+    with pytest.raises(ValueError, match="exactly two classes"):
+        est.fit_chunks([(y, s), (np.full(3, 2), s[:3])])
+    with pytest.raises(ValueError, match=r"Scores must be probabilities in \[0, 1\]"):
+        est.fit_chunks([(y, s), (y[:3], s[:3] + 1.0)])
+    with pytest.raises(ValueError, match="chunks gave 500 rows on pass 1, but 501 were expected"):
+        est.fit_chunks([(y, s)], n_samples=501)
+    with pytest.raises(ValueError, match=r"cv=5 needs at least 5 samples"):
+        est.fit_chunks([(y[:3], s[:3])])
+    calls = []
+
+    def growing():
+        calls.append(1)
+        yield y[: 100 + len(calls)], s[: 100 + len(calls)]
+
+    with pytest.raises(ValueError, match="the bound reads the data more than once"):
+        est.fit_chunks(growing)
+    # Nothing was mutated.
+    s2, y2 = s.copy(), y.copy()
+    NWCalibrationBound(b1=1.0, b2=1.0).fit_chunks([(y, s)])
+    assert_array_equal(s, s2) and assert_array_equal(y, y2)
+
+
+def test_ties_with_h_are_checked_per_chunk():
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=20_000)
+    s[:100] = 0.5  # 100 equal scores in 20 000: above n/1000 = 20
+    y = (rng.uniform(size=s.shape[0]) < s).astype(int)
+    with pytest.raises(ValueError, match="100 of the 20000 scores equal 0.5"):
+        NWCalibrationBound(h=2**-5).fit(s, y)
+    with pytest.raises(ValueError, match="of the 5000 scores equal 0.5"):
+        NWCalibrationBound(h=2**-5).fit_chunks(_chunked(s, y, [5000]))
