@@ -209,7 +209,7 @@ class _NWMethod(_BoundMethod):
         lo, hi = _nw_hp.BANDWIDTH_LIMITS
         return min(max(h, lo), hi)
 
-    def fit_mergeable(self, source, designs, delta, key_seed, check=None):
+    def fit_mergeable(self, source, designs, delta, key_seed, check=None, check_counts=None):
         """Fold results and the refit smoother from the two passes of each design
         over ``source`` (``_chunks``); the refit rides on the first design's passes."""
         n = source.n_samples
@@ -224,7 +224,9 @@ class _NWMethod(_BoundMethod):
                 key_seed=key_seed,
                 refit_bandwidth=None if len(designs) > 1 else self._refit_rule,
                 check=check,
+                check_counts=check_counts,
             )
+            check_counts = None  # one look at the counts is enough
             refit = refit or fit.refit
             n_positive = fit.n_positive
             for smoother, stats in fit.splits:

@@ -576,7 +576,7 @@ class GridFit:
 
 def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
                min_train=1, cap_of=None, key_seed=None, refit_bandwidth=None,
-               check=None):
+               check=None, check_counts=None):
     """Run both passes of ``design`` over ``source``.
 
     Parameters
@@ -589,6 +589,9 @@ def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
     refit_bandwidth : callable or None
         ``refit_bandwidth(n_samples, [(bandwidth, m) per split])``: the bandwidth of the
         smoother on all rows, fitted in the same passes (None: no refit).
+    check, check_counts : callable or None
+        Called on every chunk's scores in pass 1, and on the fine grid's counts of
+        all rows after it (the tie check of ``h``).
     """
     cap = None if cap_of is None else cap_of(getattr(source, "n_samples", None))
     p1 = source.map_reduce(
@@ -598,6 +601,8 @@ def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
     n_samples = int(round(float(sums.count.sum())))
     group_sizes = sums.count.sum(axis=1)
     total = sums.total()
+    if check_counts is not None:
+        check_counts(total.count)
     smoothers = []
     for k, (validation, train) in enumerate(design.splits):
         m = int(round(float(group_sizes[list(train)].sum())))
