@@ -90,10 +90,10 @@ def cell_sums(scores, labels, groups, n_groups, n_bins):
     if not keep.all():
         scores, labels, groups = scores[keep], labels[keep], groups[keep]
     cells = bin_of(scores, G)
-    key = groups.astype(np.intp) * G
-    key += cells
     size = n_groups * G
     t = cell_offsets(scores, cells, G)
+    key = cells
+    key += np.multiply(groups, G, dtype=np.intp)
     sums = [
         np.bincount(key, minlength=size).astype(np.float64),
         np.bincount(key, weights=labels, minlength=size),
@@ -355,6 +355,10 @@ class Plan:
         return len(self.smoothers)
 
     @property
+    def same_grid(self):
+        return bool(self.n_splits) and bool(np.all(self.shifts == self.shifts[0]))
+
+    @property
     def identity_splits(self):
         """Group ``g`` is split ``g``'s validation part (a partition: rows of group
         -1 do not occur)."""
@@ -430,9 +434,14 @@ def _evaluate_block(plan, s, groups, keys):
         if not rows.size:
             return None
         s, sp = s[rows], sp[rows]
-    idx = bin_of(s, plan.fine_bins)
-    idx >>= plan.shifts[sp]
-    idx += plan.offsets[sp]
+    if plan.same_grid:  # every split's table has G cells: no per-row gathers
+        G = plan.eta.shape[0] // k
+        idx = bin_of(s, G)
+        idx += np.multiply(sp, G, dtype=np.intp)
+    else:
+        idx = bin_of(s, plan.fine_bins)
+        idx >>= plan.shifts[sp]
+        idx += plan.offsets[sp]
     kernel = plan.kernel[idx]
     fallback = None
     if not kernel.all():
