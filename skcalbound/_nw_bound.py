@@ -459,13 +459,13 @@ class NWCalibrationBound(_BaseCalibrationBound):
         kept to compare with the paper's figures.
 
     cv : int, cross-validation generator or iterable, default=5
-        Cross-fitting splits. An int ``k``: with ``guarantee='high_probability'``,
-        folds drawn row by row from one seed drawn from ``random_state`` (every block
-        of ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, so
-        the folds are as balanced as ``KFold``'s and do not depend on how the rows are
-        cut: :meth:`fit_chunks` and Dask input get the same folds and numbers, see
-        :ref:`large_data`); with ``'paper'``, ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``. Any scikit-learn splitter that looks at neither
+        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
+        random_state=random_state)``, except on mergeable statistics
+        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
+        drawn row by row from one seed drawn from ``random_state``: every block of
+        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
+        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are
         rejected: the certificate needs splits independent of the data). Each split is
@@ -478,17 +478,14 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the folds when ``cv`` is an int, the
-        order of tied scores (paper mode), and the subsample of validation points if
-        there is one (with ``'high_probability'``, the rows with the smallest keys
-        drawn row by row, like the folds). Pass an int for reproducible output across
-        calls.
+        order of tied scores, and the subsample of validation points if there is one.
+        Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
-        Parallel work with joblib: blocks of rows in threads with
-        ``guarantee='high_probability'`` (the blocks and their merge order do not
-        depend on it, so neither does the result), folds in processes with
-        ``'paper'``. ``None`` means 1 unless in a :obj:`joblib.parallel_backend`
-        context; ``-1`` means all processors.
+        Parallel work with joblib: the folds, in processes, or on mergeable
+        statistics, blocks of rows, in threads (the blocks and their merge order do
+        not depend on ``n_jobs``, so neither does the result). ``None`` means 1 unless
+        in a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
 
     Attributes
     ----------
@@ -769,13 +766,13 @@ def nw_bound(
         kept to compare with the paper's figures.
 
     cv : int, cross-validation generator or iterable, default=5
-        Cross-fitting splits. An int ``k``: with ``guarantee='high_probability'``,
-        folds drawn row by row from one seed drawn from ``random_state`` (every block
-        of ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, so
-        the folds are as balanced as ``KFold``'s and do not depend on how the rows are
-        cut: :meth:`fit_chunks` and Dask input get the same folds and numbers, see
-        :ref:`large_data`); with ``'paper'``, ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``. Any scikit-learn splitter that looks at neither
+        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
+        random_state=random_state)``, except on mergeable statistics
+        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
+        drawn row by row from one seed drawn from ``random_state``: every block of
+        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
+        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are
         rejected: the certificate needs splits independent of the data). Each split is
@@ -788,17 +785,14 @@ def nw_bound(
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the folds when ``cv`` is an int, the
-        order of tied scores (paper mode), and the subsample of validation points if
-        there is one (with ``'high_probability'``, the rows with the smallest keys
-        drawn row by row, like the folds). Pass an int for reproducible output across
-        calls.
+        order of tied scores, and the subsample of validation points if there is one.
+        Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
-        Parallel work with joblib: blocks of rows in threads with
-        ``guarantee='high_probability'`` (the blocks and their merge order do not
-        depend on it, so neither does the result), folds in processes with
-        ``'paper'``. ``None`` means 1 unless in a :obj:`joblib.parallel_backend`
-        context; ``-1`` means all processors.
+        Parallel work with joblib: the folds, in processes, or on mergeable
+        statistics, blocks of rows, in threads (the blocks and their merge order do
+        not depend on ``n_jobs``, so neither does the result). ``None`` means 1 unless
+        in a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
 
     Returns
     -------

@@ -91,7 +91,12 @@ class TVCalibrationBound(_BaseCalibrationBound):
 
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``; any scikit-learn splitter that looks at neither
+        random_state=random_state)``, except on mergeable statistics
+        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
+        drawn row by row from one seed drawn from ``random_state``: every block of
+        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
+        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are
         rejected: the certificate needs splits independent of the data). Each split is
@@ -103,13 +108,15 @@ class TVCalibrationBound(_BaseCalibrationBound):
         (tighter). Both are certified by the union bound over the folds.
 
     random_state : int, RandomState instance or None, default=None
-        Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
-        is an int, the order of tied scores, and the subsample of validation points
-        if there is one. Pass an int for reproducible output across calls.
+        Controls the randomness of the fit: the folds when ``cv`` is an int, the
+        order of tied scores, and the subsample of validation points if there is one.
+        Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
-        Number of folds computed in parallel with joblib. ``None`` means 1 unless in
-        a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
+        Parallel work with joblib: the folds, in processes, or on mergeable
+        statistics, blocks of rows, in threads (the blocks and their merge order do
+        not depend on ``n_jobs``, so neither does the result). ``None`` means 1 unless
+        in a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
 
     Attributes
     ----------
@@ -300,7 +307,12 @@ def tv_bound(
 
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``; any scikit-learn splitter that looks at neither
+        random_state=random_state)``, except on mergeable statistics
+        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
+        drawn row by row from one seed drawn from ``random_state``: every block of
+        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
+        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are
         rejected: the certificate needs splits independent of the data). Each split is
@@ -312,13 +324,15 @@ def tv_bound(
         (tighter). Both are certified by the union bound over the folds.
 
     random_state : int, RandomState instance or None, default=None
-        Controls the randomness of the fit: the shuffled ``KFold`` used when ``cv``
-        is an int, the order of tied scores, and the subsample of validation points
-        if there is one. Pass an int for reproducible output across calls.
+        Controls the randomness of the fit: the folds when ``cv`` is an int, the
+        order of tied scores, and the subsample of validation points if there is one.
+        Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
-        Number of folds computed in parallel with joblib. ``None`` means 1 unless in
-        a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
+        Parallel work with joblib: the folds, in processes, or on mergeable
+        statistics, blocks of rows, in threads (the blocks and their merge order do
+        not depend on ``n_jobs``, so neither does the result). ``None`` means 1 unless
+        in a :obj:`joblib.parallel_backend` context; ``-1`` means all processors.
 
     Returns
     -------
