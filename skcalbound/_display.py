@@ -147,8 +147,10 @@ _PAIR = "_skcalbound curve and band:"
 _HIST_COLOR = "0.5"
 
 
-def _band_note(method):
-    form = " (published form)" if method == "nw" else ""
+def _band_note(method, guarantee):
+    form = ""
+    if method == "nw":
+        form = " (published form)" if guarantee == "paper" else " (expanded at the query)"
     return (
         f"shaded: $\\hat\\eta \\pm \\tilde g$, Lemma 6{form}: a bound on the expected "
         "error\nof $\\hat\\eta$ at each score (not a confidence band)"
@@ -486,7 +488,7 @@ class CalibrationBoundDisplay:
             )
             # Hidden from the legend; the legend draws the curve over its band.
             ax.add_container(Container(
-                (self.line_, self.band_), label=_PAIR + _band_note(self.method)
+                (self.line_, self.band_), label=_PAIR + _band_note(self.method, self.guarantee)
             ))
 
         self.hist_ = None

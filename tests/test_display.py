@@ -125,7 +125,7 @@ def test_nw_display_draws_the_surrogate_the_band_and_the_bound(perturbed):
     assert "NW" in line_label and line_label in texts
     band_note = texts[-1]
     assert "not a confidence band" in band_note and "certified" not in band_note
-    assert "Lemma 6 (published form)" in band_note
+    assert "Lemma 6 (expanded at the query)" in band_note
     assert texts == ["Perfectly calibrated", line_label, "scores (histogram, scaled)",
                      band_note]
     assert_array_equal(disp.ref_line_.get_xydata(), [[0, 0], [1, 1]])
@@ -357,7 +357,7 @@ def test_one_note_per_kind_of_band_when_displays_share_axes(perturbed):
     CalibrationBoundDisplay.from_bound(lip, s, ax=ax, name="c", show_hist=False)
     texts = _legend_texts(ax)
     notes = [t for t in texts if t.startswith("shaded")]
-    assert len(notes) == 2  # NW's published form and Lipschitz's, once each
+    assert len(notes) == 2  # NW's form of Lemma 6 and Lipschitz's, once each
     assert [t.split(":")[0] for t in texts[1:4]] == ["a", "b", "c"]
     assert texts[4] == "a: scores (histogram, scaled)"
 
