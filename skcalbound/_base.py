@@ -220,7 +220,9 @@ class _BaseCalibrationBound(BaseEstimator):
                 # the same numbers, as fit_chunks and Dask input with this seed.
                 k = 5 if self.cv is None else int(self.cv)
                 check_enough_rows(n, k, method.min_train, type(self).__name__)
-                designs = [GroupDesign.partition(k, ids=row_folds(seed, 0, n, k))]
+                designs = [
+                    GroupDesign.partition(k, ids=row_folds(seed, 0, n, k).astype(np.intp))
+                ]
             else:
                 folds = make_folds(
                     self.cv, random_state, DataOrder(n), method.min_train,

@@ -42,9 +42,9 @@ from ._nw_hp import HPTables, Pyramid, _conv, choose_bandwidth, grid_size
 _BLOCK = 2**16
 
 
-def cell_offsets(scores, cells, n_bins):
+def cell_offsets(scores, cells, n_bins, out=None):
     """Offsets ``s - c_b`` from the cell centres, exactly (see ``_nw_hp.grid_stats``)."""
-    t = np.multiply(scores, n_bins)
+    t = np.multiply(scores, n_bins, out=out)
     t -= cells
     t -= 0.5
     t *= 1.0 / n_bins
@@ -89,11 +89,17 @@ def cell_sums(scores, labels, groups, n_groups, n_bins):
     keep = groups >= 0
     if not keep.all():
         scores, labels, groups = scores[keep], labels[keep], groups[keep]
-    cells = bin_of(scores, G)
+    n = scores.shape[0]
+    key = np.empty(n, dtype=np.intp)
+    t = np.empty(n)
+    # Cell ids and offsets in blocks that stay in cache, then one reduction each.
+    for a in range(0, n, _BLOCK):
+        b = slice(a, a + _BLOCK)
+        cells = bin_of(scores[b], G)
+        cell_offsets(scores[b], cells, G, out=t[b])
+        cells += np.multiply(groups[b], G, dtype=np.intp)
+        key[b] = cells
     size = n_groups * G
-    t = cell_offsets(scores, cells, G)
-    key = cells
-    key += np.multiply(groups, G, dtype=np.intp)
     sums = [
         np.bincount(key, minlength=size).astype(np.float64),
         np.bincount(key, weights=labels, minlength=size),
@@ -236,42 +242,24 @@ def smoother_at(pyramid, bandwidth, fine_bins, m, tempering, n_bins=None):
 # ---------------------------------------------------------------------------- pass 2
 
 
-@dataclass
-class Moments:
-    """Count, mean and centred second moment per split, merged by Chan et al.'s
-    pairwise rule (exact up to rounding, no cancellation)."""
-
-    n: np.ndarray
-    mean: np.ndarray
-    m2: np.ndarray
-
-    @classmethod
-    def zeros(cls, k):
-        return cls(np.zeros(k), np.zeros(k), np.zeros(k))
-
-    @classmethod
-    def of(cls, x, split, k):
-        n = np.bincount(split, minlength=k).astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(n > 0, np.bincount(split, weights=x, minlength=k) / n, 0.0)
-        dev = x - mean[split]
-        return cls(n, mean, np.bincount(split, weights=dev * dev, minlength=k))
-
-    def __add__(self, other):
-        n = self.n + other.n
-        with np.errstate(invalid="ignore", divide="ignore"):
-            w = np.where(n > 0, other.n / n, 0.0)
-        delta = other.mean - self.mean
-        mean = self.mean + delta * w
-        m2 = self.m2 + other.m2 + delta * delta * self.n * w
-        return Moments(n, mean, m2)
+def residual_shift(tables):
+    """A shift close to the mean of ``|s - eta_hat|`` over the queries, from the
+    training tables alone (their counts and ``eta`` at the cell centres): sums of
+    ``r - shift`` and its square then keep their digits, and, the shift being the same
+    for every chunk, merge by addition."""
+    with np.errstate(invalid="ignore"):
+        r = np.abs(tables.eta - bin_centres(tables.n_bins))
+    used = (tables.A0 > 0.0) & (tables.count > 0)
+    if not used.any():
+        return 0.0
+    return float(np.dot(tables.count[used], r[used]) / tables.count[used].sum())
 
 
 @dataclass
 class EvaluationSums:
     """Pass 2's mergeable result for every split at once."""
 
-    residuals: Moments
+    residuals: np.ndarray  # per split: sums of r - shift and of its square, (k, 2)
     smoothing: np.ndarray  # sum of min(g, 1) per split
     per_cell: np.ndarray  # kernel queries per table cell (all splits' tables, stacked)
     fallback: tuple  # (scores, split) of the fallback queries, kept for the end
@@ -334,6 +322,7 @@ class Plan:
     mean_score: np.ndarray = field(init=False)
     const: np.ndarray = field(init=False)
     kernel: np.ndarray = field(init=False)
+    shift: np.ndarray = field(init=False)
 
     def __post_init__(self):
         sizes = [s.tables.n_bins for s in self.smoothers] or [0]
@@ -347,12 +336,18 @@ class Plan:
         set_("mean_score", stack(p[0] for p in parts))
         set_("const", stack(p[1] for p in parts))
         set_("kernel", stack(t.A0 for t in tables) > 0.0)
+        set_("shift", np.array([residual_shift(t) for t in tables] or [0.0]))
         if self.needed is None:
             set_("needed", np.empty(0, dtype=np.intp))
 
     @property
     def n_splits(self):
         return len(self.smoothers)
+
+    @property
+    def no_fallback(self):
+        """Every table cell has training points within the kernel."""
+        return bool(self.kernel.all())
 
     @property
     def same_grid(self):
@@ -372,7 +367,7 @@ class Plan:
         inf = np.full(size, np.inf)
         zeros = np.zeros(size)
         return EvaluationSums(
-            Moments.zeros(k),
+            np.zeros((k, 2)),
             np.zeros(k),
             np.zeros(self.eta.shape[0]),
             (np.empty(0), np.empty(0, dtype=np.intp)),
@@ -404,22 +399,33 @@ def evaluation_sums(plan, scores, labels, groups, keys=None):
         parts.append(_evaluate_block(plan, scores[b], groups[b], k))
     residuals = [p[0] for p in parts if p is not None]
     if residuals:
-        out.residuals = residuals[0]
-        for part in residuals[1:]:
-            out.residuals = out.residuals + part
+        out.residuals = sum(residuals)
         out.smoothing = sum(p[1] for p in parts if p is not None)
-        out.per_cell = sum(p[2] for p in parts if p is not None)
+        # One count per table cell for the whole chunk (a count per block would cost
+        # the size of the tables per block).
+        cells = np.concatenate([p[2] for p in parts if p is not None])
+        out.per_cell = np.bincount(cells, minlength=plan.eta.shape[0]).astype(np.float64)
         fallback = [p[3] for p in parts if p is not None and p[3] is not None]
         if fallback:
             out.fallback = tuple(np.concatenate([f[j] for f in fallback]) for j in range(2))
     return out
 
 
+def _shifted_sums(r, split, shift, k):
+    """Per split, the sums of ``r - shift`` and of its square, ``(k, 2)``."""
+    r -= shift[split]
+    out = np.empty((k, 2))
+    out[:, 0] = np.bincount(split, weights=r, minlength=k)
+    out[:, 1] = np.bincount(split, weights=np.square(r, out=r), minlength=k)
+    return out
+
+
 def _evaluate_block(plan, s, groups, keys):
-    """``(Moments, sum of min(g, 1), queries per table cell, fallback)`` of a block."""
+    """``(sums of r - shift and its square per split, sum of min(g, 1), table cells of
+    the kernel queries, fallback)`` of a block."""
     k = plan.n_splits
     if plan.identity_splits:
-        sp = groups.astype(np.intp)
+        sp = np.asarray(groups, dtype=np.intp)
     else:
         sp = plan.split_of_group[np.maximum(groups, 0)]
         sp[groups < 0] = -1
@@ -442,9 +448,9 @@ def _evaluate_block(plan, s, groups, keys):
         idx = bin_of(s, plan.fine_bins)
         idx >>= plan.shifts[sp]
         idx += plan.offsets[sp]
-    kernel = plan.kernel[idx]
     fallback = None
-    if not kernel.all():
+    kernel = None if plan.no_fallback else plan.kernel[idx]
+    if kernel is not None and not kernel.all():
         f = ~kernel
         fallback = (s[f], sp[f])
         s, sp, idx = s[kernel], sp[kernel], idx[kernel]
@@ -461,9 +467,9 @@ def _evaluate_block(plan, s, groups, keys):
     r -= s
     np.abs(r, out=r)
     return (
-        Moments.of(r, sp, k),
+        _shifted_sums(r, sp, plan.shift, k),
         np.bincount(sp, weights=g, minlength=k),
-        np.bincount(idx, minlength=plan.eta.shape[0]).astype(np.float64),
+        idx,
         fallback,
     )
 
@@ -485,18 +491,21 @@ def training_extremes(plan, extremes, train_groups):
 def finish_split(plan, k, sums, smoother):
     """The statistics of split ``k``'s certificate: ``n``, residual moments,
     ``smoothing_mean``, ``sum_c_squared`` and ``n_fallback``."""
-    res = Moments(sums.residuals.n[[k]], sums.residuals.mean[[k]], sums.residuals.m2[[k]])
+    residuals = sums.residuals[k].copy()
     g_sum = float(sums.smoothing[k])
     tables = smoother.tables
     start = plan.offsets[k]
     per_cell = sums.per_cell[start : start + tables.n_bins]
+    n = float(per_cell.sum())
     fb_scores = sums.fallback[0][sums.fallback[1] == k]
     blocks = None
     if fb_scores.size:
         eta_f, g_f, blocks = smoother.fallback(fb_scores, plan.b1, plan.b2)
-        res = res + Moments.of(np.abs(eta_f - fb_scores), np.zeros(fb_scores.size, np.intp), 1)
+        x = np.abs(eta_f - fb_scores) - plan.shift[k]
+        residuals += (float(np.sum(x)), float(np.dot(x, x)))
         g_sum += float(np.sum(np.minimum(g_f, 1.0)))
-    n = float(res.n[0])
+        n += fb_scores.size
+    mean = residuals[0] / n
     with np.errstate(divide="ignore", invalid="ignore"):
         load = np.where(per_cell > 0, per_cell / tables.A0, 0.0)
     c_cell = _conv(load, tables.ker) / n
@@ -511,7 +520,9 @@ def finish_split(plan, k, sums, smoother):
         c2 += float(np.dot(size, extra * (2.0 * base + extra)))
     return {
         "n": int(n),
-        "residual_moments": (float(res.mean[0]), max(float(res.m2[0]) / n, 0.0)),
+        "residual_moments": (
+            float(plan.shift[k] + mean), max(float(residuals[1] / n - mean * mean), 0.0)
+        ),
         "smoothing_mean": g_sum / n,
         "sum_c_squared": c2,
         "n_fallback": int(fb_scores.size),
