@@ -149,8 +149,48 @@ class _Workspace:
         return scores, labels, self.out[:m]
 
 
+def bound_classes():
+    """``{short name: class}`` of every bound estimator, read from the classes.
+
+    A bound states its facts as class attributes (``short_name``, ``display_name``,
+    ``smoothness_params``); the scorers, the display, the command line and
+    ``bounds_by_group`` find the bounds here instead of keeping tables of their own
+    (a bound's module must have been imported: the consumers import them all).
+    """
+    found, stack = {}, list(_BaseCalibrationBound.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        name = cls.__dict__.get("short_name")
+        if name:
+            found[name] = cls
+    return dict(sorted(found.items()))
+
+
+def bound_name(estimator):
+    """The short name of a bound estimator, or a TypeError naming what was given."""
+    name = getattr(type(estimator), "short_name", None) if isinstance(
+        estimator, _BaseCalibrationBound
+    ) else None
+    if name is None:
+        expected = ", ".join(cls.__name__ for cls in bound_classes().values())
+        raise TypeError(f"Expected a bound estimator ({expected}); got "
+                        f"{type(estimator).__name__}.")
+    return name
+
+
 class _BaseCalibrationBound(BaseEstimator):
-    """Base class: cross-fitted certified upper bound on the L1 calibration error."""
+    """Base class: cross-fitted certified upper bound on the L1 calibration error.
+
+    Class attributes a bound sets: ``short_name`` (its ``method=``/``bound=`` string),
+    ``display_name`` (in legends and tables) and ``smoothness_params`` (the
+    constructor parameters that state a smoothness assumption ``h`` can give; empty
+    when none does).
+    """
+
+    short_name = None
+    display_name = None
+    smoothness_params = ()
 
     _parameter_constraints = {
         "pos_label": [Real, str, "boolean", None],

@@ -6,17 +6,12 @@ from dataclasses import dataclass, field
 from numbers import Real
 
 from ._base import interval_at
+from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
+from ._base import bound_classes
 from ._compat import Interval, StrOptions, validate_params
-from ._lipschitz_bound import LipschitzBucketBound
-from ._nw_bound import NWCalibrationBound
-from ._tv_bound import TVCalibrationBound
 from ._validation import check_prob_labels
 
-_ESTIMATORS = {
-    "nw": NWCalibrationBound,
-    "tv": TVCalibrationBound,
-    "lipschitz": LipschitzBucketBound,
-}
+_ESTIMATORS = bound_classes()  # by short name, from the classes
 # Smallest level the p-value search reaches; below it the p-value is reported as this.
 _SMALLEST_LEVEL = 1e-300
 

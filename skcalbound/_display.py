@@ -12,31 +12,18 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from ._lipschitz_bound import LipschitzBucketBound
-from ._nw_bound import NWCalibrationBound
-from ._scorers import _SMOOTHNESS, _perturbed_step
+from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
+from ._base import bound_classes, bound_name
+from ._scorers import _perturbed_step
 from ._sech_perturbed import SechPerturbedClassifier
-from ._tv_bound import TVCalibrationBound
 from ._validation import check_prob_labels, check_probabilities, classifier_labels_01
 
-_METHOD_NAMES = {"tv": "TV", "nw": "NW", "lipschitz": "Lipschitz bucketing"}
-_BOUND_CLASSES = {
-    "tv": TVCalibrationBound,
-    "nw": NWCalibrationBound,
-    "lipschitz": LipschitzBucketBound,
-}
-_BOUND_METHODS = {cls: method for method, cls in _BOUND_CLASSES.items()}
+_BOUND_CLASSES = bound_classes()  # by short name, from the classes
 
 
 def _method_of(estimator):
-    """``'tv'``, ``'nw'`` or ``'lipschitz'`` for a bound estimator, else a TypeError."""
-    for method, cls in _BOUND_CLASSES.items():
-        if isinstance(estimator, cls):
-            return method
-    raise TypeError(
-        "Expected a bound estimator (TVCalibrationBound, NWCalibrationBound or "
-        f"LipschitzBucketBound); got {type(estimator).__name__}."
-    )
+    """The short name of a bound estimator (``bound_name``), else a TypeError."""
+    return bound_name(estimator)
 
 
 def _make_bound(bound, bound_params):
@@ -100,13 +87,13 @@ def _with_perturbation_h(estimator, bound, bound_params):
     """``bound_params`` with the ``h`` of a perturbed classifier, when the bound needs
     a smoothness assumption that neither ``bound`` nor ``bound_params`` states."""
     step = _perturbed_step(estimator)
-    method = bound if isinstance(bound, str) else _BOUND_METHODS.get(type(bound))
-    if step is None or method not in ("nw", "lipschitz"):
+    cls = _BOUND_CLASSES.get(bound) if isinstance(bound, str) else type(bound)
+    if step is None or not getattr(cls, "smoothness_params", ()):
         return bound_params
     params = dict(bound_params or {})
     stated = dict(bound.get_params()) if not isinstance(bound, str) else {}
     stated.update(params)
-    if all(stated.get(name) is None for name in _SMOOTHNESS[method]):
+    if all(stated.get(name) is None for name in cls.smoothness_params):
         params["h"] = step.h
     return params
 
@@ -459,7 +446,8 @@ class CalibrationBoundDisplay:
             _, ax = plt.subplots(figsize=(6.4, 6.4), layout="constrained")
         self.ax_, self.figure_ = ax, ax.figure
         name = self.estimator_name if name is None else name
-        method = _METHOD_NAMES.get(self.method, str(self.method))
+        cls = _BOUND_CLASSES.get(self.method)
+        method = cls.display_name if cls is not None else str(self.method)
 
         ref_label = "Perfectly calibrated"
         self.ref_line_ = None

@@ -9,17 +9,12 @@ import numpy as np
 import pandas as pd
 
 from ._binned_ece import binned_ece
+from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
+from ._base import bound_classes
 from ._compat import Interval, StrOptions, validate_params
-from ._lipschitz_bound import LipschitzBucketBound
-from ._nw_bound import NWCalibrationBound
-from ._tv_bound import TVCalibrationBound
 from ._validation import VacuousBoundWarning, _user_stacklevel, check_prob_labels
 
-_ESTIMATORS = {
-    "nw": NWCalibrationBound,
-    "tv": TVCalibrationBound,
-    "lipschitz": LipschitzBucketBound,
-}
+_ESTIMATORS = bound_classes()  # by short name, from the classes
 #: Group label of the whole-population row added by ``include_overall=True``.
 OVERALL = "(all)"
 #: Fewest training points every fold must have for every bound (the TV surrogate's

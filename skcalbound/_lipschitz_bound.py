@@ -438,6 +438,10 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     CE = 0.167 in [0.074, 0.259]
     """
 
+    short_name = "lipschitz"
+    display_name = "Lipschitz bucketing"
+    smoothness_params = ("h", "L")
+
     _parameter_constraints = {
         **_BaseCalibrationBound._parameter_constraints,
         **_LIPSCHITZ_PARAMETERS,

@@ -609,6 +609,10 @@ class NWCalibrationBound(_BaseCalibrationBound):
     CE = 0.167 in [0.116, 0.216]
     """
 
+    short_name = "nw"
+    display_name = "NW"
+    smoothness_params = ("h", "b1", "b2")
+
     _parameter_constraints = {**_BaseCalibrationBound._parameter_constraints, **_NW_PARAMETERS}
 
     def __init__(

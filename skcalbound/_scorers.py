@@ -13,21 +13,15 @@ from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import Pipeline
 
 from ._compat import Interval, StrOptions, _Scorer, validate_params
-from ._lipschitz_bound import LipschitzBucketBound
-from ._nw_bound import NWCalibrationBound
+from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
+from ._base import bound_classes
 from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
 from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
-from ._tv_bound import TVCalibrationBound
 from ._validation import classifier_labels_01
 
-_BOUNDS = {
-    "nw": NWCalibrationBound,
-    "tv": TVCalibrationBound,
-    "lipschitz": LipschitzBucketBound,
-}
-# The parameters that state the smoothness assumption; without any of them, ``h`` is
-# read from the perturbed classifier being scored.
-_SMOOTHNESS = {"nw": ("h", "b1", "b2"), "lipschitz": ("h", "L"), "tv": ()}
+# The bounds by short name, from the classes (``bound_classes``). Without any of a
+# bound's ``smoothness_params``, ``h`` is read from the perturbed classifier scored.
+_BOUNDS = bound_classes()
 
 
 # The one place that relies on scikit-learn's private scorer API (checked with
@@ -169,7 +163,7 @@ class _BoundScorer(_ProbaScorer):
     def bound_estimator(self, estimator):
         """The unfitted bound estimator for the model ``estimator``."""
         params = dict(self.params)
-        names = _SMOOTHNESS[self.method]
+        names = _BOUNDS[self.method].smoothness_params
         if names and not any(params.get(name) is not None for name in names):
             perturbed = _perturbed_step(estimator)
             if perturbed is None:
@@ -270,7 +264,7 @@ def make_bound_scorer(method, *, pos_label=None, **params):
     >>> print(-result["test_nw"].round(3))
     [0.12  0.123]
     """
-    names = _SMOOTHNESS[method]
+    names = _BOUNDS[method].smoothness_params
     given = {k: v for k, v in params.items() if v is not None}
     estimator = _BOUNDS[method](**params)  # TypeError for unknown names
     estimator._validate_params()

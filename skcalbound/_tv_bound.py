@@ -214,6 +214,10 @@ class TVCalibrationBound(_BaseCalibrationBound):
     CE = 0.167 in [0.000, 0.433]
     """
 
+    short_name = "tv"
+    display_name = "TV"
+    smoothness_params = ()
+
     _parameter_constraints = {
         **_BaseCalibrationBound._parameter_constraints,
         "V": [Interval(Real, 0, None, closed="neither")],
