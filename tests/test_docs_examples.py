@@ -23,3 +23,14 @@ def test_user_guide_explains_what_is_certified():
     for needed in ('guarantee="high_probability"', 'guarantee="paper"', "McDiarmid",
                    "Maurer", "lower_bound_", "calibration_test"):
         assert needed in section, needed
+
+
+def test_large_data_examples():
+    # Chunks, the in-memory fit and Dask give the same certificate (docs/large_data.rst).
+    result = doctest.testfile(
+        str(ROOT / "docs" / "large_data.rst"),
+        module_relative=False,
+        optionflags=doctest.NORMALIZE_WHITESPACE,
+    )
+    assert result.attempted >= 8
+    assert result.failed == 0
