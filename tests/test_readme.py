@@ -51,6 +51,8 @@ def _undefined_names(code):
             defined.add(node.id)
         elif isinstance(node, ast.arg):
             defined.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
     used = {
         node.id
         for node in ast.walk(tree)
