@@ -165,6 +165,12 @@ def build_parser():
         help="file format, if the extension does not say it",
     )
     data.add_argument(
+        "--chunksize", type=int, default=None, metavar="ROWS",
+        help="read the file ROWS rows at a time, never whole (files larger than "
+        "memory): nw only, with --guarantee high_probability; the numbers are those "
+        "of a run without it",
+    )
+    data.add_argument(
         "--by", default=None, metavar="COLUMN",
         help="also certify each segment (each value of COLUMN) and the whole file: "
         "one interval per row of a table, all holding simultaneously at "
@@ -419,6 +425,40 @@ def bound_names(args):
     return list(dict.fromkeys(bounds))
 
 
+def _result_row(name, est, caught):
+    """One bound's row of the report (``caught``: the warnings of its fit)."""
+    return {
+        "method": name,
+        "certified": True,
+        "lower_bound": float(est.lower_bound_),
+        "bound": float(est.bound_),
+        "estimate": float(est.estimate_),
+        "confidence_level": float(est.confidence_level),
+        "guarantee": est.guarantee,
+        "in_expectation_only": _in_expectation_only(name, est.guarantee),
+        "assumption": _assumption(name, est),
+        "terms": {k: float(v) for k, v in est.terms_.items()},
+        "warnings": list(dict.fromkeys(" ".join(str(w.message).split())
+                                       for w in caught)),
+    }
+
+
+def _ece_row(args, ece):
+    return {
+        "method": "binned_ece",
+        "certified": False,
+        "lower_bound": None,
+        "bound": None,
+        "estimate": float(ece),
+        "confidence_level": None,
+        "guarantee": None,
+        "in_expectation_only": None,
+        "assumption": f"heuristic, not a bound ({args.n_bins} equal-width bins)",
+        "terms": {},
+        "warnings": [],
+    }
+
+
 def compute(args, scores, labels):
     """The results as a list of dicts, and the fitted estimators by name."""
     estimators = _estimators(args, bound_names(args))
@@ -431,40 +471,46 @@ def compute(args, scores, labels):
                 est.fit(scores, labels)
         except (ValueError, TypeError) as exc:  # the options of this bound
             raise CLIError(f"{name}: {exc}") from exc
-        results.append({
-            "method": name,
-            "certified": True,
-            "lower_bound": float(est.lower_bound_),
-            "bound": float(est.bound_),
-            "estimate": float(est.estimate_),
-            "confidence_level": float(est.confidence_level),
-            "guarantee": est.guarantee,
-            "in_expectation_only": _in_expectation_only(name, est.guarantee),
-            "assumption": _assumption(name, est),
-            "terms": {k: float(v) for k, v in est.terms_.items()},
-            "warnings": list(dict.fromkeys(" ".join(str(w.message).split())
-                                           for w in caught)),
-        })
+        results.append(_result_row(name, est, caught))
     from . import binned_ece
 
     try:
         ece = binned_ece(labels, scores, n_bins=args.n_bins)
     except ValueError as exc:
         raise CLIError(f"--n-bins: {exc}") from exc
-    results.append({
-        "method": "binned_ece",
-        "certified": False,
-        "lower_bound": None,
-        "bound": None,
-        "estimate": float(ece),
-        "confidence_level": None,
-        "guarantee": None,
-        "in_expectation_only": None,
-        "assumption": f"heuristic, not a bound ({args.n_bins} equal-width bins)",
-        "terms": {},
-        "warnings": [],
-    })
+    results.append(_ece_row(args, ece))
     return results, estimators
+
+
+def compute_chunks(args):
+    """``compute`` on a file read in chunks of ``--chunksize`` rows (``_cli_chunks``):
+    the results, the estimators, the number of rows and the positive label."""
+    from ._cli_chunks import ChunkedFile, compute_chunked
+
+    for option, value, why in (
+        ("--by", args.by, "it groups the rows of the whole file by segment"),
+        ("--plot", args.plot, "it draws every score"),
+    ):
+        if value is not None:
+            raise CLIError(
+                f"{option} cannot be used with --chunksize: {why}, which needs the file "
+                "in memory; run without --chunksize for it"
+            )
+    if args.n_bins < 1:
+        raise CLIError(f"--n-bins: must be at least 1; got {args.n_bins}")
+    names = bound_names(args)
+    if args.bound is None:  # the default TV needs the sorted sample: leave it out
+        names = [name for name in names if name != "tv"]
+        if not names:
+            raise CLIError(
+                "--chunksize certifies with nw, which needs its assumption: pass --h "
+                "(or --b1 and --b2); TV needs the whole sorted sample"
+            )
+    reader = ChunkedFile(args.file, args)
+    estimators = _estimators(args, names)
+    results = compute_chunked(args, estimators, reader, _result_row)
+    results.append(_ece_row(args, reader.binned_ece()))
+    return results, estimators, reader.n_samples, _plain(reader.positive)
 
 
 def selection_note(results):
@@ -779,13 +825,20 @@ def _main(argv):
             raise CLIError(
                 f"{args.plot}: the directory {Path(args.plot).parent} does not exist"
             )
-        frame = read_table(args.file, args.format)
-        scores, labels, positive = scores_and_labels(
-            frame, args.scores, args.labels, args.file, args.pos_label
-        )
-        if args.by is not None:
-            return _report_by(args, frame, scores, labels, positive)
-        results, estimators = compute(args, scores, labels)
+        if args.chunksize is not None:
+            if args.chunksize < 1:
+                raise CLIError(f"--chunksize must be a positive number of rows; got "
+                               f"{args.chunksize}")
+            results, estimators, n_samples, positive = compute_chunks(args)
+        else:
+            frame = read_table(args.file, args.format)
+            scores, labels, positive = scores_and_labels(
+                frame, args.scores, args.labels, args.file, args.pos_label
+            )
+            if args.by is not None:
+                return _report_by(args, frame, scores, labels, positive)
+            results, estimators = compute(args, scores, labels)
+            n_samples = scores.shape[0]
         if args.plot is not None:
             write_plot(
                 args.plot, estimators, scores,
@@ -798,13 +851,15 @@ def _main(argv):
     if args.json:
         report = {
             "file": str(args.file),
-            "n_samples": int(scores.shape[0]),
+            "n_samples": int(n_samples),
             "scores_column": args.scores,
             "labels_column": args.labels,
             "positive_label": positive,
             "guarantee": args.guarantee,
             "results": results,
         }
+        if args.chunksize is not None:
+            report["chunksize"] = int(args.chunksize)
         note = selection_note(results)
         if note is not None:
             report["note"] = note
@@ -822,11 +877,13 @@ def _main(argv):
             print(verdict["verdict"], file=sys.stderr)
     else:
         header = (
-            f"{args.file}: {scores.shape[0]} scores (column {args.scores!r}), labels "
+            f"{args.file}: {n_samples} scores (column {args.scores!r}), labels "
             f"(column {args.labels!r}, positive class {positive!r}); cv={args.cv}, "
             f"aggregate={args.aggregate}, guarantee={args.guarantee}, "
             f"random_state={args.random_state}"
         )
+        if args.chunksize is not None:
+            header += f"; read in chunks of {args.chunksize} rows"
         print(format_table(results, header))
         if args.plot is not None:
             print(f"\nreliability plot written to {args.plot}")

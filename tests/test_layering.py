@@ -24,7 +24,9 @@ WIRING = ["_base"]
 # Above the estimators: modules built on the public estimators (scorers, plots, the
 # command line), which may import estimator modules as ``__init__`` does; no
 # estimator module imports them.
-CONSUMERS = ["_scorers", "_display", "_cli", "_calibration_test", "_groups", "__main__"]
+CONSUMERS = [
+    "_scorers", "_display", "_cli", "_cli_chunks", "_calibration_test", "_groups", "__main__",
+]
 
 PROX_TV_HOME = "skcalbound._surrogates._tv"
 COMPAT = "skcalbound._compat"
