@@ -153,18 +153,26 @@ class _LipschitzMethod(_BoundMethod):
             results.append(self._result(sums, candidates, delta, n_train))
         return results
 
+    @staticmethod
+    def _candidate_bounds(folds):
+        """Per fold and candidate bucketing, the fold bound; the index of the
+        candidate with the smallest mean over folds (what ``predict`` uses)."""
+        bounds = np.stack([fold.extra["candidate_bounds"] for fold in folds])
+        return bounds, int(np.argmin(bounds.mean(axis=0)))
+
     def refit(self, sample, delta, folds=()):
-        return BucketSurrogate(sample.scores, sample.labels, self.n_buckets, self.n_shifts)
+        best = self._candidate_bounds(folds)[1] if folds else None
+        return BucketSurrogate(
+            sample.scores, sample.labels, self.n_buckets, self.n_shifts, candidate=best
+        )
 
     def held_out_result(self, surrogate, scores, delta):
         sums = surrogate.all_sums(np.sort(scores), self.L)
         return self._result(sums, surrogate.candidates, delta, surrogate.n_train)
 
     def fitted_attributes(self, surrogate, folds):
-        bounds = np.stack([fold.extra["candidate_bounds"] for fold in folds])
+        bounds, best = self._candidate_bounds(folds)  # the surrogate's candidate
         mean = bounds.mean(axis=0)
-        best = int(np.argmin(mean))
-        surrogate.candidate = best  # what predict uses
         frame = pd.DataFrame(surrogate.candidates, columns=["n_buckets", "shift"])
         for k in range(bounds.shape[0]):
             frame[f"fold{k}_bound"] = bounds[k]

@@ -614,8 +614,9 @@ def candidate_smoothing(queries, runs, lipschitz):
 class BucketSurrogate:
     """Every candidate bucketing of sorted training scores and labels.
 
-    ``candidate`` (an index into ``candidates``) is the one :meth:`__call__` uses;
-    the estimator sets it after cross-fitting. Grid tables are built on first use
+    ``candidate`` (an index into ``candidates``) is the one :meth:`__call__` uses,
+    chosen by the estimator from the cross-fitted bounds before it builds the
+    surrogate. Grid tables are built on first use
     and not pickled.
     """
 
