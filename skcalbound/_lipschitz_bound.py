@@ -448,6 +448,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
 
     short_name = "lipschitz"
     display_name = "Lipschitz bucketing"
+    paper_name = "Lip+Bkt"
     smoothness_params = ("h", "L")
 
     _parameter_constraints = {
