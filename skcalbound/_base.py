@@ -190,6 +190,7 @@ class _BaseCalibrationBound(BaseEstimator):
 
     short_name = None
     display_name = None
+    paper_name = None  # the paper's label (experiments' tables, figures), if any
     smoothness_params = ()
 
     _parameter_constraints = {

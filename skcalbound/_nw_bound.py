@@ -611,6 +611,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     short_name = "nw"
     display_name = "NW"
+    paper_name = "NW"
     smoothness_params = ("h", "b1", "b2")
 
     _parameter_constraints = {**_BaseCalibrationBound._parameter_constraints, **_NW_PARAMETERS}

@@ -216,6 +216,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
 
     short_name = "tv"
     display_name = "TV"
+    paper_name = "TV"
     smoothness_params = ()
 
     _parameter_constraints = {
