@@ -43,7 +43,10 @@ class _BoundMethod:
     """
 
     min_train = 2
-    # Why the method cannot run on data that is not in one place, and what to use.
+    # Whether the bound runs on mergeable statistics (``fit_mergeable``: chunks, Dask,
+    # no sort); if not, why it cannot run on data that is not in one place, and what
+    # to use instead.
+    mergeable = False
     unmergeable_reason = " needs all the rows in memory"
     unmergeable_alternative = "load the data as arrays, or use NWCalibrationBound."
 

@@ -11,15 +11,7 @@ from ._base import _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, validate_params
 from ._result import FoldResult
 from ._sech import sech_derivative_bounds
-from ._surrogates._buckets import (
-    BucketSurrogate,
-    GridQueries,
-    GridTraining,
-    candidate_grids,
-    candidate_runs,
-    candidate_sums,
-    WholeGrid,
-)
+from ._surrogates._bucket_grid import BucketSurrogate, candidate_grids, fit_design
 from ._terms import high_probability_terms, nw_bound_terms
 from ._validation import (
     check_perturbation_h,
@@ -46,15 +38,7 @@ class _LipschitzMethod(_BoundMethod):
     n_shifts: int
     guarantee: str = "high_probability"
     min_train = 1
-    unmergeable_reason = (
-        " does not run on data that is not in one place yet: its smoothing term "
-        "L mean|s' - s_i| needs the training scores of the query's bucket on both "
-        "sides of the query, which this implementation finds in the sorted sample"
-    )
-    unmergeable_alternative = (
-        "load the data as arrays, or use NWCalibrationBound (with h, or b1 and b2), "
-        "which runs on chunks and on Dask and is tighter."
-    )
+    mergeable = True
 
     def _terms(self, statistics, delta_c):
         n, s_r, s_r2, s_g, s_g2, c2 = statistics
@@ -116,42 +100,28 @@ class _LipschitzMethod(_BoundMethod):
         info = {"n_train": fold.info["n_train"], "fallbacks": extra["fallbacks"]}
         return self._choose(extra["statistics"], extra["candidates"], delta, info)
 
-    def fit_folds(self, sample, folds, delta):
-        candidates, grids = candidate_grids(self.n_buckets, self.n_shifts)
-        n = sample.scores.shape[0]
-        # Per grid, the whole sorted sample's cells once; a fold whose training part is
-        # the rest of the sample (KFold) takes its grid as the whole minus its
-        # validation part, without gathering training arrays.
-        whole = {K: WholeGrid.build(sample.scores, sample.labels, K) for K, _ in grids}
-        results = []
-        for fold in folds:
-            validation = np.flatnonzero(fold.validation)
-            train = None
-            if fold.assignment is None and validation.shape[0] + int(
-                np.count_nonzero(fold.train)
-            ) != n:
-                train = np.flatnonzero(fold.train)
-            sums = [None] * len(candidates)
-            for K, members in grids:
-                if train is None:
-                    training, queries = whole[K].complement(validation)
-                else:
-                    grid = whole[K]
-                    training = GridTraining.build(
-                        sample.scores.take(train), sample.labels.take(train), K,
-                        grid.point_cells.take(train), grid.offsets.take(train),
-                    )
-                    queries = GridQueries.build(
-                        training, sample.scores.take(validation),
-                        grid.point_cells.take(validation), grid.offsets.take(validation),
-                    )
-                for j in members:
-                    B, r = candidates[j]
-                    runs = candidate_runs(queries, training, B, r, self.n_shifts)
-                    sums[j] = candidate_sums(queries, runs, self.L)
-            n_train = n - validation.shape[0] if train is None else train.shape[0]
-            results.append(self._result(sums, candidates, delta, n_train))
-        return results
+    def fit_mergeable(self, source, designs, delta, key_seed, check=None, check_counts=None):
+        """Fold results and the refit surrogate from the two passes of each design
+        over ``source`` (``_chunks``); the refit rides on the first design's passes
+        (whose groups cover every row)."""
+        candidates, _ = candidate_grids(self.n_buckets, self.n_shifts)
+        results, totals, n_samples = [], None, 0
+        for design in designs:
+            fit = fit_design(
+                source, design, n_buckets=self.n_buckets, n_shifts=self.n_shifts,
+                L=self.L, min_train=self.min_train, check=check,
+                check_counts=check_counts, refit=totals is None,
+            )
+            check_counts = None  # one look at the counts is enough
+            if totals is None:
+                totals, n_samples = fit.totals, fit.n_samples
+            for sums, m in zip(fit.sums, fit.n_train):
+                results.append(self._result(list(sums), candidates, delta, m))
+        # The surrogate's candidate: the smallest mean bound over the folds, chosen
+        # before the surrogate is built.
+        best = self._candidate_bounds(results)[1]
+        surrogate = BucketSurrogate(totals, self.n_buckets, self.n_shifts, best, n_samples)
+        return results, surrogate, fit.n_positive
 
     @staticmethod
     def _candidate_bounds(folds):
@@ -160,14 +130,8 @@ class _LipschitzMethod(_BoundMethod):
         bounds = np.stack([fold.extra["candidate_bounds"] for fold in folds])
         return bounds, int(np.argmin(bounds.mean(axis=0)))
 
-    def refit(self, sample, delta, folds=()):
-        best = self._candidate_bounds(folds)[1] if folds else None
-        return BucketSurrogate(
-            sample.scores, sample.labels, self.n_buckets, self.n_shifts, candidate=best
-        )
-
     def held_out_result(self, surrogate, scores, delta):
-        sums = surrogate.all_sums(np.sort(scores), self.L)
+        sums = surrogate.all_sums(scores, self.L)
         return self._result(sums, surrogate.candidates, delta, surrogate.n_train)
 
     def fitted_attributes(self, surrogate, folds):
@@ -627,14 +591,17 @@ def lipschitz_bucket_bound(
     """
     _lipschitz_constant(L, h)  # hyperparameters before the data
     _bucket_counts(n_buckets)
-    if is_dask_collection(y_true) or is_dask_collection(y_prob):
-        # The estimator says why this bound needs the rows in memory.
-        Est = LipschitzBucketBound
-        Est(**{k: v for k, v in locals().items() if k in Est().get_params()}).fit(y_prob, y_true)
-    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "lipschitz_bucket_bound")
+    dask = is_dask_collection(y_true) or is_dask_collection(y_prob)
+    if dask:
+        labels, scores = y_true, y_prob  # validated block by block, with pos_label
+    else:
+        labels, scores = check_prob_labels(
+            y_true, y_prob, pos_label, "lipschitz_bucket_bound"
+        )
     estimator = LipschitzBucketBound(
         L=L,
         h=h,
+        pos_label=pos_label if dask else None,
         n_buckets=n_buckets,
         n_shifts=n_shifts,
         confidence_level=confidence_level,

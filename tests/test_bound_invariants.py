@@ -811,12 +811,12 @@ def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_int_cv_is_a_shuffled_kfold_or_row_folds(Est, data):
-    # TV, Lipschitz and NW in paper mode: KFold(shuffle=True). NW on mergeable
-    # statistics (high-probability mode): folds drawn row by row from one seed drawn
-    # from random_state (the rule of fit_chunks and Dask input).
+    # TV and NW in paper mode: KFold(shuffle=True). Bounds on mergeable statistics
+    # (NW in high-probability mode, Lipschitz): folds drawn row by row from one seed
+    # drawn from random_state (the rule of fit_chunks and Dask input).
     X, y = data
     est = _make(Est, cv=3, random_state=7).fit(X, y)
-    if isinstance(est, NWCalibrationBound) and est.guarantee == "high_probability":
+    if est._method().mergeable:
         seed = np.random.RandomState(7).randint(np.iinfo(np.int32).max)
         ids = row_folds(seed, 0, y.shape[0], 3)
         splits = [(np.flatnonzero(ids != k), np.flatnonzero(ids == k)) for k in range(3)]

@@ -79,7 +79,6 @@ def test_a_chunked_record_verifies(capsys, files, tmp_path):
     "options, message",
     [
         (["--bound", "tv"], "tv: TVCalibrationBound cannot run on data that is not in one place"),
-        (["--bound", "lipschitz", "--L", "2"], "LipschitzBucketBound does not run on data"),
         (["--bound", "nw", "--h", "2**-4", "--guarantee", "paper"],
          "guarantee='paper' cannot run on data that is not in one place"),
         (["--h", "2**-4", "--by", "seg"], "--by cannot be used with --chunksize"),

@@ -69,18 +69,28 @@ def _nw_reference_g(scores, labels, query, bandwidth, tempering, n_bins, b1, b2,
     return b1 * first + 0.5 * b2 * (w @ (d * d)) + 0.5 * np.sqrt(w @ w)
 
 
-def _bucket_reference_g(train, query, L, n_buckets, shift, n_shifts):
-    """``L mean_b |s' - s_i| + 1 / (2 sqrt(n_b))`` over the query's bucket, or the
-    bucket of the nearest training score (the lower one when equidistant)."""
+def _bucket_reference_g(train, query, L, n_buckets, shift, n_shifts, n_cells):
+    """``L S / n_b + 1 / (2 sqrt(n_b))`` over the query's bucket, or the bucket of the
+    nearest training score (the lower one when equidistant), where ``S`` sums the
+    distances to the bucket's points outside the query's cell of the grid of
+    ``n_cells`` and bounds those inside by Cauchy-Schwarz."""
 
     def bucket(v):
         return np.clip(np.floor(n_buckets * v - shift / n_shifts), -1, n_buckets - 1)
+
+    def cell(v):
+        return np.minimum(np.floor(n_cells * v), n_cells - 1)
 
     own = bucket(train) == bucket(query)
     if not own.any():
         dist = np.abs(train - query)
         own = bucket(train) == bucket(train[np.flatnonzero(dist == dist.min())[0]])
-    return L * np.mean(np.abs(query - train[own])) + 0.5 / np.sqrt(own.sum())
+    points = train[own]
+    inside = cell(points) == cell(query)
+    S = np.sum(np.abs(query - points[~inside])) + np.sqrt(
+        inside.sum() * np.sum((query - points[inside]) ** 2)
+    )
+    return L * S / own.sum() + 0.5 / np.sqrt(own.sum())
 
 
 # --------------------------------------------------------------------------------------
@@ -263,8 +273,9 @@ def test_lipschitz_band_matches_the_box_weight_definition_with_fallback():
     _, _, n_fallback = est.surrogate_.residuals_and_smoothing(est.L_, disp.grid)
     assert n_fallback > 50  # the gap is exercised
     train = np.sort(s)
+    ((n_cells, _),) = est.surrogate_.grids
     reference = [
-        min(_bucket_reference_g(train, q, 2.0, est.n_buckets_, est.shift_, 3), 1.0)
+        min(_bucket_reference_g(train, q, 2.0, est.n_buckets_, est.shift_, 3, n_cells), 1.0)
         for q in disp.grid
     ]
     assert_allclose(disp.band, reference, rtol=1e-9, atol=1e-12)

@@ -1,9 +1,10 @@
 """Bounds on data that is not in one place: chunks and Dask give the in-memory numbers.
 
-The NW certificate (high-probability mode) runs on mergeable statistics
-(``_surrogates/_nw_grid``): in memory it is the one-source case of the same code, so
-for the same ``random_state`` the folds, and every number, agree with chunked and Dask
-input up to the order of the additions.
+The NW certificate (high-probability mode) and the Lipschitz bound (both modes) run on
+mergeable statistics (``_surrogates/_nw_grid``, ``_surrogates/_bucket_grid``): in
+memory it is the one-source case of the same code, so for the same ``random_state`` the
+folds, and every number, agree with chunked and Dask input up to the order of the
+additions.
 """
 
 import warnings
@@ -65,8 +66,9 @@ def _assert_same_fit(a, b):
         assert_allclose(b.terms_[key], a.terms_[key], rtol=RTOL, err_msg=key)
     fa, fb = a.fold_results_, b.fold_results_
     assert_array_equal(fa.columns, fb.columns)
-    for column in ("n_train", "n_validation", "n_bins", "n_fallback"):
-        assert_array_equal(fb[column], fa[column], err_msg=column)
+    for column in ("n_train", "n_validation", "n_bins", "n_fallback", "n_buckets", "shift"):
+        if column in fa:
+            assert_array_equal(fb[column], fa[column], err_msg=column)
     assert_allclose(fb.to_numpy(float), fa.to_numpy(float), rtol=RTOL, atol=1e-15)
     grid = np.linspace(0, 1, 101)
     assert_allclose(b.predict(grid), a.predict(grid), rtol=RTOL, atol=1e-15)
@@ -94,19 +96,72 @@ def test_chunks_give_the_in_memory_numbers(kind, params):
         assert b.certificate_["n_positive"] == a.certificate_["n_positive"]
 
 
-def test_chunks_of_one_row_and_a_generator():
+LIPSCHITZ_PARAMS = [
+    {"L": 2.0},
+    {"L": 2.0, "guarantee": "paper", "aggregate": "min"},
+    {"L": 30.0, "n_buckets": [3, 5, 10], "n_shifts": 3, "cv": 3},
+    {"L": 2.0, "n_buckets": [1, 64, 4096], "n_shifts": 2, "guarantee": "paper"},
+]
+
+
+def _assert_same_lipschitz_fit(a, b, held=None):
+    _assert_same_fit(a, b)
+    assert_array_equal(b.candidates_.columns, a.candidates_.columns)
+    assert_allclose(b.candidates_.to_numpy(float), a.candidates_.to_numpy(float),
+                    rtol=RTOL)
+    assert (b.n_buckets_, b.shift_) == (a.n_buckets_, a.shift_)
+    if held is not None:
+        assert_allclose(b.score(*held), a.score(*held), rtol=RTOL)
+
+
+@pytest.mark.parametrize("kind", ["smooth", "atoms", "gaps"])
+@pytest.mark.parametrize("params", LIPSCHITZ_PARAMS, ids=range(len(LIPSCHITZ_PARAMS)))
+def test_lipschitz_chunks_give_the_in_memory_numbers(kind, params):
+    s, y = _data(kind)
+    held = _data(kind, n=800, seed=5)
+    a = LipschitzBucketBound(random_state=3, **params).fit(s, y)
+    if kind == "gaps" and params.get("n_buckets") == [1, 64, 4096]:
+        # The fallback is exercised (by the candidates with 4096 buckets).
+        assert sum(sum(f.extra["fallbacks"]) for f in a.result_.folds) > 0
+    for sizes in ([1000], [777, 1234, 5], [6000]):
+        b = LipschitzBucketBound(random_state=3, **params).fit_chunks(_chunked(s, y, sizes))
+        _assert_same_lipschitz_fit(a, b, held)
+        assert b.certificate_["fingerprint"] == a.certificate_["fingerprint"]
+
+
+@pytest.mark.parametrize("chunks", [1000, (3000, 1000, 1500, 500)])
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_lipschitz_dask_gives_the_in_memory_numbers(chunks, guarantee):
+    da = pytest.importorskip("dask.array")
+    s, y = _data("atoms")
+    params = {"L": 4.0, "guarantee": guarantee, "n_buckets": [2, 16, 128, 4096]}
+    a = LipschitzBucketBound(random_state=2, **params).fit(s, y)
+    b = LipschitzBucketBound(random_state=2, **params).fit(
+        da.from_array(s, chunks=chunks), da.from_array(y, chunks=chunks)
+    )
+    _assert_same_lipschitz_fit(a, b)
+    assert_allclose(
+        lipschitz_bucket_bound(da.from_array(y, chunks=chunks),
+                               da.from_array(s, chunks=chunks), random_state=2, **params),
+        a.bound_, rtol=RTOL,
+    )
+
+
+@pytest.mark.parametrize(
+    "Est, params",
+    [(NWCalibrationBound, {"b1": 2.0, "b2": 4.0}), (LipschitzBucketBound, {"L": 3.0})],
+)
+def test_chunks_of_one_row_and_a_generator(Est, params):
     s, y = _data("atoms", n=400)
-    a = NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit(s, y)
+    a = Est(**params, random_state=0).fit(s, y)
 
     def rows():
         for i in range(s.shape[0]):
             yield y[i : i + 1], s[i : i + 1]
 
-    b = NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit_chunks(rows)
+    b = Est(**params, random_state=0).fit_chunks(rows)
     _assert_same_fit(a, b)
-    c = NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit_chunks(
-        rows, n_samples=s.shape[0]
-    )
+    c = Est(**params, random_state=0).fit_chunks(rows, n_samples=s.shape[0])
     _assert_same_fit(a, c)
 
 
@@ -176,13 +231,20 @@ def test_dask_dataframe_columns():
 
 
 @pytest.mark.parametrize("block", [997, 4096])
-def test_n_jobs_and_blocks_change_nothing(monkeypatch, block):
+@pytest.mark.parametrize(
+    "Est, params",
+    [
+        (NWCalibrationBound,
+         {"b1": 2.0, "b2": 4.0, "max_validation": 800, "bandwidth": 0.004}),
+        (LipschitzBucketBound, {"L": 2.0, "guarantee": "paper"}),
+    ],
+)
+def test_n_jobs_and_blocks_change_nothing(monkeypatch, block, Est, params):
     s, y = _data("gaps", n=9000)
-    params = {"b1": 2.0, "b2": 4.0, "max_validation": 800, "bandwidth": 0.004}
-    reference = NWCalibrationBound(random_state=np.random.RandomState(4), **params).fit(s, y)
+    reference = Est(random_state=np.random.RandomState(4), **params).fit(s, y)
     monkeypatch.setattr(_chunks, "_ARRAY_BLOCK", block)
-    one = NWCalibrationBound(random_state=np.random.RandomState(4), **params).fit(s, y)
-    two = NWCalibrationBound(random_state=np.random.RandomState(4), n_jobs=2, **params)
+    one = Est(random_state=np.random.RandomState(4), **params).fit(s, y)
+    two = Est(random_state=np.random.RandomState(4), n_jobs=2, **params)
     two.fit(s, y)
     _assert_same_fit(reference, one)
     # Same blocks, same merge order: threads change no bit.
@@ -235,7 +297,6 @@ def test_score_and_predict_of_a_chunked_fit():
     "estimator, match",
     [
         (TVCalibrationBound(), "TVCalibrationBound cannot run on data that is not in one"),
-        (LipschitzBucketBound(L=2.0), "LipschitzBucketBound does not run on data"),
         (NWCalibrationBound(b1=1.0, b2=1.0, guarantee="paper"),
          "guarantee='paper' cannot run on data that is not in one place"),
     ],
@@ -257,8 +318,6 @@ def test_one_liners_on_dask_input_say_why_not():
     ds, dy = da.from_array(s, chunks=100), da.from_array(y, chunks=100)
     with pytest.raises(ValueError, match="TVCalibrationBound cannot run"):
         tv_bound(dy, ds)
-    with pytest.raises(ValueError, match="LipschitzBucketBound does not run"):
-        lipschitz_bucket_bound(dy, ds, L=2.0)
 
 
 def test_chunk_input_errors():

@@ -1,18 +1,18 @@
-"""The grid bucketing of ``_surrogates/_buckets.py`` against a plain per-point loop.
+"""The mergeable bucketing of ``_surrogates/_bucket_grid.py`` against a per-point loop.
 
 The reference takes one query at a time: its bucket by the SPEC formula
 ``clip(floor(B s - r/R), -1, B - 1)``; if no training score shares it, the bucket of the
 nearest training score (at or below the midpoint ``0.5 * (lo + hi)`` of the two training
 scores around the query, the lower one); then ``eta_hat`` = the mean label of that
-bucket and ``g = L * mean_i |s - s_i| + 0.5 / sqrt(n_b)`` from the distances to the
-training points actually used, summed with ``math.fsum``. The fast path (cell
-statistics, runs, affine forms, point-by-point only where ``g`` crosses 1) must give
-the same ``eta_hat`` and fallback count exactly, and the same sums of ``r = |eta_hat - s|``,
+bucket and ``g = L * S / n_b + 0.5 / sqrt(n_b)``, where ``S`` is the distance sum to
+the bucket's training points: exact (``math.fsum``) for the points outside the query's
+cell of the grid, and Cauchy-Schwarz's ``sqrt(N_c * sum (q - s_i)**2)`` for the ``N_c``
+points inside it (the module docstring says why). The two passes (cell statistics,
+per-cell moments, point by point only in flagged cells and empty ones) must give the
+same ``eta_hat`` and fallback count exactly, and the same sums of ``r = |eta_hat - s|``,
 ``r**2``, ``min(g, 1)`` and ``min(g, 1)**2`` to 1e-12 relative, and the same ``C2 =
 sum_i c_i**2`` of the high-probability certificate (``c_i`` the weight ``1 / n_b`` of
-training point ``i`` averaged over the queries, fallback included; SPEC section 10),
-through both of its entries: explicit training data (``GridTraining.build``) and a
-fold's complement of the whole sample (``WholeGrid.complement``).
+training point ``i`` averaged over the queries, fallback included; SPEC section 10).
 """
 
 import bisect
@@ -22,15 +22,13 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from skcalbound._surrogates._buckets import (
-    GridQueries,
-    GridTraining,
-    WholeGrid,
-    candidate_eta,
+from skcalbound._chunks import ArraySource
+from skcalbound._splitting import GroupDesign
+from skcalbound._surrogates._bucket_grid import (
+    BucketSurrogate,
     candidate_grids,
-    candidate_runs,
-    candidate_sums,
     cell_of,
+    fit_design,
 )
 
 SUM_NAMES = ["sum_r", "sum_r2", "sum_g", "sum_g2"]
@@ -45,8 +43,18 @@ def _bucket(s, B, r, R):
     return min(max(math.floor(B * s - r / R), -1), B - 1)
 
 
-def _reference(train_s, train_y, queries, B, r, R):
-    """Per query ``(eta_hat, mean distance, n_b, fallback, bucket used)``.
+def _distance_sum(q, points, K):
+    """Exact distances outside the query's cell of ``K``, Cauchy-Schwarz inside."""
+    cell = min(math.floor(K * q), K - 1)
+    own = [p for p in points if min(math.floor(K * p), K - 1) == cell]
+    other = [abs(q - p) for p in points if min(math.floor(K * p), K - 1) != cell]
+    inside = math.sqrt(len(own) * math.fsum((q - p) ** 2 for p in own)) if own else 0.0
+    return math.fsum(other) + inside
+
+
+def _reference(train_s, train_y, queries, B, r, R, K):
+    """Per query ``(eta_hat, mean distance, n_b, fallback, bucket used)`` on the grid
+    of ``K`` cells.
 
     ``train_s`` is sorted. ``g = L * mean distance + 0.5 / sqrt(n_b)`` for any ``L``.
     """
@@ -70,7 +78,7 @@ def _reference(train_s, train_y, queries, B, r, R):
         idx = members[b]
         n_b = len(idx)
         eta = sum(int(train_y[i]) for i in idx) / n_b
-        distance = math.fsum(abs(q - train_s[i]) for i in idx) / n_b
+        distance = _distance_sum(q, [train_s[i] for i in idx], K) / n_b
         rows.append((eta, distance, n_b, fallback, b))
     return rows
 
@@ -106,20 +114,26 @@ def _reference_sums(rows, queries, L):
 
 
 def _fast(train_s, train_y, queries, n_buckets, R, L):
-    """``{(B, r): (sums, eta_hat, K)}`` through explicit training data."""
+    """``{(B, r): (sums, eta_hat, K)}``: the two passes with the training rows as group
+    0 and the queries as group 1 (validated by a surrogate trained on group 0), and
+    ``eta_hat`` from the surrogate of the training rows alone."""
     candidates, grids = candidate_grids(n_buckets, R)
+    scores = np.concatenate([train_s, queries])
+    labels = np.concatenate([train_y, np.zeros(queries.size)]).astype(np.float64)
+    ids = np.repeat([0, 1], [train_s.size, queries.size])
+    design = GroupDesign(2, ((1, (0,)),), ids=ids)
+    fit = fit_design(ArraySource(scores, labels), design, n_buckets=n_buckets,
+                     n_shifts=R, L=L, refit=False)
+    alone = fit_design(
+        ArraySource(np.asarray(train_s, dtype=float), train_y.astype(np.float64)),
+        GroupDesign(1, ((0, (0,)),), ids=np.zeros(train_s.size, dtype=np.intp)),
+        n_buckets=n_buckets, n_shifts=R, L=L,
+    )
     out = {}
     for K, members in grids:
-        training = GridTraining.build(train_s, train_y.astype(np.uint8), K)
-        queries_on_grid = GridQueries.build(training, queries)
         for j in members:
-            B, r = candidates[j]
-            runs = candidate_runs(queries_on_grid, training, B, r, R)
-            out[(B, r)] = (
-                candidate_sums(queries_on_grid, runs, L),
-                candidate_eta(queries_on_grid, runs),
-                K,
-            )
+            surrogate = BucketSurrogate(alone.totals, n_buckets, R, j, train_s.size)
+            out[candidates[j]] = (fit.sums[0][j], surrogate(queries), K)
     return out
 
 
@@ -224,8 +238,12 @@ def _data(case, seed=0):
 @pytest.mark.parametrize("case", list(CASES))
 def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
     train, labels, queries = _data(case)
-    candidates, _ = candidate_grids(n_buckets, n_shifts)
-    refs = {c: _reference(train, labels, queries, *c, n_shifts) for c in candidates}
+    candidates, grids = candidate_grids(n_buckets, n_shifts)
+    refs = {
+        candidates[j]: _reference(train, labels, queries, *candidates[j], n_shifts, K)
+        for K, members in grids
+        for j in members
+    }
     for L in L_VALUES:
         fast = _fast(train, labels, queries, n_buckets, n_shifts, L)
         assert sorted(fast) == sorted(candidates)
@@ -306,7 +324,7 @@ def test_runs_that_cross_the_clip_and_eta_hat(n_buckets, n_shifts):
     for L in [300.0, 1000.0]:
         fast = _fast(train, labels, queries, n_buckets, n_shifts, L)
         for (B, r), (sums, eta, K) in fast.items():
-            rows = _reference(train, labels, queries, B, r, n_shifts)
+            rows = _reference(train, labels, queries, B, r, n_shifts, K)
             _check(sums, eta, rows, queries, L, f"B={B} r={r} L={L}")
             clip = _groups(rows, queries, K, lambda row, q: _g(row, L) > 1.0)
             crossing_clip += sum(len(set(v)) == 2 for v in clip.values())
@@ -333,56 +351,46 @@ def test_non_power_of_two_bucket_ids_match_the_spec_formula_off_the_edges():
 
 
 # ----------------------------------------------------------------------------------
-# The complement of a validation fold against explicit training data
+# A partition's splits (training = the other groups) against one design per split
 # ----------------------------------------------------------------------------------
-def _complement_and_explicit(scores, labels, validation, n_buckets, R, L):
-    candidates, grids = candidate_grids(n_buckets, R)
-    train = np.setdiff1d(np.arange(scores.size), validation)
-    for K, members in grids:
-        training_c, queries_c = WholeGrid.build(scores, labels, K).complement(validation)
-        training_e = GridTraining.build(scores[train], labels[train], K)
-        queries_e = GridQueries.build(training_e, scores[validation])
-        assert training_c.n_train == training_e.n_train == train.size
-        for j in members:
-            B, r = candidates[j]
-            runs_c = candidate_runs(queries_c, training_c, B, r, R)
-            runs_e = candidate_runs(queries_e, training_e, B, r, R)
-            yield (
-                (B, r),
-                (candidate_sums(queries_c, runs_c, L), candidate_eta(queries_c, runs_c)),
-                (candidate_sums(queries_e, runs_e, L), candidate_eta(queries_e, runs_e)),
-            )
-
-
 @pytest.mark.parametrize("case", ["random", "dyadic", "clusters", "ends", "gaps"])
-@pytest.mark.parametrize("split", ["20%", "50%", "90%", "all_but_one", "region"])
-def test_complement_equals_the_explicit_path(case, split):
+def test_partition_equals_one_design_per_split(case):
     rng = np.random.default_rng(11)
     train, queries = CASES[case](rng)
-    scores = np.sort(np.concatenate([train, queries]))
+    scores = np.concatenate([train, queries])
     n = scores.size
-    labels = (rng.uniform(size=n) < 0.5).astype(np.uint8)
-    if split.endswith("%"):
-        validation = np.sort(rng.choice(n, int(n * int(split[:-1]) / 100), replace=False))
-    elif split == "all_but_one":
-        validation = np.delete(np.arange(n), n // 3)
-    else:  # every score in (0.15, 0.65): whole buckets lose their training points
-        validation = np.flatnonzero((scores > 0.15) & (scores < 0.65))
-    train_idx = np.setdiff1d(np.arange(n), validation)
+    labels = (rng.uniform(size=n) < 0.5).astype(np.float64)
+    ids = rng.integers(0, 3, n)
+    if case == "gaps":  # every score in (0.15, 0.65) in group 0: empty buckets
+        ids[(scores > 0.15) & (scores < 0.65)] = 0
     for n_buckets, R in [([2, 16, 256], 4), ([3, 5, 10], 3)]:
+        candidates, grids = candidate_grids(n_buckets, R)
         for L in [0.0, 2.0, 500.0]:
-            results = _complement_and_explicit(scores, labels, validation, n_buckets, R, L)
-            for (B, r), (sums_c, eta_c), (sums_e, eta_e) in results:
-                label = f"B={B} r={r} L={L}"
-                assert sums_c[0] == sums_e[0] == validation.size, label
-                assert sums_c[5] == sums_e[5], label
-                assert_array_equal(eta_c, eta_e, err_msg=label)
-                assert_allclose(sums_c[1:5], sums_e[1:5], rtol=1e-12, atol=0, err_msg=label)
-                assert_allclose(sums_c[6], sums_e[6], rtol=1e-12, atol=0, err_msg=label)
-                if L == 2.0:  # and both against the reference
-                    rows = _reference(scores[train_idx], labels[train_idx],
-                                      scores[validation], B, r, R)
-                    _check(sums_c, eta_c, rows, scores[validation], L, label)
+            kw = dict(n_buckets=n_buckets, n_shifts=R, L=L)
+            together = fit_design(ArraySource(scores, labels), GroupDesign.partition(3, ids=ids), **kw)
+            for k in range(3):
+                alone = fit_design(
+                    ArraySource(scores, labels),
+                    GroupDesign(2, ((1, (0,)),), ids=(ids == k).astype(np.intp)), **kw,
+                )
+                assert together.n_train[k] == alone.n_train[0] == np.sum(ids != k)
+                for j, (B, r) in enumerate(candidates):
+                    label = f"split {k} B={B} r={r} L={L}"
+                    got, want = together.sums[k][j], alone.sums[0][j]
+                    assert got[0] == want[0] == np.sum(ids == k), label
+                    assert got[5] == want[5], label
+                    assert_allclose(got[1:5], want[1:5], rtol=1e-12, atol=0, err_msg=label)
+                    assert_allclose(got[6], want[6], rtol=1e-12, atol=0, err_msg=label)
+                    if L == 2.0 and k == 1:  # and against the reference
+                        K = next(K for K, m in grids if j in m)
+                        tr = np.sort(scores[ids != k])
+                        order = np.argsort(scores[ids != k], kind="stable")
+                        rows = _reference(tr, labels[ids != k][order].astype(np.uint8),
+                                          scores[ids == k], B, r, R, K)
+                        expected = _reference_sums(rows, scores[ids == k], L)
+                        assert got[5] == expected[5], label
+                        assert_allclose(got[1:5], expected[1:5], rtol=1e-12, err_msg=label)
+                        assert_allclose(got[6], expected[6], rtol=1e-12, err_msg=label)
 
 
 # ----------------------------------------------------------------------------------
@@ -415,7 +423,7 @@ def test_every_grid_serves_its_candidates(n_buckets, n_shifts):
     served = sorted(j for _, members in grids for j in members)
     assert served == list(range(len(candidates)))  # each candidate exactly once
     for K, members in grids:
-        assert K >= 4096
+        assert K >= 16384
         for j in members:
             B, _ = candidates[j]
             assert K % (B * n_shifts) == 0, (K, B)
@@ -437,10 +445,11 @@ def test_cell_of():
 # ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("spread", [1e-4, 1e-8])
 def test_large_cluster_sums_keep_their_digits(spread):
-    """2e5 training scores within ``spread`` of 0.7, all in one or two cells: prefix
-    sums of offsets over the whole cluster, differences of them for each query's
-    distances. Queries sit next to training scores (distances ~ ``spread / 1000``, so
-    ``g`` is dominated by them when ``L`` is large), plus two far ones (fallback)."""
+    """2e5 training scores within ``spread`` of 0.7, all in one or two cells: the
+    per-cell sums and centred squares over the whole cluster, and each query's own-cell
+    term from them. Queries sit next to training scores (distances ~ ``spread /
+    1000``, so ``g`` is dominated by them when ``L`` is large), plus two far ones
+    (fallback)."""
     rng = np.random.default_rng(5)
     m = 200_000
     train = np.sort(0.7 + spread * rng.uniform(-1, 1, m))
@@ -449,23 +458,10 @@ def test_large_cluster_sums_keep_their_digits(spread):
     queries = np.sort(np.concatenate([near, [0.7, 0.1, 0.9]]))
     n_buckets, R = [2, 64, 4096, 2**16], 4
     candidates, grids = candidate_grids(n_buckets, R)
-    # The complement path: training and queries as one sorted sample.
-    whole = np.concatenate([train, queries])
-    order = np.argsort(whole, kind="stable")
-    whole_labels = np.concatenate([labels, np.zeros(queries.size, np.uint8)])[order]
-    validation = np.flatnonzero(order >= m)
-    assert_array_equal(whole[order][validation], queries)
-    paths = {}
-    for K, members in grids:
-        training = GridTraining.build(train, labels, K)
-        paths[K] = {
-            "explicit": (GridQueries.build(training, queries), training),
-            "complement": WholeGrid.build(whole[order], whole_labels, K).complement(
-                validation
-            )[::-1],
-        }
     distance = {}
+    fast = {L: _fast(train, labels, queries, n_buckets, R, L) for L in [0.0, 32.0, 1e6]}
     for K, members in grids:
+        train_cells = cell_of(train, K)
         for j in members:
             B, r = candidates[j]
             # Reference: bucket ids by the SPEC formula (the same IEEE operations as
@@ -485,23 +481,23 @@ def test_large_cluster_sums_keep_their_digits(spread):
                     lo, hi = np.searchsorted(ids, [b, b + 1])
                 n_b = int(hi - lo)
                 eta = int(labels[lo:hi].sum()) / n_b
-                if (q, lo, hi) not in distance:  # most candidates share the cluster
-                    distance[(q, lo, hi)] = math.fsum(np.abs(q - train[lo:hi])) / n_b
-                rows.append((eta, distance[(q, lo, hi)], n_b, fallback, int(b)))
+                if (q, lo, hi, K) not in distance:  # most candidates share the cluster
+                    points = train[lo:hi]
+                    own = train_cells[lo:hi] == cell_of(np.array([q]), K)[0]
+                    inside = math.sqrt(own.sum() * math.fsum((q - points[own]) ** 2))
+                    distance[(q, lo, hi, K)] = (
+                        math.fsum(np.abs(q - points[~own])) + inside
+                    ) / n_b
+                rows.append((eta, distance[(q, lo, hi, K)], n_b, fallback, int(b)))
             if B >= 64:  # 0.1 and 0.9 fall back to the cluster
                 assert sum(row[3] for row in rows) == 2
-            for L in [0.0, 32.0, 1e6]:
-                for name, (queries_on_grid, training) in paths[K].items():
-                    runs = candidate_runs(queries_on_grid, training, B, r, R)
-                    _check(
-                        candidate_sums(queries_on_grid, runs, L),
-                        candidate_eta(queries_on_grid, runs),
-                        rows, queries, L, f"{name} B={B} r={r} L={L}",
-                    )
+            for L, out in fast.items():
+                sums, eta, _ = out[(B, r)]
+                _check(sums, eta, rows, queries, L, f"B={B} r={r} L={L}")
 
 
 def test_large_L_squared_smoothing_sum_keeps_its_digits():
-    # 2000 training scores within 1e-9 of the cell edge x0 = 2867/4096 of the 4096-cell
+    # 2000 training scores within 1e-9 of the cell edge x0 = 2867/4096 of the 16384-cell
     # grid: every query's bucket [1/2, 1] has training points on both sides of the
     # edge, and g = L mean|s - s_i| + 1 / (2 sqrt(n_b)) ~ 0.08 < 1 everywhere.
     rng = np.random.default_rng(0)
@@ -511,8 +507,8 @@ def test_large_L_squared_smoothing_sum_keeps_its_digits():
     queries = np.sort(x0 + 1e-9 * rng.uniform(-1, 1, 500))
     L = 1e8
     (sums, eta, K), = _fast(train, labels, queries, [2], 1, L).values()
-    assert K == 4096
-    rows = _reference(train, labels, queries, 2, 0, 1)
+    assert K == 16384
+    rows = _reference(train, labels, queries, 2, 0, 1, K)
     assert max(_g(row, L) for row in rows) < 1.0  # nothing clipped
     expected = _reference_sums(rows, queries, L)
     assert_array_equal(eta, [row[0] for row in rows])

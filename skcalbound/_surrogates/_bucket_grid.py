@@ -1,0 +1,807 @@
+"""Lipschitz bucketing from mergeable statistics: every candidate, no sort, any chunks.
+
+SPEC sections 5 and 10. Inputs are assumed validated.
+
+Buckets. Candidate ``(B, r)`` with ``R`` shifts has edges ``(j + r/R) / B`` and bucket
+id ``floor(B s - r/R)`` clipped to ``[-1, B - 1]``. It is evaluated through a grid of
+``K`` equal cells, ``K`` a multiple of every ``B R`` it serves (a power of two for the
+default candidates): with ``c = min(floor(K s), K - 1)`` the bucket id is exactly
+``floor((c - o) / w)``, ``w = K / B`` cells per bucket and ``o = r K / (B R)``, so every
+bucket is a run of whole cells and one grid of cell statistics serves every candidate.
+(For ``B R`` a power of two this is the SPEC's formula to the last bit; in general it
+is the same partition, with a score that lies on an edge up to rounding assigned by
+``floor(K s)``.)
+
+The distance sum. For a query ``s' = (c + 1/2) / K + e`` in cell ``c`` of a bucket
+``b`` with training points,
+
+    sum_{i in b} |s' - s_i| <= D + (N_lo - N_hi) e
+                               + (c N_lo - M_lo + M_hi - c N_hi) / K - T_lo + T_hi,
+
+where ``N``, ``M = sum N c'`` and ``T`` (sum of offsets from the cell centres) run over
+the cells of ``b`` below and above ``c`` (those distances have a known sign: exact),
+and ``D`` bounds the distances to the ``N_c`` training points of the query's own cell
+by Cauchy-Schwarz, ``sum_{i in c} |s' - s_i| <= sqrt(N_c sum_{i in c} (s' - s_i)**2)
+= sqrt(N_c (N_c (e - tbar_c)**2 + S_c))`` (``tbar_c`` the mean offset and ``S_c`` the
+centred sum of squares of the cell's training offsets). So ``g = L/n_b (D + a e + k)
++ 1/(2 sqrt(n_b))`` stays a bound on Lemma 6's Lipschitz form (the certificate holds
+for any ``g`` above it), and every quantity is a sum over rows of something that
+depends on the row and on per-cell arrays: count, positives, offset sum and the
+centred sum of squares of every cell merge across chunks (the last by Chan et al.'s
+rule). What it costs against the exact own-cell sum: nothing when ``N_c <= 1`` and at
+most a few percent of the own cell's share of ``L mean|s' - s_i|`` otherwise, i.e.
+``O(L / (K n_b))`` per query, below ``1e-4`` for the default grid of ``2**14`` cells
+(``benchmarks/bench_bounds.py`` prints the bound against the exact-sort form of the
+previous release in the same run).
+
+Two passes over the rows, in any chunking:
+
+pass 1 (:func:`cell_stats`)
+    per (group, cell): count, positives, offset sum and centred sum of squares
+    (:class:`CellStats`). Each split's training statistics are the merge of its
+    training groups'; from them, per candidate, every cell's ``eta_hat`` and the
+    affine coefficients of ``g`` in ``(D, e)``.
+pass 2 (:func:`evaluation_sums`)
+    per validation query in a cell with training points, ``e`` and ``D``, reduced to
+    per (split, cell) moments ``(count, sum e, e**2, D, D**2, D e)``: on a cell where
+    ``s - eta_hat`` keeps one sign and ``g`` stays below 1 (or above it), the sums of
+    ``r = |s - eta_hat|``, ``r**2``, ``min(g, 1)`` and its square are exact functions
+    of those moments (``g`` is convex in ``e``, so its largest value on a cell is at
+    an end). The few (split, candidate, cell) triples where they are not are
+    *flagged* before the pass and summed point by point. Queries in cells without
+    training points (empty buckets fall back to the bucket of the nearest training
+    score, which needs that score) are kept, with the largest and smallest training
+    score of the occupied cells next to empty ones, and finished at the end.
+
+Every sum is exact for these weights up to the order of the additions, so chunked, Dask
+and in-memory input give the same numbers to rounding.
+
+Why hand-written: no library evaluates box-kernel smoothing bounds for many bucketings
+from one set of cell sums (the reductions are ``np.bincount``).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._nw_grid import cell_offsets, merge_extremes, occupied_neighbours
+
+# Cells of one grid at most (a finer one serves more candidates per pass, but every
+# candidate costs O(cells)).
+_MAX_CELLS = 2**20
+# A grid has at least this many cells when the candidates allow it: the own-cell term
+# of the distance sum and the flagged cells are then small.
+_MIN_CELLS = 2**14
+# A cell's sums of g and g**2 come from its moments only while the terms of g stay
+# below this; 64 keeps ~12 digits in the sum of g**2.
+_EXPANDED_SCALE = 64.0
+_MOMENTS = 6  # count, e, e**2, D, D**2, D e
+
+
+def candidate_grids(n_buckets, n_shifts):
+    """The candidates and the grids that serve them.
+
+    Returns
+    -------
+    candidates : list of (int, int)
+        ``(B, r)`` for every bucket count (ascending, unique) and shift ``r < n_shifts``.
+    grids : list of (int, list of int)
+        ``(K, indices into candidates)``; ``K`` is a multiple of ``B * n_shifts`` for
+        every candidate it serves.
+    """
+    counts = sorted({int(b) for b in n_buckets})
+    groups = []
+    for B in counts:
+        unit = B * n_shifts
+        if groups and math.lcm(groups[-1][0], unit) <= _MAX_CELLS:
+            groups[-1][0] = math.lcm(groups[-1][0], unit)
+            groups[-1][1].append(B)
+        else:
+            groups.append([unit, [B]])
+    candidates = [(B, r) for B in counts for r in range(n_shifts)]
+    index = {c: k for k, c in enumerate(candidates)}
+    grids = []
+    for K, bs in groups:
+        if K < _MIN_CELLS:
+            K *= -(-_MIN_CELLS // K)
+        grids.append((K, [index[(B, r)] for B in bs for r in range(n_shifts)]))
+    return candidates, grids
+
+
+def cell_of(scores, n_cells):
+    """Cell ids ``min(floor(K s), K - 1)`` as intp."""
+    c = np.multiply(scores, n_cells).astype(np.intp)
+    np.minimum(c, n_cells - 1, out=c)
+    return c
+
+
+class Stack(tuple):
+    """A tuple of mergeable results (one per grid), merged element by element."""
+
+    def __add__(self, other):
+        return Stack(a + b for a, b in zip(self, other))
+
+
+# ---------------------------------------------------------------------------- pass 1
+
+
+def _chan(count_a, sum_a, m2_a, count_b, sum_b, m2_b):
+    """Count, sum and centred sum of squares of the union of two sets (Chan et al.)."""
+    count = count_a + count_b
+    both = (count_a > 0) & (count_b > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        delta = np.where(both, sum_b / count_b - sum_a / count_a, 0.0)
+        extra = np.where(both, delta * delta * (count_a * count_b) / count, 0.0)
+    return count, sum_a + sum_b, m2_a + m2_b + extra
+
+
+@dataclass
+class CellStats:
+    """Per (group, cell): count, positives, sum of the offsets ``t = s - c_centre`` and
+    their centred sum of squares; shape ``(n_groups, n_cells)``. Merged by
+    :meth:`__add__` (sums, and Chan et al.'s rule for the squares)."""
+
+    count: np.ndarray
+    positives: np.ndarray
+    tsum: np.ndarray
+    m2: np.ndarray
+
+    def __add__(self, other):
+        count, tsum, m2 = _chan(
+            self.count, self.tsum, self.m2, other.count, other.tsum, other.m2
+        )
+        return CellStats(count, self.positives + other.positives, tsum, m2)
+
+    def merged(self, groups):
+        """The statistics of the union of ``groups`` (rows of the arrays), 1-D."""
+        groups = list(groups)
+        count = self.count[groups].sum(axis=0)
+        tsum = self.tsum[groups].sum(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = np.where(count > 0, tsum / count, 0.0)
+            part = np.where(
+                self.count[groups] > 0, self.tsum[groups] / self.count[groups], 0.0
+            )
+        spread = self.count[groups] * np.square(part - mean)
+        m2 = (self.m2[groups] + spread).sum(axis=0)
+        return Training(count, self.positives[groups].sum(axis=0), tsum, m2)
+
+
+def cell_stats(scores, labels, groups, n_groups, n_cells):
+    """Pass 1 on one chunk: its :class:`CellStats` (rows with group < 0 skipped)."""
+    K = n_cells
+    keep = groups >= 0
+    if not keep.all():
+        scores, labels, groups = scores[keep], labels[keep], groups[keep]
+    key = cell_of(scores, K)
+    t = cell_offsets(scores, key, K)
+    key += np.multiply(groups, K, dtype=np.intp)
+    size = n_groups * K
+    count = np.bincount(key, minlength=size).astype(np.float64)
+    tsum = np.bincount(key, weights=t, minlength=size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(count > 0, tsum / count, 0.0)
+    t -= mean[key]
+    m2 = np.bincount(key, weights=np.square(t, out=t), minlength=size)
+    positives = np.bincount(key, weights=labels, minlength=size)
+    shape = (n_groups, K)
+    return CellStats(count.reshape(shape), positives.reshape(shape),
+                     tsum.reshape(shape), m2.reshape(shape))
+
+
+@dataclass
+class Training:
+    """One training set on a grid: per cell count, positives, offset sum and centred
+    sum of squares; ``extremes`` (largest / smallest training score of the occupied
+    cells next to empty ones, set after pass 2) serve the fallback."""
+
+    count: np.ndarray
+    positives: np.ndarray
+    tsum: np.ndarray
+    m2: np.ndarray
+    extremes: dict = field(default=None, repr=False)
+
+    @property
+    def n_cells(self):
+        return self.count.shape[0]
+
+    @property
+    def n_train(self):
+        return int(round(float(self.count.sum())))
+
+    def mean_offset(self):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.count > 0, self.tsum / self.count, 0.0)
+
+    def needed_cells(self):
+        """Occupied cells next to an empty one: their extremes give the midpoints
+        between the training scores around every empty cell."""
+        empty = np.flatnonzero(self.count <= 0)
+        if not empty.size:
+            return np.empty(0, dtype=np.intp)
+        below, above = occupied_neighbours(self.count)
+        cells = np.concatenate((below[empty], above[empty]))
+        return np.unique(cells[(cells >= 0) & (cells < self.n_cells)])
+
+    def midpoints(self):
+        """Per cell, the midpoint (as a double) of the training scores around it:
+        ``-inf`` with none below, ``+inf`` with none above (meaningful in empty cells)."""
+        below, above = occupied_neighbours(self.count)
+        e = self.extremes
+        K = self.n_cells
+        hi = np.full(K, np.nan)
+        lo = np.full(K, np.nan)
+        if e is not None and e["cells"].size:
+            hi[e["cells"]] = e["hi"]
+            lo[e["cells"]] = e["lo"]
+        s_below = np.where(below >= 0, hi[np.maximum(below, 0)], -np.inf)
+        s_above = np.where(above < K, lo[np.minimum(above, K - 1)], np.inf)
+        mid = 0.5 * (s_below + s_above)
+        mid[below < 0] = -np.inf
+        mid[above >= K] = np.inf
+        return mid
+
+
+# ------------------------------------------------------------- one candidate's tables
+
+
+def _exclusive_cumsum(x):
+    out = np.empty(x.shape[0] + 1)
+    out[0] = 0.0
+    np.cumsum(x, out=out[1:])
+    return out
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Candidate ``(B, r)`` on one training set, per cell: the bucket it serves from
+    (``bucket``, id + 1 in ``0..B``; for an empty bucket, the lower and upper fallback
+    buckets ``bucket`` / ``bucket_hi``, the queries at or below ``mid`` using the
+    lower), ``eta_hat`` and ``g = alpha D + beta e + gamma`` for each side, and the
+    per-bucket training counts ``n_b``."""
+
+    bucket: np.ndarray
+    eta: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    gamma: np.ndarray
+    bucket_hi: np.ndarray
+    eta_hi: np.ndarray
+    alpha_hi: np.ndarray
+    beta_hi: np.ndarray
+    gamma_hi: np.ndarray
+    mid: np.ndarray
+    fallback: np.ndarray  # cells of empty buckets
+    n_b: np.ndarray
+
+    @classmethod
+    def build(cls, training, B, r, R, L, midpoints=None):
+        K = training.n_cells
+        w = K // B
+        o = r * (K // (B * R))
+        c = np.arange(K)
+        bk = (c - o) // w + 1  # 0 .. B
+        N, P, T = training.count, training.positives, training.tsum
+        NC = N * c
+        n_b = np.bincount(bk, weights=N, minlength=B + 1)
+        y_b = np.bincount(bk, weights=P, minlength=B + 1)
+        M_b = np.bincount(bk, weights=NC, minlength=B + 1)
+        T_b = np.bincount(bk, weights=T, minlength=B + 1)
+        start = np.maximum((np.arange(B + 1) - 1) * w + o, 0)[bk]
+        cN, cM, cT = (_exclusive_cumsum(x) for x in (N, NC, T))
+        n_lo = cN[c] - cN[start]
+        m_lo = cM[c] - cM[start]
+        t_lo = cT[c] - cT[start]
+        nb = n_b[bk]
+        n_hi = nb - n_lo - N
+        m_hi = M_b[bk] - m_lo - NC
+        t_hi = T_b[bk] - t_lo - T
+        fallback = nb <= 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alpha = L / nb
+            eta = y_b[bk] / nb
+            k = (c * n_lo - m_lo + m_hi - c * n_hi) / K - t_lo + t_hi
+            beta = alpha * (n_lo - n_hi)
+            gamma = alpha * k + 0.5 / np.sqrt(nb)
+        bucket = bk.copy()
+        out = dict(bucket=bucket, eta=eta, alpha=alpha, beta=beta, gamma=gamma)
+        hi = {name: value.copy() for name, value in out.items()}
+        mid = np.full(K, np.inf)
+        if fallback.any():
+            # Empty buckets: the bucket of the nearest training score below (all of it
+            # below the query: distances n_j s' - sum s_i) or above.
+            f = np.flatnonzero(fallback)
+            below, above = occupied_neighbours(N)
+            cf = c[f]
+            for side, neighbour, sign in ((out, below, 1.0), (hi, above, -1.0)):
+                cell = neighbour[f]
+                has = (cell >= 0) & (cell < K)
+                j = np.where(has, bk[np.clip(cell, 0, K - 1)], 0)
+                nj = np.where(has, n_b[j], 1.0)
+                aj = L / nj
+                side["bucket"][f] = j
+                side["eta"][f] = y_b[j] / nj
+                side["alpha"][f] = aj
+                side["beta"][f] = sign * L
+                side["gamma"][f] = (
+                    aj * (sign * ((cf * nj - M_b[j]) / K - T_b[j])) + 0.5 / np.sqrt(nj)
+                )
+            if midpoints is not None:  # (the flags of pass 2 look at occupied cells)
+                mid[f] = midpoints[f]
+        return cls(
+            out["bucket"], out["eta"], out["alpha"], out["beta"], out["gamma"],
+            hi["bucket"], hi["eta"], hi["alpha"], hi["beta"], hi["gamma"],
+            mid, fallback, n_b,
+        )
+
+    def at(self, cells, scores):
+        """``(bucket, eta, alpha, beta, gamma)`` of the side each query uses."""
+        upper = scores > self.mid[cells]
+        pick = lambda lo, hi: np.where(upper, hi[cells], lo[cells])  # noqa: E731
+        return (
+            pick(self.bucket, self.bucket_hi),
+            pick(self.eta, self.eta_hi),
+            pick(self.alpha, self.alpha_hi),
+            pick(self.beta, self.beta_hi),
+            pick(self.gamma, self.gamma_hi),
+        )
+
+
+def own_cell_distance(count, e, mean, m2):
+    """``sqrt(N (N (e - tbar)**2 + S))``: Cauchy-Schwarz's bound on the distance sum
+    from a query at offset ``e`` to the ``N`` training points of its cell."""
+    d = e - mean
+    d *= d
+    d *= count
+    d += m2
+    np.maximum(d, 0.0, out=d)
+    d *= count
+    return np.sqrt(d, out=d)
+
+
+def _cell_flags(training, coef, n_cells):
+    """Occupied cells whose sums do not follow from the moments (``eta_hat`` inside
+    the cell, ``g`` crossing 1, or terms too large to expand), and whether ``g >= 1``
+    on the whole cell (``clipped``)."""
+    K = n_cells
+    half = 0.5 / K
+    N = training.count
+    occupied = N > 0
+    mean, m2 = training.mean_offset(), training.m2
+    centre = (np.arange(K) + 0.5) / K
+    d = centre - coef.eta
+    crossing = np.abs(d) < half
+    lo = own_cell_distance(N, np.full(K, -half), mean, m2)
+    hi = own_cell_distance(N, np.full(K, half), mean, m2)
+    a, b, c = coef.alpha, coef.beta, coef.gamma
+    g_max = np.maximum(a * lo - b * half, a * hi + b * half) + c
+    g_low = c - np.abs(b) * half
+    scale = np.maximum(a * np.maximum(lo, hi), np.maximum(np.abs(c), np.abs(b) * half))
+    expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
+    clipped = g_low >= 1.0
+    flagged = occupied & (crossing | ~(expanded | clipped))
+    return flagged, clipped & ~expanded
+
+
+# ------------------------------------------------------------------------ the plan
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What pass 2 needs, the same for every chunk, for one grid: per split its
+    training tables (stacked, ``(n_splits * K,)``), the flagged (split, cell,
+    candidate) triples with their coefficients (sorted by ``split * K + cell``, with
+    the range of each key), and the cells whose extremes to gather."""
+
+    n_cells: int
+    candidates: tuple  # (B, r) per candidate of this grid
+    n_shifts: int
+    L: float
+    trainings: tuple
+    split_of_group: np.ndarray
+    n_groups: int
+    needed: np.ndarray
+    count: np.ndarray = field(init=False)
+    mean: np.ndarray = field(init=False)
+    m2: np.ndarray = field(init=False)
+    served_offsets: np.ndarray = field(init=False)
+    triples: dict = field(init=False)
+    first: np.ndarray = field(init=False)
+    n_flags: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        K = self.n_cells
+        stack = lambda arrays: np.concatenate([*arrays, np.empty(0)])  # noqa: E731
+        set_("count", stack(t.count for t in self.trainings))
+        set_("mean", stack(t.mean_offset() for t in self.trainings))
+        set_("m2", stack(t.m2 for t in self.trainings))
+        sizes = [B + 1 for B, _ in self.candidates] * len(self.trainings)
+        set_("served_offsets", np.concatenate(([0], np.cumsum(sizes))).astype(np.intp))
+        parts = []
+        nc = len(self.candidates)
+        for s, training in enumerate(self.trainings):
+            for j, (B, r) in enumerate(self.candidates):
+                coef = Coefficients.build(training, B, r, self.n_shifts, self.L)
+                flagged, _ = _cell_flags(training, coef, K)
+                cells = np.flatnonzero(flagged)
+                if cells.size:
+                    parts.append({
+                        "key": s * K + cells,
+                        "slot": np.full(cells.size, s * nc + j, dtype=np.intp),
+                        "served": self.served_offsets[s * nc + j] + coef.bucket[cells],
+                        "eta": coef.eta[cells],
+                        "alpha": coef.alpha[cells],
+                        "beta": coef.beta[cells],
+                        "gamma": coef.gamma[cells],
+                    })
+        names = ("key", "slot", "served", "eta", "alpha", "beta", "gamma")
+        if parts:
+            triples = {n: np.concatenate([p[n] for p in parts]) for n in names}
+            order = np.argsort(triples["key"], kind="stable")
+            triples = {n: v[order] for n, v in triples.items()}
+        else:
+            triples = {n: np.empty(0, dtype=np.intp if n in names[:3] else float)
+                       for n in names}
+        set_("triples", triples)
+        size = len(self.trainings) * K
+        n_flags = np.bincount(triples["key"], minlength=size).astype(np.intp)
+        set_("n_flags", n_flags)
+        set_("first", np.concatenate(([0], np.cumsum(n_flags)[:-1])).astype(np.intp))
+
+    @property
+    def n_splits(self):
+        return len(self.trainings)
+
+    def empty(self):
+        S, K, nc = self.n_splits, self.n_cells, len(self.candidates)
+        size = self.n_groups * self.needed.shape[0]
+        return EvaluationSums(
+            np.zeros((_MOMENTS, S * K)),
+            np.zeros((5, S * nc)),
+            np.zeros(self.served_offsets[-1]),
+            (np.empty(0), np.empty(0, dtype=np.intp)),
+            {"hi": np.full(size, -np.inf), "lo": np.full(size, np.inf)},
+        )
+
+
+@dataclass
+class EvaluationSums:
+    """Pass 2's mergeable result for one grid: per (split, cell) query moments, per
+    (split, candidate) the point-by-point sums of the flagged cells (count, ``r``,
+    ``r**2``, ``min(g, 1)``, its square) and their served-bucket counts, the kept
+    queries of empty cells, and the extremes of the needed cells per group."""
+
+    moments: np.ndarray
+    pointwise: np.ndarray
+    served: np.ndarray
+    kept: tuple  # (scores, split)
+    extremes: dict
+
+    def __add__(self, other):
+        return EvaluationSums(
+            self.moments + other.moments,
+            self.pointwise + other.pointwise,
+            self.served + other.served,
+            tuple(np.concatenate((a, b)) for a, b in zip(self.kept, other.kept)),
+            {
+                "hi": np.maximum(self.extremes["hi"], other.extremes["hi"]),
+                "lo": np.minimum(self.extremes["lo"], other.extremes["lo"]),
+            },
+        )
+
+
+def evaluation_sums(plan, scores, groups):
+    """Pass 2 on one chunk (``groups``: the group of every row, -1 for none)."""
+    out = plan.empty()
+    K = plan.n_cells
+    if plan.needed.shape[0]:
+        lookup = np.full(K, -1, dtype=np.intp)
+        lookup[plan.needed] = np.arange(plan.needed.shape[0])
+        slot = lookup[cell_of(scores, K)]
+        at = np.flatnonzero((slot >= 0) & (groups >= 0))
+        if at.size:
+            key = groups[at].astype(np.intp) * plan.needed.shape[0] + slot[at]
+            np.maximum.at(out.extremes["hi"], key, scores[at])
+            np.minimum.at(out.extremes["lo"], key, scores[at])
+    split = plan.split_of_group[np.maximum(groups, 0)]
+    split[groups < 0] = -1
+    rows = np.flatnonzero(split >= 0)
+    if not rows.size or not plan.n_splits:
+        return out
+    if rows.size < scores.shape[0]:
+        scores, split = scores[rows], split[rows]
+    kept = _evaluate_rows(plan, scores, split, out)
+    if kept is not None:
+        out.kept = kept
+    return out
+
+
+def _evaluate_rows(plan, s, split, out):
+    K = plan.n_cells
+    c = cell_of(s, K)
+    e = cell_offsets(s, c, K)
+    key = c
+    key += np.multiply(split, K, dtype=np.intp)
+    N = plan.count[key]
+    kept = None
+    empty = N <= 0
+    if empty.any():
+        kept = (s[empty], split[empty])
+        full = ~empty
+        s, e, key, N = s[full], e[full], key[full], N[full]
+    D = own_cell_distance(N, e, plan.mean[key], plan.m2[key])
+    size = out.moments.shape[1]
+    m = out.moments
+    m[0] += np.bincount(key, minlength=size)
+    m[1] += np.bincount(key, weights=e, minlength=size)
+    m[2] += np.bincount(key, weights=e * e, minlength=size)
+    m[3] += np.bincount(key, weights=D, minlength=size)
+    m[4] += np.bincount(key, weights=D * D, minlength=size)
+    m[5] += np.bincount(key, weights=D * e, minlength=size)
+    n_flags = plan.n_flags[key]
+    if n_flags.any():
+        rows = np.flatnonzero(n_flags)
+        counts = n_flags[rows]
+        point = np.repeat(rows, counts)
+        within = np.arange(point.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
+        t = plan.first[key[point]] + within
+        tr = plan.triples
+        r, g = _pointwise(s[point], e[point], D[point], tr["eta"][t], tr["alpha"][t],
+                          tr["beta"][t], tr["gamma"][t])
+        _add_pointwise(out, tr["slot"][t], tr["served"][t], r, g)
+    return kept
+
+
+def _pointwise(s, e, D, eta, alpha, beta, gamma):
+    """``r = |s - eta_hat|`` and ``min(g, 1)`` point by point."""
+    r = np.abs(s - eta)
+    g = alpha * D
+    g += beta * e
+    g += gamma
+    np.minimum(g, 1.0, out=g)
+    return r, g
+
+
+def _add_pointwise(out, slot, served, r, g):
+    n = out.pointwise.shape[1]
+    p = out.pointwise
+    p[0] += np.bincount(slot, minlength=n)
+    p[1] += np.bincount(slot, weights=r, minlength=n)
+    p[2] += np.bincount(slot, weights=r * r, minlength=n)
+    p[3] += np.bincount(slot, weights=g, minlength=n)
+    p[4] += np.bincount(slot, weights=g * g, minlength=n)
+    out.served += np.bincount(served, minlength=out.served.shape[0])
+
+
+def training_extremes(plan, extremes, train_groups):
+    """The extremes of a training set (the union of ``train_groups``) in the needed
+    cells, from the per-group ones."""
+    m = plan.needed.shape[0]
+    merged = None
+    for g in train_groups:
+        part = {name: value[g * m : (g + 1) * m] for name, value in extremes.items()}
+        merged = part if merged is None else {
+            "hi": np.maximum(merged["hi"], part["hi"]),
+            "lo": np.minimum(merged["lo"], part["lo"]),
+        }
+    return {"cells": plan.needed, **merged}
+
+
+# ------------------------------------------------------------------------ finishing
+
+
+def finish_split(plan, s, sums, training):
+    """Per candidate of the grid, ``(n, sum r, sum r**2, sum g~, sum g~**2,
+    n_fallback, C2)`` of split ``s`` (``training`` with its extremes set)."""
+    K = plan.n_cells
+    nc = len(plan.candidates)
+    moments = sums.moments[:, s * K : (s + 1) * K]
+    cnt, se, se2, sD, sD2, sDe = moments
+    kept_s = sums.kept[0][sums.kept[1] == s]
+    kept_c = cell_of(kept_s, K)
+    kept_e = cell_offsets(kept_s, kept_c, K)
+    midpoints = training.midpoints() if kept_s.size else None
+    centre = (np.arange(K) + 0.5) / K
+    out = []
+    for j, (B, r) in enumerate(plan.candidates):
+        coef = Coefficients.build(training, B, r, plan.n_shifts, plan.L, midpoints)
+        flagged, clipped = _cell_flags(training, coef, K)
+        use = (training.count > 0) & ~flagged
+        slot = s * nc + j
+        n, sum_r, sum_r2, sum_g, sum_g2 = sums.pointwise[:, slot]
+        served = sums.served[plan.served_offsets[slot] : plan.served_offsets[slot + 1]]
+        served = served.copy()
+        # Cells from the moments.
+        u = np.flatnonzero(use & (cnt > 0))
+        if u.size:
+            d = centre[u] - coef.eta[u]
+            x_n, x_e, x_e2 = cnt[u], se[u], se2[u]
+            n += x_n.sum()
+            sum_r += np.abs(x_e + x_n * d).sum()
+            sum_r2 += (x_e2 + 2.0 * d * x_e + x_n * d * d).sum()
+            a, b, c = coef.alpha[u], coef.beta[u], coef.gamma[u]
+            x_D, x_D2, x_De = sD[u], sD2[u], sDe[u]
+            cl = clipped[u]
+            g1 = a * x_D + b * x_e + c * x_n
+            # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
+            g2 = (a * (a * x_D2) + b * (b * x_e2) + c * c * x_n
+                  + 2.0 * (a * (b * x_De) + a * (c * x_D) + b * (c * x_e)))
+            sum_g += np.where(cl, x_n, g1).sum()
+            sum_g2 += np.where(cl, x_n, g2).sum()
+            served += np.bincount(coef.bucket[u], weights=x_n, minlength=B + 1)
+        n_fallback = 0
+        if kept_s.size:
+            bucket, eta, alpha, beta, gamma = coef.at(kept_c, kept_s)
+            rr, gg = _pointwise(kept_s, kept_e, 0.0, eta, alpha, beta, gamma)
+            n += kept_s.size
+            sum_r += rr.sum()
+            sum_r2 += np.dot(rr, rr)
+            sum_g += gg.sum()
+            sum_g2 += np.dot(gg, gg)
+            served += np.bincount(bucket, minlength=B + 1)
+            n_fallback = int(np.count_nonzero(coef.fallback[kept_c]))
+        size = np.where(coef.n_b > 0, coef.n_b, 1.0)
+        c2 = float(np.sum(served * served / size) / (n * n)) if n else 0.0
+        out.append((float(n), float(sum_r), float(sum_r2), float(sum_g), float(sum_g2),
+                    n_fallback, c2))
+    return out
+
+
+# ---------------------------------------------------------------------- the two passes
+
+
+def first_pass(chunk, design, grids, check=None):
+    """Pass 1 on a :class:`~skcalbound._chunks.Chunk`: a :class:`Stack` of
+    :class:`CellStats`, one per grid, and the fine-grid counts of every row (for the
+    tie check)."""
+    if check is not None:
+        check(chunk.scores)
+    groups = design.groups(chunk.start, chunk.n)
+    return Stack(
+        cell_stats(chunk.scores, chunk.labels, groups, design.n_groups, K)
+        for K, _ in grids
+    )
+
+
+def second_pass(chunk, plans, design):
+    groups = design.groups(chunk.start, chunk.n)
+    return Stack(evaluation_sums(plan, chunk.scores, groups) for plan in plans)
+
+
+@dataclass(frozen=True)
+class BucketFit:
+    """What the two passes give: per split the per-candidate sums (in the order of
+    ``candidates``), the training set sizes, and the statistics of all rows per grid
+    (for the refit surrogate)."""
+
+    sums: tuple  # per split: list of per-candidate tuples
+    n_train: tuple
+    totals: tuple  # per grid: Training of all rows, extremes set
+    n_samples: int
+    n_positive: int
+
+
+def fit_design(source, design, *, n_buckets, n_shifts, L, min_train=1, check=None,
+               check_counts=None, refit=True):
+    """Run both passes of ``design`` over ``source`` (``_chunks``)."""
+    candidates, grids = candidate_grids(n_buckets, n_shifts)
+    p1 = source.map_reduce(lambda c: first_pass(c, design, grids, check))
+    first = p1[0]
+    group_sizes = first.count.sum(axis=1)
+    n_samples = int(round(float(group_sizes.sum())))
+    if check_counts is not None:
+        check_counts(first.count.sum(axis=0))
+    everyone = tuple(range(design.n_groups))
+    n_train = []
+    for k, (validation, train) in enumerate(design.splits):
+        m = int(round(float(group_sizes[list(train)].sum())))
+        n_val = int(round(float(group_sizes[validation])))
+        if m < min_train or n_val < 1:
+            raise ValueError(
+                f"Split {k} has {m} training and {n_val} validation points; at least "
+                f"{min_train} and 1 are needed (too few rows for the number of folds)."
+            )
+        n_train.append(m)
+    plans, trainings, totals = [], [], []
+    for (K, members), stats in zip(grids, p1):
+        split_trainings = [stats.merged(train) for _, train in design.splits]
+        total = stats.merged(everyone) if refit else None
+        needed = [t.needed_cells() for t in split_trainings]
+        if total is not None:
+            needed.append(total.needed_cells())
+        plans.append(Plan(
+            K, tuple(candidates[j] for j in members), n_shifts, L,
+            tuple(split_trainings), design.split_of_group, design.n_groups,
+            np.unique(np.concatenate([*needed, np.empty(0, dtype=np.intp)])).astype(np.intp),
+        ))
+        trainings.append(split_trainings)
+        totals.append(total)
+    p2 = source.map_reduce(lambda c: second_pass(c, plans, design))
+    if p2 is None:
+        p2 = Stack(plan.empty() for plan in plans)
+    per_split = [[None] * len(candidates) for _ in design.splits]
+    for (K, members), plan, sums, split_trainings, total in zip(
+        grids, plans, p2, trainings, totals
+    ):
+        for s, (training, (_, train)) in enumerate(zip(split_trainings, design.splits)):
+            training.extremes = training_extremes(plan, sums.extremes, train)
+            for j, value in zip(members, finish_split(plan, s, sums, training)):
+                per_split[s][j] = value
+        if total is not None:
+            total.extremes = training_extremes(plan, sums.extremes, everyone)
+    n_positive = int(round(float(first.positives.sum())))
+    return BucketFit(
+        tuple(per_split), tuple(n_train), tuple(totals), n_samples, n_positive
+    )
+
+
+class BucketSurrogate:
+    """Every candidate bucketing of one training set (all rows of the fit), from its
+    per-grid cell statistics; ``candidate`` (an index into ``candidates``, chosen
+    from the cross-fitted bounds before the surrogate is built) is the one
+    :meth:`__call__` uses. Holds arrays only (pickles as such)."""
+
+    def __init__(self, totals, n_buckets, n_shifts, candidate, n_train):
+        self.totals = tuple(totals)
+        self.n_shifts = int(n_shifts)
+        self.candidates, self.grids = candidate_grids(n_buckets, n_shifts)
+        self.candidate = int(candidate)
+        self.n_train = int(n_train)
+
+    def _chosen(self, L):
+        for (K, members), training in zip(self.grids, self.totals):
+            if self.candidate in members:
+                B, r = self.candidates[self.candidate]
+                coef = Coefficients.build(
+                    training, B, r, self.n_shifts, L, training.midpoints()
+                )
+                return training, coef, K
+        raise IndexError(self.candidate)  # pragma: no cover
+
+    def __call__(self, x):
+        """The chosen candidate's ``eta_hat`` at scores ``x`` (any order)."""
+        x = np.asarray(x, dtype=np.float64)
+        _, coef, K = self._chosen(0.0)
+        return coef.at(cell_of(x, K), x)[1]
+
+    def residuals_and_smoothing(self, lipschitz, x):
+        """``|eta_hat(x) - x|``, unclipped ``g(x)`` of the chosen candidate at scores
+        ``x`` (any order), and the number of queries that used a fallback bucket."""
+        x = np.asarray(x, dtype=np.float64)
+        training, coef, K = self._chosen(lipschitz)
+        c = cell_of(x, K)
+        e = cell_offsets(x, c, K)
+        D = own_cell_distance(training.count[c], e, training.mean_offset()[c],
+                              training.m2[c])
+        _, eta, alpha, beta, gamma = coef.at(c, x)
+        g = alpha * D + beta * e + gamma
+        return np.abs(x - eta), g, int(np.count_nonzero(coef.fallback[c]))
+
+    def all_sums(self, x, lipschitz):
+        """Per candidate, the sums of :func:`finish_split` at held-out scores ``x``
+        (any order): pass 2 alone, every row validated by the one split."""
+        sums = [None] * len(self.candidates)
+        groups = np.zeros(x.shape[0], dtype=np.intp)
+        for (K, members), training in zip(self.grids, self.totals):
+            plan = Plan(
+                K, tuple(self.candidates[j] for j in members), self.n_shifts,
+                lipschitz, (training,), np.zeros(1, dtype=np.intp), 1,
+                np.empty(0, dtype=np.intp),
+            )
+            result = evaluation_sums(plan, x, groups)
+            for j, value in zip(members, finish_split(plan, 0, result, training)):
+                sums[j] = value
+        return sums
+
+
+__all__ = [
+    "BucketSurrogate",
+    "CellStats",
+    "Coefficients",
+    "candidate_grids",
+    "cell_of",
+    "fit_design",
+    "merge_extremes",
+]
