@@ -253,101 +253,6 @@ def _exclusive_cumsum(x):
     return out
 
 
-@dataclass(frozen=True)
-class Coefficients:
-    """Candidate ``(B, r)`` on one training set, per cell: the bucket it serves from
-    (``bucket``, id + 1 in ``0..B``; for an empty bucket, the lower and upper fallback
-    buckets ``bucket`` / ``bucket_hi``, the queries at or below ``mid`` using the
-    lower), ``eta_hat`` and ``g = alpha D + beta e + gamma`` for each side, and the
-    per-bucket training counts ``n_b``."""
-
-    bucket: np.ndarray
-    eta: np.ndarray
-    alpha: np.ndarray
-    beta: np.ndarray
-    gamma: np.ndarray
-    bucket_hi: np.ndarray
-    eta_hi: np.ndarray
-    alpha_hi: np.ndarray
-    beta_hi: np.ndarray
-    gamma_hi: np.ndarray
-    mid: np.ndarray
-    fallback: np.ndarray  # cells of empty buckets
-    n_b: np.ndarray
-
-    @classmethod
-    def build(cls, training, B, r, R, L, midpoints=None):
-        K = training.n_cells
-        w = K // B
-        o = r * (K // (B * R))
-        c = np.arange(K)
-        bk = (c - o) // w + 1  # 0 .. B
-        N, P, T = training.count, training.positives, training.tsum
-        NC = N * c
-        n_b = np.bincount(bk, weights=N, minlength=B + 1)
-        y_b = np.bincount(bk, weights=P, minlength=B + 1)
-        M_b = np.bincount(bk, weights=NC, minlength=B + 1)
-        T_b = np.bincount(bk, weights=T, minlength=B + 1)
-        start = np.maximum((np.arange(B + 1) - 1) * w + o, 0)[bk]
-        cN, cM, cT = (_exclusive_cumsum(x) for x in (N, NC, T))
-        n_lo = cN[c] - cN[start]
-        m_lo = cM[c] - cM[start]
-        t_lo = cT[c] - cT[start]
-        nb = n_b[bk]
-        n_hi = nb - n_lo - N
-        m_hi = M_b[bk] - m_lo - NC
-        t_hi = T_b[bk] - t_lo - T
-        fallback = nb <= 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            alpha = L / nb
-            eta = y_b[bk] / nb
-            k = (c * n_lo - m_lo + m_hi - c * n_hi) / K - t_lo + t_hi
-            beta = alpha * (n_lo - n_hi)
-            gamma = alpha * k + 0.5 / np.sqrt(nb)
-        bucket = bk.copy()
-        out = dict(bucket=bucket, eta=eta, alpha=alpha, beta=beta, gamma=gamma)
-        hi = {name: value.copy() for name, value in out.items()}
-        mid = np.full(K, np.inf)
-        if fallback.any():
-            # Empty buckets: the bucket of the nearest training score below (all of it
-            # below the query: distances n_j s' - sum s_i) or above.
-            f = np.flatnonzero(fallback)
-            below, above = occupied_neighbours(N)
-            cf = c[f]
-            for side, neighbour, sign in ((out, below, 1.0), (hi, above, -1.0)):
-                cell = neighbour[f]
-                has = (cell >= 0) & (cell < K)
-                j = np.where(has, bk[np.clip(cell, 0, K - 1)], 0)
-                nj = np.where(has, n_b[j], 1.0)
-                aj = L / nj
-                side["bucket"][f] = j
-                side["eta"][f] = y_b[j] / nj
-                side["alpha"][f] = aj
-                side["beta"][f] = sign * L
-                side["gamma"][f] = (
-                    aj * (sign * ((cf * nj - M_b[j]) / K - T_b[j])) + 0.5 / np.sqrt(nj)
-                )
-            if midpoints is not None:  # (the flags of pass 2 look at occupied cells)
-                mid[f] = midpoints[f]
-        return cls(
-            out["bucket"], out["eta"], out["alpha"], out["beta"], out["gamma"],
-            hi["bucket"], hi["eta"], hi["alpha"], hi["beta"], hi["gamma"],
-            mid, fallback, n_b,
-        )
-
-    def at(self, cells, scores):
-        """``(bucket, eta, alpha, beta, gamma)`` of the side each query uses."""
-        upper = scores > self.mid[cells]
-        pick = lambda lo, hi: np.where(upper, hi[cells], lo[cells])  # noqa: E731
-        return (
-            pick(self.bucket, self.bucket_hi),
-            pick(self.eta, self.eta_hi),
-            pick(self.alpha, self.alpha_hi),
-            pick(self.beta, self.beta_hi),
-            pick(self.gamma, self.gamma_hi),
-        )
-
-
 def own_cell_distance(count, e, mean, m2):
     """``sqrt(N (N (e - tbar)**2 + S))``: Cauchy-Schwarz's bound on the distance sum
     from a query at offset ``e`` to the ``N`` training points of its cell."""
@@ -360,28 +265,135 @@ def own_cell_distance(count, e, mean, m2):
     return np.sqrt(d, out=d)
 
 
-def _cell_flags(training, coef, n_cells):
+class Prepared:
+    """What every candidate reads of one :class:`Training`, computed once: exclusive
+    prefix sums over the cells of ``N``, positives, ``M = N c`` and ``T``, their
+    sums at ``c`` and ``c + 1`` (a cell's ``lo - hi`` differences inside a bucket
+    are these minus the bucket's ends), the occupied neighbours of every cell, and
+    the own-cell distance at both ends of every cell. Transient: never stored on a
+    fitted object."""
+
+    def __init__(self, training):
+        K = training.n_cells
+        N = training.count
+        self.training = training
+        self.n_cells = K
+        self.cells = np.arange(K)
+        self.centre = (self.cells + 0.5) / K
+        self.occupied = N > 0
+        self.cN = _exclusive_cumsum(N)
+        self.cP = _exclusive_cumsum(training.positives)
+        self.cM = _exclusive_cumsum(N * self.cells)
+        self.cT = _exclusive_cumsum(training.tsum)
+        self.s2 = [x[:-1] + x[1:] for x in (self.cN, self.cM, self.cT)]
+        self.below, self.above = occupied_neighbours(N)
+        self.mean = training.mean_offset()
+        half = 0.5 / K
+        self.d_lo = own_cell_distance(N, np.full(K, -half), self.mean, training.m2)
+        self.d_hi = own_cell_distance(N, np.full(K, half), self.mean, training.m2)
+        self.d_max = np.maximum(self.d_lo, self.d_hi)
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Candidate ``(B, r)`` on one training set, per cell: the bucket it serves from
+    (``bucket``, id + 1 in ``0..B``), ``eta_hat`` and ``g = alpha D + beta e + gamma``
+    (``D`` the own-cell term), and the per-bucket training counts ``n_b``. In the
+    cells of an empty bucket (``fallback``) these are the lower fallback bucket's, and
+    ``upper`` holds the upper one's at ``fallback_cells``: a query above ``mid`` (the
+    midpoint of the training scores around it) uses those."""
+
+    bucket: np.ndarray
+    eta: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    gamma: np.ndarray
+    n_b: np.ndarray
+    fallback: np.ndarray
+    fallback_cells: np.ndarray
+    mid: np.ndarray  # at fallback_cells
+    upper: tuple  # (bucket, eta, alpha, beta, gamma) at fallback_cells
+
+    @classmethod
+    def build(cls, prep, B, r, R, L, midpoints=None):
+        K = prep.n_cells
+        w = K // B
+        o = r * (K // (B * R))
+        j = np.arange(B + 1)  # bucket id + 1
+        start = np.clip((j - 1) * w + o, 0, K)
+        end = np.clip(j * w + o, 0, K)
+        width = end - start
+        cN, cP, cM, cT = prep.cN, prep.cP, prep.cM, prep.cT
+        n_b = cN[end] - cN[start]
+        ends = [x[start] + x[end] for x in (cN, cM, cT)]
+        rep = lambda v: np.repeat(v, width)  # noqa: E731 (buckets are runs of cells)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alpha = rep(L / n_b)
+            eta = rep((cP[end] - cP[start]) / n_b)
+            a = prep.s2[0] - rep(ends[0])  # N_lo - N_hi
+            k = prep.s2[1] - rep(ends[1])  # M_lo - M_hi
+            k -= prep.cells * a
+            k *= -1.0 / K
+            k -= prep.s2[2] - rep(ends[2])  # T_lo - T_hi
+            beta = alpha * a
+            gamma = alpha * k
+            gamma += rep(0.5 / np.sqrt(n_b))
+        bucket = rep(j)
+        fallback = rep(n_b <= 0)
+        f = np.flatnonzero(fallback)
+        upper = (bucket[f], eta[f], alpha[f], beta[f], gamma[f])
+        mid = np.full(f.shape[0], np.inf)
+        if f.size:
+            # Empty buckets: the bucket of the nearest training score below (all of it
+            # below the query: distances n_j s' - sum s_i) or above.
+            M_b = cM[end] - cM[start]
+            T_b = cT[end] - cT[start]
+            sides = []
+            for neighbour, sign in ((prep.below, 1.0), (prep.above, -1.0)):
+                cell = neighbour[f]
+                has = (cell >= 0) & (cell < K)
+                jj = np.where(has, bucket[np.clip(cell, 0, K - 1)], 0)
+                nj = np.where(has, n_b[jj], 1.0)
+                aj = L / nj
+                gj = aj * (sign * ((f * nj - M_b[jj]) / K - T_b[jj])) + 0.5 / np.sqrt(nj)
+                y = (cP[end] - cP[start])[jj]
+                sides.append((jj, y / nj, aj, np.full(f.shape[0], sign * L), gj))
+            for array, value in zip((bucket, eta, alpha, beta, gamma), sides[0]):
+                array[f] = value
+            upper = sides[1]
+            if midpoints is not None:  # (the flags of pass 2 look at occupied cells)
+                mid = midpoints[f]
+        return cls(bucket, eta, alpha, beta, gamma, n_b, fallback, f, mid, upper)
+
+    def at(self, cells, scores):
+        """``(bucket, eta, alpha, beta, gamma)`` of the side each query uses."""
+        out = [x[cells] for x in (self.bucket, self.eta, self.alpha, self.beta,
+                                  self.gamma)]
+        if self.fallback_cells.size:
+            pos = np.searchsorted(self.fallback_cells, cells)
+            pos = np.minimum(pos, self.fallback_cells.size - 1)
+            up = np.flatnonzero(
+                (self.fallback_cells[pos] == cells) & (scores > self.mid[pos])
+            )
+            for array, value in zip(out, self.upper):
+                array[up] = value[pos[up]]
+        return tuple(out)
+
+
+def _flags(prep, coef):
     """Occupied cells whose sums do not follow from the moments (``eta_hat`` inside
-    the cell, ``g`` crossing 1, or terms too large to expand), and whether ``g >= 1``
-    on the whole cell (``clipped``)."""
-    K = n_cells
-    half = 0.5 / K
-    N = training.count
-    occupied = N > 0
-    mean, m2 = training.mean_offset(), training.m2
-    centre = (np.arange(K) + 0.5) / K
-    d = centre - coef.eta
-    crossing = np.abs(d) < half
-    lo = own_cell_distance(N, np.full(K, -half), mean, m2)
-    hi = own_cell_distance(N, np.full(K, half), mean, m2)
+    the cell, ``g`` crossing 1, or terms too large to expand)."""
+    half = 0.5 / prep.n_cells
     a, b, c = coef.alpha, coef.beta, coef.gamma
-    g_max = np.maximum(a * lo - b * half, a * hi + b * half) + c
-    g_low = c - np.abs(b) * half
-    scale = np.maximum(a * np.maximum(lo, hi), np.maximum(np.abs(c), np.abs(b) * half))
-    expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
-    clipped = g_low >= 1.0
-    flagged = occupied & (crossing | ~(expanded | clipped))
-    return flagged, clipped & ~expanded
+    with np.errstate(invalid="ignore"):
+        crossing = np.abs(prep.centre - coef.eta) < half
+        bh = np.abs(b) * half
+        ad_lo, ad_hi = a * prep.d_lo, a * prep.d_hi
+        g_max = np.maximum(ad_lo - b * half, ad_hi + b * half) + c
+        scale = np.maximum(a * prep.d_max, np.maximum(np.abs(c), bh))
+        expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
+        clipped = c - bh >= 1.0
+    return prep.occupied & (crossing | ~(expanded | clipped))
 
 
 # ------------------------------------------------------------------------ the plan
@@ -409,6 +421,7 @@ class Plan:
     triples: dict = field(init=False)
     first: np.ndarray = field(init=False)
     n_flags: np.ndarray = field(init=False)
+    flagged: tuple = field(init=False)  # per slot (split * n_candidates + j): cells
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -419,13 +432,14 @@ class Plan:
         set_("m2", stack(t.m2 for t in self.trainings))
         sizes = [B + 1 for B, _ in self.candidates] * len(self.trainings)
         set_("served_offsets", np.concatenate(([0], np.cumsum(sizes))).astype(np.intp))
-        parts = []
+        parts, flagged = [], []
         nc = len(self.candidates)
         for s, training in enumerate(self.trainings):
+            prep = Prepared(training)
             for j, (B, r) in enumerate(self.candidates):
-                coef = Coefficients.build(training, B, r, self.n_shifts, self.L)
-                flagged, _ = _cell_flags(training, coef, K)
-                cells = np.flatnonzero(flagged)
+                coef = Coefficients.build(prep, B, r, self.n_shifts, self.L)
+                cells = np.flatnonzero(_flags(prep, coef))
+                flagged.append(cells)
                 if cells.size:
                     parts.append({
                         "key": s * K + cells,
@@ -445,6 +459,7 @@ class Plan:
             triples = {n: np.empty(0, dtype=np.intp if n in names[:3] else float)
                        for n in names}
         set_("triples", triples)
+        set_("flagged", tuple(flagged))
         size = len(self.trainings) * K
         n_flags = np.bincount(triples["key"], minlength=size).astype(np.intp)
         set_("n_flags", n_flags)
@@ -603,27 +618,32 @@ def finish_split(plan, s, sums, training):
     kept_c = cell_of(kept_s, K)
     kept_e = cell_offsets(kept_s, kept_c, K)
     midpoints = training.midpoints() if kept_s.size else None
-    centre = (np.arange(K) + 0.5) / K
+    prep = Prepared(training)
+    half = 0.5 / K
+    # The cells whose sums come from the moments: queries there and training points
+    # too (the others' queries were kept), unless flagged for a candidate.
+    moment_cells = (cnt > 0) & prep.occupied
     out = []
     for j, (B, r) in enumerate(plan.candidates):
-        coef = Coefficients.build(training, B, r, plan.n_shifts, plan.L, midpoints)
-        flagged, clipped = _cell_flags(training, coef, K)
-        use = (training.count > 0) & ~flagged
+        coef = Coefficients.build(prep, B, r, plan.n_shifts, plan.L, midpoints)
         slot = s * nc + j
+        use = moment_cells.copy()
+        use[plan.flagged[slot]] = False
         n, sum_r, sum_r2, sum_g, sum_g2 = sums.pointwise[:, slot]
         served = sums.served[plan.served_offsets[slot] : plan.served_offsets[slot + 1]]
         served = served.copy()
-        # Cells from the moments.
-        u = np.flatnonzero(use & (cnt > 0))
+        # Cells from the moments: not flagged, so g <= 1 on the whole cell (its sums
+        # expand) or g >= 1 on all of it (clipped: every query counts 1).
+        u = np.flatnonzero(use)
         if u.size:
-            d = centre[u] - coef.eta[u]
+            d = prep.centre[u] - coef.eta[u]
             x_n, x_e, x_e2 = cnt[u], se[u], se2[u]
             n += x_n.sum()
             sum_r += np.abs(x_e + x_n * d).sum()
             sum_r2 += (x_e2 + 2.0 * d * x_e + x_n * d * d).sum()
             a, b, c = coef.alpha[u], coef.beta[u], coef.gamma[u]
             x_D, x_D2, x_De = sD[u], sD2[u], sDe[u]
-            cl = clipped[u]
+            cl = c - np.abs(b) * half >= 1.0
             g1 = a * x_D + b * x_e + c * x_n
             # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
             g2 = (a * (a * x_D2) + b * (b * x_e2) + c * c * x_n
@@ -755,7 +775,7 @@ class BucketSurrogate:
             if self.candidate in members:
                 B, r = self.candidates[self.candidate]
                 coef = Coefficients.build(
-                    training, B, r, self.n_shifts, L, training.midpoints()
+                    Prepared(training), B, r, self.n_shifts, L, training.midpoints()
                 )
                 return training, coef, K
         raise IndexError(self.candidate)  # pragma: no cover
