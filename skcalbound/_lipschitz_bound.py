@@ -262,8 +262,9 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
         random_state=random_state)``, except on mergeable statistics
-        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
-        drawn row by row from one seed drawn from ``random_state``: every block of
+        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
+        ``guarantee='high_probability'``), whose folds are drawn row by row from one
+        seed drawn from ``random_state``: every block of
         ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
         balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
@@ -378,17 +379,24 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     points the weights are :math:`1/n_b` on them, :math:`\\hat\\eta(s')` is their mean
     label and
 
-    .. math:: \\tilde g(s') = \\min\\Big(L \\frac{1}{n_b} \\sum_{i \\in b} |s' - s_i|
-              + \\frac{1}{2\\sqrt{n_b}},\\ 1\\Big).
+    .. math:: \\tilde g(s') = \\min\\Big(\\frac{L}{n_b} \\Big(\\sum_{i \\in b \\setminus c}
+              |s' - s_i| + \\sqrt{N_c \\sum_{i \\in c} (s' - s_i)^2}\\Big)
+              + \\frac{1}{2\\sqrt{n_b}},\\ 1\\Big),
 
-    A query whose bucket has no training score uses the bucket of the nearest training
-    score (at the midpoint, the lower one), with its actual distances. The fold bound
+    where :math:`c` is the query's cell of a grid that tiles every candidate bucketing
+    (:math:`2^{14}` cells for the default candidates) and :math:`N_c` the number of
+    training points in it: distances to the cell's own points are bounded by
+    Cauchy-Schwarz, which needs only per-cell sums, so that the bound runs on chunks
+    and Dask without a sort (:ref:`large_data`); it is at least Lemma 6's
+    :math:`L \\, \\mathrm{mean}_{i \\in b} |s' - s_i|`, so the certificate holds, and larger
+    by a few parts in a million in practice. A query whose bucket has no training score
+    uses the bucket of the nearest training score (at the midpoint, the lower one),
+    with its actual distances. The fold bound
     has the five terms of :class:`NWCalibrationBound` (its Notes), with :math:`C_2 =
     \\sum_b (n'_b / n)^2 / n_b` (:math:`n'_b` the evaluated validation points that
     bucket :math:`b` serves) and the candidate's share of the fold's
     :math:`\\delta` split in three; the lower bound is the largest candidate lower
-    bound. Every sum is exact for these weights; see ``_surrogates/_buckets.py`` for
-    how all candidates are evaluated from one grid of cell statistics.
+    bound. Every sum is exact for these weights and this :math:`\\tilde g`.
 
     With ``guarantee='paper'`` the fold bound is Proposition 2 as published, whose
     last step holds in expectation over the training labels only.
@@ -542,8 +550,9 @@ def lipschitz_bucket_bound(
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
         random_state=random_state)``, except on mergeable statistics
-        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
-        drawn row by row from one seed drawn from ``random_state``: every block of
+        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
+        ``guarantee='high_probability'``), whose folds are drawn row by row from one
+        seed drawn from ``random_state``: every block of
         ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
         balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither

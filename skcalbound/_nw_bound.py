@@ -461,8 +461,9 @@ class NWCalibrationBound(_BaseCalibrationBound):
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
         random_state=random_state)``, except on mergeable statistics
-        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
-        drawn row by row from one seed drawn from ``random_state``: every block of
+        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
+        ``guarantee='high_probability'``), whose folds are drawn row by row from one
+        seed drawn from ``random_state``: every block of
         ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
         balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
@@ -773,8 +774,9 @@ def nw_bound(
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
         random_state=random_state)``, except on mergeable statistics
-        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
-        drawn row by row from one seed drawn from ``random_state``: every block of
+        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
+        ``guarantee='high_probability'``), whose folds are drawn row by row from one
+        seed drawn from ``random_state``: every block of
         ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
         balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither

@@ -92,8 +92,9 @@ class TVCalibrationBound(_BaseCalibrationBound):
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
         random_state=random_state)``, except on mergeable statistics
-        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
-        drawn row by row from one seed drawn from ``random_state``: every block of
+        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
+        ``guarantee='high_probability'``), whose folds are drawn row by row from one
+        seed drawn from ``random_state``: every block of
         ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
         balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
@@ -313,8 +314,9 @@ def tv_bound(
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
         random_state=random_state)``, except on mergeable statistics
-        (``NWCalibrationBound`` with ``guarantee='high_probability'``), whose folds are
-        drawn row by row from one seed drawn from ``random_state``: every block of
+        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
+        ``guarantee='high_probability'``), whose folds are drawn row by row from one
+        seed drawn from ``random_state``: every block of
         ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
         balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
