@@ -5,35 +5,44 @@ The quick mode (``python -m skcalbound.experiments --quick``: 4 problems, 5 size
 module; the tests read its files.
 """
 
+import inspect
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
+from numpydoc.validate import validate
 
+import skcalbound.experiments
 from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
 from skcalbound.datasets import make_calibration_problem
-from skcalbound.experiments import (
-    CERTIFIED,
-    FULL,
-    METHODS,
+from skcalbound.experiments import reproduce
+from skcalbound.experiments.__main__ import main
+
+# The internals under test; users have ``reproduce`` and the command only.
+from skcalbound.experiments._report import (
     PAPER_RATES,
-    QUICK,
     complete_results,
     fit_slopes,
+    summarise,
+)
+from skcalbound.experiments._reproduce import FULL, QUICK, methods_for, parse_problem
+from skcalbound.experiments._study import (
+    BOUNDS,
+    CERTIFIED,
+    METHODS,
     make_estimator,
-    methods_for,
-    parse_problem,
     run_study,
     run_task,
     split_method,
-    summarise,
+    task_seed,
 )
-from skcalbound.experiments.__main__ import main
 
 CONFIDENCE_LEVEL = 0.95
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +148,7 @@ def test_on_the_oscillating_problem_ece_stays_wrong_while_the_bounds_tighten(qui
 def test_certified_gaps_shrink_at_a_polynomial_rate(quick):
     slopes = quick["slopes"]
     for problem in ("calibrated", "overconfident", "parabola"):
-        for method in PAPER_RATES:
+        for method in BOUNDS:
             slope = slopes[(slopes["problem"] == problem) & (slopes["method"] == method)]
             assert float(slope["slope"].iloc[0]) < -0.2, (problem, method)
     rates = quick["rates"].set_index("method")
@@ -187,8 +196,6 @@ def test_a_task_matches_the_public_estimator_on_the_same_data():
     problem = parse_problem("overconfident")
     (row,) = run_task(problem, 3_000, 0, methods=("TV",), confidence_level=0.95,
                       random_state=2)
-    from skcalbound.experiments._study import task_seed
-
     data_seed, fold_seed = task_seed(2, problem.name, 3_000, 0).spawn(2)
     scores, labels = problem.sample(3_000, np.random.default_rng(data_seed))
     bound = TVCalibrationBound(V=1.0, random_state=int(fold_seed.generate_state(1)[0]))
@@ -208,18 +215,17 @@ def test_a_task_runs_each_bound_in_both_guarantee_modes(problem_spec):
     methods = ("NW", "NW (paper)", "Lip+Bkt", "Lip+Bkt (paper)")
     rows = run_task(problem, 3_000, 1, methods=methods, confidence_level=0.9,
                     random_state=5)
-    from skcalbound.experiments._study import task_seed
-
     data_seed, fold_seed = task_seed(5, problem.name, 3_000, 1).spawn(2)
     scores, labels = problem.sample(3_000, np.random.default_rng(data_seed))
     state = int(fold_seed.generate_state(1)[0])
     assert [r["method"] for r in rows] == list(methods)
     for row in rows:
-        bound, guarantee = split_method(row["method"])
-        Bound = NWCalibrationBound if bound == "NW" else LipschitzBucketBound
+        Bound, guarantee = split_method(row["method"])
+        assert Bound is (NWCalibrationBound if row["method"].startswith("NW")
+                         else LipschitzBucketBound)
         if "h" in problem.assumptions:
             constants = {"h": problem.assumptions["h"]}
-        elif bound == "NW":
+        elif Bound is NWCalibrationBound:
             constants = {"b1": problem.assumptions["b1"], "b2": problem.assumptions["b2"]}
         else:
             constants = {"L": problem.assumptions["L"]}
@@ -264,11 +270,54 @@ def test_method_labels_and_modes():
     assert METHODS == ("NW", "TV", "Lip+Bkt", "NW (paper)", "TV (paper)",
                        "Lip+Bkt (paper)", "ECE")
     assert [split_method(m) for m in CERTIFIED[:2]] == [
-        ("NW", "high_probability"), ("TV", "high_probability")]
-    assert split_method("Lip+Bkt (paper)") == ("Lip+Bkt", "paper")
+        (NWCalibrationBound, "high_probability"),
+        (TVCalibrationBound, "high_probability"),
+    ]
+    assert split_method("Lip+Bkt (paper)") == (LipschitzBucketBound, "paper")
     assert methods_for(["high_probability"]) == ("NW", "TV", "Lip+Bkt", "ECE")
     assert methods_for(["paper"]) == ("NW (paper)", "TV (paper)", "Lip+Bkt (paper)", "ECE")
     assert methods_for(["paper", "high_probability"]) == METHODS
+
+
+def test_the_labels_are_read_from_the_bound_classes(monkeypatch):
+    # "NW", "TV", "Lip+Bkt" are the bounds' ``paper_name`` class attributes, read when
+    # a label is parsed, not a table of the experiments.
+    assert BOUNDS == ("NW", "TV", "Lip+Bkt")
+    assert BOUNDS == tuple(cls.paper_name for cls in PAPER_RATES)
+    monkeypatch.setattr(LipschitzBucketBound, "paper_name", "LB")
+    assert split_method("LB (paper)") == (LipschitzBucketBound, "paper")
+    with pytest.raises(ValueError, match=re.escape("unknown method 'Lip+Bkt'")):
+        split_method("Lip+Bkt")
+    smooth = make_calibration_problem("parabola", 10).assumptions
+    lip = make_estimator("LB", smooth, confidence_level=0.9, random_state=0)
+    assert isinstance(lip, LipschitzBucketBound) and lip.L == smooth["L"]
+
+
+def test_the_public_surface_is_reproduce_and_the_command():
+    assert skcalbound.experiments.__all__ == ["reproduce"]
+    public = {
+        name
+        for name, value in vars(skcalbound.experiments).items()
+        if not name.startswith("_") and not inspect.ismodule(value)
+    }
+    assert public == {"reproduce"}
+    assert skcalbound.experiments.reproduce is reproduce
+    assert "python -m skcalbound.experiments" in skcalbound.experiments.__doc__
+
+
+@pytest.mark.parametrize("name", skcalbound.experiments.__all__)
+def test_each_public_name_is_documented(name):
+    qualname = f"skcalbound.experiments.{name}"
+    # numpydoc-valid, as the names of skcalbound.__all__ (tests/test_public_api.py).
+    errors = [f"{code}: {message}" for code, message in validate(qualname)["errors"]
+              if code not in {"GL01", "GL02", "RT02"}]
+    assert errors == [], errors
+    for section in ("Parameters", "Returns", "See Also", "Examples"):
+        assert f"\n{section}\n" in inspect.getdoc(getattr(skcalbound.experiments, name))
+    # And rendered in the documentation.
+    pages = "".join((DOCS / page).read_text() for page in ("api.rst", "reproduce.rst"))
+    directive = rf"^\.\. auto(?:function|class|data):: {re.escape(qualname)}\s*$"
+    assert re.search(directive, pages, flags=re.M), qualname
 
 
 def test_summary_and_slopes_by_hand():

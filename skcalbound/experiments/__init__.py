@@ -15,49 +15,6 @@ figure (Figure 5), and the AUROC cost of the perturbation against ``h`` (a synth
 counterpart of Figure 2). ``--guarantees`` restricts the run to one mode.
 """
 
-from ._auroc import BANDWIDTHS, auroc_vs_h, plot_auroc
-from ._reproduce import (
-    FULL,
-    QUICK,
-    coverage_table,
-    methods_for,
-    parse_problem,
-    report,
-    reproduce,
-)
-from ._report import (
-    PAPER_RATES,
-    complete_results,
-    fit_slopes,
-    plot_gaps,
-    plot_reconstruction,
-    rate_table,
-    summarise,
-)
-from ._study import CERTIFIED, METHODS, make_estimator, run_study, run_task, split_method
+from ._reproduce import reproduce
 
-__all__ = [
-    "BANDWIDTHS",
-    "CERTIFIED",
-    "FULL",
-    "METHODS",
-    "PAPER_RATES",
-    "QUICK",
-    "auroc_vs_h",
-    "complete_results",
-    "coverage_table",
-    "fit_slopes",
-    "make_estimator",
-    "methods_for",
-    "parse_problem",
-    "plot_auroc",
-    "plot_gaps",
-    "plot_reconstruction",
-    "rate_table",
-    "report",
-    "reproduce",
-    "run_study",
-    "run_task",
-    "split_method",
-    "summarise",
-]
+__all__ = ["reproduce"]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from ._reproduce import FULL, QUICK, methods_for, report, reproduce
+from ._study import BOUNDS, PAPER_SUFFIX
 
 GUARANTEES = ("high_probability", "paper")
 
@@ -32,8 +33,9 @@ def _parser():
     parser.add_argument("--confidence-level", type=float, default=0.95)
     parser.add_argument("--guarantees", nargs="+", choices=GUARANTEES,
                         default=list(GUARANTEES), metavar="MODE",
-                        help="guarantee modes of the bounds: high_probability (labels NW, "
-                        "TV, Lip+Bkt), paper (labels NW (paper), ...); default: both")
+                        help="guarantee modes of the bounds: high_probability (labels "
+                        f"{', '.join(BOUNDS)}), paper (labels "
+                        f"{BOUNDS[0]}{PAPER_SUFFIX}, ...); default: both")
     parser.add_argument("--output-dir", default="reproduce_output")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--no-progress", action="store_true")

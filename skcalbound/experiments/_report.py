@@ -3,15 +3,20 @@
 import numpy as np
 import pandas as pd
 
-from skcalbound import NWCalibrationBound, TVCalibrationBound
+from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
 
 from ._study import BOUNDS, CERTIFIED, PAPER_SUFFIX, make_estimator, split_method
 
-#: Paper, Table 1: empirical rates (slopes of log gap against log n) and theory.
+#: Paper, Table 1, per bound: empirical rates (slopes of log gap against log n),
+#: the theoretical rate and the assumption it rests on.
 PAPER_RATES = {
-    "NW": (-0.406, -0.213, -1 / 3, "bounded derivatives"),
-    "TV": (-0.423, -0.164, -1 / 4, "bounded variation"),
-    "Lip+Bkt": (-0.574, -0.346, -1 / 3, "Lipschitz"),
+    NWCalibrationBound: (-0.406, -0.213, -1 / 3, "bounded derivatives"),
+    TVCalibrationBound: (-0.423, -0.164, -1 / 4, "bounded variation"),
+    LipschitzBucketBound: (-0.574, -0.346, -1 / 3, "Lipschitz"),
+}
+#: Line colour of each bound in the figures (both guarantee modes).
+COLOURS = {
+    NWCalibrationBound: "C0", TVCalibrationBound: "C3", LipschitzBucketBound: "C2"
 }
 
 
@@ -163,11 +168,11 @@ def plot_gaps(summary, *, problems=None, axes=None):
         _, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 3.8),
                                squeeze=False, constrained_layout=True)
         axes = axes[0]
-    colours = {"NW": "C0", "TV": "C3", "Lip+Bkt": "C2"}
     styles = {}
     for method in CERTIFIED:
-        bound, guarantee = split_method(method)
-        styles[method] = (colours[bound], "-" if guarantee == "high_probability" else "-.")
+        cls, guarantee = split_method(method)
+        line = "-" if guarantee == "high_probability" else "-."
+        styles[method] = (COLOURS[cls], line)
     styles["ECE"] = ("k", "--")
     for ax, problem in zip(axes, problems):
         part = summary[summary["problem"] == problem]
@@ -209,11 +214,12 @@ def plot_reconstruction(problem, sizes, *, random_state=0, confidence_level=0.95
     for ax, n in zip(axes, sizes):
         scores, labels = problem.sample(int(n), rng)
         titles = []
-        for method, color in (("NW", "C0"), ("TV", "C3")):
+        for cls in (NWCalibrationBound, TVCalibrationBound):
+            method, color = cls.paper_name, COLOURS[cls]
             estimator = make_estimator(method, problem.assumptions,
                                        confidence_level=confidence_level,
                                        random_state=random_state)
-            if not isinstance(estimator, (NWCalibrationBound, TVCalibrationBound)):
+            if estimator is None:
                 continue
             estimator.fit(scores, labels)
             ax.plot(grid, estimator.predict(grid), color=color, lw=1.4, label=method)

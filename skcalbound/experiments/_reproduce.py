@@ -125,40 +125,109 @@ def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats
               output_dir="reproduce_output", confidence_level=0.95, random_state=0,
               n_jobs=None, reconstruction_sizes=FULL.reconstruction_sizes, plots=True,
               auroc_samples=1_000_000, progress=True, methods=METHODS, log=print):
-    """Run the study, write its files to ``output_dir`` and return the tables.
+    """Run the paper's synthetic study, write its files and return its tables.
+
+    For every problem, size and repeat a fresh sample is drawn from a problem whose
+    calibration error (CE) is known exactly; the NW, TV and Lipschitz-bucketing
+    bounds, each in both guarantee modes, and binned ECE (15 bins) are computed on
+    it. The gap ``bound - CE``, ``|ECE - CE|`` and the coverage of the certified
+    intervals are summarised by size, the slopes of the mean gap against ``n`` are
+    set next to the paper's Table 1, and the figures are drawn. The defaults are the
+    full study of the paper's section 7, which ``python -m skcalbound.experiments``
+    (``make reproduce``) runs.
+
+    Read more in the :ref:`User Guide <reproduce>`.
 
     Parameters
     ----------
-    problems : sequence of str or problem objects
-        Names accepted by :func:`parse_problem`, or problem objects (e.g. a
-        :class:`~skcalbound.datasets.CustomProblem`).
-    sizes : sequence of int
-    n_repeats : int
-    output_dir : str or Path
-        Receives ``results.csv.gz`` (one row per problem, size, repeat and method),
-        ``summary.csv``, ``slopes.csv``, ``rates.csv``, ``timing.csv``,
-        ``figure3_gaps.png``, ``figure5_reconstruction.png`` and, from
-        :func:`auroc_vs_h`, ``auroc.csv`` and ``figure2_auroc.png``.
+    problems : sequence of str or problem objects, \
+            default=("calibrated", "overconfident", "parabola", "oscillating")
+        Problems of :mod:`skcalbound.datasets` by name, a name optionally followed by
+        ``":h=<bandwidth>"`` for the problem seen through the sech perturbation
+        (``"atoms:h=2^-6"``), or problem objects such as a
+        :class:`~skcalbound.datasets.CustomProblem`. Names must be unique.
+    sizes : sequence of int, default=(1_000, 3_162, 10_000, ..., 10_000_000)
+        Sample sizes, each at least 10; by default nine sizes log-spaced from
+        ``10**3`` to ``10**7``.
+    n_repeats : int, default=64
+        Independent samples per problem and size.
+    output_dir : str or path-like, default="reproduce_output"
+        Directory (created if needed) that receives ``results.csv.gz`` (one row per
+        problem, size, repeat and method), ``summary.csv``, ``slopes.csv``,
+        ``rates.csv``, ``timing.csv``, the small ``doc_*.csv`` tables shown in
+        the documentation and, with ``plots=True``, ``figure3_gaps.png``,
+        ``figure5_reconstruction.png``, ``auroc.csv`` and ``figure2_auroc.png``.
     confidence_level : float, default=0.95
+        Confidence level of every certified bound.
     random_state : int, default=0
-        Root seed: reproduces every number.
+        Root seed. Each repeat draws its sample and its folds from a
+        :class:`numpy.random.SeedSequence` keyed by this seed, the problem's name,
+        the size and the repeat, so every number is reproduced whatever ``n_jobs``
+        and whichever problems run.
     n_jobs : int, default=None
-        Parallel repeats (joblib).
-    reconstruction_sizes : sequence of int
-        Sizes of the Figure 5 panels (on the parabola problem if it is in the run,
-        else the first problem).
-    plots, progress : bool, default=True
+        Number of repeats run in parallel (joblib); the bounds themselves run
+        single-threaded.
+    reconstruction_sizes : sequence of int, \
+            default=(1_000, 10_000, 100_000, 1_000_000)
+        Sizes of the panels of the reconstruction figure (Figure 5), drawn on the
+        parabola problem if it is in the run, else on the first problem.
+    plots : bool, default=True
+        Whether to draw the figures and run the AUROC-against-``h`` study (needs
+        matplotlib).
     auroc_samples : int, default=1_000_000
         Sample size of the AUROC-against-``h`` study of each unperturbed problem.
-    methods : sequence of str, default=METHODS
-        Method labels to run: every bound in both guarantee modes and binned ECE by
-        default (:func:`methods_for` picks those of some modes).
+    progress : bool, default=True
+        Whether to show a progress bar per problem (needs tqdm).
+    methods : sequence of str, \
+            default=("NW", "TV", "Lip+Bkt", "NW (paper)", "TV (paper)", \
+"Lip+Bkt (paper)", "ECE")
+        Methods to run: a bound's label (``"NW"``, ``"TV"``, ``"Lip+Bkt"``) for
+        ``guarantee="high_probability"``, the label followed by ``" (paper)"`` for
+        ``guarantee="paper"``, and ``"ECE"``. A bound runs on a problem only if the
+        problem states the constants it needs.
     log : callable, default=print
+        Called with each line of the printed report (wall times, coverage, slopes
+        and rates).
 
     Returns
     -------
-    dict of DataFrame
-        ``results``, ``summary``, ``slopes``, ``rates``, ``timing``.
+    tables : dict of DataFrame
+        ``"results"`` (one row per problem, size, repeat and method: the upper bound
+        or ECE in ``value``, ``lower_bound``, ``true_ce``, ``gap``, ``covered``,
+        ``covered_lower``, ``covered_both``, ``seconds``, ...), ``"summary"`` (means
+        and coverages per problem, method and size), ``"slopes"`` (fitted slopes of
+        the log mean gap against ``log n``), ``"rates"`` (the slopes next to the
+        paper's Table 1) and ``"timing"`` (wall time per problem).
+
+    See Also
+    --------
+    skcalbound.datasets.make_calibration_problem : A named problem and its exact CE.
+    skcalbound.datasets.CustomProblem : A problem from your own calibration function.
+
+    Notes
+    -----
+    The full study (4 problems, 9 sizes, 64 repeats, every bound in both guarantee
+    modes) takes about an hour on 2 cores. The results are written after every
+    problem, so a run that stops keeps what it did; ``python -m
+    skcalbound.experiments --from-results DIR`` redraws the tables and figures of a
+    finished run without refitting.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from skcalbound.experiments import reproduce
+    >>> with tempfile.TemporaryDirectory() as output_dir:
+    ...     tables = reproduce(["parabola"], sizes=[10_000], n_repeats=2,
+    ...                        output_dir=output_dir, plots=False, progress=False,
+    ...                        methods=["NW", "TV", "Lip+Bkt", "ECE"],
+    ...                        log=lambda line: None)
+    >>> certified = tables["summary"].query("guarantee == 'high_probability'")
+    >>> for row in certified.itertuples():
+    ...     print(f"{row.method}: CE = {row.true_ce:.3f}, mean interval "
+    ...           f"[{row.mean_lower_bound:.3f}, {row.mean_value:.3f}]")
+    Lip+Bkt: CE = 0.355, mean interval [0.201, 0.510]
+    NW: CE = 0.355, mean interval [0.266, 0.441]
+    TV: CE = 0.355, mean interval [0.000, 0.734]
     """
     objects = [parse_problem(p) if isinstance(p, str) else p for p in problems]
     names = [p.name for p in objects]

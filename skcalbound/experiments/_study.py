@@ -26,54 +26,61 @@ from skcalbound import (
     binned_ece,
 )
 
-#: The bounds, in the paper's naming (Figure 3, Table 1).
-BOUNDS = ("NW", "TV", "Lip+Bkt")
+#: The bounds of the study, in the paper's order (Figure 3, Table 1). Each is
+#: labelled by its ``paper_name`` class attribute and given the constants of a
+#: problem's ``assumptions`` that its constructor takes (see :func:`make_estimator`).
+BOUND_CLASSES = (NWCalibrationBound, TVCalibrationBound, LipschitzBucketBound)
+#: The bounds' labels: ``"NW"``, ``"TV"``, ``"Lip+Bkt"``.
+BOUNDS = tuple(cls.paper_name for cls in BOUND_CLASSES)
 #: The label of a bound in the paper's published form (``guarantee="paper"``).
 PAPER_SUFFIX = " (paper)"
 #: Certified methods: each bound with ``guarantee="high_probability"`` (the plain
-#: name) and with ``guarantee="paper"`` (the name followed by ``PAPER_SUFFIX``).
+#: label) and with ``guarantee="paper"`` (the label followed by ``PAPER_SUFFIX``).
 CERTIFIED = (*BOUNDS, *(f"{bound}{PAPER_SUFFIX}" for bound in BOUNDS))
 #: Method labels of a run: the certified methods and binned ECE.
 METHODS = (*CERTIFIED, "ECE")
 
 
 def split_method(method):
-    """``(bound, guarantee)`` of a certified method label: ``"NW"`` is
-    ``("NW", "high_probability")``, ``"NW (paper)"`` is ``("NW", "paper")``."""
+    """``(bound class, guarantee)`` of a certified method label: ``"NW"`` is
+    ``(NWCalibrationBound, "high_probability")``, ``"NW (paper)"`` is
+    ``(NWCalibrationBound, "paper")``."""
     if method.endswith(PAPER_SUFFIX):
-        bound, guarantee = method[: -len(PAPER_SUFFIX)], "paper"
+        label, guarantee = method[: -len(PAPER_SUFFIX)], "paper"
     else:
-        bound, guarantee = method, "high_probability"
-    if bound not in BOUNDS:
-        raise ValueError(f"unknown method {method!r}; expected one of {CERTIFIED}")
-    return bound, guarantee
+        label, guarantee = method, "high_probability"
+    for cls in BOUND_CLASSES:
+        if cls.paper_name == label:
+            return cls, guarantee
+    raise ValueError(f"unknown method {method!r}; expected one of {CERTIFIED}")
 
 
 def make_estimator(method, assumptions, *, confidence_level, random_state, cv=5):
     """The unfitted bound ``method`` for a problem's ``assumptions``, or ``None``.
 
-    ``method`` is a label of :data:`CERTIFIED`: ``"NW"``, ``"TV"`` or ``"Lip+Bkt"``
-    with ``guarantee="high_probability"``, or the same followed by ``" (paper)"``
-    with ``guarantee="paper"``. NW takes ``h`` when the problem is perturbed (``b1``,
-    ``b2`` then follow in the estimator's guarantee mode, as a user would pass them),
-    else ``b1`` and ``b2``; Lipschitz bucketing likewise ``h`` or ``L``; TV takes
-    ``V``. ``None`` when the constants the bound needs are not known.
+    ``method`` is a label of :data:`CERTIFIED`: a bound's ``paper_name`` (``"NW"``,
+    ``"TV"``, ``"Lip+Bkt"``) with ``guarantee="high_probability"``, or the same
+    followed by ``" (paper)"`` with ``guarantee="paper"``. ``assumptions`` are keyed
+    by the constructor parameter they feed; the bound gets those it takes. When the
+    problem is perturbed and the bound takes ``h``, it gets ``h`` alone (the other
+    ``smoothness_params``, ``b1``, ``b2`` or ``L``, then follow in the estimator's
+    guarantee mode, as a user would pass them); otherwise it needs every one of its
+    ``smoothness_params`` but ``h`` (NW: ``b1`` and ``b2``; Lipschitz: ``L``) and at
+    least one constant (TV: ``V``). ``None`` when the constants the bound needs are
+    not known.
     """
-    method, guarantee = split_method(method)
-    common = {"confidence_level": confidence_level, "random_state": random_state,
-              "cv": cv, "guarantee": guarantee}
-    if method == "NW":
-        if "h" in assumptions:
-            return NWCalibrationBound(h=assumptions["h"], **common)
-        if "b1" in assumptions and "b2" in assumptions:
-            return NWCalibrationBound(b1=assumptions["b1"], b2=assumptions["b2"], **common)
-        return None
-    if method == "TV":
-        return TVCalibrationBound(V=assumptions["V"], **common) if "V" in assumptions else None
-    # Lip+Bkt
-    if "h" in assumptions:
-        return LipschitzBucketBound(h=assumptions["h"], **common)
-    return LipschitzBucketBound(L=assumptions["L"], **common) if "L" in assumptions else None
+    cls, guarantee = split_method(method)
+    params = cls().get_params()
+    given = {name: value for name, value in assumptions.items() if name in params}
+    if "h" in given:
+        constants = {"h": given["h"]}
+    else:
+        constants = given
+        needed = [name for name in cls.smoothness_params if name != "h"]
+        if not constants or any(name not in constants for name in needed):
+            return None
+    return cls(**constants, confidence_level=confidence_level,
+               random_state=random_state, cv=cv, guarantee=guarantee)
 
 
 def task_seed(random_state, name, n, repeat):
