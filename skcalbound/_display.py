@@ -203,9 +203,10 @@ def _smoothing_band(estimator, method, grid):
     NW: Lemma 6 in the form the estimator's ``guarantee`` mode certifies, with its
     ``b1_`` and ``b2_``: expanded at the query in ``"high_probability"`` mode, ``g =
     b1 |sum_i w_i (s_i - s)| + b2/2 sum_i w_i (s_i - s)**2 + sqrt(sum_i w_i**2)/2``,
-    and as published (``b1 sum_i w_i |s_i - s|`` in the first term) in ``"paper"``
-    mode. Lipschitz:
-    ``L mean_b |s_i - s| + 1/(2 sqrt(n_b))``, the same in both modes.
+    and as published (``b1 sum_i w_i |s_i - s|`` in the first term, the query's own
+    grid cell by Cauchy-Schwarz) in ``"paper"`` mode. Lipschitz:
+    ``L mean_b |s_i - s| + 1/(2 sqrt(n_b))`` (the query's own grid cell by
+    Cauchy-Schwarz), the same in both modes.
     """
     if method == "nw":
         _, g, _ = estimator.surrogate_.residuals_and_smoothing(

@@ -14,13 +14,7 @@ from ._result import FoldResult
 from ._sech import sech_derivative_bounds
 from ._splitting import SUBSAMPLE_STREAM, GroupDesign, row_keys
 from ._surrogates import _nw_grid, _nw_hp
-from ._surrogates._nw import BinnedSample, NWSurrogate, _Buffers, n_bins_for
-from ._terms import (
-    high_probability_terms,
-    nw_bound_terms,
-    nw_plugin_bandwidth,
-    population_variance,
-)
+from ._terms import high_probability_terms, nw_bound_terms, nw_plugin_bandwidth
 from ._validation import (
     check_perturbation_h,
     check_prob_labels,
@@ -29,40 +23,6 @@ from ._validation import (
 
 # The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
 _AUTO_MIN, _AUTO_MAX, _AUTO_FRACTION = 5000, 15000, 0.05
-
-
-class _Moments:
-    """Count, mean and population variance of ``|eta_hat - s|`` and ``min(g_T, 1)``,
-    accumulated chunk by chunk (a ``sink`` of :meth:`BinnedSample.complement_fold`).
-
-    Sums are taken around a shift (the first chunk's means), which keeps the variance's
-    digits as a two-pass computation would without storing the values.
-    """
-
-    def __init__(self):
-        self.n = 0
-        self.shift = None
-        self.sums = np.zeros((2, 2))  # [quantity, (sum of x - shift, of its square)]
-
-    def __call__(self, residuals, smoothing):
-        np.minimum(smoothing, 1.0, out=smoothing)  # |eta_hat - eta| <= 1
-        if self.shift is None:
-            self.shift = (float(np.mean(residuals)), float(np.mean(smoothing)))
-        for k, x in enumerate((residuals, smoothing)):
-            x -= self.shift[k]
-            self.sums[k] += (float(np.sum(x)), float(np.dot(x, x)))
-        self.n += residuals.shape[0]
-
-    def moments(self, k):
-        mean = self.sums[k, 0] / self.n
-        return self.shift[k] + mean, max(self.sums[k, 1] / self.n - mean * mean, 0.0)
-
-
-def _array_moments(residuals, smoothing):
-    np.minimum(smoothing, 1.0, out=smoothing)
-    var_r, mean_r = population_variance(residuals)
-    var_g, mean_g = population_variance(smoothing)
-    return (mean_r, var_r), (mean_g, var_g)
 
 
 @dataclass(frozen=True)
@@ -79,16 +39,6 @@ class _NWMethod(_BoundMethod):
     random_state: object  # of the validation subsample, when there is one
     guarantee: str = "high_probability"
     min_train = 1
-    unmergeable_reason = (
-        " with guarantee='paper' cannot run on data that is not in one place: the "
-        "published Lemma 6 sums |s' - s_i| over the query's own grid cell, which needs "
-        "the sorted training scores of that cell"
-    )
-    unmergeable_alternative = (
-        "use guarantee='high_probability' (the default), which runs on chunks and on "
-        "Dask with the same numbers as in memory."
-    )
-
     def bandwidth_for(self, m):
         """The paper mode's bandwidth: the plug-in rule, or the given float."""
         if self.bandwidth in ("plugin", "auto"):
@@ -98,8 +48,8 @@ class _NWMethod(_BoundMethod):
     def bandwidth_candidates(self, m):
         """The bandwidths the label-free search chooses from, for ``m`` training
         scores: the plug-in value times ``2**(k/2)``, ``k = -4..8`` (SPEC section 12)
-        for ``"auto"``, else the one bandwidth."""
-        if self.bandwidth != "auto":
+        for ``"auto"`` in high-probability mode, else the one bandwidth."""
+        if self.bandwidth != "auto" or self.guarantee == "paper":
             return (self.bandwidth_for(m),)
         h = nw_plugin_bandwidth(m, self.b1, self.b2)
         lo, hi = _nw_hp.BANDWIDTH_LIMITS
@@ -121,38 +71,18 @@ class _NWMethod(_BoundMethod):
         return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"],
                           extra=fold.extra)
 
-    def evaluation_subset(self, n_validation, n_samples, k):
-        """Sorted indices of the validation points to evaluate, or None for all."""
-        if self.max_validation is None:
-            return None
-        if self.max_validation == "auto":
-            cap = min(_AUTO_MAX, max(_AUTO_MIN, math.ceil(_AUTO_FRACTION * n_samples)))
-        else:
-            cap = int(self.max_validation)
-        if cap >= n_validation:
-            return None
-        # Uniform, and independent of the data: validity is kept (SPEC section 4).
-        if isinstance(self.random_state, np.random.RandomState):
-            seed = self.random_state.randint(np.iinfo(np.int32).max)
-        else:
-            seed = self.random_state  # an int (reproducible) or None (fresh)
-        rng = np.random.default_rng(None if seed is None else [seed, k])
-        return np.sort(rng.choice(n_validation, size=cap, replace=False))
-
-    def _fold(self, n, residual_moments, smoothing_moments, delta, n_train, info):
-        statistics = (int(n), residual_moments, smoothing_moments)
-        terms = self.terms(statistics, delta)
-        info = {"n_train": int(n_train), "n_validation": int(n), "delta": float(delta), **info}
-        return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"],
-                          extra={"statistics": statistics})
-
     def _hp_fold(self, stats, delta, n_train, info):
-        statistics = (
-            int(stats["n"]),
-            stats["residual_moments"],
-            stats["smoothing_mean"],
-            stats["sum_c_squared"],
-        )
+        if self.guarantee == "paper":
+            statistics = (
+                int(stats["n"]), stats["residual_moments"], stats["smoothing_moments"]
+            )
+        else:
+            statistics = (
+                int(stats["n"]),
+                stats["residual_moments"],
+                stats["smoothing_mean"],
+                stats["sum_c_squared"],
+            )
         terms = self.terms(statistics, delta)
         info = {
             "n_train": int(n_train),
@@ -176,12 +106,9 @@ class _NWMethod(_BoundMethod):
             _nw_hp.grid_size(h), _nw_hp.grid_size(min(candidates), bins_per_bandwidth=16)
         )
 
-    @property
-    def mergeable(self):
-        """Whether the bound runs on mergeable statistics (``_nw_grid``): the
-        high-probability certificate does; the published Lemma 6 needs the sorted
-        training points of the query's own cell."""
-        return self.guarantee == "high_probability"
+    # Both certificates run on mergeable statistics (``_nw_grid``): no sort, chunks
+    # and Dask with the in-memory numbers.
+    mergeable = True
 
     def _cap(self, n):
         """Evaluated validation points per fold (``None``: all); ``n=None`` (not yet
@@ -199,7 +126,7 @@ class _NWMethod(_BoundMethod):
         ``(bandwidth, m)``: with ``"auto"``, the median over folds of ``k`` in ``h =
         h_plugin(m) * 2**(k/2)`` applied to ``h_plugin(n)`` (label-free like the
         search, whose objective the folds' training sets already evaluated)."""
-        if self.bandwidth != "auto":
+        if self.bandwidth != "auto" or self.guarantee == "paper":
             return self.bandwidth_for(n)
         steps = [
             2.0 * math.log2(h / nw_plugin_bandwidth(m, self.b1, self.b2)) for h, m in folds
@@ -225,6 +152,7 @@ class _NWMethod(_BoundMethod):
                 refit_bandwidth=None if len(designs) > 1 else self._refit_rule,
                 check=check,
                 check_counts=check_counts,
+                paper=self.guarantee == "paper",
             )
             check_counts = None  # one look at the counts is enough
             refit = refit or fit.refit
@@ -238,49 +166,9 @@ class _NWMethod(_BoundMethod):
             refit = _nw_grid.fit_design(
                 source, everything, fine_bins=fine, candidates=None,
                 tempering=self.tempering, b1=self.b1, b2=self.b2,
-                refit_bandwidth=lambda n, folds: h,
+                refit_bandwidth=lambda n, folds: h, paper=self.guarantee == "paper",
             ).refit
         return results, refit, n_positive
-
-    def fit_folds(self, sample, folds, delta):
-        n = sample.scores.shape[0]
-        # One grid for every fold and the refit: fine enough for the smallest
-        # bandwidth (the plug-in bandwidth decreases with the training size).
-        n_bins = n_bins_for(self.bandwidth_for(n))
-        binned = BinnedSample.from_sorted(sample.scores, sample.labels, n_bins)
-        buffers = _Buffers()
-        results = []
-        for fold in folds:
-            k = fold.index
-            validation = np.flatnonzero(fold.validation)
-            evaluate = self.evaluation_subset(validation.shape[0], n, k)
-            if fold.assignment is not None or np.array_equal(fold.train, ~fold.validation):
-                # Training = the rest of the sample: its grid moments are the whole
-                # sample's minus the validation points'.
-                m = n - validation.shape[0]
-                h = self.bandwidth_for(m)
-                sink = _Moments()
-                _, n_fallback = binned.complement_fold(
-                    validation, h, self.tempering, self.b1, self.b2, sink,
-                    evaluate=evaluate, buffers=buffers,
-                )
-                n_eval, moments = sink.n, (sink.moments(0), sink.moments(1))
-            else:
-                train = np.flatnonzero(fold.train)
-                m, h = train.shape[0], self.bandwidth_for(train.shape[0])
-                surrogate = NWSurrogate(
-                    sample.scores[train], sample.labels[train], h, self.tempering, n_bins
-                )
-                queries = sample.scores[validation]
-                if evaluate is not None:
-                    queries = queries[evaluate]
-                residuals, smoothing, n_fallback = surrogate.residuals_and_smoothing(
-                    self.b1, self.b2, queries
-                )
-                n_eval, moments = queries.shape[0], _array_moments(residuals, smoothing)
-            info = {"bandwidth": h, "n_bins": n_bins, "n_fallback": int(n_fallback)}
-            results.append(self._fold(n_eval, *moments, delta, m, info))
-        return results
 
     def fitted_attributes(self, surrogate, folds):
         attributes = {"b1_": self.b1, "b2_": self.b2, "bandwidth_": surrogate.bandwidth}
@@ -295,27 +183,8 @@ class _NWMethod(_BoundMethod):
             attributes["_score_seed"] = int(random_state)
         return attributes
 
-    def refit(self, sample, delta, folds=()):
-        n = sample.scores.shape[0]
-        h = self.bandwidth_for(n)
-        return NWSurrogate(sample.scores, sample.labels, h, self.tempering, n_bins_for(h))
-
     def held_out_result(self, surrogate, scores, delta):
-        if self.mergeable:
-            return self._held_out_mergeable(surrogate, scores, delta)
-        evaluate = self.evaluation_subset(scores.shape[0], scores.shape[0], 0)
-        if evaluate is not None:
-            scores = scores[evaluate]
-        residuals, smoothing, n_fallback = surrogate.residuals_and_smoothing(
-            self.b1, self.b2, scores
-        )
-        info = {
-            "bandwidth": surrogate.bandwidth,
-            "n_bins": surrogate.n_bins,
-            "n_fallback": int(n_fallback),
-        }
-        moments = _array_moments(residuals, smoothing)
-        return self._fold(scores.shape[0], *moments, delta, surrogate.n_train, info)
+        return self._held_out_mergeable(surrogate, scores, delta)
 
     def _held_out_mergeable(self, surrogate, scores, delta):
         """The fixed-split certificate of the refit smoother on held-out ``scores``:
@@ -590,8 +459,11 @@ class NWCalibrationBound(_BaseCalibrationBound):
     With ``guarantee='paper'`` the fold bound is Proposition 2 as published,
     :math:`\\overline{|\\hat\\eta - s|} + \\overline{\\tilde g} + BB(\\delta/2) +
     BB_{\\tilde g}(\\delta/2)` with the published Lemma 6 (:math:`b_1 \\sum_i w_i |s -
-    s_i|`); its last step (equation (10)) holds in expectation over the training
-    labels only.
+    s_i|`), in which the sum over the training points of the query's own grid cell
+    (they share one weight :math:`w_0`) is bounded by Cauchy-Schwarz, :math:`w_0
+    \\sqrt{N_c \\sum_{i \\in c} (s - s_i)^2}`, so that it needs only per-cell sums
+    (chunks and Dask, :ref:`large_data`); its last step (equation (10)) holds in
+    expectation over the training labels only.
 
     References
     ----------

@@ -79,8 +79,6 @@ def test_a_chunked_record_verifies(capsys, files, tmp_path):
     "options, message",
     [
         (["--bound", "tv"], "tv: TVCalibrationBound cannot run on data that is not in one place"),
-        (["--bound", "nw", "--h", "2**-4", "--guarantee", "paper"],
-         "guarantee='paper' cannot run on data that is not in one place"),
         (["--h", "2**-4", "--by", "seg"], "--by cannot be used with --chunksize"),
         (["--h", "2**-4", "--plot", "x.png"], "--plot cannot be used with --chunksize"),
         ([], "--chunksize certifies with nw, which needs its assumption"),

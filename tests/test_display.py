@@ -55,17 +55,26 @@ def _nw_reference_g(scores, labels, query, bandwidth, tempering, n_bins, b1, b2,
     """Lemma 6's ``g_T`` at one query, one training point at a time, with the weights
     of the grid smoother (tempered Epanechnikov on bin offsets, nearest-neighbour
     fallback) and the actual scores in every distance. ``expanded``: Lemma 6 expanded
-    at the query (SPEC section 12), ``b1 |sum w d|`` in the first term."""
+    at the query (SPEC section 12), ``b1 |sum w d|`` in the first term; else as
+    published, ``b1 sum w |d|``, with the sum over the query's own cell (one weight
+    ``w_0``) bounded by Cauchy-Schwarz, ``w_0 sqrt(N_c sum d**2)``."""
     qb = min(int(query * n_bins), n_bins - 1)
     bins = np.minimum((scores * n_bins).astype(int), n_bins - 1)
     u = (qb - bins) / (n_bins * bandwidth)
     w = np.where(np.abs(u) < 1, np.maximum(1 - u * u, 0.0) ** tempering, 0.0)
-    if w.sum() == 0:
+    fallback_used = w.sum() == 0
+    if fallback_used:
         dist = np.abs(scores - query)
         w = (dist == dist.min()).astype(float)
     w = w / w.sum()
     d = query - scores
-    first = abs(w @ d) if expanded else w @ np.abs(d)
+    own = (bins == qb) & (w > 0)
+    if expanded:
+        first = abs(w @ d)
+    elif own.any() and not fallback_used:
+        first = w[~own] @ np.abs(d[~own]) + w[own][0] * np.sqrt(own.sum() * (d[own] @ d[own]))
+    else:
+        first = w @ np.abs(d)
     return b1 * first + 0.5 * b2 * (w @ (d * d)) + 0.5 * np.sqrt(w @ w)
 
 

@@ -523,10 +523,8 @@ def test_float_bandwidth_is_used_as_given(guarantee):
                              random_state=0).fit(s, y)
     assert est.bandwidth_ == 0.037
     assert est.fold_results_["bandwidth"].tolist() == [0.037] * 5
-    # High-probability mode: 64 cells per bandwidth (2048 >= 64 / 0.037 = 1730);
-    # paper mode: 16 (512 >= 16 / 0.037 = 432).
-    n_bins = 2048 if guarantee == "high_probability" else 512
-    assert est.fold_results_["n_bins"].tolist() == [n_bins] * 5
+    # Both modes: 64 cells per bandwidth (2048 >= 64 / 0.037 = 1730).
+    assert est.fold_results_["n_bins"].tolist() == [2048] * 5
 
 
 # ----------------------------------------------------------------------------------

@@ -76,6 +76,8 @@ def _assert_same_fit(a, b):
 
 PARAMS = [
     {"b1": 2.0, "b2": 4.0},
+    {"b1": 2.0, "b2": 4.0, "guarantee": "paper", "max_validation": 700},
+    {"b1": 2.0, "b2": 4.0, "guarantee": "paper", "bandwidth": 0.004, "aggregate": "min"},
     {"b1": 2.0, "b2": 4.0, "bandwidth": 0.004, "aggregate": "min"},
     {"b1": 2.0, "b2": 4.0, "max_validation": 300},
     {"b1": 1.0, "b2": 1.0, "bandwidth": "plugin", "cv": 3},
@@ -297,8 +299,6 @@ def test_score_and_predict_of_a_chunked_fit():
     "estimator, match",
     [
         (TVCalibrationBound(), "TVCalibrationBound cannot run on data that is not in one"),
-        (NWCalibrationBound(b1=1.0, b2=1.0, guarantee="paper"),
-         "guarantee='paper' cannot run on data that is not in one place"),
     ],
 )
 def test_bounds_that_need_the_sorted_sample_say_so(estimator, match):

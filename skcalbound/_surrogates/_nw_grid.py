@@ -21,21 +21,27 @@ pass 2 (:func:`evaluation_sums`)
     min). Fallback queries are kept (they are points with no training score within a
     bandwidth, so few) and finished once the extremes are known.
 
-Every number equals the in-memory one up to the order of the additions. Lemma 6 in
-the published form (``guarantee="paper"``) needs ``sum |s_i - s'|`` over the query's
-own cell, which needs the sorted training points of that cell: it is not mergeable
-and stays on the sorted in-memory path (``_nw``).
+Every number equals the in-memory one up to the order of the additions.
+
+Lemma 6 in the published form (``guarantee="paper"``) needs ``sum_i w_i |s' - s_i|``.
+Over the cells below and above the query's own cell the sign is known, so those parts
+are one-sided convolutions of the cell sums (:class:`PaperTables`); over the query's
+own cell, whose training points share one weight ``w_0``, Cauchy-Schwarz bounds the sum,
+``w_0 sum_{i in c} |s' - s_i| <= w_0 sqrt(N_c sum_{i in c} (s' - s_i)**2)``, from the
+cell's count and offset sums. That keeps ``g`` a bound on the published Lemma 6 (so the
+published certificate keeps its meaning) without the cell's sorted scores.
 
 Why hand-written: no library reduces kernel-smoother error sums by cell (the
 convolutions are ``numpy``; the reductions are ``np.bincount``).
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._nw import BinStats, bin_centres, bin_of
+from ._nw import BinStats, _kernel, bin_centres, bin_of
 from ._nw_hp import HPTables, Pyramid, _conv, choose_bandwidth, grid_size
 
 # Rows per block of the per-row arithmetic (arrays that stay in cache).
@@ -119,6 +125,58 @@ def occupied_neighbours(count):
     return below, above
 
 
+@dataclass(frozen=True)
+class PaperTables:
+    """Per cell ``q`` of a smoother's grid, what the published Lemma 6 adds: the
+    normalised weight below and above the cell (``w_lo``, ``w_hi``), the weighted sums
+    of ``s_i - c_q`` there (``p_lo``, ``p_hi``), the weight of one point of the cell
+    itself (``w_own``) and the cell's count and offset sums. For a query at offset
+    ``e`` from ``c_q``: ``sum_i w_i |s' - s_i| <= (e w_lo - p_lo) + (p_hi - e w_hi) +
+    w_own sqrt(N (N e**2 - 2 e s1 + s2))``."""
+
+    w_lo: np.ndarray
+    p_lo: np.ndarray
+    w_hi: np.ndarray
+    p_hi: np.ndarray
+    w_own: np.ndarray
+    count: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+
+    @classmethod
+    def from_stats(cls, stats, tables):
+        G = stats.count.shape[0]
+        offset, ker = _kernel(G, tables.bandwidth, tables.tempering)
+        # Training cell b = q - k: offset k / G > 0 below the query's cell.
+        below = np.where(offset > 0, ker, 0.0)
+        above = np.where(offset < 0, ker, 0.0)
+        n, s1 = stats.count, stats.s1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / tables.A0
+            out = {}
+            for name, k in (("lo", below), ("hi", above)):
+                out[f"w_{name}"] = _conv(n, k) * inv
+                out[f"p_{name}"] = (_conv(s1, k) - _conv(n, k * offset)) * inv
+            w_own = ker[(ker.shape[0] - 1) // 2] * inv
+        return cls(out["w_lo"], out["p_lo"], out["w_hi"], out["p_hi"], w_own,
+                   n, s1, stats.s2)
+
+    def first_moment(self, cells, e):
+        """Bound on ``sum_i w_i |s' - s_i|`` at queries in ``cells``, offsets ``e``."""
+        n = self.count[cells]
+        own = n * e
+        own *= e
+        own -= 2.0 * e * self.s1[cells]
+        own += self.s2[cells]
+        np.maximum(own, 0.0, out=own)
+        own *= n
+        np.sqrt(own, out=own)
+        own *= self.w_own[cells]
+        own += e * (self.w_lo[cells] - self.w_hi[cells])
+        own += self.p_hi[cells] - self.p_lo[cells]
+        return own
+
+
 @dataclass
 class Smoother:
     """One training set's NW smoother on its final grid (``tables``), located on the
@@ -133,6 +191,7 @@ class Smoother:
     below: np.ndarray
     above: np.ndarray
     extremes: dict = field(default=None, repr=False)
+    paper: PaperTables = field(default=None, repr=False)  # the published Lemma 6
 
     @property
     def shift(self):
@@ -202,13 +261,19 @@ class Smoother:
         return eta
 
     def residuals_and_smoothing(self, b1, b2, x):
-        """``|s - eta_hat|``, ``g`` (Lemma 6 expanded at the query) and the number of
-        fallback queries at ``x``."""
+        """``|s - eta_hat|``, ``g`` (Lemma 6 expanded at the query, or as published
+        with its own-cell bound when the smoother has ``paper`` tables) and the number
+        of fallback queries at ``x``."""
         x = np.asarray(x, dtype=np.float64)
         q = self.table_cells(x)
         mean_score, const = _query_tables(self.tables, b2)
         d = mean_score[q] - x
-        g = b1 * np.abs(d) + 0.5 * b2 * d * d + const[q]
+        with np.errstate(invalid="ignore"):
+            if self.paper is None:
+                first = np.abs(d)
+            else:
+                first = self.paper.first_moment(q, x - bin_centres(self.n_bins)[q])
+            g = b1 * first + 0.5 * b2 * d * d + const[q]
         r = np.abs(self.tables.eta[q] - x)
         f = np.flatnonzero(self.tables.A0[q] <= 0.0)
         if f.size:
@@ -222,21 +287,23 @@ def _query_tables(tables, b2):
         return tables.m1 + bin_centres(tables.n_bins), tables.constant(b2)
 
 
-def fit_smoother(training, fine_bins, m, candidates, tempering, b1, b2):
+def fit_smoother(training, fine_bins, m, candidates, tempering, b1, b2, paper=False):
     """The smoother of one training set from its fine-grid :class:`BinStats`:
     bandwidth by the label-free search among ``candidates``, then its tables."""
     pyramid = Pyramid(training)
     h = choose_bandwidth(pyramid, candidates, tempering, b1, b2)
-    return smoother_at(pyramid, h, fine_bins, m, tempering)
+    return smoother_at(pyramid, h, fine_bins, m, tempering, paper=paper)
 
 
-def smoother_at(pyramid, bandwidth, fine_bins, m, tempering, n_bins=None):
-    """The smoother with a given bandwidth (grid: ``grid_size`` unless given)."""
+def smoother_at(pyramid, bandwidth, fine_bins, m, tempering, n_bins=None, paper=False):
+    """The smoother with a given bandwidth (grid: ``grid_size`` unless given); with
+    ``paper``, the tables of the published Lemma 6 too."""
     G = min(n_bins or grid_size(bandwidth), fine_bins)
     stats = pyramid.at(G)
     tables = HPTables.from_stats(stats, bandwidth, tempering)
     below, above = occupied_neighbours(pyramid.at(fine_bins).count)
-    return Smoother(tables, fine_bins, int(m), below, above)
+    extra = PaperTables.from_stats(stats, tables) if paper else None
+    return Smoother(tables, fine_bins, int(m), below, above, paper=extra)
 
 
 # ---------------------------------------------------------------------------- pass 2
@@ -260,7 +327,7 @@ class EvaluationSums:
     """Pass 2's mergeable result for every split at once."""
 
     residuals: np.ndarray  # per split: sums of r - shift and of its square, (k, 2)
-    smoothing: np.ndarray  # sum of min(g, 1) per split
+    smoothing: np.ndarray  # per split: sums of min(g, 1) and of its square, (k, 2)
     per_cell: np.ndarray  # kernel queries per table cell (all splits' tables, stacked)
     fallback: tuple  # (scores, split) of the fallback queries, kept for the end
     extremes: dict  # per (group, needed cell): hi, hi_count, hi_pos, lo, lo_count, lo_pos
@@ -323,6 +390,8 @@ class Plan:
     const: np.ndarray = field(init=False)
     kernel: np.ndarray = field(init=False)
     shift: np.ndarray = field(init=False)
+    centre: np.ndarray = field(init=False)
+    paper: PaperTables = field(init=False)  # stacked, when the smoothers have them
 
     def __post_init__(self):
         sizes = [s.tables.n_bins for s in self.smoothers] or [0]
@@ -337,6 +406,15 @@ class Plan:
         set_("const", stack(p[1] for p in parts))
         set_("kernel", stack(t.A0 for t in tables) > 0.0)
         set_("shift", np.array([residual_shift(t) for t in tables] or [0.0]))
+        set_("centre", stack(bin_centres(t.n_bins) for t in tables))
+        papers = [s.paper for s in self.smoothers]
+        paper = None
+        if papers and papers[0] is not None:
+            paper = PaperTables(*(
+                stack(getattr(p, f.name) for p in papers)
+                for f in dataclasses.fields(PaperTables)
+            ))
+        set_("paper", paper)
         if self.needed is None:
             set_("needed", np.empty(0, dtype=np.intp))
 
@@ -368,7 +446,7 @@ class Plan:
         zeros = np.zeros(size)
         return EvaluationSums(
             np.zeros((k, 2)),
-            np.zeros(k),
+            np.zeros((k, 2)),
             np.zeros(self.eta.shape[0]),
             (np.empty(0), np.empty(0, dtype=np.intp)),
             {"hi": -inf, "lo": inf.copy(), "hi_count": zeros, "hi_pos": zeros.copy(),
@@ -456,7 +534,10 @@ def _evaluate_block(plan, s, groups, keys):
         s, sp, idx = s[kernel], sp[kernel], idx[kernel]
     d = plan.mean_score[idx]
     d -= s
-    g = np.abs(d)
+    if plan.paper is None:
+        g = np.abs(d)
+    else:
+        g = plan.paper.first_moment(idx, s - plan.centre[idx])
     g *= plan.b1
     d *= d
     d *= 0.5 * plan.b2
@@ -466,9 +547,12 @@ def _evaluate_block(plan, s, groups, keys):
     r = plan.eta[idx]
     r -= s
     np.abs(r, out=r)
+    smoothing = np.empty((k, 2))
+    smoothing[:, 0] = np.bincount(sp, weights=g, minlength=k)
+    smoothing[:, 1] = np.bincount(sp, weights=np.square(g, out=g), minlength=k)
     return (
         _shifted_sums(r, sp, plan.shift, k),
-        np.bincount(sp, weights=g, minlength=k),
+        smoothing,
         idx,
         fallback,
     )
@@ -492,7 +576,7 @@ def finish_split(plan, k, sums, smoother):
     """The statistics of split ``k``'s certificate: ``n``, residual moments,
     ``smoothing_mean``, ``sum_c_squared`` and ``n_fallback``."""
     residuals = sums.residuals[k].copy()
-    g_sum = float(sums.smoothing[k])
+    g_sum, g2_sum = (float(x) for x in sums.smoothing[k])
     tables = smoother.tables
     start = plan.offsets[k]
     per_cell = sums.per_cell[start : start + tables.n_bins]
@@ -503,7 +587,9 @@ def finish_split(plan, k, sums, smoother):
         eta_f, g_f, blocks = smoother.fallback(fb_scores, plan.b1, plan.b2)
         x = np.abs(eta_f - fb_scores) - plan.shift[k]
         residuals += (float(np.sum(x)), float(np.dot(x, x)))
-        g_sum += float(np.sum(np.minimum(g_f, 1.0)))
+        g_f = np.minimum(g_f, 1.0)
+        g_sum += float(np.sum(g_f))
+        g2_sum += float(np.dot(g_f, g_f))
         n += fb_scores.size
     mean = residuals[0] / n
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -524,6 +610,7 @@ def finish_split(plan, k, sums, smoother):
             float(plan.shift[k] + mean), max(float(residuals[1] / n - mean * mean), 0.0)
         ),
         "smoothing_mean": g_sum / n,
+        "smoothing_moments": (g_sum / n, max(g2_sum / n - (g_sum / n) ** 2, 0.0)),
         "sum_c_squared": c2,
         "n_fallback": int(fb_scores.size),
     }
@@ -596,7 +683,7 @@ class GridFit:
 
 def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
                min_train=1, cap_of=None, key_seed=None, refit_bandwidth=None,
-               check=None, check_counts=None):
+               check=None, check_counts=None, paper=False):
     """Run both passes of ``design`` over ``source``.
 
     Parameters
@@ -612,6 +699,9 @@ def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
     check, check_counts : callable or None
         Called on every chunk's scores in pass 1, and on the fine grid's counts of
         all rows after it (the tie check of ``h``).
+    paper : bool
+        Lemma 6 as published (with its own-cell bound, :class:`PaperTables`) instead
+        of expanded at the query.
     """
     cap = None if cap_of is None else cap_of(getattr(source, "n_samples", None))
     p1 = source.map_reduce(
@@ -634,14 +724,14 @@ def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
             )
         training = sums.training(train, total)
         smoothers.append(
-            fit_smoother(training, fine_bins, m, candidates(m), tempering, b1, b2)
+            fit_smoother(training, fine_bins, m, candidates(m), tempering, b1, b2, paper)
         )
     refit = None
     if refit_bandwidth is not None:
         h = refit_bandwidth(n_samples, [(s.bandwidth, s.n_train) for s in smoothers])
         refit = smoother_at(
             Pyramid(total), h, fine_bins, sum(group_sizes), tempering,
-            n_bins=grid_size(h),
+            n_bins=grid_size(h), paper=paper,
         )
         refit.n_train = n_samples
     thresholds = None
