@@ -1,54 +1,26 @@
 """The grid NW smoother against a slow, obviously correct loop over every training point.
 
-The reference computes, one query at a time, the weights the fast path uses (the
-tempered Epanechnikov kernel at the offset between the query's bin and each training
-point's bin, nearest-neighbour fallback when none is positive) and then every sum of
-Lemma 6 from the actual scores. The fast path must agree to 1e-9 relative on each of
-``eta_hat``, ``sum w |d|``, ``sum w d**2`` and ``sum w**2`` (isolated through the
-choice of ``b1, b2`` in ``g_T``), in both of its forms: arbitrary queries against a
-training sample (``predict``/``score``) and the complement of a validation fold
-(cross-fitting).
-
-The grid of the high-probability certificate (``_surrogates/_nw_hp.py``, SPEC sections
-10 and 12) is checked the same way: its cell sums against a direct computation, and the
-statistics of a fold (``r``, ``min(g, 1)`` with Lemma 6 expanded at the query, ``C2 =
-sum_i c_i**2`` with ``c_i`` the mean weight of training point ``i`` over the queries,
-the fallback count) against the weights built one query at a time.
+The grid of both certificates (``_surrogates/_nw_hp.py`` and ``_nw_grid.py``, SPEC
+sections 4, 10 and 12) is checked against weights built one query at a time (the
+tempered Epanechnikov kernel at the offset between the query's cell and each training
+point's cell, nearest-neighbour fallback when none is positive): its cell sums against
+a direct computation, and the statistics of a fold (``r``, ``min(g, 1)`` with Lemma 6
+expanded at the query or as published, ``C2 = sum_i c_i**2`` with ``c_i`` the mean
+weight of training point ``i`` over the queries, the fallback count) from the two
+passes over the rows. In the published form the distances to the training points of
+the query's own cell (one weight ``w_0``) are bounded by Cauchy-Schwarz, ``w_0
+sqrt(N_c sum d**2)``, as the module does to stay mergeable.
 """
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-import skcalbound._surrogates._nw as nw_module
 import skcalbound._surrogates._nw_hp as nw_hp
-from skcalbound._splitting import SortedSample
-from skcalbound._surrogates._nw import BinnedSample
+from skcalbound._chunks import ArraySource
+from skcalbound._splitting import GroupDesign
+from skcalbound._surrogates import _nw_grid
 from skcalbound._terms import nw_bound_terms, nw_plugin_bandwidth
-
-
-def _reference(scores, labels, query, bandwidth, tempering, G):
-    """``(eta, sum w|d|, sum w d**2, sum w**2)`` for one query, one point at a time."""
-    qb = min(int(query * G), G - 1)
-    weights = []
-    for s in scores:
-        u = (qb - min(int(s * G), G - 1)) / (G * bandwidth)
-        weights.append(max(1.0 - u * u, 0.0) ** tempering if abs(u) < 1 else 0.0)
-    w = np.array(weights)
-    if w.sum() == 0:
-        dist = np.abs(scores - query)
-        w = (dist == dist.min()).astype(float)
-    w = w / w.sum()
-    d = query - scores
-    return w @ labels, w @ np.abs(d), w @ (d * d), w @ w
-
-
-# (b1, b2) -> g_T isolates one sum (plus the sqrt(sum w**2) / 2 part).
-PROBES = [(0.0, 0.0), (1.0, 0.0), (0.0, 2.0), (32.0, 6144.0)]
-
-
-def _g(ref, b1, b2):
-    return b1 * ref[1] + 0.5 * b2 * ref[2] + 0.5 * np.sqrt(ref[3])
 
 
 CASES = {
@@ -68,84 +40,6 @@ def _data(case, seed=0):
     scores = np.sort(np.clip(CASES[case](rng), 0, 1))
     labels = (rng.uniform(size=scores.size) < 0.4).astype(np.uint8)
     return rng, scores, labels
-
-
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("tempering", [1.0, 1.2])
-@pytest.mark.parametrize("bandwidth, G", [(0.01, 2**10), (0.05, 2**8), (0.003, 2**12)])
-@pytest.mark.parametrize("chunk", [None, 5])
-def test_queries_against_a_training_sample_match_the_reference(
-    case, tempering, bandwidth, G, chunk, monkeypatch
-):
-    if chunk is not None:  # the sample is built in chunks of whole bins; atoms > chunk
-        monkeypatch.setattr(nw_module, "_CHUNK", chunk)
-    rng, scores, labels = _data(case)
-    sample = BinnedSample.from_sorted(scores, labels, G)
-    tables = sample.tables(bandwidth, tempering)
-    queries = np.concatenate([rng.uniform(size=60), scores[::9], [0.0, 1.0, 0.3]])
-    refs = [_reference(scores, labels.astype(float), q, bandwidth, tempering, G)
-            for q in queries]
-    eta = sample.eta(tables, queries)
-    assert_allclose(eta, [r[0] for r in refs], rtol=1e-9, atol=1e-300)
-    for b1, b2 in PROBES:
-        residual, g, _ = sample.residuals_and_smoothing(tables, b1, b2, queries)
-        assert_allclose(residual, np.abs(eta - queries), rtol=1e-15, atol=0)
-        assert_allclose(g, [_g(r, b1, b2) for r in refs], rtol=1e-9, atol=0,
-                        err_msg=f"b1={b1}, b2={b2}")
-
-
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("tempering", [1.0, 1.2])
-@pytest.mark.parametrize("bandwidth, G", [(0.01, 2**10), (0.003, 2**12)])
-@pytest.mark.parametrize("subsample", [False, True])
-@pytest.mark.parametrize("chunk", [None, 7])
-def test_complement_fold_matches_the_reference(
-    case, tempering, bandwidth, G, subsample, chunk, monkeypatch
-):
-    if chunk is not None:  # queries are processed in chunks: check the seams
-        monkeypatch.setattr(nw_module, "_QUERY_CHUNK", chunk)
-    rng, scores, labels = _data(case, seed=1)
-    sample = BinnedSample.from_sorted(scores, labels, G)
-    validation = np.sort(rng.choice(scores.size, scores.size // 4, replace=False))
-    train = np.setdiff1d(np.arange(scores.size), validation)
-    evaluate = np.sort(rng.choice(validation.size, 37, replace=False)) if subsample else None
-    queries = scores[validation] if evaluate is None else scores[validation[evaluate]]
-    refs = [_reference(scores[train], labels[train].astype(float), q, bandwidth, tempering, G)
-            for q in queries]
-    for b1, b2 in PROBES:
-        chunks = []
-
-        def sink(residual, g):
-            chunks.append((residual.copy(), g.copy()))
-
-        tables, _ = sample.complement_fold(
-            validation, bandwidth, tempering, b1, b2, sink, evaluate=evaluate
-        )
-        assert tables.bandwidth == bandwidth
-        residual, g = (np.concatenate(part) for part in zip(*chunks))
-        assert_allclose(residual, [abs(r[0] - q) for r, q in zip(refs, queries)],
-                        rtol=1e-9, atol=1e-15)
-        assert_allclose(g, [_g(r, b1, b2) for r in refs], rtol=1e-9, atol=0,
-                        err_msg=f"b1={b1}, b2={b2}")
-
-
-def test_nearest_neighbour_fallback_uses_both_equidistant_blocks():
-    # Dyadic scores, so that "equidistant" holds in floating point; the kernel reaches
-    # one bin only (bandwidth 1/G), so every query below falls back.
-    scores = np.array([0.125, 0.125, 0.125, 0.5, 0.875, 0.875])
-    labels = np.array([0, 1, 1, 0, 1, 0], dtype=np.uint8)
-    G = 1024
-    sample = BinnedSample.from_sorted(scores, labels, G)
-    tables = sample.tables(1.0 / G, 1.0)
-    queries = np.array([0.3125, 0.6875, 0.0, 0.25])
-    residual, g, n_fallback = sample.residuals_and_smoothing(tables, 1.0, 0.0, queries)
-    assert n_fallback == 4
-    # 0.3125 is equidistant from 0.125 (three points) and 0.5 (one): four points.
-    eta = np.array([2 / 4, 1 / 3, 2 / 3, 2 / 3])
-    d = np.array([0.1875, 0.1875, 0.125, 0.125])
-    assert_allclose(residual, np.abs(eta - queries), rtol=1e-15)
-    assert_allclose(g, d + 0.5 * np.sqrt([1 / 4, 1 / 3, 1 / 3, 1 / 3]), rtol=1e-15)
-    assert_allclose(sample.eta(tables, queries), eta, rtol=1e-15)
 
 
 def test_plugin_bandwidth_solves_appendix_e_equation():
@@ -178,29 +72,6 @@ def test_bound_terms_by_hand():
                     np.sqrt(2 * gt.var() * L / 4) + 3 * R * L / 4, rtol=1e-14)
 
 
-@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
-def test_chunked_evaluation_gives_the_same_bound(guarantee, monkeypatch):
-    # Means and variances are accumulated chunk by chunk around a shift; with many
-    # chunks they must equal the one-chunk (two-pass) values. Each mode has its own
-    # evaluation loop.
-    from skcalbound import NWCalibrationBound
-
-    module = nw_hp if guarantee == "high_probability" else nw_module
-    rng = np.random.default_rng(3)
-    s = rng.uniform(size=3000)
-    y = rng.uniform(size=3000) < s**2
-    params = dict(b1=2.0, b2=2.0, guarantee=guarantee, random_state=0)
-    one = NWCalibrationBound(**params).fit(s, y)
-    monkeypatch.setattr(module, "_QUERY_CHUNK", 37)
-    many = NWCalibrationBound(**params).fit(s, y)
-    for name, value in one.terms_.items():
-        assert_allclose(many.terms_[name], value, rtol=1e-12, err_msg=name)
-    # Not only the constant part of the Bernstein term (delta_fold = 0.01, split in
-    # two or three).
-    d = 0.01 / (3 if guarantee == "high_probability" else 2)
-    assert one.terms_["bernstein_residual"] > 3 * np.log(3 / d) / 600
-
-
 # ----------------------------------------------------------------------------------
 # The grid of the high-probability certificate
 # ----------------------------------------------------------------------------------
@@ -218,26 +89,31 @@ def test_hp_grid_size(bandwidth, G, G16):
 @pytest.mark.parametrize("case", list(CASES))
 def test_hp_cell_sums_and_their_coarsenings(case):
     _, scores, labels = _data(case, seed=2)
-    fine = nw_hp.grid_stats(scores, labels, 2**12)
-    pyramid = nw_hp.Pyramid(fine)
+    def cell_sums(G):
+        groups = np.zeros(scores.size, dtype=np.intp)
+        return _nw_grid.cell_sums(scores, labels.astype(float), groups, 1, G).group(0)
+
+    pyramid = nw_hp.Pyramid(cell_sums(2**12))
     for G in (2**12, 2**9, 2**4):
         cells = np.minimum(np.floor(scores * G).astype(int), G - 1)
         t = scores - (cells + 0.5) / G
         direct = [np.bincount(cells, weights=w, minlength=G)
                   for w in (np.ones_like(scores), labels.astype(float), t, t * t)]
-        for stats in (nw_hp.grid_stats(scores, labels, G), pyramid.at(G)):
+        for stats in (cell_sums(G), pyramid.at(G)):
             got = [stats.count, stats.positives, stats.s1, stats.s2]
             for name, a, b in zip(["count", "positives", "s1", "s2"], got, direct):
                 assert_allclose(a, b, rtol=1e-13, atol=1e-15, err_msg=f"G={G} {name}")
 
 
-def _hp_reference(scores, labels, queries, bandwidth, tempering, G, b1, b2):
-    """Mean and population variance of ``r``, mean of ``min(g, 1)``, ``C2`` and the
-    fallback count, from the weight of every training point at every query."""
+def _hp_reference(scores, labels, queries, bandwidth, tempering, G, b1, b2, paper=False):
+    """Mean and population variance of ``r``, mean and population variance of ``min(g,
+    1)``, ``C2`` and the fallback count, from the weight of every training point at
+    every query."""
     cells = np.minimum(np.floor(scores * G), G - 1)
     W, r, g, n_fallback = [], [], [], 0
     for q in queries:
-        u = (min(np.floor(q * G), G - 1) - cells) / (G * bandwidth)
+        q_cell = min(np.floor(q * G), G - 1)
+        u = (q_cell - cells) / (G * bandwidth)
         w = np.where(np.abs(u) < 1, np.maximum(1 - u * u, 0.0) ** tempering, 0.0)
         offsets = scores - q
         fallback = w.sum() == 0
@@ -245,45 +121,61 @@ def _hp_reference(scores, labels, queries, bandwidth, tempering, G, b1, b2):
             w = (np.abs(offsets) == np.abs(offsets).min()).astype(float)
             n_fallback += 1
         w /= w.sum()
-        # Lemma 6 expanded at the query; at a fallback query the library keeps b1 d.
-        first = w @ np.abs(offsets) if fallback else abs(w @ offsets)
+        # Lemma 6 expanded at the query, or as published with the own cell by
+        # Cauchy-Schwarz; at a fallback query the library keeps b1 d.
+        if fallback:
+            first = w @ np.abs(offsets)
+        elif paper:
+            own = cells == q_cell
+            first = w[~own] @ np.abs(offsets[~own])
+            if own.any():
+                first += w[own][0] * np.sqrt(own.sum() * (offsets[own] @ offsets[own]))
+        else:
+            first = abs(w @ offsets)
         g.append(b1 * first + 0.5 * b2 * (w @ offsets**2) + 0.5 * np.sqrt(w @ w))
         r.append(abs(w @ labels - q))
         W.append(w)
     r = np.array(r)
+    g = np.minimum(g, 1.0)
     c = np.mean(W, axis=0)
-    return r.mean(), r.var(), np.minimum(g, 1.0).mean(), np.sum(c * c), n_fallback
+    return r.mean(), r.var(), g.mean(), g.var(), np.sum(c * c), n_fallback
 
 
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("tempering", [1.0, 1.2])
 @pytest.mark.parametrize("bandwidth", [0.01, 0.05, 0.003])
-@pytest.mark.parametrize("chunk", [None, 7])
-def test_hp_fold_statistics_match_the_reference(case, tempering, bandwidth, chunk,
-                                                monkeypatch):
-    if chunk is not None:  # queries are processed in chunks: check the seams
-        monkeypatch.setattr(nw_hp, "_QUERY_CHUNK", chunk)
+@pytest.mark.parametrize("paper", [False, True], ids=["expanded", "published"])
+def test_fold_statistics_match_the_reference(case, tempering, bandwidth, paper):
     rng, scores, labels = _data(case, seed=3)
     G = nw_hp.grid_size(bandwidth)
-    queries = np.sort(np.concatenate([rng.uniform(size=60), scores[::9], [0.0, 1.0, 0.3]]))
-    tables = nw_hp.HPTables.from_stats(
-        nw_hp.grid_stats(scores, labels, G), bandwidth, tempering
-    )
-    fallback = nw_hp.Fallback(SortedSample(order=None, scores=scores, labels=labels))
-
-    def below(idx):
-        return np.searchsorted(scores, queries[idx], side="left")
-
+    queries = np.concatenate([rng.uniform(size=60), scores[::9], [0.0, 1.0, 0.3]])
+    # The two passes over training rows (group 0) and queries (group 1), in blocks.
+    rows = np.concatenate([scores, queries])
+    ids = np.repeat([0, 1], [scores.size, queries.size])
+    y = np.concatenate([labels, np.zeros(queries.size)]).astype(float)
     for b1, b2 in [(1.0, 2.0), (32.0, 6144.0)]:
-        got = nw_hp.evaluate(tables, b1, b2, queries, fallback, below)
-        mean_r, var_r, mean_g, C2, n_fallback = _hp_reference(
-            scores, labels.astype(float), queries, bandwidth, tempering, G, b1, b2
+        fit = _nw_grid.fit_design(
+            ArraySource(rows, y), GroupDesign(2, ((1, (0,)),), ids=ids), fine_bins=G,
+            candidates=lambda m: (bandwidth,), tempering=tempering, b1=b1, b2=b2,
+            paper=paper,
+        )
+        ((smoother, got),) = fit.splits
+        assert smoother.n_bins == G and smoother.bandwidth == bandwidth
+        mean_r, var_r, mean_g, var_g, C2, n_fallback = _hp_reference(
+            scores, labels.astype(float), queries, bandwidth, tempering, G, b1, b2, paper
         )
         label = f"b1={b1}, b2={b2}"
         assert got["n"] == queries.size and got["n_fallback"] == n_fallback, label
         assert_allclose(got["residual_moments"], [mean_r, var_r], rtol=1e-12, atol=1e-15,
                         err_msg=label)
-        assert_allclose(got["smoothing_mean"], mean_g, rtol=1e-12, err_msg=label)
+        # The published form's own-cell sum of squares, N e**2 - 2 e s1 + s2, is a
+        # difference of cell sums: where the cell's points coincide with the query
+        # (ties) it keeps ~1e-16 of its terms, ~1e-8 of the own-cell term after the
+        # square root, ~1e-11 of g.
+        rtol = 1e-10 if paper else 1e-12
+        assert_allclose(got["smoothing_mean"], mean_g, rtol=rtol, err_msg=label)
+        assert_allclose(got["smoothing_moments"], [mean_g, var_g], rtol=1e-9,
+                        atol=1e-15, err_msg=label)
         assert_allclose(got["sum_c_squared"], C2, rtol=1e-12, err_msg=label)
     if case == "gaps":
         assert n_fallback > 10  # the fallback, and its weights in C2, are exercised

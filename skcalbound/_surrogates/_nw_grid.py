@@ -49,7 +49,9 @@ _BLOCK = 2**16
 
 
 def cell_offsets(scores, cells, n_bins, out=None):
-    """Offsets ``s - c_b`` from the cell centres, exactly (see ``_nw_hp.grid_stats``)."""
+    """Offsets ``s - c_b`` from the cell centres, exactly: with ``G`` a power of two,
+    ``u = s G`` is exact, ``u - b`` is exact (Sterbenz: ``b <= u <= b + 1``) and so are
+    ``- 1/2`` and ``/ G``."""
     t = np.multiply(scores, n_bins, out=out)
     t -= cells
     t -= 0.5

@@ -27,13 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._nw import BinStats, _kernel, _nearest_neighbour, bin_centres, bin_of
+from ._nw import BinStats, _kernel
 
 _FINAL_BINS_PER_BANDWIDTH = 64
 _SEARCH_BINS_PER_BANDWIDTH = 4
 _MAX_BINS = 2**20
-# Queries per chunk of the per-point arithmetic (arrays that stay in cache).
-_QUERY_CHUNK = 2**15
 # The label-free bandwidth grid: h_plugin * 2**(k / 2), k = -4 .. 8 (SPEC section 12).
 SEARCH_EXPONENTS = tuple(k / 2.0 for k in range(-4, 9))
 BANDWIDTH_LIMITS = (1e-4, 0.5)
@@ -45,32 +43,6 @@ def grid_size(bandwidth, bins_per_bandwidth=_FINAL_BINS_PER_BANDWIDTH):
     target = bins_per_bandwidth / bandwidth
     exponent = max(4, math.ceil(math.log2(target)))
     return 1 << min(exponent, 20)
-
-
-def grid_stats(scores, labels, n_bins):
-    """Per-cell count, positives and sums of offsets ``t = s - c_b`` and ``t**2``.
-
-    ``scores`` sorted, so each cell's points are contiguous and sums are ``reduceat``
-    over runs. The offsets are exact: with ``G`` a power of two, ``u = s G`` is exact,
-    ``u - b`` is exact (Sterbenz: ``b <= u <= b + 1``) and so are ``- 1/2`` and ``/ G``.
-    """
-    G = n_bins
-    u = np.multiply(scores, G)
-    cells = u.astype(np.intp)
-    np.minimum(cells, G - 1, out=cells)
-    count = np.bincount(cells, minlength=G)
-    u -= cells
-    u -= 0.5
-    u *= 1.0 / G  # t, exactly
-    stats = [np.zeros(G) for _ in range(3)]
-    occupied = np.flatnonzero(count)
-    if occupied.size:
-        at = (np.cumsum(count) - count)[occupied]
-        stats[0][occupied] = np.add.reduceat(labels, at, dtype=np.float64)
-        stats[1][occupied] = np.add.reduceat(u, at)
-        np.square(u, out=u)
-        stats[2][occupied] = np.add.reduceat(u, at)
-    return BinStats(count.astype(np.float64), *stats)
 
 
 def coarsen(stats, factor):
@@ -108,8 +80,9 @@ class Pyramid:
 
 
 def _conv(x, v):
-    # Direct convolution (see KernelTables.from_stats in _nw): rounding relative to
-    # each output, not to the largest cell.
+    # Direct convolution, not an FFT: rounding relative to each output, not to the
+    # largest cell (a cell next to 10**7 points must keep the digits of a cell next
+    # to ten).
     G = x.shape[0]
     return np.convolve(x, v)[(v.shape[0] - 1) // 2 :][:G]
 
@@ -202,140 +175,3 @@ def choose_bandwidth(pyramid, candidates, tempering, b1, b2):
     neighbours = [i for i in (best - 1, best + 1) if 0 <= i < len(candidates)]
     best = min([best, *neighbours], key=lambda i: (objective(i), i))
     return float(candidates[best])
-
-
-class _Sums:
-    """Sums over the evaluated queries: count, ``r - shift``, its square, ``min(g, 1)``,
-    and the query count per grid cell of the non-fallback queries."""
-
-    def __init__(self, n_bins):
-        self.n = 0
-        self.shift = None
-        self.r = 0.0
-        self.r2 = 0.0
-        self.g = 0.0
-        self.per_cell = np.zeros(n_bins)
-
-    def add(self, r, g):
-        if self.shift is None:
-            self.shift = float(np.mean(r))
-        np.minimum(g, 1.0, out=g)
-        self.g += float(np.sum(g))
-        r -= self.shift
-        self.r += float(np.sum(r))
-        self.r2 += float(np.dot(r, r))
-        self.n += r.shape[0]
-
-    def residual_moments(self):
-        mean = self.r / self.n
-        return self.shift + mean, max(self.r2 / self.n - mean * mean, 0.0)
-
-
-@dataclass(frozen=True)
-class Fallback:
-    """What the nearest-neighbour fallback needs: the training points as the sorted
-    ``sample`` minus the sorted positions ``validation`` (``None``: all of it), and,
-    per query, the number of training scores below it (``below``, a callable of the
-    query positions in the evaluated set)."""
-
-    sample: object
-    validation: np.ndarray = None
-
-    def __call__(self, queries, below, b1, b2):
-        if self.validation is None:
-            return _nearest_neighbour(self.sample, queries, below, b1, b2, return_blocks=True)
-        v = self.validation
-        return _nearest_neighbour(
-            self.sample, queries, below, b1, b2, v, self.sample.labels[v],
-            v - np.arange(v.shape[0]), return_blocks=True,
-        )
-
-
-def evaluate(tables, b1, b2, queries, fallback, below):
-    """The statistics of the certificate at sorted ``queries``.
-
-    Parameters
-    ----------
-    tables : HPTables
-        Of the training set, on its final grid.
-    b1, b2 : float
-    queries : ndarray
-        Evaluated validation scores, sorted (the statistics are sums, so any caller
-        can sort them).
-    fallback : Fallback
-        The training set, for queries with no training point within the kernel.
-    below : callable
-        ``below(idx)``: number of training scores below ``queries[idx]`` (only called
-        for fallback queries).
-
-    Returns
-    -------
-    dict
-        ``n``, ``residual_moments`` (mean and population variance of
-        ``|eta_hat - s|``), ``smoothing_mean`` (mean of ``min(g, 1)``, Lemma 6 at the
-        query), ``sum_c_squared`` (``C2``) and ``n_fallback``.
-    """
-    G = tables.n_bins
-    kernel_cell = tables.A0 > 0.0  # else every query of the cell falls back
-    with np.errstate(invalid="ignore"):
-        # Per cell: the weighted mean training score (s' - it = offset - m1 - ...),
-        # and the part of g that does not depend on the query's position.
-        mean_score = tables.m1 + bin_centres(G)
-        const = tables.constant(b2)
-    sums = _Sums(G)
-    fallback_idx = []
-    fallback_blocks = []
-    # Twenty-odd array operations per point: in chunks that stay in cache.
-    for start in range(0, queries.shape[0], _QUERY_CHUNK):
-        s = queries[start : start + _QUERY_CHUNK]
-        b = bin_of(s, G)
-        d = mean_score.take(b)
-        d -= s  # sum_i w_i (s_i - s')
-        g = np.abs(d)
-        g *= b1
-        d *= d
-        d *= 0.5 * b2
-        g += d
-        g += const.take(b)
-        r = tables.eta.take(b)
-        r -= s
-        np.abs(r, out=r)
-        if not kernel_cell[b[0] : b[-1] + 1].all():  # sorted: the chunk's cells
-            f = np.flatnonzero(~kernel_cell.take(b))
-            eta_f, g[f], blocks = fallback(s[f], below(start + f), b1, b2)
-            r[f] = np.abs(eta_f - s[f])
-            fallback_idx.append(start + f)
-            fallback_blocks.append(blocks)
-        sums.add(r, g)
-    # Queries per cell served by the kernel (cells are all-kernel or all-fallback).
-    edges = np.searchsorted(queries, np.arange(1, G) / G, side="left")
-    per_cell = np.diff(edges, prepend=0, append=queries.shape[0])
-    sums.per_cell = np.where(kernel_cell, per_cell, 0).astype(np.float64)
-    n = sums.n
-    # c_i of a training point in cell b from the kernel queries: (1/n) sum_q
-    # count_q ker(q - b) / A0(q) (the kernel is symmetric).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        load = np.where(sums.per_cell > 0, sums.per_cell / tables.A0, 0.0)
-    c_cell = _conv(load, tables.ker) / n
-    c2 = float(np.dot(tables.count, c_cell * c_cell))
-    n_fallback = 0
-    if fallback_blocks:
-        values, sizes, weights = (
-            np.concatenate([blk[k] for blk in fallback_blocks]) for k in range(3)
-        )
-        n_fallback = sum(idx.shape[0] for idx in fallback_idx)
-        # Every point of a used tie block receives weight/n more: group by block.
-        unique, inverse = np.unique(values, return_inverse=True)
-        extra = np.bincount(inverse.reshape(-1), weights=weights) / n
-        size = np.zeros(unique.shape[0])
-        size[inverse.reshape(-1)] = sizes
-        base = c_cell[bin_of(unique, G)]
-        c2 += float(np.dot(size, extra * (2.0 * base + extra)))
-    return {
-        "n": n,
-        "residual_moments": sums.residual_moments(),
-        "smoothing_mean": sums.g / n,
-        "sum_c_squared": c2,
-        "n_fallback": n_fallback,
-    }
-
