@@ -5,20 +5,19 @@
 A bound plugs in through a small picklable *method* object (see ``_BoundMethod``).
 """
 
+from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import ClassifierTags, check_random_state
-from joblib import effective_n_jobs
-from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from ._certificate import build_certificate
 from ._compat import Interval, StrOptions, _fit_context
 from ._result import FoldResult, aggregate_folds
 from ._chunks import ArraySource, DaskSource, IterableSource, check_random_seed, is_dask_collection
-from ._splitting import check_enough_rows, row_folds, DataOrder, GroupDesign, SortedSample, make_folds, shuffle_ties
+from ._splitting import DataOrder, GroupDesign, check_enough_rows, make_folds, row_folds
 from ._validation import (
     check_held_out_labels,
     check_scores,
@@ -30,104 +29,149 @@ from ._validation import (
 
 
 class _BoundMethod:
-    """Interface of the per-bound method objects (frozen dataclasses in subclasses).
+    """The hooks of one bound (frozen dataclasses in subclasses).
 
-    The default :meth:`fit_folds` gathers each fold's training data, calls :meth:`fit`
-    and then :meth:`fold_terms` on the validation scores; a method whose surrogate can
-    be computed more cheaply from the whole sorted sample overrides it.
+    Every bound is computed the same way, by :func:`cross_fit`: for each design of
+    cross-fitting splits (``_splitting.GroupDesign``), :meth:`passes` reads the rows of
+    a source (``_chunks``) and returns, per split, the statistics of its certificate
+    (sums over the validation rows given the training rows) and a few facts about it;
+    :meth:`fold_terms` turns one split's statistics into its terms at a level
+    ``delta`` (closed form); :func:`fold_result` builds every :class:`FoldResult` from
+    them; :meth:`surrogate` gives the smoother on all rows (``predict``, ``score``);
+    :meth:`held_out` the statistics of that smoother on held-out scores.
 
     Attributes
     ----------
     min_train : int
-        Fewest training points a fold may have.
+        Fewest training points a split may have.
+    mergeable : bool
+        Whether :meth:`passes` runs on any source (chunks, Dask: sums that merge by
+        addition); if not, it needs the rows in memory, and ``unmergeable_reason``
+        and ``unmergeable_alternative`` say why and what to use.
+    level_free : bool
+        Whether the statistics do not depend on ``delta``, so that a fitted bound can
+        be recomputed at another level without refitting (``interval_at``).
     """
 
     min_train = 2
-    # Whether the bound runs on mergeable statistics (``fit_mergeable``: chunks, Dask,
-    # no sort); if not, why it cannot run on data that is not in one place, and what
-    # to use instead.
     mergeable = False
+    level_free = True
     unmergeable_reason = " needs all the rows in memory"
     unmergeable_alternative = "load the data as arrays, or use NWCalibrationBound."
 
-    def fit(self, sorted_scores, sorted_labels, delta, *, out=None):
-        """Fit the surrogate on training data in stable score order.
+    def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
+        """A :class:`Passes` of ``design`` over ``source``.
 
-        ``sorted_labels`` are float64 zeros and ones; ``out``, when given, is a float64
-        scratch buffer of the same length the method may write to.
+        ``delta`` is the level of one split (only a method that is not ``level_free``
+        reads it); ``key_seed`` the one int drawn from ``random_state`` in ``fit``
+        (row keys of subsamples, tie orders); ``check`` is called on every chunk's
+        scores and ``check_counts`` on per-cell counts of all rows (the tie check of
+        ``h``).
         """
         raise NotImplementedError
 
-    def fold_terms(self, surrogate, scores, delta, *, is_sorted):
-        """Return ``(terms, info, estimate)`` for validation ``scores``.
-
-        ``is_sorted`` says the scores are nondecreasing (cross-fitting passes them in
-        sorted order; ``score`` in data order).
-        """
+    def fold_terms(self, statistics, delta):
+        """The :class:`FoldTerms` of one split's ``statistics`` at ``delta``."""
         raise NotImplementedError
 
-    def fit_folds(self, sample, folds, delta):
-        """Fit on each fold's training part and bound on its validation part."""
-        workspace = _Workspace(max(int(np.count_nonzero(fold.train)) for fold in folds))
-        results = []
-        for fold in folds:
-            train = np.flatnonzero(fold.train)  # one fold's index array alive at a time
-            scores, labels, out = workspace.training_data(sample, train)
-            surrogate = self.fit(scores, labels, delta, out=out)
-            validation = sample.scores.take(np.flatnonzero(fold.validation))
-            results.append(
-                fold_result(self, surrogate, validation, delta, is_sorted=True)
-            )
-        return results
+    def surrogate(self, passes, folds, source, delta):
+        """The smoother on all rows, at the full level ``delta``, from the
+        :class:`Passes` of every design and the cross-fitted ``folds`` (a method may
+        choose among candidates from them)."""
+        raise NotImplementedError
 
-    def refit(self, sample, delta, folds=()):
-        """The surrogate on all data (what ``predict`` and ``score`` use); ``folds``
-        are the cross-fitted ``FoldResult`` s, for choices a method makes from them."""
-        return self.fit(sample.scores, sample.labels.astype(np.float64), delta)
+    def held_out(self, surrogate, scores):
+        """``(statistics, info)`` of ``surrogate`` on held-out ``scores``."""
+        raise NotImplementedError
 
-    def fitted_attributes(self, surrogate, folds):
-        """Extra fitted attributes of the estimator, by name, from the refit
-        ``surrogate`` and the cross-fitted ``folds`` (a tuple of ``FoldResult``)."""
+    def fitted_attributes(self, surrogate, folds, key_seed):
+        """Extra fitted attributes of the estimator, by name."""
         return {}
 
-    def held_out_result(self, surrogate, scores, delta):
-        """The fixed-split bound of ``surrogate`` on held-out ``scores`` (data order)."""
-        return fold_result(self, surrogate, scores, delta, is_sorted=False)
+
+@dataclass(frozen=True)
+class Passes:
+    """What :meth:`_BoundMethod.passes` gives: per split ``(statistics, info)``, the
+    number of positive labels among the rows, and what :meth:`_BoundMethod.surrogate`
+    needs (``refit``: the method's own)."""
+
+    splits: tuple
+    n_positive: int
+    refit: object = None
+
+
+@dataclass(frozen=True)
+class FoldTerms:
+    """One split at one level: additive ``terms`` (``validation_mean`` first), facts
+    for ``fold_results_`` (``info``), the lower bound when the method chooses it
+    (``lower``, else ``validation_mean`` minus the other terms) and arrays kept out of
+    the frame (``extra``)."""
+
+    terms: dict
+    info: dict = field(default_factory=dict)
+    lower: float = None
+    extra: dict = field(default_factory=dict)
+
+
+def fold_result(method, statistics, delta, info):
+    """The :class:`FoldResult` of one split: the one place fold results are built."""
+    out = method.fold_terms(statistics, delta)
+    head = {k: info[k] for k in ("n_train", "n_validation") if k in info}
+    return FoldResult(
+        terms=out.terms,
+        info={**head, "delta": float(delta), **info, **out.info},
+        estimate=float(out.terms["validation_mean"]),
+        extra={**out.extra, "statistics": statistics, "info": info},
+        lower=out.lower,
+    )
+
+
+def cross_fit(method, source, designs, delta, key_seed, check=None, check_counts=None):
+    """The fold loop of every bound: the passes of each design, a fold result per split
+    at ``delta / n_splits`` (the union bound over the splits), and the smoother on all
+    rows at ``delta``.
+
+    Returns
+    -------
+    results : list of FoldResult
+    surrogate : object
+    n_positive : int
+    """
+    delta_split = delta / sum(len(design.splits) for design in designs)
+    runs, results = [], []
+    for design in designs:
+        run = method.passes(source, design, delta=delta_split, key_seed=key_seed,
+                            check=check, check_counts=check_counts)
+        check_counts = None  # one look at the counts is enough
+        runs.append(run)
+        results.extend(fold_result(method, s, delta_split, i) for s, i in run.splits)
+    surrogate = method.surrogate(tuple(runs), tuple(results), source, delta)
+    return results, surrogate, runs[0].n_positive
 
 
 def interval_at(estimator, alpha):
     """``(lower, upper)`` of a fitted bound recomputed at ``confidence_level = 1 -
     alpha`` (``alpha`` given as such, so that tiny levels keep their digits), without
-    refitting, or ``None`` if its method cannot (its surrogate depends on the level,
-    as TV's does).
+    refitting, or ``None`` if its method cannot (its statistics depend on the level,
+    as TV's surrogate does).
 
     Valid because the fold statistics of NW and Lipschitz do not depend on the level
     (bandwidths, candidates and weights are fixed); each fold is recomputed at its
     share ``alpha / n_splits_`` and aggregated as in ``fit``.
     """
     method = estimator._method()
-    rebound = getattr(method, "rebound", None)
-    if rebound is None:
+    if not method.level_free:
         return None
     delta = alpha / estimator.n_splits_
-    folds = [rebound(fold, delta) for fold in estimator.result_.folds]
+    folds = [
+        fold_result(method, fold.extra["statistics"], delta, fold.extra["info"])
+        for fold in estimator.result_.folds
+    ]
     result = aggregate_folds(folds, estimator.aggregate, 1.0 - alpha, warn=False)
     return result.lower_bound, result.bound
 
 
-def fold_result(method, surrogate, scores, delta, *, is_sorted):
-    """The :class:`FoldResult` of ``method.fold_terms``."""
-    terms, info, estimate = method.fold_terms(surrogate, scores, delta, is_sorted=is_sorted)
-    info = {
-        "n_train": int(surrogate.n_train),
-        "n_validation": int(scores.shape[0]),
-        "delta": float(delta),
-        **info,
-    }
-    return FoldResult(terms=terms, info=info, estimate=float(estimate))
-
-
-class _Workspace:
+class Workspace:
     """Float64 buffers for one fold's training data, reused from fold to fold.
 
     At 10**7 samples a fresh 64 MB array per fold and per vector costs more than the
@@ -150,6 +194,23 @@ class _Workspace:
         labels = self.labels[:m]
         labels[...] = np.take(sample.labels, train, out=self.labels_uint8[:m], mode="clip")
         return scores, labels, self.out[:m]
+
+
+def _tie_checks(h, arrays, n):
+    """``(check, check_counts)`` for :func:`cross_fit`: with ``h`` the scores must look
+    perturbed (not tied). Chunks are checked one by one; arrays in memory only when a
+    cell of pass 1 holds a block of ``max(10, n/1000)`` rows, which a tie block that
+    large fills (look closer only then)."""
+    if h is None:
+        return None, None
+    if arrays is None:
+        return (lambda scores: check_untied_scores(scores, h, is_sorted=False)), None
+
+    def check_counts(counts):
+        if counts.max() >= max(10, -(-n // 1000)):
+            check_untied_scores(arrays[0], h, is_sorted=False)
+
+    return None, check_counts
 
 
 def bound_classes():
@@ -209,12 +270,6 @@ class _BaseCalibrationBound(BaseEstimator):
     def _method(self):
         raise NotImplementedError
 
-    def _check_sorted_scores(self, sorted_scores):
-        """With ``h`` (NW, Lipschitz), the scores must look perturbed: not tied."""
-        h = getattr(self, "h", None)
-        if h is not None:
-            check_untied_scores(sorted_scores, h)
-
     def _score_method(self):
         """The method :meth:`score` uses (fitted state may fix its randomness)."""
         return self._method()
@@ -239,75 +294,60 @@ class _BaseCalibrationBound(BaseEstimator):
         method = self._method()  # hyperparameter consistency, before the data
         warn_if_low_confidence(self.confidence_level)
         if is_dask_collection(X) or is_dask_collection(y):
-            source = DaskSource(y, X, self.pos_label)
-            return self._fit_source(method, source, "Dask input")
+            return self._fit_source(method, DaskSource(y, X, self.pos_label), "Dask input")
         scores, labels, self.classes_ = check_scores_labels(self, X, y, self.pos_label)
-        delta = 1.0 - self.confidence_level
-        random_state = check_random_state(self.random_state)
-        if getattr(method, "mergeable", False):
-            # Mergeable statistics (``_surrogates/_nw_grid``): no sort, folds in data
-            # order, the in-memory pass being the one-source case of chunked input.
-            h = getattr(self, "h", None)
-            n = scores.shape[0]
-            check_counts = None
-            if h is not None:
+        source = ArraySource(scores, labels, self.n_jobs)
+        return self._fit_source(method, source, "arrays", arrays=(scores, labels))
 
-                def check_counts(counts):
-                    # A block of max(10, n/1000) equal scores fills a cell of the grid
-                    # of pass 1 that much: look closer only then.
-                    if counts.max() >= max(10, -(-n // 1000)):
-                        check_untied_scores(scores, h, is_sorted=False)
-
-            seed = check_random_seed(random_state)
-            if self.cv is None or isinstance(self.cv, Integral):
-                # Folds drawn row by row from (seed, row index): the same folds, and so
-                # the same numbers, as fit_chunks and Dask input with this seed.
-                k = 5 if self.cv is None else int(self.cv)
-                check_enough_rows(n, k, method.min_train, type(self).__name__)
-                designs = [
-                    GroupDesign.partition(k, ids=row_folds(seed, 0, n, k).astype(np.intp))
-                ]
-            else:
-                folds = make_folds(
-                    self.cv, random_state, DataOrder(n), method.min_train,
-                    type(self).__name__,
-                )
-                designs = GroupDesign.from_folds(folds)
-            n_splits = sum(len(d.splits) for d in designs)
-            results, surrogate, _ = method.fit_mergeable(
-                ArraySource(scores, labels, self.n_jobs), designs, delta / n_splits, seed,
-                check_counts=check_counts,
+    def _fit_source(self, method, source, what, arrays=None):
+        """Fit on the rows of ``source`` (``_chunks``): validated arrays in memory
+        (``arrays``), chunks or Dask."""
+        name = type(self).__name__
+        if arrays is None and not method.mergeable:
+            raise ValueError(
+                f"{name} {method.unmergeable_reason.strip()} (got {what}); "
+                f"{method.unmergeable_alternative}"
             )
-            self._set_result(method, results, surrogate, n)
-            self.certificate_ = build_certificate(self, scores, labels)
-            return self
-        sample = SortedSample.from_arrays(scores, labels)
-        self._check_sorted_scores(sample.scores)
-        folds = make_folds(
-            self.cv, random_state, sample, method.min_train, type(self).__name__
+        random_state = check_random_state(self.random_state)
+        key_seed = check_random_seed(random_state)  # the one draw of the fit
+        n = source.n_samples
+        if self.cv is None or isinstance(self.cv, Integral):
+            # Folds drawn row by row from (seed, row index): the same folds, and so
+            # the same numbers, in memory, in chunks and on Dask.
+            k = 5 if self.cv is None else int(self.cv)
+            check_enough_rows(n, k, method.min_train, name)
+            ids = None if arrays is None else row_folds(key_seed, 0, n, k).astype(np.intp)
+            designs = [GroupDesign.partition(k, ids=ids, seed=key_seed)]
+        elif arrays is None:
+            raise ValueError(
+                f"{what} needs cv=<int>: the folds of data that is not in one place "
+                "are drawn row by row from (random_state, row index), so that they do "
+                f"not depend on the chunking; got cv={self.cv!r}."
+            )
+        else:
+            folds = make_folds(self.cv, random_state, DataOrder(n), method.min_train, name)
+            designs = GroupDesign.from_folds(folds)
+        check, check_counts = _tie_checks(getattr(self, "h", None), arrays, n)
+        results, surrogate, n_positive = cross_fit(
+            method, source, designs, 1.0 - self.confidence_level, key_seed, check,
+            check_counts,
         )
-        # After the folds, so that the folds of a seeded fit do not depend on ties.
-        sample, folds = shuffle_ties(
-            sample, folds, lambda: random_state.randint(np.iinfo(np.int32).max)
-        )
-        delta_fold = delta / len(folds)  # union bound over the folds
-        # One task per worker, each running a contiguous group of folds.
-        groups = np.array_split(np.arange(len(folds)), effective_n_jobs(self.n_jobs))
-        results = Parallel(n_jobs=self.n_jobs)(
-            delayed(method.fit_folds)(sample, [folds[k] for k in g], delta_fold)
-            for g in groups
-            if g.size
-        )
-        results = [result for group in results for result in group]
-        surrogate = None
-        self._set_result(method, results, surrogate, scores.shape[0], sample=sample)
+        if arrays is None:
+            self.classes_ = source.classes
+            self.n_features_in_ = 1
+        self._set_result(method, results, surrogate, n, key_seed)
         # The audit record (``_certificate``): data fingerprint in data order.
-        self.certificate_ = build_certificate(self, scores, labels)
+        if arrays is not None:
+            self.certificate_ = build_certificate(self, *arrays)
+        else:
+            self.certificate_ = build_certificate(
+                self, None, None,
+                summary=(n, n_positive, getattr(source, "digest", None)),
+            )
         return self
 
-    def _set_result(self, method, results, surrogate, n_samples, sample=None):
-        """The fitted attributes from the fold results and the refit surrogate (refit
-        here from ``sample`` when not given)."""
+    def _set_result(self, method, results, surrogate, n_samples, key_seed):
+        """The fitted attributes from the fold results and the refit surrogate."""
         self.result_ = aggregate_folds(results, self.aggregate, self.confidence_level)
         self.bound_ = self.result_.bound
         warn_if_vacuous(self.bound_, n_samples, type(self).__name__)
@@ -316,51 +356,10 @@ class _BaseCalibrationBound(BaseEstimator):
         self.terms_ = dict(self.result_.terms)
         self.fold_results_ = self.result_.fold_frame()
         self.n_splits_ = len(results)
-        if surrogate is None:
-            # The surrogate on all data, at the full delta: what predict and score use.
-            delta = 1.0 - self.confidence_level
-            surrogate = method.refit(sample, delta, self.result_.folds)
         self.surrogate_ = surrogate
-        for name, value in method.fitted_attributes(
-            self.surrogate_, self.result_.folds
-        ).items():
+        extra = method.fitted_attributes(surrogate, self.result_.folds, key_seed)
+        for name, value in extra.items():
             setattr(self, name, value)
-
-    def _fit_source(self, method, source, what):
-        """Fit on rows that are not in one array: ``source`` is a ``_chunks`` source."""
-        if not getattr(method, "mergeable", False):
-            raise ValueError(
-                f"{type(self).__name__} {method.unmergeable_reason.strip()} (got "
-                f"{what}); {method.unmergeable_alternative}"
-            )
-        if not isinstance(self.cv, Integral):
-            raise ValueError(
-                f"{what} needs cv=<int>: the folds of data that is not in one place "
-                "are drawn row by row from (random_state, row index), so that they do "
-                f"not depend on the chunking; got cv={self.cv!r}."
-            )
-        seed = check_random_seed(self.random_state)
-        check_enough_rows(source.n_samples, int(self.cv), method.min_train, type(self).__name__)
-        h = getattr(self, "h", None)
-        check = None
-        if h is not None:
-            check = lambda scores: check_untied_scores(scores, h, is_sorted=False)  # noqa: E731
-        delta = 1.0 - self.confidence_level
-        results, surrogate, n_positive = method.fit_mergeable(
-            source,
-            [GroupDesign.partition(int(self.cv), seed=seed)],
-            delta / int(self.cv),
-            seed,
-            check=check,
-        )
-        self.classes_ = source.classes
-        self.n_features_in_ = 1
-        self._set_result(method, results, surrogate, source.n_samples)
-        self.certificate_ = build_certificate(
-            self, None, None,
-            summary=(source.n_samples, n_positive, getattr(source, "digest", None)),
-        )
-        return self
 
     def fit_chunks(self, chunks, *, n_samples=None):
         """Compute the certified bound from data in chunks, never all in memory.
@@ -387,9 +386,8 @@ class _BaseCalibrationBound(BaseEstimator):
         """
         method = self._method()
         warn_if_low_confidence(self.confidence_level)
-        return self._fit_source(
-            method, IterableSource(chunks, self.pos_label, n_samples), "chunked input"
-        )
+        source = IterableSource(chunks, self.pos_label, n_samples)
+        return self._fit_source(method, source, "chunked input")
 
     def predict(self, X):
         """Recalibrated probabilities: the surrogate refit on all fitted data.
@@ -433,9 +431,12 @@ class _BaseCalibrationBound(BaseEstimator):
         check_is_fitted(self)
         scores = check_scores(self, X)
         check_held_out_labels(self, y, scores.shape[0])
-        self._check_sorted_scores(np.sort(scores))
-        delta = 1.0 - self.confidence_level
-        fold = self._score_method().held_out_result(self.surrogate_, scores, delta)
+        h = getattr(self, "h", None)
+        if h is not None:  # with h, the scores must look perturbed: not tied
+            check_untied_scores(scores, h, is_sorted=False)
+        method = self._score_method()
+        statistics, info = method.held_out(self.surrogate_, scores)
+        fold = fold_result(method, statistics, 1.0 - self.confidence_level, info)
         return -min(fold.bound, 1.0)
 
     def __sklearn_tags__(self):

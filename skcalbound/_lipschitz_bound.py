@@ -7,9 +7,8 @@ import numpy as np
 import pandas as pd
 
 from ._chunks import is_dask_collection
-from ._base import _BaseCalibrationBound, _BoundMethod
+from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, validate_params
-from ._result import FoldResult
 from ._sech import sech_derivative_bounds
 from ._surrogates._bucket_grid import BucketSurrogate, candidate_grids, fit_design
 from ._terms import high_probability_terms, nw_bound_terms
@@ -47,81 +46,54 @@ class _LipschitzMethod(_BoundMethod):
             return nw_bound_terms(int(n), residual, _moments(s_g, s_g2, n), delta_c)
         return high_probability_terms(int(n), residual, s_g / n, c2, delta_c)
 
-    def _choose(self, statistics, candidates, delta, info):
-        """The fold result of the best candidate, all candidates' bounds in ``extra``.
+    def fold_terms(self, statistics, delta):
+        """The terms of the best candidate, all candidates' bounds in ``extra``.
 
-        ``statistics`` holds, per candidate, the sums of :func:`candidate_sums` but the
-        fallback count. The upper bound is the smallest candidate upper bound and the
-        lower bound the largest candidate lower bound: every candidate holds at
+        ``statistics`` holds, per candidate, ``(n, sum r, sum r**2, sum g~, sum g~**2,
+        n_fallback, C2)``. The upper bound is the smallest candidate upper bound and
+        the lower bound the largest candidate lower bound: every candidate holds at
         ``delta / n_candidates``, so all hold at once.
         """
+        candidates = candidate_grids(self.n_buckets, self.n_shifts)[0]
         delta_c = delta / len(candidates)  # union bound over the candidates
-        all_terms = [self._terms(stat, delta_c) for stat in statistics]
+        all_terms = [
+            self._terms((n, s_r, s_r2, s_g, s_g2, c2), delta_c)
+            for n, s_r, s_r2, s_g, s_g2, _, c2 in statistics
+        ]
         bounds = np.array([sum(terms.values()) for terms in all_terms])
         lowers = np.array([2.0 * terms["validation_mean"] - b
                            for terms, b in zip(all_terms, bounds)])
         best = int(np.argmin(bounds))  # ties: the fewest buckets, the smallest shift
         B, r = candidates[best]
-        n = int(statistics[best][0])
         info = {
-            **info,
-            "n_validation": n,
-            "delta": float(delta),
             "n_buckets": int(B),
             "shift": int(r),
             "n_candidates": len(candidates),
-            "n_fallback": int(info["fallbacks"][best]),
+            "n_fallback": int(statistics[best][5]),
         }
-        fallbacks = info.pop("fallbacks")
         if self.guarantee == "high_probability":
-            info["sum_c_squared"] = float(statistics[best][5])
-        terms = all_terms[best]
-        return FoldResult(
-            terms=terms,
-            info=info,
-            estimate=terms["validation_mean"],
-            extra={
-                "candidate_bounds": bounds,
-                "statistics": statistics,
-                "candidates": candidates,
-                "fallbacks": fallbacks,
-            },
-            lower=float(np.max(lowers)),
+            info["sum_c_squared"] = float(statistics[best][6])
+        return FoldTerms(all_terms[best], info, float(np.max(lowers)),
+                         {"candidate_bounds": bounds})
+
+    def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
+        fit = fit_design(
+            source, design, n_buckets=self.n_buckets, n_shifts=self.n_shifts, L=self.L,
+            min_train=self.min_train, check=check, check_counts=check_counts,
         )
+        splits = tuple(
+            (tuple(sums), {"n_train": int(m), "n_validation": int(sums[0][0])})
+            for sums, m in zip(fit.sums, fit.n_train)
+        )
+        return Passes(splits, fit.n_positive, (fit.totals, fit.n_samples))
 
-    def _result(self, sums, candidates, delta, n_train):
-        statistics = [(n, s_r, s_r2, s_g, s_g2, c2) for n, s_r, s_r2, s_g, s_g2, _, c2 in sums]
-        info = {"n_train": int(n_train), "fallbacks": [s[5] for s in sums]}
-        return self._choose(statistics, candidates, delta, info)
-
-    def rebound(self, fold, delta):
-        """``fold`` recomputed at ``delta`` (every candidate's statistics are kept)."""
-        extra = fold.extra
-        info = {"n_train": fold.info["n_train"], "fallbacks": extra["fallbacks"]}
-        return self._choose(extra["statistics"], extra["candidates"], delta, info)
-
-    def fit_mergeable(self, source, designs, delta, key_seed, check=None, check_counts=None):
-        """Fold results and the refit surrogate from the two passes of each design
-        over ``source`` (``_chunks``); the refit rides on the first design's passes
-        (whose groups cover every row)."""
-        candidates, _ = candidate_grids(self.n_buckets, self.n_shifts)
-        results, totals, n_samples = [], None, 0
-        for design in designs:
-            fit = fit_design(
-                source, design, n_buckets=self.n_buckets, n_shifts=self.n_shifts,
-                L=self.L, min_train=self.min_train, check=check,
-                check_counts=check_counts, refit=totals is None,
-            )
-            check_counts = None  # one look at the counts is enough
-            if totals is None:
-                totals, n_samples = fit.totals, fit.n_samples
-            for sums, m in zip(fit.sums, fit.n_train):
-                results.append(self._result(list(sums), candidates, delta, m))
-        # The surrogate's candidate: the smallest mean bound over the folds, chosen
-        # before the surrogate is built.
-        best = self._candidate_bounds(results)[1]
-        surrogate = BucketSurrogate(totals, self.n_buckets, self.n_shifts, best, n_samples)
-        return results, surrogate, fit.n_positive
+    def surrogate(self, passes, folds, source, delta):
+        """Every candidate on all rows (the first design's groups cover every row),
+        using the candidate with the smallest mean bound over the folds, chosen before
+        the surrogate is built."""
+        totals, n_samples = passes[0].refit
+        best = self._candidate_bounds(folds)[1]
+        return BucketSurrogate(totals, self.n_buckets, self.n_shifts, best, n_samples)
 
     @staticmethod
     def _candidate_bounds(folds):
@@ -130,11 +102,12 @@ class _LipschitzMethod(_BoundMethod):
         bounds = np.stack([fold.extra["candidate_bounds"] for fold in folds])
         return bounds, int(np.argmin(bounds.mean(axis=0)))
 
-    def held_out_result(self, surrogate, scores, delta):
+    def held_out(self, surrogate, scores):
         sums = surrogate.all_sums(scores, self.L)
-        return self._result(sums, surrogate.candidates, delta, surrogate.n_train)
+        info = {"n_train": int(surrogate.n_train), "n_validation": int(scores.shape[0])}
+        return tuple(sums), info
 
-    def fitted_attributes(self, surrogate, folds):
+    def fitted_attributes(self, surrogate, folds, key_seed):
         bounds, best = self._candidate_bounds(folds)  # the surrogate's candidate
         mean = bounds.mean(axis=0)
         frame = pd.DataFrame(surrogate.candidates, columns=["n_buckets", "shift"])
@@ -260,13 +233,10 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         with the paper's figures.
 
     cv : int, cross-validation generator or iterable, default=5
-        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``, except on mergeable statistics
-        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
-        ``guarantee='high_probability'``), whose folds are drawn row by row from one
-        seed drawn from ``random_state``: every block of
-        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
-        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        Cross-fitting splits. An int ``k`` draws the folds row by row from one seed
+        drawn from ``random_state``: every block of ``k`` consecutive rows gets a
+        random permutation of the ``k`` fold ids, as balanced as ``KFold`` and the
+        same in memory, for :meth:`fit_chunks` and for Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are
@@ -548,13 +518,10 @@ def lipschitz_bucket_bound(
         with the paper's figures.
 
     cv : int, cross-validation generator or iterable, default=5
-        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``, except on mergeable statistics
-        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
-        ``guarantee='high_probability'``), whose folds are drawn row by row from one
-        seed drawn from ``random_state``: every block of
-        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
-        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        Cross-fitting splits. An int ``k`` draws the folds row by row from one seed
+        drawn from ``random_state``: every block of ``k`` consecutive rows gets a
+        random permutation of the ``k`` fold ids, as balanced as ``KFold`` and the
+        same in memory, for :meth:`fit_chunks` and for Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are

@@ -5,12 +5,10 @@ from dataclasses import dataclass, replace
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.utils import check_random_state
 
-from ._base import _BaseCalibrationBound, _BoundMethod
+from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
 from ._chunks import is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
-from ._result import FoldResult
 from ._sech import sech_derivative_bounds
 from ._splitting import SUBSAMPLE_STREAM, GroupDesign, row_keys
 from ._surrogates import _nw_grid, _nw_hp
@@ -55,23 +53,16 @@ class _NWMethod(_BoundMethod):
         lo, hi = _nw_hp.BANDWIDTH_LIMITS
         return tuple(sorted({min(max(h * 2.0**k, lo), hi) for k in _nw_hp.SEARCH_EXPONENTS}))
 
-    def terms(self, statistics, delta):
+    def fold_terms(self, statistics, delta):
         """The fold's terms from its ``statistics`` at any ``delta`` (nothing else
         depends on ``delta``: this is what makes the p-value a bisection)."""
         if self.guarantee == "paper":
             n, residual_moments, smoothing_moments = statistics
-            return nw_bound_terms(n, residual_moments, smoothing_moments, delta)
-        return high_probability_terms(*statistics, delta)
+            return FoldTerms(nw_bound_terms(n, residual_moments, smoothing_moments, delta))
+        return FoldTerms(high_probability_terms(*statistics, delta))
 
-    def rebound(self, fold, delta):
-        """``fold`` recomputed at ``delta``."""
-        statistics = fold.extra["statistics"]
-        terms = self.terms(statistics, delta)
-        info = {**fold.info, "delta": float(delta)}
-        return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"],
-                          extra=fold.extra)
-
-    def _hp_fold(self, stats, delta, n_train, info):
+    def _split(self, smoother, stats):
+        """``(statistics, info)`` of one split from the sums of :func:`finish_split`."""
         if self.guarantee == "paper":
             statistics = (
                 int(stats["n"]), stats["residual_moments"], stats["smoothing_moments"]
@@ -83,17 +74,16 @@ class _NWMethod(_BoundMethod):
                 stats["smoothing_mean"],
                 stats["sum_c_squared"],
             )
-        terms = self.terms(statistics, delta)
         info = {
-            "n_train": int(n_train),
+            "n_train": int(smoother.n_train),
             "n_validation": int(stats["n"]),
-            "delta": float(delta),
-            **info,
+            "bandwidth": smoother.bandwidth,
+            "n_bins": smoother.n_bins,
             "n_fallback": int(stats["n_fallback"]),
-            "sum_c_squared": float(stats["sum_c_squared"]),
         }
-        return FoldResult(terms=terms, info=info, estimate=terms["validation_mean"],
-                          extra={"statistics": statistics})
+        if self.guarantee == "high_probability":
+            info["sum_c_squared"] = float(stats["sum_c_squared"])
+        return statistics, info
 
     def _fine_bins(self, n):
         # The plug-in bandwidth shrinks as the training size grows, so the one for n
@@ -136,61 +126,45 @@ class _NWMethod(_BoundMethod):
         lo, hi = _nw_hp.BANDWIDTH_LIMITS
         return min(max(h, lo), hi)
 
-    def fit_mergeable(self, source, designs, delta, key_seed, check=None, check_counts=None):
-        """Fold results and the refit smoother from the two passes of each design
-        over ``source`` (``_chunks``); the refit rides on the first design's passes."""
-        n = source.n_samples
-        fine = self._fine_bins(n)
-        results, refit = [], None
-        for design in designs:
-            fit = _nw_grid.fit_design(
-                source, design, fine_bins=fine, candidates=self.bandwidth_candidates,
-                tempering=self.tempering, b1=self.b1, b2=self.b2,
-                min_train=self.min_train,
-                cap_of=None if self.max_validation is None else self._cap,
-                key_seed=key_seed,
-                refit_bandwidth=None if len(designs) > 1 else self._refit_rule,
-                check=check,
-                check_counts=check_counts,
-                paper=self.guarantee == "paper",
-            )
-            check_counts = None  # one look at the counts is enough
-            refit = refit or fit.refit
-            n_positive = fit.n_positive
-            for smoother, stats in fit.splits:
-                info = {"bandwidth": smoother.bandwidth, "n_bins": smoother.n_bins}
-                results.append(self._hp_fold(stats, delta, smoother.n_train, info))
-        if refit is None:  # several explicit splits: one more design, all rows
-            h = self._refit_rule(n, [(f.info["bandwidth"], f.info["n_train"]) for f in results])
-            everything = GroupDesign(1, (), ids=np.zeros(n, dtype=np.intp))
-            refit = _nw_grid.fit_design(
-                source, everything, fine_bins=fine, candidates=None,
-                tempering=self.tempering, b1=self.b1, b2=self.b2,
-                refit_bandwidth=lambda n, folds: h, paper=self.guarantee == "paper",
-            ).refit
-        return results, refit, n_positive
+    def _design(self, source, design, key_seed, refit_bandwidth, check=None,
+                check_counts=None):
+        return _nw_grid.fit_design(
+            source, design, fine_bins=self._fine_bins(source.n_samples),
+            candidates=self.bandwidth_candidates, tempering=self.tempering, b1=self.b1,
+            b2=self.b2, min_train=self.min_train,
+            cap_of=None if self.max_validation is None else self._cap,
+            key_seed=key_seed, refit_bandwidth=refit_bandwidth, check=check,
+            check_counts=check_counts, paper=self.guarantee == "paper",
+        )
 
-    def fitted_attributes(self, surrogate, folds):
+    def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
+        fit = self._design(source, design, key_seed, self._refit_rule, check, check_counts)
+        splits = tuple(self._split(smoother, stats) for smoother, stats in fit.splits)
+        return Passes(splits, fit.n_positive, fit.refit)
+
+    def surrogate(self, passes, folds, source, delta):
+        """The smoother on all rows: ridden on the passes of a single design; after
+        several explicit splits, one more design with every row."""
+        if len(passes) == 1:
+            return passes[0].refit
+        n = source.n_samples
+        h = self._refit_rule(n, [(f.info["bandwidth"], f.info["n_train"]) for f in folds])
+        everyone = GroupDesign(1, (), ids=np.zeros(n, dtype=np.intp))
+        return self._design(source, everyone, None, lambda n, folds: h).refit
+
+    def fitted_attributes(self, surrogate, folds, key_seed):
         attributes = {"b1_": self.b1, "b2_": self.b2, "bandwidth_": surrogate.bandwidth}
         if self.max_validation is not None:
-            # score() subsamples its held-out points with this seed, drawn once here,
-            # so that scoring a fitted estimator is reproducible.
-            random_state = self.random_state
-            if not isinstance(random_state, Integral):
-                random_state = check_random_state(random_state).randint(
-                    np.iinfo(np.int32).max
-                )
-            attributes["_score_seed"] = int(random_state)
+            # score() subsamples its held-out points with row keys from this seed (the
+            # fit's one draw from random_state), so that scoring is reproducible.
+            attributes["_score_seed"] = int(key_seed)
         return attributes
 
-    def held_out_result(self, surrogate, scores, delta):
-        return self._held_out_mergeable(surrogate, scores, delta)
-
-    def _held_out_mergeable(self, surrogate, scores, delta):
-        """The fixed-split certificate of the refit smoother on held-out ``scores``:
+    def held_out(self, surrogate, scores):
+        """The fixed-split statistics of the refit smoother on held-out ``scores``:
         pass 2 alone, every row in the one validation group."""
         n = scores.shape[0]
-        thresholds = None
+        thresholds = keys = None
         cap = self._cap(n)
         if cap is not None and cap < n:
             keys = row_keys(self.random_state, 0, n, SUBSAMPLE_STREAM)
@@ -199,13 +173,10 @@ class _NWMethod(_BoundMethod):
             (surrogate,), np.zeros(1, dtype=np.intp), 1, self.b1, self.b2,
             surrogate.fine_bins, thresholds=thresholds,
         )
-        keys = None if thresholds is None else row_keys(self.random_state, 0, n, SUBSAMPLE_STREAM)
         sums = _nw_grid.evaluation_sums(
             plan, scores, np.zeros(n), np.zeros(n, dtype=np.intp), keys
         )
-        stats = _nw_grid.finish_split(plan, 0, sums, surrogate)
-        info = {"bandwidth": surrogate.bandwidth, "n_bins": surrogate.n_bins}
-        return self._hp_fold(stats, delta, surrogate.n_train, info)
+        return self._split(surrogate, _nw_grid.finish_split(plan, 0, sums, surrogate))
 
 
 _NW_PARAMETERS = {
@@ -328,13 +299,10 @@ class NWCalibrationBound(_BaseCalibrationBound):
         kept to compare with the paper's figures.
 
     cv : int, cross-validation generator or iterable, default=5
-        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``, except on mergeable statistics
-        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
-        ``guarantee='high_probability'``), whose folds are drawn row by row from one
-        seed drawn from ``random_state``: every block of
-        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
-        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        Cross-fitting splits. An int ``k`` draws the folds row by row from one seed
+        drawn from ``random_state``: every block of ``k`` consecutive rows gets a
+        random permutation of the ``k`` fold ids, as balanced as ``KFold`` and the
+        same in memory, for :meth:`fit_chunks` and for Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are
@@ -644,13 +612,10 @@ def nw_bound(
         kept to compare with the paper's figures.
 
     cv : int, cross-validation generator or iterable, default=5
-        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``, except on mergeable statistics
-        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
-        ``guarantee='high_probability'``), whose folds are drawn row by row from one
-        seed drawn from ``random_state``: every block of
-        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
-        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        Cross-fitting splits. An int ``k`` draws the folds row by row from one seed
+        drawn from ``random_state``: every block of ``k`` consecutive rows gets a
+        random permutation of the ``k`` fold ids, as balanced as ``KFold`` and the
+        same in memory, for :meth:`fit_chunks` and for Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are

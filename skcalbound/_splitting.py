@@ -472,7 +472,7 @@ def row_keys(seed, start, n, stream=0):
     return out
 
 
-FOLD_STREAM, SUBSAMPLE_STREAM = 1, 2
+FOLD_STREAM, SUBSAMPLE_STREAM, TIE_STREAM = 1, 2, 3
 
 
 @functools.lru_cache(maxsize=8)

@@ -133,12 +133,13 @@ def tv_delta_share(delta, guarantee):
     return delta / (3.0 if guarantee == "high_probability" else 4.0)
 
 
-def tv_bound_terms(residuals, m, delta, V, V_hat, guarantee="high_probability"):
+def tv_bound_terms(residual_moments, m, delta, V, V_hat, guarantee="high_probability"):
     r"""All terms of the TV fold bound (Proposition 1), in the order they add up.
 
     Parameters
     ----------
-    residuals : ndarray of shape (n_validation,)
+    residual_moments : tuple of (int, float, float)
+        Count, mean and population variance (divisor ``n``) of the residuals
         :math:`r_i = |s_i - \hat\eta(s_i)|` on the validation part, in [0, 1].
     m : int
         Training size.
@@ -168,10 +169,10 @@ def tv_bound_terms(residuals, m, delta, V, V_hat, guarantee="high_probability"):
     :math:`\delta / 4`).
     """
     d = tv_delta_share(delta, guarantee)
-    variance, mean = population_variance(residuals)
+    n, mean, variance = residual_moments
     return {
-        "validation_mean": mean,
-        "bernstein_residual": bernstein_term(residuals.shape[0], d, variance),
+        "validation_mean": float(mean),
+        "bernstein_residual": bernstein_term(n, d, variance),
         "tv_denoising": tv_denoising_term(m, d, V),
         "population_transfer": tv_population_transfer_term(
             m, d, V, V_hat, d if guarantee == "paper" else None

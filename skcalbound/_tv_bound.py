@@ -5,11 +5,15 @@ from numbers import Real
 
 import numpy as np
 
+from joblib import effective_n_jobs
+from sklearn.utils.parallel import Parallel, delayed
+
+from ._base import FoldTerms, Passes, Workspace, _BaseCalibrationBound, _BoundMethod
 from ._chunks import is_dask_collection
-from ._base import _BaseCalibrationBound, _BoundMethod
 from ._compat import Interval, validate_params
+from ._splitting import TIE_STREAM, Fold, SortedSample, shuffle_ties
 from ._surrogates._tv import fit_tv_surrogate
-from ._terms import tv_bound_terms, tv_delta_share, tv_t2
+from ._terms import population_variance, tv_bound_terms, tv_delta_share, tv_t2
 from ._validation import check_prob_labels
 
 
@@ -32,20 +36,83 @@ class _TVMethod(_BoundMethod):
         "NWCalibrationBound(h=...), which runs on chunks and on Dask."
     )
 
-    def fit(self, sorted_scores, sorted_labels, delta, *, out=None):
+    level_free = False  # the surrogate's lambda depends on delta
+
+    def fit_surrogate(self, sorted_scores, sorted_labels, delta, *, out=None):
+        """The TV surrogate of training data in stable score order (float64 0/1
+        labels; ``out``: a float64 scratch buffer of the same length, or None)."""
         m = sorted_scores.shape[0]
         weight = tv_t2(m, tv_delta_share(delta, self.guarantee))
         return fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=out)
 
-    def fold_terms(self, surrogate, scores, delta, *, is_sorted):
-        fitted = surrogate.evaluate_sorted(scores) if is_sorted else surrogate(scores)
-        residuals = np.abs(scores - fitted)
-        V_hat = surrogate.total_variation
-        terms = tv_bound_terms(
-            residuals, surrogate.n_train, delta, self.V, V_hat, self.guarantee
+    def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
+        """The exact in-memory computation: the whole sample sorted once (ties in a
+        random order drawn from ``key_seed``, never from the data), then per split
+        the prox on its training part and the residuals of its validation part, the
+        splits in parallel processes (``n_jobs``)."""
+        n = source.n_samples
+        sample = SortedSample.from_arrays(source.scores, source.labels)
+        ids = design.groups(0, n)[sample.order]
+        folds = []
+        for k, (validation, train) in enumerate(design.splits):
+            if len(design.splits) == design.n_groups:  # a partition
+                folds.append(Fold(assignment=ids, index=validation))
+            else:
+                folds.append(Fold(index=k, train_mask=np.isin(ids, train),
+                                  validation_mask=ids == validation))
+        # After the folds, so that each row keeps its fold.
+        sample, folds = shuffle_ties(sample, folds, [key_seed, TIE_STREAM])
+        # One task per worker, each running a contiguous group of splits.
+        groups = np.array_split(np.arange(len(folds)), effective_n_jobs(source.n_jobs))
+        parts = Parallel(n_jobs=source.n_jobs)(
+            delayed(_tv_splits)(self, sample, [folds[k] for k in g], delta)
+            for g in groups
+            if g.size
         )
-        info = {"V_hat": V_hat, "n_pieces": int(surrogate.step.values.shape[0])}
-        return terms, info, terms["validation_mean"]
+        splits = tuple(split for part in parts for split in part)
+        return Passes(splits, int(np.count_nonzero(source.labels)), sample)
+
+    def fold_terms(self, statistics, delta):
+        n, mean, variance, m, V_hat = statistics
+        terms = tv_bound_terms((n, mean, variance), m, delta, self.V, V_hat, self.guarantee)
+        return FoldTerms(terms)
+
+    def surrogate(self, passes, folds, source, delta):
+        """The surrogate on all rows, at the full ``delta``."""
+        sample = passes[0].refit
+        return self.fit_surrogate(sample.scores, sample.labels.astype(np.float64), delta)
+
+    def held_out(self, surrogate, scores):
+        return _statistics(surrogate, scores, surrogate(scores))
+
+
+def _statistics(surrogate, scores, fitted):
+    """``(statistics, info)`` of a TV surrogate at validation ``scores``."""
+    residuals = np.abs(scores - fitted)
+    variance, mean = population_variance(residuals)
+    V_hat = surrogate.total_variation
+    statistics = (int(scores.shape[0]), mean, variance, int(surrogate.n_train), V_hat)
+    info = {
+        "n_train": int(surrogate.n_train),
+        "n_validation": int(scores.shape[0]),
+        "V_hat": V_hat,
+        "n_pieces": int(surrogate.step.values.shape[0]),
+    }
+    return statistics, info
+
+
+def _tv_splits(method, sample, folds, delta):
+    """``(statistics, info)`` of each fold (sorted positions): a per-fold worker that
+    ``Parallel`` can ship, reusing one set of buffers for the training data."""
+    workspace = Workspace(max(int(np.count_nonzero(fold.train)) for fold in folds))
+    out = []
+    for fold in folds:
+        train = np.flatnonzero(fold.train)  # one fold's index array alive at a time
+        scores, labels, buffer = workspace.training_data(sample, train)
+        surrogate = method.fit_surrogate(scores, labels, delta, out=buffer)
+        validation = sample.scores.take(np.flatnonzero(fold.validation))
+        out.append(_statistics(surrogate, validation, surrogate.evaluate_sorted(validation)))
+    return out
 
 
 class TVCalibrationBound(_BaseCalibrationBound):
@@ -90,13 +157,10 @@ class TVCalibrationBound(_BaseCalibrationBound):
         shares and the extra term), to reproduce the paper's numbers.
 
     cv : int, cross-validation generator or iterable, default=5
-        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``, except on mergeable statistics
-        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
-        ``guarantee='high_probability'``), whose folds are drawn row by row from one
-        seed drawn from ``random_state``: every block of
-        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
-        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        Cross-fitting splits. An int ``k`` draws the folds row by row from one seed
+        drawn from ``random_state``: every block of ``k`` consecutive rows gets a
+        random permutation of the ``k`` fold ids, as balanced as ``KFold`` and the
+        same in memory, for :meth:`fit_chunks` and for Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are
@@ -312,13 +376,10 @@ def tv_bound(
         shares and the extra term), to reproduce the paper's numbers.
 
     cv : int, cross-validation generator or iterable, default=5
-        Cross-fitting splits. An int ``k`` means ``KFold(n_splits=k, shuffle=True,
-        random_state=random_state)``, except on mergeable statistics
-        (``LipschitzBucketBound``, and ``NWCalibrationBound`` with
-        ``guarantee='high_probability'``), whose folds are drawn row by row from one
-        seed drawn from ``random_state``: every block of
-        ``k`` consecutive rows gets a random permutation of the ``k`` fold ids, as
-        balanced as ``KFold`` and the same for :meth:`fit_chunks` and Dask input (see
+        Cross-fitting splits. An int ``k`` draws the folds row by row from one seed
+        drawn from ``random_state``: every block of ``k`` consecutive rows gets a
+        random permutation of the ``k`` fold ids, as balanced as ``KFold`` and the
+        same in memory, for :meth:`fit_chunks` and for Dask input (see
         :ref:`large_data`). Any scikit-learn splitter that looks at neither
         labels nor scores, or iterable of ``(train, validation)`` index pairs chosen
         without them, is accepted (``StratifiedKFold`` and group splitters are

@@ -810,20 +810,16 @@ def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_int_cv_is_a_shuffled_kfold_or_row_folds(Est, data):
-    # TV and NW in paper mode: KFold(shuffle=True). Bounds on mergeable statistics
-    # (NW in high-probability mode, Lipschitz): folds drawn row by row from one seed
-    # drawn from random_state (the rule of fit_chunks and Dask input).
+def test_int_cv_draws_row_folds(Est, data):
+    # Every bound: folds drawn row by row from one seed drawn from random_state (the
+    # rule of fit_chunks and Dask input), not KFold's.
     X, y = data
     est = _make(Est, cv=3, random_state=7).fit(X, y)
-    if est._method().mergeable:
-        seed = np.random.RandomState(7).randint(np.iinfo(np.int32).max)
-        ids = row_folds(seed, 0, y.shape[0], 3)
-        splits = [(np.flatnonzero(ids != k), np.flatnonzero(ids == k)) for k in range(3)]
-        kfold = list(KFold(3, shuffle=True, random_state=7).split(X))
-        assert _make(Est, cv=kfold).fit(X, y).bound_ != est.bound_
-    else:
-        splits = list(KFold(3, shuffle=True, random_state=7).split(X))
+    seed = np.random.RandomState(7).randint(np.iinfo(np.int32).max)
+    ids = row_folds(seed, 0, y.shape[0], 3)
+    splits = [(np.flatnonzero(ids != k), np.flatnonzero(ids == k)) for k in range(3)]
+    kfold = list(KFold(3, shuffle=True, random_state=7).split(X))
+    assert _make(Est, cv=kfold).fit(X, y).bound_ != est.bound_
     assert _make(Est, cv=splits).fit(X, y).bound_ == est.bound_
 
 

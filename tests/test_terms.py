@@ -92,8 +92,9 @@ def test_tv_population_transfer_term_hand_value():
 def test_tv_bound_terms_split_delta_in_three_or_four():
     r = np.array([0.1, 0.3, 0.2, 0.4])
     m, delta, V, V_hat = 1000, 0.012, 1.0, 0.5
-    hp = tv_bound_terms(r, m, delta, V, V_hat)
-    paper = tv_bound_terms(r, m, delta, V, V_hat, guarantee="paper")
+    moments = (r.size, float(r.mean()), float(np.var(r)))
+    hp = tv_bound_terms(moments, m, delta, V, V_hat)
+    paper = tv_bound_terms(moments, m, delta, V, V_hat, guarantee="paper")
     d3, d4 = delta / 3, delta / 4
     var = float(np.var(r))
     assert_allclose(hp["bernstein_residual"], bernstein_term(4, d3, var), rtol=1e-15)
