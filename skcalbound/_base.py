@@ -247,7 +247,12 @@ class _BaseCalibrationBound(BaseEstimator):
     """Base class: cross-fitted certified upper bound on the L1 calibration error.
 
     Class attributes a bound sets: ``short_name`` (its ``method=``/``bound=`` string),
-    ``display_name`` (in legends and tables) and ``smoothness_params`` (the
+    ``display_name`` (in legends and tables), ``paper_name`` (the paper's label),
+    ``table_name`` (the command line's), ``assumption_params`` (the constructor
+    parameters that state its assumption), ``assumption_text`` (the assumption, a
+    ``str.format`` template over the fitted estimator's attributes),
+    ``paper_in_expectation`` (whether ``guarantee='paper'`` holds only in expectation
+    over the training labels, SPEC section 9) and ``smoothness_params`` (the
     constructor parameters that state a smoothness assumption ``h`` can give; empty
     when none does).
     """
@@ -255,7 +260,11 @@ class _BaseCalibrationBound(BaseEstimator):
     short_name = None
     display_name = None
     paper_name = None  # the paper's label (experiments' tables, figures), if any
+    table_name = None  # in the command line's tables and plot titles
     smoothness_params = ()
+    assumption_params = ()  # every constructor parameter that states the assumption
+    assumption_text = None  # str.format template over the fitted estimator's vars
+    paper_in_expectation = False  # guarantee="paper" holds in expectation only
 
     _parameter_constraints = {
         "pos_label": [Real, str, "boolean", None],

@@ -80,12 +80,7 @@ Exit status: 0 on success (with --max-ce: every upper bound is below TAU); 1 wit
 --max-ce when some upper bound is not below TAU; 2 for a bad option, file, column or
 value."""
 
-BOUNDS = ("tv", "nw", "lipschitz")
 GUARANTEES = ("high_probability", "paper")
-_NAMES = {"tv": "TV", "nw": "NW", "lipschitz": "Lipschitz"}
-# Bounds whose published form (guarantee="paper") holds in expectation over the
-# training labels only (SPEC section 9); the TV bound has no such gap.
-_IN_EXPECTATION_IN_PAPER_MODE = ("nw", "lipschitz")
 
 
 class CLIError(Exception):
@@ -178,7 +173,7 @@ def build_parser():
     )
     bounds = parser.add_argument_group("bounds")
     bounds.add_argument(
-        "--bound", nargs="+", choices=BOUNDS, default=None, metavar="NAME",
+        "--bound", nargs="+", default=None, metavar="NAME",
         help="bounds to compute, any of: tv, nw, lipschitz (default: tv; also nw "
         "when --h or --b1/--b2 is given, lipschitz when --L is given)",
     )
@@ -383,34 +378,41 @@ def scores_and_labels(frame, scores_column, labels_column, path, pos_label=None)
     return numeric, positives.astype(int), _plain(positive)
 
 
-def _estimators(args, bounds):
-    from . import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+def _bound_classes():
+    """``{name: class}`` of the bounds, read from the bound classes (imported here, not
+    at start-up, so that ``--version`` and ``--help`` import no scikit-learn)."""
+    from . import _groups  # noqa: F401 (imports every bound module)
+    from ._base import bound_classes
 
+    return bound_classes()
+
+
+def _estimators(args, bounds):
+    """The estimator of each bound name, its assumption from the options of the
+    parameters it states it with (``assumption_params``)."""
+    classes = _bound_classes()
     common = dict(
         confidence_level=args.confidence_level, guarantee=args.guarantee, cv=args.cv,
         aggregate=args.aggregate, random_state=args.random_state,
     )
-    made = {}
-    for name in bounds:
-        if name == "tv":
-            made[name] = TVCalibrationBound(V=args.V, **common)
-        elif name == "nw":
-            made[name] = NWCalibrationBound(h=args.h, b1=args.b1, b2=args.b2, **common)
-        else:
-            made[name] = LipschitzBucketBound(L=args.L, h=args.h, **common)
-    return made
+    return {
+        name: classes[name](
+            **{p: getattr(args, p) for p in classes[name].assumption_params}, **common
+        )
+        for name in bounds
+    }
 
 
-def _assumption(name, est):
-    if name == "tv":
-        return f"total variation of E[y|s] <= V = {est.V:g}"
-    if name == "nw":
-        return f"|eta'| <= b1 = {est.b1_:.6g}, |eta''| <= b2 = {est.b2_:.6g}"
-    return f"E[y|s] is L-Lipschitz, L = {est.L_:.6g}"
+def _assumption(est):
+    return type(est).assumption_text.format(**vars(est))
+
+
+def _table_name(name):
+    return _bound_classes()[name].table_name
 
 
 def _in_expectation_only(name, guarantee):
-    return guarantee == "paper" and name in _IN_EXPECTATION_IN_PAPER_MODE
+    return guarantee == "paper" and _bound_classes()[name].paper_in_expectation
 
 
 def bound_names(args):
@@ -436,7 +438,7 @@ def _result_row(name, est, caught):
         "confidence_level": float(est.confidence_level),
         "guarantee": est.guarantee,
         "in_expectation_only": _in_expectation_only(name, est.guarantee),
-        "assumption": _assumption(name, est),
+        "assumption": _assumption(est),
         "terms": {k: float(v) for k, v in est.terms_.items()},
         "warnings": list(dict.fromkeys(" ".join(str(w.message).split())
                                        for w in caught)),
@@ -545,7 +547,7 @@ def format_table(results, header):
     lines.append(f"{'method':<12}{'[lower, upper]':<22}{'plug-in':>9}  assumption")
     for r in results:
         if r["certified"]:
-            name = _NAMES[r["method"]]
+            name = _table_name(r["method"])
             level = f"{100 * r['confidence_level']:g}%"
             if r["in_expectation_only"]:
                 holds = (
@@ -639,7 +641,7 @@ def write_plot(path, estimators, scores, title=None):
     for k, (ax, (name, est)) in enumerate(zip(axes[0], estimators.items())):
         CalibrationBoundDisplay.from_bound(est, scores, ax=ax, color=f"C{k}")
         ax.set_title(
-            f"{_NAMES[name]} bound\n{_assumption(name, est)}", fontsize="medium"
+            f"{_table_name(name)} bound\n{_assumption(est)}", fontsize="medium"
         )
         ax.label_outer()
     if title is not None:
@@ -678,7 +680,7 @@ def compute_by(args, frame, scores, labels):
 
 def _by_note(table, guarantee, n_tables):
     note = table.attrs["note"]
-    if guarantee == "paper" and table.attrs["method"] in _IN_EXPECTATION_IN_PAPER_MODE:
+    if _in_expectation_only(table.attrs["method"], guarantee):
         note += (
             " guarantee=paper: each interval holds in expectation over the training "
             "labels only, not with that probability."
@@ -712,7 +714,7 @@ def format_by_table(tables, header, column, guarantee):
     """The ``--by`` report: per bound, one row per segment, worst first."""
     lines = [header]
     for name, table in tables.items():
-        lines += ["", f"{_NAMES[name]} bound by {column!r} (worst first; '(all)' is "
+        lines += ["", f"{_table_name(name)} bound by {column!r} (worst first; '(all)' is "
                   "the whole file):"]
         lines.append(
             f"{'group':<16}{'n':>8}{'n_pos':>8}  {'[lower, upper]':<22}"
@@ -810,7 +812,13 @@ def _main(argv):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["verify"]:
         return _verify(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # The bound names from the bound classes (after parsing: --version imports none).
+    for name in args.bound or ():
+        if name not in _bound_classes():
+            choices = ", ".join(map(repr, _bound_classes()))
+            parser.error(f"argument --bound: invalid choice: {name!r} (choose from {choices})")
     try:
         if not (0.0 < args.confidence_level < 1.0) or math.isnan(args.confidence_level):
             raise CLIError(

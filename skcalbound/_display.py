@@ -237,7 +237,7 @@ def _percent(confidence_level):
 def _holds_in_expectation_only(method, guarantee):
     """Whether the bound is the published form that holds in expectation over the
     training labels (SPEC section 9), not with probability ``confidence_level``."""
-    return guarantee == "paper" and method in ("nw", "lipschitz")
+    return guarantee == "paper" and _BOUND_CLASSES[method].paper_in_expectation
 
 
 def _bound_text(display):

@@ -392,6 +392,10 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     display_name = "Lipschitz bucketing"
     paper_name = "Lip+Bkt"
     smoothness_params = ("h", "L")
+    table_name = "Lipschitz"
+    assumption_params = ("L", "h")
+    assumption_text = "E[y|s] is L-Lipschitz, L = {L_:.6g}"
+    paper_in_expectation = True
 
     _parameter_constraints = {
         **_BaseCalibrationBound._parameter_constraints,

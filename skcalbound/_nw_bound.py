@@ -454,6 +454,10 @@ class NWCalibrationBound(_BaseCalibrationBound):
     display_name = "NW"
     paper_name = "NW"
     smoothness_params = ("h", "b1", "b2")
+    table_name = "NW"
+    assumption_params = ("h", "b1", "b2")
+    assumption_text = "|eta'| <= b1 = {b1_:.6g}, |eta''| <= b2 = {b2_:.6g}"
+    paper_in_expectation = True
 
     _parameter_constraints = {**_BaseCalibrationBound._parameter_constraints, **_NW_PARAMETERS}
 

@@ -283,6 +283,9 @@ class TVCalibrationBound(_BaseCalibrationBound):
     display_name = "TV"
     paper_name = "TV"
     smoothness_params = ()
+    table_name = "TV"
+    assumption_params = ("V",)
+    assumption_text = "total variation of E[y|s] <= V = {V:g}"
 
     _parameter_constraints = {
         **_BaseCalibrationBound._parameter_constraints,
