@@ -201,10 +201,11 @@ def test_chunks_with_h_and_a_random_state_instance(h):
 
 
 @pytest.mark.parametrize("chunks", [1000, 4321, (3000, 1000, 1500, 500)])
-def test_dask_gives_the_in_memory_numbers(chunks):
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_dask_gives_the_in_memory_numbers(chunks, guarantee):
     da = pytest.importorskip("dask.array")
     s, y = _data("atoms")
-    params = {"b1": 2.0, "b2": 4.0, "max_validation": 500}
+    params = {"b1": 2.0, "b2": 4.0, "max_validation": 500, "guarantee": guarantee}
     a = NWCalibrationBound(random_state=2, **params).fit(s, y)
     b = NWCalibrationBound(random_state=2, **params).fit(
         da.from_array(s, chunks=chunks), da.from_array(y, chunks=chunks)
