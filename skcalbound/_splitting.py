@@ -574,6 +574,22 @@ class GroupDesign:
             return self.ids[start : start + n]
         return row_folds(self.seed, start, n, self.n_groups)
 
+    def training_sizes(self, group_sizes, min_train):
+        """The training size of every split from the rows per group, or a clear error
+        for a split with too few training or no validation rows."""
+        sizes = []
+        for k, (validation, train) in enumerate(self.splits):
+            m = int(round(float(group_sizes[list(train)].sum())))
+            n_val = int(round(float(group_sizes[validation])))
+            if m < min_train or n_val < 1:
+                raise ValueError(
+                    f"Split {k} has {m} training and {n_val} validation points; at "
+                    f"least {min_train} and 1 are needed (too few rows for the number "
+                    "of folds)."
+                )
+            sizes.append(m)
+        return sizes
+
     @property
     def split_of_group(self):
         out = np.full(self.n_groups, -1, dtype=np.intp)

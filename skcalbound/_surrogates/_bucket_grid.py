@@ -548,13 +548,8 @@ def _evaluate_rows(plan, s, split, out):
         s, e, key, N = s[full], e[full], key[full], N[full]
     D = own_cell_distance(N, e, plan.mean[key], plan.m2[key])
     size = out.moments.shape[1]
-    m = out.moments
-    m[0] += np.bincount(key, minlength=size)
-    m[1] += np.bincount(key, weights=e, minlength=size)
-    m[2] += np.bincount(key, weights=e * e, minlength=size)
-    m[3] += np.bincount(key, weights=D, minlength=size)
-    m[4] += np.bincount(key, weights=D * D, minlength=size)
-    m[5] += np.bincount(key, weights=D * e, minlength=size)
+    for k, weights in enumerate((None, e, e * e, D, D * D, D * e)):
+        out.moments[k] += np.bincount(key, weights=weights, minlength=size)
     n_flags = plan.n_flags[key]
     if n_flags.any():
         rows = np.flatnonzero(n_flags)
@@ -581,12 +576,8 @@ def _pointwise(s, e, D, eta, alpha, beta, gamma):
 
 def _add_pointwise(out, slot, served, r, g):
     n = out.pointwise.shape[1]
-    p = out.pointwise
-    p[0] += np.bincount(slot, minlength=n)
-    p[1] += np.bincount(slot, weights=r, minlength=n)
-    p[2] += np.bincount(slot, weights=r * r, minlength=n)
-    p[3] += np.bincount(slot, weights=g, minlength=n)
-    p[4] += np.bincount(slot, weights=g * g, minlength=n)
+    for k, weights in enumerate((None, r, r * r, g, g * g)):
+        out.pointwise[k] += np.bincount(slot, weights=weights, minlength=n)
     out.served += np.bincount(served, minlength=out.served.shape[0])
 
 
@@ -714,16 +705,7 @@ def fit_design(source, design, *, n_buckets, n_shifts, L, min_train=1, check=Non
     if check_counts is not None:
         check_counts(first.count.sum(axis=0))
     everyone = tuple(range(design.n_groups))
-    n_train = []
-    for k, (validation, train) in enumerate(design.splits):
-        m = int(round(float(group_sizes[list(train)].sum())))
-        n_val = int(round(float(group_sizes[validation])))
-        if m < min_train or n_val < 1:
-            raise ValueError(
-                f"Split {k} has {m} training and {n_val} validation points; at least "
-                f"{min_train} and 1 are needed (too few rows for the number of folds)."
-            )
-        n_train.append(m)
+    n_train = design.training_sizes(group_sizes, min_train)
     plans, trainings, totals = [], [], []
     for (K, members), stats in zip(grids, p1):
         split_trainings = [stats.merged(train) for _, train in design.splits]

@@ -716,14 +716,8 @@ def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
     if check_counts is not None:
         check_counts(total.count)
     smoothers = []
-    for k, (validation, train) in enumerate(design.splits):
-        m = int(round(float(group_sizes[list(train)].sum())))
-        n_val = int(round(float(group_sizes[validation])))
-        if m < min_train or n_val < 1:
-            raise ValueError(
-                f"Split {k} has {m} training and {n_val} validation points; at least "
-                f"{min_train} and 1 are needed (too few rows for the number of folds)."
-            )
+    sizes = design.training_sizes(group_sizes, min_train)
+    for m, (_, train) in zip(sizes, design.splits):
         training = sums.training(train, total)
         smoothers.append(
             fit_smoother(training, fine_bins, m, candidates(m), tempering, b1, b2, paper)
