@@ -7,7 +7,15 @@ estimators reject those with a clear ValueError, so those checks are listed as e
 failures below (STYLE.md section 8), and ``tests/test_bound_invariants.py`` re-tests
 what they cover on valid scores. ``two_d_array=False`` is never set: it would silently
 skip every check.
+
+The checks run once, through ``parametrize_with_checks`` (expected failures reported by
+``tests/_estimator_checks.py``, without formatting scikit-learn's tracebacks); the
+tests of the table below list the checks without running them, and re-run only the
+expected failures of the bound estimators (which stop at the first ``fit``) to read
+why they fail.
 """
+
+from unittest import SkipTest
 
 import numpy as np
 import pytest
@@ -20,11 +28,12 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import (
-    check_estimator,
     check_param_validation,
+    estimator_checks_generator,
     parametrize_with_checks,
 )
 
+from _estimator_checks import check_name, run_check
 from skcalbound import (
     LipschitzBucketBound,
     NWCalibrationBound,
@@ -217,7 +226,8 @@ def _ids(estimators):
     ESTIMATORS, expected_failed_checks=_expected_failed_checks, xfail_strict=True
 )
 def test_sklearn_compatible_estimator(estimator, check):
-    check(estimator)
+    # A must-pass check has to run and pass: a skip is a failure here.
+    run_check(estimator, check, _expected_failed_checks(estimator), must_pass=MUST_PASS)
 
 
 # The bounds in their published form (guarantee="paper"): the same parameters and
@@ -238,44 +248,45 @@ def test_expected_failure_table_lists_only_known_classes():
     assert set(EXPECTED_FAILED_CHECKS) <= {type(est).__name__ for est in ESTIMATORS}
     for name, table in EXPECTED_FAILED_CHECKS.items():
         assert not set(table) & set(MUST_PASS), name
-        for check_name, reason in table.items():
-            assert isinstance(reason, str) and len(reason) > 20, (name, check_name)
+        for entry, reason in table.items():
+            assert isinstance(reason, str) and len(reason) > 20, (name, entry)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids(ESTIMATORS))
-def test_expected_failures_are_real_checks_failing_on_input_validation(estimator):
+def test_expected_failures_and_must_pass_checks_are_real_checks(estimator):
     # parametrize_with_checks silently ignores a table entry whose name matches no
-    # check; here every entry must be a check that ran and failed, every must-pass
-    # check must have run and passed, and every expected failure of a bound
-    # estimator must come from our own rejection of X, for the reason it states
-    # (rows not summing to one, range, or shape).
+    # check: every entry, and every must-pass check, must be one of the checks
+    # test_sklearn_compatible_estimator runs (there, each entry must fail, as the
+    # xfails are strict, and each must-pass check must run and pass).
     table = _expected_failed_checks(estimator)
-    results = check_estimator(
-        estimator, expected_failed_checks=table, on_fail=None, on_skip=None
-    )
-    status = {}
-    for r in results:
-        status.setdefault(r["check_name"], set()).add(r["status"])
-    assert {name for name, s in status.items() if "xfail" in s} == set(table)
-    assert not [name for name, s in status.items() if "failed" in s]
-    for name in MUST_PASS:
-        assert status.get(name) == {"passed"}, name
+    names = {check_name(check) for _, check in estimator_checks_generator(estimator)}
+    assert set(table) <= names, sorted(set(table) - names)
+    assert set(MUST_PASS) <= names, sorted(set(MUST_PASS) - names)
 
-    if table is not _BOUND_ESTIMATOR_XFAILS:
-        return
-    for r in results:
-        if r["status"] != "xfail":
+
+@pytest.mark.parametrize("estimator", BOUND_ESTIMATORS, ids=_ids(BOUND_ESTIMATORS))
+def test_expected_failures_fail_on_our_input_validation(estimator):
+    # Every expected failure of a bound estimator must come from our own rejection of
+    # X, for the reason its table entry states (rows not summing to one, range, or
+    # shape). Only these checks run here; each stops at the first fit.
+    table = _expected_failed_checks(estimator)
+    assert table is _BOUND_ESTIMATOR_XFAILS
+    seen = set()
+    for est, check in estimator_checks_generator(estimator):
+        name = check_name(check)
+        if name not in table:
             continue
-        exc, messages = r["exception"], []
+        seen.add(name)
+        with pytest.raises(Exception) as excinfo:
+            check(est)
+        assert not isinstance(excinfo.value, SkipTest), (name, str(excinfo.value))
+        exc, messages = excinfo.value, []
         while exc is not None:
             messages.append(str(exc))
             exc = exc.__cause__ or exc.__context__
-        expected = _stated_rejection(table[r["check_name"]])
-        assert any(expected in msg for msg in messages), (
-            r["check_name"],
-            expected,
-            messages,
-        )
+        expected = _stated_rejection(table[name])
+        assert any(expected in msg for msg in messages), (name, expected, messages)
+    assert seen == set(table)
 
 
 # --------------------------------------------------------------------------------------
