@@ -18,10 +18,12 @@ certified quantity falls below the truth. It takes an estimator *factory*, so an
 bound with a ``bound_`` attribute plugs in.
 """
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 from scipy import stats
 from sklearn.base import BaseEstimator, ClassifierMixin
 
@@ -204,6 +206,36 @@ def coverage(
         values=values,
         tolerance=binomial_tolerance(repetitions, confidence_level, alpha=alpha),
     )
+
+
+def _cell_id(value):
+    return getattr(value, "name", None) or str(value)
+
+
+def slow_except(axes, default):
+    """``pytest.param`` for every cell of the grid ``axes``, all marked ``slow`` but
+    the cells ``default`` (one id or a list of ids): the default suite keeps a small
+    cell and ``pytest -m slow`` runs the whole grid (STYLE.md section 7).
+
+    ``axes`` is a sequence of axes in argument order; an axis is a list of values
+    (id: the value's ``name`` or ``str``) or a dict ``{id: value}``. A cell's id
+    joins the ids of its values with ``-``, as stacked ``parametrize`` decorators do.
+    """
+    axes = [
+        axis if isinstance(axis, dict) else {_cell_id(v): v for v in axis}
+        for axis in axes
+    ]
+    defaults = {default} if isinstance(default, str) else set(default)
+    params = []
+    for cell in itertools.product(*(axis.items() for axis in axes)):
+        cell_id = "-".join(key for key, _ in cell)
+        marks = () if cell_id in defaults else (pytest.mark.slow,)
+        params.append(
+            pytest.param(*(value for _, value in cell), marks=marks, id=cell_id)
+        )
+    missing = defaults - {param.id for param in params}
+    assert not missing, f"default cells not in the grid: {sorted(missing)}"
+    return params
 
 
 class ScoreAsProba(ClassifierMixin, BaseEstimator):

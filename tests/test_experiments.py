@@ -2,7 +2,9 @@
 
 The quick mode (``python -m skcalbound.experiments --quick``: 4 problems, 5 sizes from
 10^3 to 10^4, 8 repeats, every bound in both guarantee modes) runs once for the
-module; the tests read its files.
+module; the tests read its files. It takes about a minute, so those tests are marked
+``slow``; the default suite checks the files of a small run (2 problems, 2 sizes, one
+repeat, small figures).
 """
 
 import inspect
@@ -45,10 +47,7 @@ CONFIDENCE_LEVEL = 0.95
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-@pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    out = tmp_path_factory.mktemp("quick")
-    assert main(["--quick", "--n-jobs", "2", "--no-progress", "--output-dir", str(out)]) == 0
+def _read_run(out):
     return {
         "dir": out,
         "results": pd.read_csv(out / "results.csv.gz"),
@@ -60,6 +59,25 @@ def quick(tmp_path_factory):
     }
 
 
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    assert main(["--quick", "--n-jobs", "2", "--no-progress", "--output-dir", str(out)]) == 0
+    return _read_run(out)
+
+
+SMALL_PROBLEMS, SMALL_SIZES, SMALL_REPEATS = ("parabola", "oscillating"), (300, 1000), 1
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    out = tmp_path_factory.mktemp("small")
+    reproduce(SMALL_PROBLEMS, SMALL_SIZES, SMALL_REPEATS, output_dir=out, n_jobs=1,
+              reconstruction_sizes=(1_000,), auroc_samples=10_000, progress=False,
+              log=lambda line: None)
+    return _read_run(out)
+
+
 def test_settings_are_those_of_the_issue():
     assert FULL.n_repeats == 64
     assert FULL.sizes[0] == 1_000 and FULL.sizes[-1] == 10_000_000 and len(FULL.sizes) == 9
@@ -68,14 +86,14 @@ def test_settings_are_those_of_the_issue():
     assert QUICK.problems == FULL.problems
 
 
-def test_quick_run_writes_every_file(quick):
+def check_every_file(run, problems, sizes, n_repeats):
     for name in ("results.csv.gz", "summary.csv", "slopes.csv", "rates.csv", "timing.csv",
                  "figure3_gaps.png", "figure5_reconstruction.png", "figure2_auroc.png",
                  "auroc.csv", "doc_coverage.csv", "doc_rates.csv", "doc_oscillating.csv",
                  "doc_timing.csv"):
-        assert (quick["dir"] / name).stat().st_size > 0, name
-    results = quick["results"]
-    expected = len(QUICK.problems) * len(QUICK.sizes) * QUICK.n_repeats * 7
+        assert (run["dir"] / name).stat().st_size > 0, name
+    results = run["results"]
+    expected = len(problems) * len(sizes) * n_repeats * 7
     assert results.shape[0] == expected
     assert set(results["method"]) == {"NW", "TV", "Lip+Bkt", "NW (paper)", "TV (paper)",
                                       "Lip+Bkt (paper)", "ECE"}
@@ -88,16 +106,28 @@ def test_quick_run_writes_every_file(quick):
     assert_allclose(certified["lower_gap"], certified["true_ce"] - certified["lower_bound"],
                     atol=1e-15)
     assert (certified["lower_bound"] >= 0).all()
-    assert list(quick["timing"]["problem"]) == [*QUICK.problems, "TOTAL"]
-    coverage = pd.read_csv(quick["dir"] / "doc_coverage.csv")
+    assert list(run["timing"]["problem"]) == [*problems, "TOTAL"]
+    coverage = pd.read_csv(run["dir"] / "doc_coverage.csv")
     assert list(coverage.columns) == ["problem", "method", "coverage", "coverage_lower",
                                       "coverage_joint"]
-    assert coverage.shape[0] == len(QUICK.problems) * 6
-    oscillating = pd.read_csv(quick["dir"] / "doc_oscillating.csv")
+    assert coverage.shape[0] == len(problems) * 6
+    oscillating = pd.read_csv(run["dir"] / "doc_oscillating.csv")
     assert list(oscillating.columns) == ["n", *(f"{m} gap" for m in CERTIFIED),
                                          "ECE error abs(ECE - CE)"]
+    assert oscillating["n"].tolist() == list(sizes)
+    assert set(run["auroc"]["problem"]) == set(problems)
 
 
+def test_small_run_writes_every_file(small):
+    check_every_file(small, SMALL_PROBLEMS, SMALL_SIZES, SMALL_REPEATS)
+
+
+@pytest.mark.slow
+def test_quick_run_writes_every_file(quick):
+    check_every_file(quick, QUICK.problems, QUICK.sizes, QUICK.n_repeats)
+
+
+@pytest.mark.slow
 def test_every_certified_interval_covers_the_truth_at_every_size(quick):
     summary = quick["summary"]
     certified = summary[summary["method"] != "ECE"]
@@ -124,6 +154,7 @@ def test_every_certified_interval_covers_the_truth_at_every_size(quick):
     assert_allclose(joined["coverage_lower"], joined["covered_lower"])
 
 
+@pytest.mark.slow
 def test_on_the_oscillating_problem_ece_stays_wrong_while_the_bounds_tighten(quick):
     summary = quick["summary"].set_index(["problem", "method", "n"])
     small, large = QUICK.sizes[0], QUICK.sizes[-1]
@@ -145,6 +176,7 @@ def test_on_the_oscillating_problem_ece_stays_wrong_while_the_bounds_tighten(qui
                 < 0.5 * summary.loc[(problem, "ECE", small), "mean_abs_error"])
 
 
+@pytest.mark.slow
 def test_certified_gaps_shrink_at_a_polynomial_rate(quick):
     slopes = quick["slopes"]
     for problem in ("calibrated", "overconfident", "parabola"):
@@ -156,6 +188,7 @@ def test_certified_gaps_shrink_at_a_polynomial_rate(quick):
                     [-0.406, -0.213, -1 / 3])
 
 
+@pytest.mark.slow
 def test_auroc_cost_of_the_perturbation_vanishes_as_h_shrinks(quick):
     auroc = quick["auroc"]
     assert set(auroc["problem"]) == set(QUICK.problems)
@@ -170,11 +203,13 @@ def test_auroc_cost_of_the_perturbation_vanishes_as_h_shrinks(quick):
         assert_allclose(group["auroc_loss"], group["auroc_unperturbed"] - group["auroc"])
 
 
-def test_from_results_redraws_the_same_tables(quick, tmp_path):
-    assert main(["--from-results", str(quick["dir"]), "--output-dir", str(tmp_path),
+@pytest.mark.parametrize("run", ["small", pytest.param("quick", marks=pytest.mark.slow)])
+def test_from_results_redraws_the_same_tables(run, request, tmp_path):
+    run = request.getfixturevalue(run)
+    assert main(["--from-results", str(run["dir"]), "--output-dir", str(tmp_path),
                  "--no-plots"]) == 0
     again = pd.read_csv(tmp_path / "summary.csv")
-    pd.testing.assert_frame_equal(again, quick["summary"])
+    pd.testing.assert_frame_equal(again, run["summary"])
 
 
 def test_a_task_is_reproducible_and_independent_of_the_order():

@@ -241,8 +241,9 @@ def _any_miss_count(repetitions, confidence_level, seed):
     return misses
 
 
-def test_simultaneous_coverage_small():
-    repetitions, level = 60, 0.8
+@pytest.mark.parametrize("repetitions", [20, pytest.param(60, marks=pytest.mark.slow)])
+def test_simultaneous_coverage_small(repetitions):
+    level = 0.8
     assert _any_miss_count(repetitions, level, 0) <= binomial_tolerance(
         repetitions, level
     )

@@ -4,7 +4,8 @@ Each coverage cell fits the estimator ``R`` times on independent samples of a
 synthetic problem with an exactly known calibration error, with independent fold
 seeds, and requires the number of failures ``bound_ < CE`` to stay within the
 ``1 - 1e-3`` quantile of ``Binomial(R, 1 - confidence_level)``. The default suite runs
-a small version; ``pytest -m slow`` (``make test-slow``) runs ``R >= 500``.
+one small cell per bound and per guarantee mode, and one power check per bound;
+``pytest -m slow`` (``make test-slow``) runs the other small cells and ``R >= 500``.
 
 The TV bound is loose, so the power tests check that the same harness does reject
 quantities that are not certified (the plug-in estimate, or the bound without the
@@ -49,6 +50,7 @@ from _synthetic import (
     default_problems,
     fitted_bound,
     perturbed_problems,
+    slow_except,
     smooth_problems,
     zigzag_steps,
 )
@@ -66,7 +68,7 @@ NW_PROBLEMS = perturbed_problems() + smooth_problems()
 NW_PROBLEM_IDS = [p.name for p in NW_PROBLEMS]
 
 
-def tv_factory(aggregate):
+def tv_factory(aggregate, guarantee="high_probability"):
     """Estimator factory for :func:`coverage`: the TV bound with the problem's ``V``."""
 
     def make(problem, confidence_level, random_state):
@@ -74,6 +76,7 @@ def tv_factory(aggregate):
             **problem.assumptions,
             confidence_level=confidence_level,
             aggregate=aggregate,
+            guarantee=guarantee,
             random_state=random_state,
         )
 
@@ -85,14 +88,21 @@ def cell_seed(*key):
     return zlib.crc32(repr(key).encode())
 
 
-def check_coverage(problem, n, aggregate, confidence_level, repetitions):
+def mode_key(guarantee):
+    """Seed key of the guarantee mode: the high-probability cells keep their seeds."""
+    return () if guarantee == "high_probability" else (guarantee,)
+
+
+def check_coverage(problem, n, aggregate, confidence_level, repetitions,
+                   guarantee="high_probability"):
     result = coverage(
-        tv_factory(aggregate),
+        tv_factory(aggregate, guarantee),
         problem,
         n,
         repetitions,
         confidence_level=confidence_level,
-        seed=cell_seed(problem.name, n, aggregate, confidence_level, repetitions),
+        seed=cell_seed(problem.name, n, aggregate, confidence_level, repetitions,
+                       *mode_key(guarantee)),
     )
     assert result.repetitions == repetitions
     assert np.all(np.isfinite(result.values))
@@ -273,6 +283,13 @@ def test_coverage_is_reproducible_and_repetitions_are_independent():
 # ----------------------------------------------------------------------------------
 # Coverage of the TV bound
 # ----------------------------------------------------------------------------------
+# The default suite's cell, in both guarantee modes: the non-monotone zigzag.
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_tv_bound_coverage_small(guarantee):
+    check_coverage(zigzag_steps(), 2000, "mean", 0.8, 100, guarantee)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
 @pytest.mark.parametrize("n", [200, 2000])
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
@@ -302,9 +319,13 @@ def _without_surrogate_terms(estimator):
     return estimator.bound_ - terms["tv_denoising"] - terms["population_transfer"]
 
 
-@pytest.mark.parametrize("aggregate", ["mean", "min"])
+# The default suite runs the cell that drops the bound's own terms; the others are slow.
 @pytest.mark.parametrize(
-    "quantity", [_plug_in, _without_surrogate_terms], ids=["estimate", "no_tvb_ptb"]
+    "quantity, aggregate",
+    slow_except(
+        [{"estimate": _plug_in, "no_tvb_ptb": _without_surrogate_terms}, ["mean", "min"]],
+        default="no_tvb_ptb-mean",
+    ),
 )
 def test_harness_detects_an_invalid_bound(quantity, aggregate):
     """On the non-monotone problem, at n = 5000, dropping the certification fails."""
@@ -332,6 +353,7 @@ def test_harness_detects_an_invalid_bound(quantity, aggregate):
     assert valid.passed, valid.summary()
 
 
+@pytest.mark.slow
 def test_harness_detects_an_invalid_bound_with_ties():
     """The plug-in estimate also undercovers on the tied, discrete problem."""
     result = coverage(
@@ -356,7 +378,7 @@ def nw_assumptions(problem):
     return problem.assumption_kwargs("b1", "b2")
 
 
-def nw_factory(aggregate, **params):
+def nw_factory(aggregate, guarantee="high_probability", **params):
     """Estimator factory for :func:`coverage`: the NW bound with the problem's constants."""
 
     def make(problem, confidence_level, random_state):
@@ -365,20 +387,23 @@ def nw_factory(aggregate, **params):
             **params,
             confidence_level=confidence_level,
             aggregate=aggregate,
+            guarantee=guarantee,
             random_state=random_state,
         )
 
     return make
 
 
-def check_nw_coverage(problem, n, aggregate, confidence_level, repetitions):
+def check_nw_coverage(problem, n, aggregate, confidence_level, repetitions,
+                      guarantee="high_probability"):
     result = coverage(
-        nw_factory(aggregate),
+        nw_factory(aggregate, guarantee),
         problem,
         n,
         repetitions,
         confidence_level=confidence_level,
-        seed=cell_seed("nw", problem.name, n, aggregate, confidence_level, repetitions),
+        seed=cell_seed("nw", problem.name, n, aggregate, confidence_level, repetitions,
+                       *mode_key(guarantee)),
     )
     assert result.repetitions == repetitions
     assert np.all(np.isfinite(result.values))
@@ -397,6 +422,15 @@ def test_nw_problems_carry_the_constants_the_bound_needs():
     assert nw_assumptions(sine) == {"b1": sine.b1, "b2": sine.b2}
 
 
+# The default suite's cell, in both guarantee modes: the h = 2^-6 perturbed classifier,
+# whose bound is the largest multiple of CE (~4x at n = 2000), with fewer repeats.
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_nw_bound_coverage_small(guarantee):
+    problem = next(p for p in NW_PROBLEMS if getattr(p, "h", None) == 2.0**-6)
+    check_nw_coverage(problem, 2000, "mean", 0.8, 20, guarantee)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
 @pytest.mark.parametrize("problem", NW_PROBLEMS, ids=NW_PROBLEM_IDS)
@@ -435,8 +469,13 @@ NW_POWER_CASES = {
 }
 
 
-@pytest.mark.parametrize("aggregate", ["mean", "min"])
-@pytest.mark.parametrize("case", list(NW_POWER_CASES))
+# The default suite runs the cell that drops the bound's smoothing terms; the others are
+# slow.
+@pytest.mark.parametrize(
+    "case, aggregate",
+    slow_except([list(NW_POWER_CASES), ["mean", "min"]],
+                default="no_smoothing_terms-mean"),
+)
 def test_harness_detects_an_invalid_nw_bound(case, aggregate):
     problem, bandwidth, quantity = NW_POWER_CASES[case]
     kwargs = dict(confidence_level=0.95, seed=cell_seed("nw power", case, aggregate))
@@ -470,7 +509,8 @@ def lipschitz_assumptions(problem, scale=1.0):
 
 
 def lipschitz_factory(aggregate, scale=1.0, **params):
-    """Estimator factory for :func:`coverage`: the Lipschitz bound with the problem's ``L``."""
+    """Estimator factory for :func:`coverage`: the Lipschitz bound with the problem's ``L``
+    (``params`` may set ``guarantee``)."""
 
     def make(problem, confidence_level, random_state):
         return LipschitzBucketBound(
@@ -484,14 +524,16 @@ def lipschitz_factory(aggregate, scale=1.0, **params):
     return make
 
 
-def check_lipschitz_coverage(problem, n, aggregate, confidence_level, repetitions):
+def check_lipschitz_coverage(problem, n, aggregate, confidence_level, repetitions,
+                             guarantee="high_probability"):
     result = coverage(
-        lipschitz_factory(aggregate),
+        lipschitz_factory(aggregate, guarantee=guarantee),
         problem,
         n,
         repetitions,
         confidence_level=confidence_level,
-        seed=cell_seed("lipschitz", problem.name, n, aggregate, confidence_level, repetitions),
+        seed=cell_seed("lipschitz", problem.name, n, aggregate, confidence_level, repetitions,
+                       *mode_key(guarantee)),
     )
     assert result.repetitions == repetitions
     assert np.all(np.isfinite(result.values))
@@ -516,9 +558,18 @@ def test_lipschitz_problems_carry_the_constants_the_bound_needs():
         assert lipschitz_assumptions(p, 0.02) == {"L": 0.02 * p.assumptions["L"]}
 
 
-# Default: 12 cells of 30 fits at n = 2000 (~0.055 s a fit, ~20 s in all on one core).
+# The grid: 12 cells of 30 fits at n = 2000 (~0.055 s a fit, ~20 s in all on one core).
 # Observed failures: 0 in every cell (the bound is ~4-5x CE at n = 2000: medians ~0.31
 # for the sine, CE 0.064; ~0.40 for h = 2^-4, CE 0.076; ~0.55 for h = 2^-6, CE 0.128).
+# The default suite's cell, in both guarantee modes: the h = 2^-6 perturbed classifier
+# (the bound is ~4x CE there), with fewer repeats.
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_lipschitz_bound_coverage_small(guarantee):
+    problem = next(p for p in LIPSCHITZ_PROBLEMS if getattr(p, "h", None) == 2.0**-6)
+    check_lipschitz_coverage(problem, 2000, "mean", 0.8, 12, guarantee)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
 @pytest.mark.parametrize("problem", LIPSCHITZ_PROBLEMS, ids=LIPSCHITZ_PROBLEM_IDS)
@@ -560,13 +611,18 @@ def test_lipschitz_bound_coverage_oscillating_slow(aggregate, confidence_level):
 # "L_over_50" uses the published form (guarantee="paper"): the default form's extra
 # terms (label concentration, population transfer, ~0.03 here) lift even the L/50 bound
 # above CE, so it would not show the harness's power.
+# The default suite runs "estimate" on 10 repeats ("estimate_R=10"), the slow suite the
+# cases below in full.
 LIPSCHITZ_POWER_CASES = {
     "estimate": (5000, 40, 1.0, {"n_buckets": 40}, lambda e: e.estimate_),
     "L_over_50": (10_000, 20, 1.0 / 50.0, {"guarantee": "paper"}, fitted_bound),
+    "estimate_R=10": (5000, 10, 1.0, {"n_buckets": 40}, lambda e: e.estimate_),
 }
 
 
-@pytest.mark.parametrize("case", list(LIPSCHITZ_POWER_CASES))
+@pytest.mark.parametrize(
+    "case", slow_except([list(LIPSCHITZ_POWER_CASES)], default="estimate_R=10")
+)
 def test_harness_detects_an_invalid_lipschitz_bound(case):
     n, repetitions, scale, params, quantity = LIPSCHITZ_POWER_CASES[case]
     problem = Oscillating()
@@ -647,6 +703,7 @@ def test_staircase_truth_is_integrated_accurately():
         assert 0.05 < problem.true_ce < unperturbed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
 @pytest.mark.parametrize("h", [2.0**-4, 2.0**-6], ids=["h=2^-4", "h=2^-6"])
 def test_nw_covers_the_perturbed_staircase_classifier(h, confidence_level):
