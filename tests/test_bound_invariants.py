@@ -8,7 +8,9 @@ lists, the three accepted shapes, label types, the aggregates, the terms, the pe
 table and user-supplied splitters.
 """
 
+import copy
 import dataclasses
+import functools
 import math
 import pickle
 
@@ -130,6 +132,17 @@ def _scores_labels(n=2000, seed=0):
 @pytest.fixture
 def data():
     return _scores_labels()
+
+
+@functools.cache
+def _fitted_reference(Est):
+    return _make(Est, random_state=0).fit(*_scores_labels())
+
+
+def _reference(Est):
+    """``_make(Est, random_state=0).fit(*data)``: fitted once per estimator (a Lipschitz
+    fit costs ~0.3 s whatever n), a fresh copy for every test."""
+    return copy.deepcopy(_fitted_reference(Est))
 
 
 def _fitted_attributes(est):
@@ -320,7 +333,7 @@ CONTAINERS = ["numpy", "numpy_2d", "list", "series", "frame_1", "frame_2"]
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
     scores, labels = data
-    reference = _make(Est, random_state=0).fit(scores, labels)
+    reference = _reference(Est)
     X = _as_container(kind, scores)
     y = labels.tolist() if kind == "list" else (
         pd.Series(labels) if kind in ("series", "frame_1", "frame_2") else labels.copy()
@@ -377,7 +390,7 @@ def test_read_only_input(Est, data):
     for arr in (X, y, X2):
         arr.setflags(write=False)
     est = _make(Est, random_state=0).fit(X, y)
-    reference = _make(Est, random_state=0).fit(scores, labels)
+    reference = _reference(Est)
     assert est.bound_ == reference.bound_
     assert_allclose(est.predict(X2), est.predict(scores), rtol=1e-12)
     assert est.score(X, y) == reference.score(scores, labels)
@@ -391,7 +404,7 @@ def test_fortran_ordered_predict_proba_input(Est, data):
     assert X.flags.f_contiguous and not X.flags.c_contiguous
     before = X.copy(order="F")
     est = _make(Est, random_state=0).fit(X, labels)
-    assert est.bound_ == _make(Est, random_state=0).fit(scores, labels).bound_
+    assert est.bound_ == _reference(Est).bound_
     assert_allclose(est.predict(X), est.predict(scores), rtol=1e-12)
     assert_array_equal(X, before, strict=True)
 
@@ -525,7 +538,7 @@ def test_default_positive_class_is_one(Est, negative, positive, data):
     y = np.where(labels == 1, positive, negative)
     est = _make(Est, random_state=0).fit(scores, y)
     assert est.classes_.tolist() == [negative, positive]
-    assert est.bound_ == _make(Est, random_state=0).fit(scores, labels).bound_
+    assert est.bound_ == _reference(Est).bound_
     # The other class as the positive one is a different problem.
     flipped = _make(Est, random_state=0, pos_label=negative).fit(scores, y)
     assert flipped.bound_ == _make(Est, random_state=0).fit(scores, 1 - labels).bound_
@@ -551,7 +564,7 @@ def test_other_labels_need_pos_label(Est, negative, positive, shown, data):
     with pytest.raises(ValueError, match=re.escape(message)):
         _make(Est, random_state=0).fit(scores, y)
     est = _make(Est, random_state=0, pos_label=positive).fit(scores, y)
-    reference = _make(Est, random_state=0).fit(scores, labels)
+    reference = _reference(Est)
     assert est.bound_ == reference.bound_
     assert est.lower_bound_ == reference.lower_bound_
     assert_allclose(est.predict(scores), reference.predict(scores))
@@ -570,7 +583,7 @@ def test_pos_label_picks_the_predict_proba_column(Est, data):
     y = np.where(labels == 1, "churn", "stay").astype(object)
     proba = np.column_stack([scores, 1 - scores])
     est = _make(Est, random_state=0, pos_label="churn").fit(proba, y)
-    reference = _make(Est, random_state=0).fit(scores, labels)
+    reference = _reference(Est)
     assert est.bound_ == reference.bound_
     assert_allclose(est.predict(proba), reference.predict(scores))
     assert est.score(proba, y) == reference.score(scores, labels)

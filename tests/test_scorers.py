@@ -29,6 +29,10 @@ from skcalbound import (
 )
 
 H_GRID = [2.0**-k for k in range(2, 9)]
+# The searches below fit the NW bound once per candidate and fold, and a fit grows
+# slower as h shrinks (~0.5 s at h = 2^-10 on 1000 scores): by default they run on a
+# coarser grid, the full grids under ``slow``.
+COARSE_H_GRID = [2.0**-k for k in (2, 5, 8)]
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +243,12 @@ def test_largest_h_rule_finds_the_pipeline_parameter_and_says_what_is_missing():
     assert largest_h_within_tolerance(0.001, param="b__h")(ambiguous) == 0
 
 
-def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data):
+@pytest.mark.parametrize(
+    "grid",
+    [COARSE_H_GRID, pytest.param(H_GRID, marks=pytest.mark.slow)],
+    ids=["coarse", "full"],
+)
+def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data, grid):
     X, y, _, _ = data
     scoring = {
         "auroc_loss": make_perturbation_scorer("auroc_loss"),
@@ -247,7 +256,7 @@ def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data):
     }
     search = GridSearchCV(
         SechPerturbedClassifier(LogisticRegression(), random_state=0),
-        {"h": H_GRID},
+        {"h": grid},
         scoring=scoring,
         refit=largest_h_within_tolerance(0.002),
         cv=StratifiedKFold(3, shuffle=True, random_state=0),
@@ -323,12 +332,12 @@ class _CountingPerturbed(SechPerturbedClassifier):
         return super().predict_proba(X)
 
 
-def _counted_search(X, y, scoring):
+def _counted_search(X, y, scoring, grid):
     _CountingLogisticRegression.calls.clear()
     _CountingPerturbed.calls.clear()
     GridSearchCV(
         _CountingPerturbed(_CountingLogisticRegression(), random_state=0),
-        {"h": [2.0**-k for k in range(2, 11)]},
+        {"h": grid},
         scoring=scoring,
         refit=largest_h_within_tolerance(0.001),
         cv=StratifiedKFold(3, shuffle=True, random_state=0),
@@ -336,24 +345,33 @@ def _counted_search(X, y, scoring):
     return list(_CountingPerturbed.calls), list(_CountingLogisticRegression.calls)
 
 
-def test_grid_search_scorers_share_one_prediction_per_candidate_and_fold(data):
+@pytest.mark.parametrize(
+    "grid",
+    [
+        COARSE_H_GRID,
+        pytest.param([2.0**-k for k in range(2, 11)], marks=pytest.mark.slow),
+    ],
+    ids=["3_candidates", "9_candidates"],
+)
+def test_grid_search_scorers_share_one_prediction_per_candidate_and_fold(data, grid):
     X, y, _, _ = data
     scoring = {
         "auroc_loss": make_perturbation_scorer("auroc_loss"),
         "nw": make_bound_scorer("nw", random_state=0),
     }
-    perturbed, inner = _counted_search(X, y, scoring)
+    perturbed, inner = _counted_search(X, y, scoring, grid)
     folds = [len(test) for _, test in StratifiedKFold(3).split(X, y)]  # 1000 each
-    # 9 candidates x 3 folds: one perturbed prediction of each test fold, shared by
+    k = len(grid)
+    # k candidates x 3 folds: one perturbed prediction of each test fold, shared by
     # both scorers; the inner model predicts once inside it and once for the AUROC
     # loss's unperturbed probabilities. The refit predicts nothing.
-    assert sorted(perturbed) == sorted(folds * 9)
-    assert len(perturbed) == 27
-    assert sorted(inner) == sorted(folds * 18)
+    assert sorted(perturbed) == sorted(folds * k)
+    assert len(perturbed) == 3 * k
+    assert sorted(inner) == sorted(folds * 2 * k)
     # The same scorers as plain callables are not shared: each draws its own.
     unshared = {name: (lambda s: lambda *a: s(*a))(s) for name, s in scoring.items()}
-    perturbed, inner = _counted_search(X, y, unshared)
-    assert len(perturbed) == 54 and len(inner) == 81
+    perturbed, inner = _counted_search(X, y, unshared, grid)
+    assert len(perturbed) == 6 * k and len(inner) == 9 * k
 
 
 def test_scorers_share_the_prediction_with_sklearn_scorers(data):
