@@ -44,8 +44,9 @@ import numpy as np
 from ._nw import BinStats, _kernel, bin_centres, bin_of
 from ._nw_hp import HPTables, Pyramid, _conv, choose_bandwidth, grid_size
 
-# Rows per block of the per-row arithmetic (arrays that stay in cache).
-_BLOCK = 2**16
+# Rows per block of the per-row arithmetic: its temporaries (and pass 2's gathered
+# records, 32 bytes a row) stay in the core's cache.
+_BLOCK = 2**13
 
 
 def cell_offsets(scores, cells, n_bins, out=None):
@@ -385,12 +386,16 @@ class Plan:
     fine_bins: int
     thresholds: np.ndarray = None  # per split: evaluate rows whose key <= it (None: all)
     needed: np.ndarray = None  # sorted fine cells
+    # Kernel queries per table cell (stacked like ``eta``) when every row of a split's
+    # validation group is evaluated: pass 1's counts, so pass 2 need not count them.
+    query_counts: np.ndarray = None
     offsets: np.ndarray = field(init=False)
     shifts: np.ndarray = field(init=False)
     eta: np.ndarray = field(init=False)
     mean_score: np.ndarray = field(init=False)
     const: np.ndarray = field(init=False)
     kernel: np.ndarray = field(init=False)
+    records: np.ndarray = field(init=False)
     shift: np.ndarray = field(init=False)
     centre: np.ndarray = field(init=False)
     paper: PaperTables = field(init=False)  # stacked, when the smoothers have them
@@ -407,6 +412,12 @@ class Plan:
         set_("mean_score", stack(p[0] for p in parts))
         set_("const", stack(p[1] for p in parts))
         set_("kernel", stack(t.A0 for t in tables) > 0.0)
+        # What a query reads of its cell, side by side: one cache line a row instead
+        # of one per table (the tables are MBs at 10**7 rows, and the rows' cells are
+        # random, so each separate gather would be a cache miss).
+        set_("records", np.stack(
+            [self.mean_score, self.const, self.eta, self.kernel.astype(np.float64)], axis=1
+        ))
         set_("shift", np.array([residual_shift(t) for t in tables] or [0.0]))
         set_("centre", stack(bin_centres(t.n_bins) for t in tables))
         papers = [s.paper for s in self.smoothers]
@@ -481,10 +492,11 @@ def evaluation_sums(plan, scores, labels, groups, keys=None):
     if residuals:
         out.residuals = sum(residuals)
         out.smoothing = sum(p[1] for p in parts if p is not None)
-        # One count per table cell for the whole chunk (a count per block would cost
-        # the size of the tables per block).
-        cells = np.concatenate([p[2] for p in parts if p is not None])
-        out.per_cell = np.bincount(cells, minlength=plan.eta.shape[0]).astype(np.float64)
+        if plan.query_counts is None:
+            # One count per table cell for the whole chunk (a count per block would
+            # cost the size of the tables per block).
+            cells = np.concatenate([p[2] for p in parts if p is not None])
+            out.per_cell = np.bincount(cells, minlength=plan.eta.shape[0]).astype(np.float64)
         fallback = [p[3] for p in parts if p is not None and p[3] is not None]
         if fallback:
             out.fallback = tuple(np.concatenate([f[j] for f in fallback]) for j in range(2))
@@ -529,13 +541,14 @@ def _evaluate_block(plan, s, groups, keys):
         idx >>= plan.shifts[sp]
         idx += plan.offsets[sp]
     fallback = None
-    kernel = None if plan.no_fallback else plan.kernel[idx]
-    if kernel is not None and not kernel.all():
-        f = ~kernel
-        fallback = (s[f], sp[f])
-        s, sp, idx = s[kernel], sp[kernel], idx[kernel]
-    d = plan.mean_score[idx]
-    d -= s
+    record = np.take(plan.records, idx, axis=0)  # mean score, constant, eta, kernel
+    if not plan.no_fallback:
+        kernel = record[:, 3] > 0.0
+        if not kernel.all():
+            f = ~kernel
+            fallback = (s[f], sp[f])
+            s, sp, idx, record = s[kernel], sp[kernel], idx[kernel], record[kernel]
+    d = np.subtract(record[:, 0], s)
     if plan.paper is None:
         g = np.abs(d)
     else:
@@ -544,10 +557,9 @@ def _evaluate_block(plan, s, groups, keys):
     d *= d
     d *= 0.5 * plan.b2
     g += d
-    g += plan.const[idx]
+    g += record[:, 1]
     np.minimum(g, 1.0, out=g)
-    r = plan.eta[idx]
-    r -= s
+    r = np.subtract(record[:, 2], s)
     np.abs(r, out=r)
     smoothing = np.empty((k, 2))
     smoothing[:, 0] = np.bincount(sp, weights=g, minlength=k)
@@ -581,7 +593,8 @@ def finish_split(plan, k, sums, smoother):
     g_sum, g2_sum = (float(x) for x in sums.smoothing[k])
     tables = smoother.tables
     start = plan.offsets[k]
-    per_cell = sums.per_cell[start : start + tables.n_bins]
+    counts = sums.per_cell if plan.query_counts is None else plan.query_counts
+    per_cell = counts[start : start + tables.n_bins]
     n = float(per_cell.sum())
     fb_scores = sums.fallback[0][sums.fallback[1] == k]
     blocks = None
@@ -741,9 +754,19 @@ def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
     needed = [s.needed_cells() for s in smoothers]
     if refit is not None:
         needed.append(refit.needed_cells())
+    query_counts = None
+    if thresholds is None:
+        # Every row of a validation group is a query: its table cell's count is the
+        # group's fine-cell counts summed over the cell (fallback cells excluded).
+        query_counts = np.concatenate([np.empty(0)] + [
+            sums.count[validation].reshape(s.tables.n_bins, -1).sum(axis=1)
+            * (s.tables.A0 > 0.0)
+            for s, (validation, _) in zip(smoothers, design.splits)
+        ])
     plan = Plan(
         tuple(smoothers), design.split_of_group, design.n_groups, b1, b2, fine_bins,
         thresholds=thresholds, needed=np.unique(np.concatenate(needed)).astype(np.intp),
+        query_counts=query_counts,
     )
     p2 = source.map_reduce(lambda c: second_pass(c, plan, design, key_seed))
     if p2 is None:
