@@ -21,7 +21,7 @@ from numpydoc.validate import validate
 from scipy import integrate, stats
 
 import skcalbound.datasets as datasets
-from skcalbound._sech import sech_derivative_bounds
+from skcalbound._sech import sech_derivative_bounds, sech_inverse_cdf
 from skcalbound.datasets import (
     CustomProblem,
     make_atoms,
@@ -32,6 +32,9 @@ from skcalbound.datasets import (
     make_overconfident,
     make_parabola,
 )
+from skcalbound.datasets._generators import get_problem
+from skcalbound.datasets._perturbed import SechPerturbed
+from skcalbound.datasets._problems import atoms_and_linear, zigzag_base, zigzag_steps
 
 GENERATORS = {
     "calibrated": make_calibrated,
@@ -200,6 +203,53 @@ def test_perturbed_oscillation_is_damped():
 def test_perturbed_sampler_uses_the_exact_kernel():
     data = make_discrete(200_000, h=2.0**-5, random_state=3)
     assert stats.kstest(data.scores, data.problem.cdf).pvalue > 1e-3
+
+
+def _reference_piecewise_eta(problem, s):
+    """``PiecewiseLinear.eta`` as first written: a search and one ``where`` per atom."""
+    s = np.asarray(s, dtype=float)
+    knots = np.asarray(problem.knots)
+    j = np.clip(np.searchsorted(knots, s, side="right") - 1, 0, len(problem.left) - 1)
+    lo, hi = np.asarray(problem.left)[j], np.asarray(problem.right)[j]
+    out = lo + (s - knots[j]) / (knots[j + 1] - knots[j]) * (hi - lo)
+    for x, _, e in problem.atoms:
+        out = np.where(s == x, e, out)
+    return out
+
+
+PIECEWISE = {"zigzag_base": zigzag_base, "zigzag_steps": zigzag_steps,
+             "atoms": atoms_and_linear}
+
+
+@pytest.mark.parametrize("name", sorted(PIECEWISE))
+def test_piecewise_eta_is_the_reference_bit_for_bit(name):
+    problem = PIECEWISE[name]()
+    s = np.concatenate([np.random.default_rng(0).uniform(-0.1, 1.1, 50_000),
+                        problem.knots, np.nextafter(problem.knots, -1.0),
+                        np.nextafter(problem.knots, 2.0), [np.nan]])
+    assert_array_equal(problem.eta(s), _reference_piecewise_eta(problem, s))
+    assert problem.eta(0.5).shape == ()
+
+
+@pytest.mark.parametrize("h", [2.0**-6, 0.3, 1e-5])
+@pytest.mark.parametrize("name", ["zigzag_base", "parabola", "calibrated"])
+def test_perturbed_sample_is_the_reference_bit_for_bit(name, h):
+    # Blocked and in place, the sampler gives the numbers of the plain composition of
+    # base.sample_scores, base.eta and sech_inverse_cdf with the same generator.
+    base = PIECEWISE[name]() if name in PIECEWISE else get_problem(name)
+    problem = SechPerturbed(base=base, h=h)
+    for seed, n in [(0, 40_000), (1, 16_384), (2, 1)]:
+        scores, labels, s_orig = problem.sample_with_original(n, np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        expected_orig = base.sample_scores(n, rng)
+        eta = (_reference_piecewise_eta(base, expected_orig) if name in PIECEWISE
+               else base.eta(expected_orig))
+        expected_labels = (rng.uniform(size=n) < eta).astype(np.int64)
+        expected = sech_inverse_cdf(rng.uniform(size=n), expected_orig, h)
+        assert_array_equal(s_orig, expected_orig)
+        assert_array_equal(labels, expected_labels)
+        assert labels.dtype == np.int64
+        assert_array_equal(scores, expected)
 
 
 # ----------------------------------------------------------------------------------

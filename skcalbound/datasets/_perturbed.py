@@ -7,13 +7,57 @@ from functools import cached_property
 import numpy as np
 from scipy import optimize
 
-from .._sech import gd, sech, sech_derivative_bounds, sech_inverse_cdf, sech_normalizer
+from .._sech import gd, sech, sech_derivative_bounds, sech_normalizer
 from ._exact import gauss_legendre_panels, panel_edges
 from ._problems import CalibrationProblem, PiecewiseLinear
 
 # Inner and outer rules of the two refinements of SechPerturbed.true_ce:
 # (panel width in units of min(h, the base problem's resolution), nodes per panel).
 PERTURBED_RULES = ((1.0, 16), (0.5, 24))
+
+
+#: Rows per block of :meth:`SechPerturbed.sample_with_original`.
+SAMPLE_BLOCK = 1 << 14
+
+
+def _sech_inverse_cdf_inplace(u, s_orig, h):
+    """``sech_inverse_cdf(u, s_orig, h)`` written into ``u``, bit for bit, for a float ``h``.
+
+    The same floating-point operations in the same order as :func:`sech_inverse_cdf`
+    (``gd(x) = 2 arctan(tanh(x / 2))``, ``gd_inverse(t) = 2 artanh(clip(tan(t / 2)))``)
+    on one-dimensional float arrays, in place, without its temporaries. The ``nan``
+    of ``gd_inverse`` outside ``|theta| <= pi/2 + 1e-12`` never fires here: ``theta``
+    is clipped to ``[gd(a), gd(b)]`` and ``|gd| <= 2 arctan(1)``.
+    """
+    h = float(h)
+    lower = np.negative(s_orig)
+    lower /= h
+    lower *= 0.5
+    np.tanh(lower, out=lower)
+    np.arctan(lower, out=lower)
+    lower *= 2.0
+    upper = np.subtract(1.0, s_orig)
+    upper /= h
+    upper *= 0.5
+    np.tanh(upper, out=upper)
+    np.arctan(upper, out=upper)
+    upper *= 2.0
+    theta = u
+    # theta = clip(lower + u (upper - lower), lower, upper)
+    theta *= upper - lower
+    theta += lower
+    np.maximum(theta, lower, out=theta)
+    np.minimum(theta, upper, out=theta)
+    theta *= 0.5
+    np.tan(theta, out=theta)
+    np.clip(theta, -1.0, 1.0, out=theta)
+    with np.errstate(divide="ignore"):
+        np.arctanh(theta, out=theta)
+    theta *= 2.0
+    theta *= h
+    theta += s_orig
+    np.clip(theta, 0.0, 1.0, out=theta)
+    return theta
 
 
 @dataclass(frozen=True)
@@ -80,10 +124,22 @@ class SechPerturbed(CalibrationProblem):
 
     # -- sampling ------------------------------------------------------------------
     def sample_with_original(self, n, rng):
-        """``(s, y, s_orig)``: perturbed scores, labels drawn from ``s_orig``, and ``s_orig``."""
+        """``(s, y, s_orig)``: perturbed scores, labels drawn from ``s_orig``, and ``s_orig``.
+
+        The numbers are those of ``labels = rng.uniform(size=n) < base.eta(s_orig)``
+        and ``scores = sech_inverse_cdf(rng.uniform(size=n), s_orig, h)``, bit for bit;
+        both are computed by blocks of ``SAMPLE_BLOCK`` rows, whose temporaries stay
+        in the cache.
+        """
         s_orig = np.asarray(self.base.sample_scores(n, rng), dtype=float)
-        labels = (rng.uniform(size=n) < self.base.eta(s_orig)).astype(np.int64)
-        scores = sech_inverse_cdf(rng.uniform(size=n), s_orig, self.h)
+        label_draws = rng.uniform(size=n)
+        scores = rng.uniform(size=n)
+        labels = np.empty(n, dtype=np.int64)
+        for start in range(0, n, SAMPLE_BLOCK):
+            block = slice(start, start + SAMPLE_BLOCK)
+            np.less(label_draws[block], self.base.eta(s_orig[block]), out=labels[block],
+                    casting="unsafe")
+            _sech_inverse_cdf_inplace(scores[block], s_orig[block], self.h)
         return scores, labels, s_orig
 
     def sample(self, n, rng):

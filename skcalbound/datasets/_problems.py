@@ -288,13 +288,21 @@ class PiecewiseLinear(CalibrationProblem):
 
     def eta(self, s):
         s = np.asarray(s, dtype=float)
-        knots = np.asarray(self.knots)
-        j = np.clip(np.searchsorted(knots, s, side="right") - 1, 0, len(self.left) - 1)
-        lo, hi = np.asarray(self.left)[j], np.asarray(self.right)[j]
-        t = (s - knots[j]) / (knots[j + 1] - knots[j])
-        out = lo + t * (hi - lo)
+        knots = np.asarray(self.knots, dtype=float)
+        left, right = np.asarray(self.left, dtype=float), np.asarray(self.right, dtype=float)
+        # Piece j = the number of inner knots <= s (piece 0 below 0, the last above 1):
+        # a few comparisons are cheaper than a search. Then, with the per-piece tables
+        # gathered by j, ``left + (s - x_j) / (x_{j+1} - x_j) * (right - left)``, the
+        # same floating-point operations in the same order as element by element.
+        j = np.zeros(s.shape, dtype=np.intp)
+        for knot in knots[1:-1]:
+            j += s >= knot
+        out = np.subtract(s, knots[:-1].take(j), out=np.empty(s.shape))
+        out /= (knots[1:] - knots[:-1]).take(j)
+        out *= (right - left).take(j)
+        out += left.take(j)
         for x, _, e in self.atoms:
-            out = np.where(s == x, e, out)
+            np.putmask(out, s == x, e)
         return out
 
     def _atoms(self):
