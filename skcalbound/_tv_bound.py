@@ -8,10 +8,10 @@ import numpy as np
 from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
 
-from ._base import FoldTerms, Passes, Workspace, _BaseCalibrationBound, _BoundMethod
+from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
 from ._chunks import is_dask_collection
 from ._compat import Interval, validate_params
-from ._splitting import TIE_STREAM, Fold, SortedSample, shuffle_ties
+from ._splitting import TIE_STREAM, SortedSample, shuffle_ties, stable_argsort
 from ._surrogates._tv import fit_tv_surrogate
 from ._terms import population_variance, tv_bound_terms, tv_delta_share, tv_t2
 from ._validation import check_prob_labels
@@ -38,12 +38,13 @@ class _TVMethod(_BoundMethod):
 
     level_free = False  # the surrogate's lambda depends on delta
 
-    def fit_surrogate(self, sorted_scores, sorted_labels, delta, *, out=None):
+    def fit_surrogate(self, sorted_scores, sorted_labels, delta, *, out=None, tied=None):
         """The TV surrogate of training data in stable score order (float64 0/1
-        labels; ``out``: a float64 scratch buffer of the same length, or None)."""
+        labels; ``out``: a float64 scratch buffer of the same length, or None;
+        ``tied``: False if the scores are known to be distinct, else None)."""
         m = sorted_scores.shape[0]
         weight = tv_t2(m, tv_delta_share(delta, self.guarantee))
-        return fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=out)
+        return fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=out, tied=tied)
 
     def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
         """The exact in-memory computation: the whole sample sorted once (ties in a
@@ -51,21 +52,42 @@ class _TVMethod(_BoundMethod):
         the prox on its training part and the residuals of its validation part, the
         splits in parallel processes (``n_jobs``)."""
         n = source.n_samples
-        sample = SortedSample.from_arrays(source.scores, source.labels)
-        ids = design.groups(0, n)[sample.order]
-        folds = []
-        for k, (validation, train) in enumerate(design.splits):
-            if len(design.splits) == design.n_groups:  # a partition
-                folds.append(Fold(assignment=ids, index=validation))
-            else:
-                folds.append(Fold(index=k, train_mask=np.isin(ids, train),
-                                  validation_mask=ids == validation))
-        # After the folds, so that each row keeps its fold.
-        sample, folds = shuffle_ties(sample, folds, [key_seed, TIE_STREAM])
+        order, scores = stable_argsort(source.scores)
+        # Group and label of every row in one small integer, gathered into score
+        # order at once: a random gather costs the same for a byte as for a double,
+        # so one gather of codes instead of one of labels and one of group ids.
+        codes = _row_codes(design.groups(0, n), source.labels, design.n_groups)
+        codes = codes.take(order)
+        del order
+        # After the groups, so that each row keeps its group. shuffle_ties permutes
+        # every array of the sample alike; only the codes are needed after it.
+        unshuffled = SortedSample(order=codes, scores=scores, labels=codes)
+        shuffled, _ = shuffle_ties(unshuffled, [], [key_seed, TIE_STREAM])
+        codes = shuffled.labels
+        sample = _Sample(
+            scores=scores,
+            labels=codes & 1,
+            groups=codes >> 1,
+            # shuffle_ties returns its input when no two scores are equal.
+            tied=False if shuffled is unshuffled else None,
+        )
+        del codes, shuffled, unshuffled
+        rows = np.bincount(sample.groups, minlength=design.n_groups + 1)
+        partition = len(design.splits) == design.n_groups
+        specs = []
+        for validation, train in design.splits:
+            train = np.add(train, 1, dtype=np.intp)
+            specs.append(_Split(
+                validation=validation + 1,
+                train=None if partition else train,
+                n_validation=int(rows[validation + 1]),
+                n_train=int(rows.sum() - rows[validation + 1] if partition
+                            else rows[train].sum()),
+            ))
         # One task per worker, each running a contiguous group of splits.
-        groups = np.array_split(np.arange(len(folds)), effective_n_jobs(source.n_jobs))
+        groups = np.array_split(np.arange(len(specs)), effective_n_jobs(source.n_jobs))
         parts = Parallel(n_jobs=source.n_jobs)(
-            delayed(_tv_splits)(self, sample, [folds[k] for k in g], delta)
+            delayed(_tv_splits)(self, sample, [specs[k] for k in g], delta)
             for g in groups
             if g.size
         )
@@ -80,10 +102,44 @@ class _TVMethod(_BoundMethod):
     def surrogate(self, passes, folds, source, delta):
         """The surrogate on all rows, at the full ``delta``."""
         sample = passes[0].refit
-        return self.fit_surrogate(sample.scores, sample.labels.astype(np.float64), delta)
+        return self.fit_surrogate(
+            sample.scores, sample.labels.astype(np.float64), delta, tied=sample.tied
+        )
 
     def held_out(self, surrogate, scores):
         return _statistics(surrogate, scores, surrogate(scores))
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """All rows in stable score order, tied scores shuffled: float64 ``scores``,
+    uint8 0/1 ``labels``, ``groups`` (the design's group id plus one; 0: no group)
+    and ``tied`` (False if no two scores are equal, else None: unknown)."""
+
+    scores: np.ndarray
+    labels: np.ndarray
+    groups: np.ndarray
+    tied: object = None
+
+
+@dataclass(frozen=True)
+class _Split:
+    """One split over ``_Sample.groups``: its validation group, its training groups
+    (None: every other row, in a partition) and their numbers of rows."""
+
+    validation: int
+    train: np.ndarray
+    n_validation: int
+    n_train: int
+
+
+def _row_codes(ids, labels, n_groups):
+    """``2 * (group id + 1) + label`` of every row, in the smallest unsigned type."""
+    codes = np.empty(ids.shape[0], dtype=np.min_scalar_type(2 * n_groups + 1))
+    np.add(ids, 1, out=codes, casting="unsafe")
+    codes <<= 1
+    codes |= labels.astype(codes.dtype, copy=False)
+    return codes
 
 
 def _statistics(surrogate, scores, fitted):
@@ -101,16 +157,32 @@ def _statistics(surrogate, scores, fitted):
     return statistics, info
 
 
-def _tv_splits(method, sample, folds, delta):
-    """``(statistics, info)`` of each fold (sorted positions): a per-fold worker that
-    ``Parallel`` can ship, reusing one set of buffers for the training data."""
-    workspace = Workspace(max(int(np.count_nonzero(fold.train)) for fold in folds))
+def _tv_splits(method, sample, splits, delta):
+    """``(statistics, info)`` of each split of a ``_Sample``: a per-split worker that
+    ``Parallel`` can ship, reusing one set of buffers for the training data (at
+    10**7 rows a fresh 64 MB array per fold costs about as much as the prox, in page
+    faults). A fold's surrogate does not outlive its fold: only its numbers are kept.
+    """
+    size = max(split.n_train for split in splits)
+    train_scores, train_labels, prox = np.empty(size), np.empty(size), np.empty(size)
+    train_bytes = np.empty(size, dtype=np.uint8)
+    groups = sample.groups
     out = []
-    for fold in folds:
-        train = np.flatnonzero(fold.train)  # one fold's index array alive at a time
-        scores, labels, buffer = workspace.training_data(sample, train)
-        surrogate = method.fit_surrogate(scores, labels, delta, out=buffer)
-        validation = sample.scores.take(np.flatnonzero(fold.validation))
+    for split in splits:
+        m = split.n_train
+        if split.train is None:
+            mask = groups != split.validation
+        else:
+            mask = np.isin(groups, split.train)
+        train = np.flatnonzero(mask)  # sorted positions: the training part stays sorted
+        del mask
+        # mode="clip" (the indices are valid) lets take write into ``out`` unbuffered.
+        scores = np.take(sample.scores, train, out=train_scores[:m], mode="clip")
+        labels = train_labels[:m]
+        labels[...] = np.take(sample.labels, train, out=train_bytes[:m], mode="clip")
+        del train
+        surrogate = method.fit_surrogate(scores, labels, delta, out=prox[:m], tied=sample.tied)
+        validation = sample.scores.take(np.flatnonzero(groups == split.validation))
         out.append(_statistics(surrogate, validation, surrogate.evaluate_sorted(validation)))
     return out
 

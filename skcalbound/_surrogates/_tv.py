@@ -62,7 +62,7 @@ class TVSurrogate:
         return self.step.total_variation
 
 
-def fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=None):
+def fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=None, tied=None):
     """Solve the 1-D TV prox on labels in stable score order and average over ties.
 
     Parameters
@@ -75,6 +75,9 @@ def fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=None):
         The prox weight :math:`t_2`; problem (2) with :math:`\\lambda = t_2 / m`.
     out : ndarray of shape (m,), float64, default=None
         Contiguous scratch buffer for the prox solution; not referenced afterwards.
+    tied : bool, default=None
+        Whether some scores are equal, if the caller knows (``False`` for a subset
+        of distinct scores); None: look.
 
     Returns
     -------
@@ -85,7 +88,9 @@ def fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=None):
     fitted = _tv1_1d(sorted_labels, weight, out)
     # The prox of a vector in [0, 1]^m stays in [0, 1]^m; the step function clips its
     # (few) piece values against rounding.
-    if not np.any(sorted_scores[1:] == sorted_scores[:-1]):
+    if tied is None:
+        tied = bool(np.any(sorted_scores[1:] == sorted_scores[:-1]))
+    if not tied:
         # No ties (the common case for continuous scores): one block per point.
         return TVSurrogate(
             step=step_from_point_values(sorted_scores, fitted),
