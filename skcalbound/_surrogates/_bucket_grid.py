@@ -62,6 +62,7 @@ from one set of cell sums (the reductions are ``np.bincount``).
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -77,6 +78,9 @@ _MIN_CELLS = 2**14
 # below this; 64 keeps ~12 digits in the sum of g**2.
 _EXPANDED_SCALE = 64.0
 _MOMENTS = 6  # count, e, e**2, D, D**2, D e
+# A bucket whose bound on g stays below this has no clipped or large cells (Buckets);
+# the room covers the rounding of the computed g.
+_BOUNDED = 0.999
 
 
 def candidate_grids(n_buckets, n_shifts):
@@ -267,133 +271,202 @@ def own_cell_distance(count, e, mean, m2):
 
 class Prepared:
     """What every candidate reads of one :class:`Training`, computed once: exclusive
-    prefix sums over the cells of ``N``, positives, ``M = N c`` and ``T``, their
-    sums at ``c`` and ``c + 1`` (a cell's ``lo - hi`` differences inside a bucket
-    are these minus the bucket's ends), the occupied neighbours of every cell, and
-    the own-cell distance at both ends of every cell. Transient: never stored on a
-    fitted object."""
+    prefix sums over all cells of ``N``, positives, ``M = N c`` and ``T``, and at the
+    evaluated ``cells`` (occupied, ascending; by default all occupied cells) their
+    sums at ``c`` and ``c + 1`` (a cell's ``lo - hi`` differences inside a bucket are
+    these minus the bucket's ends), the centres and the own-cell distance at both
+    ends. Every candidate costs ``O(B + len(cells))``, not ``O(K)``. Transient: never
+    stored on a fitted object."""
 
-    def __init__(self, training):
+    def __init__(self, training, cells=None):
         K = training.n_cells
         N = training.count
+        if cells is None:
+            cells = np.flatnonzero(N > 0)
         self.training = training
         self.n_cells = K
-        self.cells = np.arange(K)
-        self.centre = (self.cells + 0.5) / K
-        self.occupied = N > 0
+        self.cells = cells
+        self.centre = (cells + 0.5) / K
         self.cN = _exclusive_cumsum(N)
         self.cP = _exclusive_cumsum(training.positives)
-        self.cM = _exclusive_cumsum(N * self.cells)
+        self.cM = _exclusive_cumsum(N * np.arange(K))
         self.cT = _exclusive_cumsum(training.tsum)
-        self.s2 = [x[:-1] + x[1:] for x in (self.cN, self.cM, self.cT)]
-        self.below, self.above = occupied_neighbours(N)
-        self.mean = training.mean_offset()
+        self.s2 = [x[cells] + x[cells + 1] for x in (self.cN, self.cM, self.cT)]
+        count, m2 = N[cells], training.m2[cells]
+        mean = training.tsum[cells] / count
         half = 0.5 / K
-        self.d_lo = own_cell_distance(N, np.full(K, -half), self.mean, training.m2)
-        self.d_hi = own_cell_distance(N, np.full(K, half), self.mean, training.m2)
+        self.d_lo = own_cell_distance(count, np.full(cells.shape, -half), mean, m2)
+        self.d_hi = own_cell_distance(count, np.full(cells.shape, half), mean, m2)
         self.d_max = np.maximum(self.d_lo, self.d_hi)
+
+    @cached_property
+    def neighbours(self):
+        """The occupied cells at or below / at or above every cell (the fallback)."""
+        return occupied_neighbours(self.training.count)
 
 
 @dataclass(frozen=True)
-class Coefficients:
-    """Candidate ``(B, r)`` on one training set, per cell: the bucket it serves from
-    (``bucket``, id + 1 in ``0..B``), ``eta_hat`` and ``g = alpha D + beta e + gamma``
-    (``D`` the own-cell term), and the per-bucket training counts ``n_b``. In the
-    cells of an empty bucket (``fallback``) these are the lower fallback bucket's, and
-    ``upper`` holds the upper one's at ``fallback_cells``: a query above ``mid`` (the
-    midpoint of the training scores around it) uses those."""
+class Buckets:
+    """Candidate ``(B, r)`` on one training set, per bucket (id + 1 in ``0..B``): its
+    cells ``[start, end)``, training count ``n_b``, ``eta_hat``, ``alpha = L / n_b``,
+    ``1 / (2 sqrt(n_b))``, the prefix sums of ``N``, ``M`` and ``T`` at both ends added
+    (``ends``), and how many of the prepared cells it holds (``runs``: the cells are
+    ascending, so every bucket is a run of them). ``bounded``: every bucket holding
+    prepared cells has ``L w / K + 1 / (2 sqrt(n_b)) <= 0.999`` (``w`` cells per
+    bucket), an upper bound on ``g`` anywhere in it (``D <= N_c / K`` and every other
+    distance is at most the bucket width), so ``g`` stays below 1 with room for
+    rounding and every term of ``g`` is at most 1: no cell is clipped or too large to
+    expand, only the cells holding ``eta_hat`` are flagged."""
 
-    bucket: np.ndarray
+    B: int
+    r: int
+    width: int
+    offset: int
+    start: np.ndarray
+    end: np.ndarray
+    n_b: np.ndarray
     eta: np.ndarray
     alpha: np.ndarray
-    beta: np.ndarray
-    gamma: np.ndarray
-    n_b: np.ndarray
-    fallback: np.ndarray
-    fallback_cells: np.ndarray
-    mid: np.ndarray  # at fallback_cells
-    upper: tuple  # (bucket, eta, alpha, beta, gamma) at fallback_cells
+    root: np.ndarray
+    ends: tuple  # (N, M, T)
+    runs: np.ndarray
+    bounded: bool
 
     @classmethod
-    def build(cls, prep, B, r, R, L, midpoints=None):
+    def every(cls, prep, candidates, R, L):
+        """The buckets of every candidate ``(B, r)`` (``R`` shifts), computed at once."""
         K = prep.n_cells
+        B = np.array([b for b, _ in candidates], dtype=np.intp)
         w = K // B
-        o = r * (K // (B * R))
-        j = np.arange(B + 1)  # bucket id + 1
-        start = np.clip((j - 1) * w + o, 0, K)
-        end = np.clip(j * w + o, 0, K)
-        width = end - start
-        cN, cP, cM, cT = prep.cN, prep.cP, prep.cM, prep.cT
+        o = np.array([r for _, r in candidates], dtype=np.intp) * (K // (B * R))
+        bounds = np.concatenate(([0], np.cumsum(B + 1)))
+        first = np.repeat(bounds[:-1], B + 1)
+        j = np.arange(bounds[-1]) - first  # bucket id + 1
+        w_j, o_j = np.repeat(w, B + 1), np.repeat(o, B + 1)
+        start = np.clip((j - 1) * w_j + o_j, 0, K)
+        end = np.clip(j * w_j + o_j, 0, K)
+        cN, cP = prep.cN, prep.cP
         n_b = cN[end] - cN[start]
-        ends = [x[start] + x[end] for x in (cN, cM, cT)]
-        rep = lambda v: np.repeat(v, width)  # noqa: E731 (buckets are runs of cells)
         with np.errstate(divide="ignore", invalid="ignore"):
-            alpha = rep(L / n_b)
-            eta = rep((cP[end] - cP[start]) / n_b)
-            a = prep.s2[0] - rep(ends[0])  # N_lo - N_hi
-            k = prep.s2[1] - rep(ends[1])  # M_lo - M_hi
-            k -= prep.cells * a
-            k *= -1.0 / K
-            k -= prep.s2[2] - rep(ends[2])  # T_lo - T_hi
-            beta = alpha * a
-            gamma = alpha * k
-            gamma += rep(0.5 / np.sqrt(n_b))
-        bucket = rep(j)
-        fallback = rep(n_b <= 0)
-        f = np.flatnonzero(fallback)
-        upper = (bucket[f], eta[f], alpha[f], beta[f], gamma[f])
-        mid = np.full(f.shape[0], np.inf)
-        if f.size:
-            # Empty buckets: the bucket of the nearest training score below (all of it
-            # below the query: distances n_j s' - sum s_i) or above.
-            M_b = cM[end] - cM[start]
-            T_b = cT[end] - cT[start]
-            sides = []
-            for neighbour, sign in ((prep.below, 1.0), (prep.above, -1.0)):
-                cell = neighbour[f]
-                has = (cell >= 0) & (cell < K)
-                jj = np.where(has, bucket[np.clip(cell, 0, K - 1)], 0)
-                nj = np.where(has, n_b[jj], 1.0)
-                aj = L / nj
-                gj = aj * (sign * ((f * nj - M_b[jj]) / K - T_b[jj])) + 0.5 / np.sqrt(nj)
-                y = (cP[end] - cP[start])[jj]
-                sides.append((jj, y / nj, aj, np.full(f.shape[0], sign * L), gj))
-            for array, value in zip((bucket, eta, alpha, beta, gamma), sides[0]):
-                array[f] = value
-            upper = sides[1]
-            if midpoints is not None:  # (the flags of pass 2 look at occupied cells)
-                mid = midpoints[f]
-        return cls(bucket, eta, alpha, beta, gamma, n_b, fallback, f, mid, upper)
+            alpha = L / n_b
+            eta = (cP[end] - cP[start]) / n_b
+            root = 0.5 / np.sqrt(n_b)
+        ends = [x[start] + x[end] for x in (cN, prep.cM, prep.cT)]
+        runs = np.searchsorted(prep.cells, end) - np.searchsorted(prep.cells, start)
+        bounded = np.logical_and.reduceat(
+            (L * w_j / K + root <= _BOUNDED) | (runs == 0), bounds[:-1]
+        )
+        return [
+            cls(int(B[i]), r, int(w[i]), int(o[i]), *(
+                x[bounds[i] : bounds[i + 1]]
+                for x in (start, end, n_b, eta, alpha, root)
+            ), tuple(x[bounds[i] : bounds[i + 1]] for x in ends),
+                runs[bounds[i] : bounds[i + 1]], bool(bounded[i]))
+            for i, (_, r) in enumerate(candidates)
+        ]
 
-    def at(self, cells, scores):
-        """``(bucket, eta, alpha, beta, gamma)`` of the side each query uses."""
-        out = [x[cells] for x in (self.bucket, self.eta, self.alpha, self.beta,
-                                  self.gamma)]
-        if self.fallback_cells.size:
-            pos = np.searchsorted(self.fallback_cells, cells)
-            pos = np.minimum(pos, self.fallback_cells.size - 1)
-            up = np.flatnonzero(
-                (self.fallback_cells[pos] == cells) & (scores > self.mid[pos])
-            )
-            for array, value in zip(out, self.upper):
-                array[up] = value[pos[up]]
-        return tuple(out)
+    def bucket_of(self, cells):
+        """Bucket id + 1 of ``cells``, ``floor((c - o) / w) + 1``."""
+        return (cells - self.offset) // self.width + 1
 
 
-def _flags(prep, coef):
-    """Occupied cells whose sums do not follow from the moments (``eta_hat`` inside
-    the cell, ``g`` crossing 1, or terms too large to expand)."""
+def _distances(prep, bk, cells, s2, j):
+    """``(a, k)`` at ``cells`` (with their ``s2`` sums) in buckets ``j``: the distance
+    sum from a query at offset ``e`` of the cell centre to its bucket's training
+    points outside the cell is ``a e + k``."""
+    E_N, E_M, E_T = (x[j] for x in bk.ends)
+    a = s2[0] - E_N  # N_lo - N_hi
+    k = s2[1] - E_M  # M_lo - M_hi
+    k -= cells * a
+    k *= -1.0 / prep.n_cells
+    k -= s2[2] - E_T  # T_lo - T_hi
+    return a, k
+
+
+def _affine(prep, bk, cells, s2, j):
+    """``(eta_hat, alpha, beta, gamma)`` at ``cells`` (with their ``s2`` sums) whose
+    buckets ``j`` hold training points: ``g = alpha D + beta e + gamma``."""
+    a, k = _distances(prep, bk, cells, s2, j)
+    alpha = bk.alpha[j]
+    beta = alpha * a
+    gamma = alpha * k
+    gamma += bk.root[j]
+    return bk.eta[j], alpha, beta, gamma
+
+
+def prepared_terms(prep, bk, pos=None):
+    """``(bucket, eta_hat, alpha, beta, gamma)`` at the prepared cells (all, or those
+    at positions ``pos``)."""
+    if pos is None:
+        j = np.repeat(np.arange(bk.B + 1), bk.runs)
+        return (j, *_affine(prep, bk, prep.cells, prep.s2, j))
+    cells = prep.cells[pos]
+    j = bk.bucket_of(cells)
+    return (j, *_affine(prep, bk, cells, [x[pos] for x in prep.s2], j))
+
+
+def coefficients_at(prep, bk, L, cells, scores, midpoints):
+    """``(bucket, eta_hat, alpha, beta, gamma, fallback)`` for queries at ``scores``
+    in ``cells`` (any cells). A query in an empty bucket (``fallback``) uses the
+    bucket of the nearest training score below (all of it below the query: distances
+    ``n_j s' - sum s_i``) or, above ``midpoints`` (the midpoint of the training scores
+    around its cell), above."""
+    K = prep.n_cells
+    j = bk.bucket_of(cells)
+    s2 = [x[cells] + x[cells + 1] for x in (prep.cN, prep.cM, prep.cT)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = [j, *_affine(prep, bk, cells, s2, j)]
+    fallback = bk.n_b[j] <= 0
+    f = np.flatnonzero(fallback)
+    if f.size:
+        c = cells[f]
+        M_b = prep.cM[bk.end] - prep.cM[bk.start]
+        T_b = prep.cT[bk.end] - prep.cT[bk.start]
+        below, above = prep.neighbours
+        up = scores[f] > midpoints[c]
+        for neighbour, sign, side in ((below, 1.0, ~up), (above, -1.0, up)):
+            cell = neighbour[c[side]]
+            jj = bk.bucket_of(cell)  # a training score exists on the side used
+            nj = bk.n_b[jj]
+            aj = L / nj
+            gj = aj * (sign * ((c[side] * nj - M_b[jj]) / K - T_b[jj])) + 0.5 / np.sqrt(nj)
+            at = f[side]
+            for array, value in zip(out, (jj, bk.eta[jj], aj, sign * L, gj)):
+                array[at] = value
+    return (*out, fallback)
+
+
+def _crossing(prep, bk):
+    """Prepared cells (positions) whose bucket's ``eta_hat`` lies inside them,
+    ``|c_centre - eta_hat| < 1 / (2K)``: per bucket, the cell of ``eta_hat`` and its
+    neighbours (rounding), if they are prepared cells of that bucket."""
+    K = prep.n_cells
+    j = np.flatnonzero(bk.runs)
+    eta = bk.eta[j]
+    near = np.minimum(np.multiply(eta, K).astype(np.intp), K - 1)[:, None] + [-1, 0, 1]
+    inside = (near >= bk.start[j, None]) & (near < bk.end[j, None])
+    pos = np.searchsorted(prep.cells, near)
+    pos = np.minimum(pos, prep.cells.shape[0] - 1)
+    hit = inside & (prep.cells[pos] == near)
+    hit &= np.abs(prep.centre[pos] - eta[:, None]) < 0.5 / K
+    return np.unique(pos[hit])
+
+
+def _flags(prep, bk):
+    """Prepared cells (positions) whose sums do not follow from the moments
+    (``eta_hat`` inside the cell, ``g`` crossing 1, or terms too large to expand)."""
+    if bk.bounded:
+        return _crossing(prep, bk)
     half = 0.5 / prep.n_cells
-    a, b, c = coef.alpha, coef.beta, coef.gamma
-    with np.errstate(invalid="ignore"):
-        crossing = np.abs(prep.centre - coef.eta) < half
-        bh = np.abs(b) * half
-        ad_lo, ad_hi = a * prep.d_lo, a * prep.d_hi
-        g_max = np.maximum(ad_lo - b * half, ad_hi + b * half) + c
-        scale = np.maximum(a * prep.d_max, np.maximum(np.abs(c), bh))
-        expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
-        clipped = c - bh >= 1.0
-    return prep.occupied & (crossing | ~(expanded | clipped))
+    _, eta, a, b, c = prepared_terms(prep, bk)
+    crossing = np.abs(prep.centre - eta) < half
+    bh = np.abs(b) * half
+    ad_lo, ad_hi = a * prep.d_lo, a * prep.d_hi
+    g_max = np.maximum(ad_lo - b * half, ad_hi + b * half) + c
+    scale = np.maximum(a * prep.d_max, np.maximum(np.abs(c), bh))
+    expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
+    clipped = c - bh >= 1.0
+    return np.flatnonzero(crossing | ~(expanded | clipped))
 
 
 # ------------------------------------------------------------------------ the plan
@@ -404,7 +477,9 @@ class Plan:
     """What pass 2 needs, the same for every chunk, for one grid: per split its
     training tables (stacked, ``(n_splits * K,)``), the flagged (split, cell,
     candidate) triples with their coefficients (sorted by ``split * K + cell``, with
-    the range of each key), and the cells whose extremes to gather."""
+    the range of each key), and the cells whose extremes to gather. Flags are only
+    looked for in ``cells`` (per split: the occupied cells that hold queries, known
+    from pass 1; no other cell's sums come from its moments)."""
 
     n_cells: int
     candidates: tuple  # (B, r) per candidate of this grid
@@ -414,6 +489,7 @@ class Plan:
     split_of_group: np.ndarray
     n_groups: int
     needed: np.ndarray
+    cells: tuple  # per split: the cells where flags matter
     count: np.ndarray = field(init=False)
     mean: np.ndarray = field(init=False)
     m2: np.ndarray = field(init=False)
@@ -434,21 +510,22 @@ class Plan:
         set_("served_offsets", np.concatenate(([0], np.cumsum(sizes))).astype(np.intp))
         parts, flagged = [], []
         nc = len(self.candidates)
-        for s, training in enumerate(self.trainings):
-            prep = Prepared(training)
-            for j, (B, r) in enumerate(self.candidates):
-                coef = Coefficients.build(prep, B, r, self.n_shifts, self.L)
-                cells = np.flatnonzero(_flags(prep, coef))
-                flagged.append(cells)
-                if cells.size:
+        for s, (training, cells) in enumerate(zip(self.trainings, self.cells)):
+            prep = Prepared(training, cells)
+            buckets = Buckets.every(prep, self.candidates, self.n_shifts, self.L)
+            for j, bk in enumerate(buckets):
+                pos = _flags(prep, bk)
+                flagged.append(prep.cells[pos])
+                if pos.size:
+                    bucket, eta, alpha, beta, gamma = prepared_terms(prep, bk, pos)
                     parts.append({
-                        "key": s * K + cells,
-                        "slot": np.full(cells.size, s * nc + j, dtype=np.intp),
-                        "served": self.served_offsets[s * nc + j] + coef.bucket[cells],
-                        "eta": coef.eta[cells],
-                        "alpha": coef.alpha[cells],
-                        "beta": coef.beta[cells],
-                        "gamma": coef.gamma[cells],
+                        "key": s * K + prep.cells[pos],
+                        "slot": np.full(pos.size, s * nc + j, dtype=np.intp),
+                        "served": self.served_offsets[s * nc + j] + bucket,
+                        "eta": eta,
+                        "alpha": alpha,
+                        "beta": beta,
+                        "gamma": gamma,
                     })
         names = ("key", "slot", "served", "eta", "alpha", "beta", "gamma")
         if parts:
@@ -604,47 +681,57 @@ def finish_split(plan, s, sums, training):
     K = plan.n_cells
     nc = len(plan.candidates)
     moments = sums.moments[:, s * K : (s + 1) * K]
-    cnt, se, se2, sD, sD2, sDe = moments
     kept_s = sums.kept[0][sums.kept[1] == s]
     kept_c = cell_of(kept_s, K)
     kept_e = cell_offsets(kept_s, kept_c, K)
     midpoints = training.midpoints() if kept_s.size else None
-    prep = Prepared(training)
-    half = 0.5 / K
     # The cells whose sums come from the moments: queries there and training points
     # too (the others' queries were kept), unless flagged for a candidate.
-    moment_cells = (cnt > 0) & prep.occupied
+    prep = Prepared(training, np.flatnonzero((moments[0] > 0) & (training.count > 0)))
+    x_n, x_e, x_e2, x_D, x_D2, x_De = moments[:, prep.cells]
+    # Doubled once (exact): 2 x y == x (2 y) and 2 (x + y) == 2 x + 2 y to the bit.
+    x_e_2, x_D_2, x_De_2 = 2.0 * x_e, 2.0 * x_D, 2.0 * x_De
+    half = 0.5 / K
     out = []
-    for j, (B, r) in enumerate(plan.candidates):
-        coef = Coefficients.build(prep, B, r, plan.n_shifts, plan.L, midpoints)
+    for j, bk in enumerate(Buckets.every(prep, plan.candidates, plan.n_shifts, plan.L)):
+        B = bk.B
         slot = s * nc + j
-        use = moment_cells.copy()
-        use[plan.flagged[slot]] = False
         n, sum_r, sum_r2, sum_g, sum_g2 = sums.pointwise[:, slot]
         served = sums.served[plan.served_offsets[slot] : plan.served_offsets[slot + 1]]
         served = served.copy()
-        # Cells from the moments: not flagged, so g <= 1 on the whole cell (its sums
-        # expand) or g >= 1 on all of it (clipped: every query counts 1).
-        u = np.flatnonzero(use)
-        if u.size:
-            d = prep.centre[u] - coef.eta[u]
-            x_n, x_e, x_e2 = cnt[u], se[u], se2[u]
-            n += x_n.sum()
-            sum_r += np.abs(x_e + x_n * d).sum()
-            sum_r2 += (x_e2 + 2.0 * d * x_e + x_n * d * d).sum()
-            a, b, c = coef.alpha[u], coef.beta[u], coef.gamma[u]
-            x_D, x_D2, x_De = sD[u], sD2[u], sDe[u]
-            cl = c - np.abs(b) * half >= 1.0
+        # Cells from the moments: not flagged, so s - eta_hat keeps its sign on the
+        # cell and g <= 1 on all of it (its sums expand) or g >= 1 (clipped: every
+        # query counts 1). Computed at every prepared cell, then the flagged ones
+        # (whose terms may overflow) are left out.
+        bucket, eta, a, b, c = prepared_terms(prep, bk)
+        d = prep.centre - eta
+        terms = np.empty((5, bucket.shape[0]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.abs(x_e + x_n * d, out=terms[0])
+            terms[1] = x_e2 + d * x_e_2 + x_n * d * d
             g1 = a * x_D + b * x_e + c * x_n
             # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
             g2 = (a * (a * x_D2) + b * (b * x_e2) + c * c * x_n
-                  + 2.0 * (a * (b * x_De) + a * (c * x_D) + b * (c * x_e)))
-            sum_g += np.where(cl, x_n, g1).sum()
-            sum_g2 += np.where(cl, x_n, g2).sum()
-            served += np.bincount(coef.bucket[u], weights=x_n, minlength=B + 1)
+                  + (a * (b * x_De_2) + a * (c * x_D_2) + b * (c * x_e_2)))
+            if not bk.bounded:
+                clipped = c - np.abs(b) * half >= 1.0
+                g1 = np.where(clipped, x_n, g1)
+                g2 = np.where(clipped, x_n, g2)
+        terms[2], terms[3], terms[4] = g1, g2, x_n
+        use = _unflagged(prep.cells, plan.flagged[slot])
+        if use is not None:
+            terms, bucket = terms[:, use], bucket[use]
+        n += terms[4].sum()
+        sum_r += terms[0].sum()
+        sum_r2 += terms[1].sum()
+        sum_g += terms[2].sum()
+        sum_g2 += terms[3].sum()
+        served += np.bincount(bucket, weights=terms[4], minlength=B + 1)
         n_fallback = 0
         if kept_s.size:
-            bucket, eta, alpha, beta, gamma = coef.at(kept_c, kept_s)
+            bucket, eta, alpha, beta, gamma, fallback = coefficients_at(
+                prep, bk, plan.L, kept_c, kept_s, midpoints
+            )
             rr, gg = _pointwise(kept_s, kept_e, 0.0, eta, alpha, beta, gamma)
             n += kept_s.size
             sum_r += rr.sum()
@@ -652,12 +739,25 @@ def finish_split(plan, s, sums, training):
             sum_g += gg.sum()
             sum_g2 += np.dot(gg, gg)
             served += np.bincount(bucket, minlength=B + 1)
-            n_fallback = int(np.count_nonzero(coef.fallback[kept_c]))
-        size = np.where(coef.n_b > 0, coef.n_b, 1.0)
+            n_fallback = int(np.count_nonzero(fallback))
+        size = np.where(bk.n_b > 0, bk.n_b, 1.0)
         c2 = float(np.sum(served * served / size) / (n * n)) if n else 0.0
         out.append((float(n), float(sum_r), float(sum_r2), float(sum_g), float(sum_g2),
                     n_fallback, c2))
     return out
+
+
+def _unflagged(cells, flagged):
+    """The mask of ``cells`` (ascending) not in ``flagged``, or None if none is."""
+    if not (flagged.size and cells.size):
+        return None
+    pos = np.minimum(np.searchsorted(cells, flagged), cells.shape[0] - 1)
+    pos = pos[cells[pos] == flagged]
+    if not pos.size:
+        return None
+    use = np.ones(cells.shape[0], dtype=bool)
+    use[pos] = False
+    return use
 
 
 # ---------------------------------------------------------------------- the two passes
@@ -713,10 +813,14 @@ def fit_design(source, design, *, n_buckets, n_shifts, L, min_train=1, check=Non
         needed = [t.needed_cells() for t in split_trainings]
         if total is not None:
             needed.append(total.needed_cells())
+        # Flags matter where a split has training points and queries.
+        cells = tuple(np.flatnonzero((t.count > 0) & (stats.count[validation] > 0))
+                      for t, (validation, _) in zip(split_trainings, design.splits))
         plans.append(Plan(
             K, tuple(candidates[j] for j in members), n_shifts, L,
             tuple(split_trainings), design.split_of_group, design.n_groups,
             np.unique(np.concatenate([*needed, np.empty(0, dtype=np.intp)])).astype(np.intp),
+            cells,
         ))
         trainings.append(split_trainings)
         totals.append(total)
@@ -752,34 +856,34 @@ class BucketSurrogate:
         self.candidate = int(candidate)
         self.n_train = int(n_train)
 
-    def _chosen(self, L):
+    def _chosen(self, L, x):
+        """The chosen candidate at scores ``x``: the training statistics of its grid,
+        the cells of ``x`` and :func:`coefficients_at` there."""
         for (K, members), training in zip(self.grids, self.totals):
             if self.candidate in members:
                 B, r = self.candidates[self.candidate]
-                coef = Coefficients.build(
-                    Prepared(training), B, r, self.n_shifts, L, training.midpoints()
-                )
-                return training, coef, K
+                prep = Prepared(training, np.empty(0, dtype=np.intp))
+                (bk,) = Buckets.every(prep, [(B, r)], self.n_shifts, L)
+                c = cell_of(x, K)
+                return training, c, coefficients_at(prep, bk, L, c, x,
+                                                    training.midpoints())
         raise IndexError(self.candidate)  # pragma: no cover
 
     def __call__(self, x):
         """The chosen candidate's ``eta_hat`` at scores ``x`` (any order)."""
         x = np.asarray(x, dtype=np.float64)
-        _, coef, K = self._chosen(0.0)
-        return coef.at(cell_of(x, K), x)[1]
+        return self._chosen(0.0, x)[2][1]
 
     def residuals_and_smoothing(self, lipschitz, x):
         """``|eta_hat(x) - x|``, unclipped ``g(x)`` of the chosen candidate at scores
         ``x`` (any order), and the number of queries that used a fallback bucket."""
         x = np.asarray(x, dtype=np.float64)
-        training, coef, K = self._chosen(lipschitz)
-        c = cell_of(x, K)
-        e = cell_offsets(x, c, K)
+        training, c, (_, eta, alpha, beta, gamma, fallback) = self._chosen(lipschitz, x)
+        e = cell_offsets(x, c, training.n_cells)
         D = own_cell_distance(training.count[c], e, training.mean_offset()[c],
                               training.m2[c])
-        _, eta, alpha, beta, gamma = coef.at(c, x)
         g = alpha * D + beta * e + gamma
-        return np.abs(x - eta), g, int(np.count_nonzero(coef.fallback[c]))
+        return np.abs(x - eta), g, int(np.count_nonzero(fallback))
 
     def all_sums(self, x, lipschitz):
         """Per candidate, the sums of :func:`finish_split` at held-out scores ``x``
@@ -787,10 +891,12 @@ class BucketSurrogate:
         sums = [None] * len(self.candidates)
         groups = np.zeros(x.shape[0], dtype=np.intp)
         for (K, members), training in zip(self.grids, self.totals):
+            queries = np.bincount(cell_of(x, K), minlength=K) > 0
             plan = Plan(
                 K, tuple(self.candidates[j] for j in members), self.n_shifts,
                 lipschitz, (training,), np.zeros(1, dtype=np.intp), 1,
                 np.empty(0, dtype=np.intp),
+                (np.flatnonzero(queries & (training.count > 0)),),
             )
             result = evaluation_sums(plan, x, groups)
             for j, value in zip(members, finish_split(plan, 0, result, training)):
@@ -800,8 +906,8 @@ class BucketSurrogate:
 
 __all__ = [
     "BucketSurrogate",
+    "Buckets",
     "CellStats",
-    "Coefficients",
     "candidate_grids",
     "cell_of",
     "fit_design",
