@@ -370,23 +370,15 @@ class Buckets:
         return (cells - self.offset) // self.width + 1
 
 
-def _distances(prep, bk, cells, s2, j):
-    """``(a, k)`` at ``cells`` (with their ``s2`` sums) in buckets ``j``: the distance
-    sum from a query at offset ``e`` of the cell centre to its bucket's training
-    points outside the cell is ``a e + k``."""
+def _affine(prep, bk, cells, s2, j):
+    """``(eta_hat, alpha, beta, gamma)`` at ``cells`` (with their ``s2`` sums) whose
+    buckets ``j`` hold training points: ``g = alpha D + beta e + gamma``."""
     E_N, E_M, E_T = (x[j] for x in bk.ends)
     a = s2[0] - E_N  # N_lo - N_hi
     k = s2[1] - E_M  # M_lo - M_hi
     k -= cells * a
     k *= -1.0 / prep.n_cells
     k -= s2[2] - E_T  # T_lo - T_hi
-    return a, k
-
-
-def _affine(prep, bk, cells, s2, j):
-    """``(eta_hat, alpha, beta, gamma)`` at ``cells`` (with their ``s2`` sums) whose
-    buckets ``j`` hold training points: ``g = alpha D + beta e + gamma``."""
-    a, k = _distances(prep, bk, cells, s2, j)
     alpha = bk.alpha[j]
     beta = alpha * a
     gamma = alpha * k
