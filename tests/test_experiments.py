@@ -25,6 +25,7 @@ from skcalbound.experiments import reproduce
 from skcalbound.experiments.__main__ import main
 
 # The internals under test; users have ``reproduce`` and the command only.
+from skcalbound.experiments._auroc import auroc_vs_h
 from skcalbound.experiments._report import (
     PAPER_RATES,
     complete_results,
@@ -269,6 +270,40 @@ def test_a_task_runs_each_bound_in_both_guarantee_modes(problem_spec):
         assert row["guarantee"] == guarantee
         assert (row["value"], row["lower_bound"]) == (est.bound_, est.lower_bound_)
     assert rows[0]["value"] != rows[1]["value"] and rows[2]["value"] != rows[3]["value"]
+
+
+def test_the_true_ce_of_a_problem_is_computed_once_per_study():
+    # A perturbed problem integrates its truth numerically: run_study computes it
+    # once and hands it to every task, which reports it unchanged.
+    class Counted:
+        def __init__(self, problem):
+            self.problem, self.name, self.reads = problem, problem.name, 0
+            self.assumptions = problem.assumptions
+
+        @property
+        def true_ce(self):
+            self.reads += 1
+            return self.problem.true_ce
+
+        def sample(self, n, rng):
+            return self.problem.sample(n, rng)
+
+    counted = Counted(parse_problem("parabola"))
+    frame = run_study(counted, [300, 500], 3, methods=("ECE",), n_jobs=1, progress=False)
+    assert counted.reads == 1
+    assert (frame["true_ce"] == counted.problem.true_ce).all()
+    (row,) = run_task(counted.problem, 300, 0, methods=("ECE",), confidence_level=0.9,
+                      random_state=0, true_ce=0.25)
+    assert row["true_ce"] == 0.25 and row["gap"] == row["value"] - 0.25
+
+
+def test_auroc_study_in_parallel_gives_the_same_numbers():
+    problems = [parse_problem("overconfident"), parse_problem("calibrated")]
+    serial = auroc_vs_h(problems, n_samples=5_000, random_state=3)
+    parallel = auroc_vs_h(problems, n_samples=5_000, random_state=3, n_jobs=2)
+    pd.testing.assert_frame_equal(parallel, serial, check_exact=True)
+    assert serial.shape[0] == 2 * 10
+    assert serial["auroc"].nunique() == serial.shape[0]
 
 
 def test_a_custom_problem_runs_through_the_study():

@@ -28,7 +28,8 @@ def _parser():
     parser.add_argument("--sizes", nargs="+", type=float, metavar="N",
                         help="sample sizes (default: 9 log-spaced from 1e3 to 1e7)")
     parser.add_argument("--repeats", type=int, metavar="R", help="repeats per size (default 64)")
-    parser.add_argument("--n-jobs", type=int, default=None, help="parallel repeats (joblib)")
+    parser.add_argument("--n-jobs", type=int, default=None,
+                        help="parallel repeats, and bandwidths of the AUROC study (joblib)")
     parser.add_argument("--random-state", type=int, default=0, help="root seed (default 0)")
     parser.add_argument("--confidence-level", type=float, default=0.95)
     parser.add_argument("--guarantees", nargs="+", choices=GUARANTEES,
@@ -60,7 +61,7 @@ def main(argv=None):
                problems=tuple(args.problems or dict.fromkeys(results["problem"])),
                reconstruction_sizes=settings.reconstruction_sizes,
                random_state=args.random_state, plots=not args.no_plots,
-               auroc_samples=settings.auroc_samples)
+               auroc_samples=settings.auroc_samples, n_jobs=args.n_jobs)
         return 0
     sizes = settings.sizes if args.sizes is None else tuple(int(n) for n in args.sizes)
     if min(sizes) < 10:

@@ -165,8 +165,8 @@ def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats
         the size and the repeat, so every number is reproduced whatever ``n_jobs``
         and whichever problems run.
     n_jobs : int, default=None
-        Number of repeats run in parallel (joblib); the bounds themselves run
-        single-threaded.
+        Number of repeats run in parallel (joblib), and of parts of the
+        AUROC-against-``h`` study; the bounds themselves run single-threaded.
     reconstruction_sizes : sequence of int, \
             default=(1_000, 10_000, 100_000, 1_000_000)
         Sizes of the panels of the reconstruction figure (Figure 5), drawn on the
@@ -262,17 +262,18 @@ def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats
     tables = report(results, timing, output_dir=output, confidence_level=confidence_level,
                     problems=objects, reconstruction_sizes=reconstruction_sizes,
                     random_state=random_state, plots=plots, auroc_samples=auroc_samples,
-                    log=log)
+                    log=log, n_jobs=n_jobs)
     return tables
 
 
 def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
            reconstruction_sizes=FULL.reconstruction_sizes, random_state=0, plots=True,
-           auroc_samples=1_000_000, log=print):
+           auroc_samples=1_000_000, log=print, n_jobs=None):
     """Tables, figures and the printed report from the tidy ``results`` of a run.
 
     Also what ``python -m skcalbound.experiments --from-results DIR`` runs: it redraws
     everything from a saved ``results.csv.gz`` and ``timing.csv`` without refitting.
+    ``n_jobs`` runs the AUROC study in parallel (the same numbers).
     """
     output = Path(output_dir)
     objects = [parse_problem(p) if isinstance(p, str) else p for p in problems]
@@ -303,7 +304,8 @@ def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
         axes[0].figure.savefig(output / "figure5_reconstruction.png", dpi=110)
         plt.close(axes[0].figure)
         unperturbed = [p for p in objects if not hasattr(p, "h")] or [get_problem("parabola")]
-        auroc = auroc_vs_h(unperturbed, n_samples=auroc_samples, random_state=random_state)
+        auroc = auroc_vs_h(unperturbed, n_samples=auroc_samples, random_state=random_state,
+                           n_jobs=n_jobs)
         auroc.to_csv(output / "auroc.csv", index=False)
         ax = plot_auroc(auroc)
         ax.figure.savefig(output / "figure2_auroc.png", dpi=110)
