@@ -81,6 +81,8 @@ _MOMENTS = 6  # count, e, e**2, D, D**2, D e
 # A bucket whose bound on g stays below this has no clipped or large cells (Buckets);
 # the room covers the rounding of the computed g.
 _BOUNDED = 0.999
+# (candidate, cell) pairs per block of candidates finished at once (in cache).
+_BLOCK = 2**16
 
 
 def candidate_grids(n_buckets, n_shifts):
@@ -298,6 +300,12 @@ class Prepared:
         self.d_lo = own_cell_distance(count, np.full(cells.shape, -half), mean, m2)
         self.d_hi = own_cell_distance(count, np.full(cells.shape, half), mean, m2)
         self.d_max = np.maximum(self.d_lo, self.d_hi)
+        # Position of every cell among the prepared ones (-1 for none), shifted by one
+        # (cells -1 .. K), and how many prepared cells lie below every cell boundary.
+        self.index = np.full(K + 2, -1, dtype=np.intp)
+        self.index[cells + 1] = np.arange(cells.shape[0])
+        self.below = np.zeros(K + 1, dtype=np.intp)
+        np.cumsum(self.index[1 : K + 1] >= 0, out=self.below[1:])
 
     @cached_property
     def neighbours(self):
@@ -335,11 +343,26 @@ class Buckets:
     @classmethod
     def every(cls, prep, candidates, R, L):
         """The buckets of every candidate ``(B, r)`` (``R`` shifts), computed at once."""
+        return BucketTable(prep, candidates, R, L).buckets()
+
+    def bucket_of(self, cells):
+        """Bucket id + 1 of ``cells``, ``floor((c - o) / w) + 1``."""
+        return (cells - self.offset) // self.width + 1
+
+
+
+class BucketTable:
+    """The buckets of every candidate ``(B, r)`` (``R`` shifts) on one
+    :class:`Prepared`, concatenated (candidate ``i`` owns ``bounds[i]:bounds[i + 1]``;
+    the fields of :class:`Buckets`), computed at once."""
+
+    def __init__(self, prep, candidates, R, L):
         K = prep.n_cells
+        self.candidates = list(candidates)
         B = np.array([b for b, _ in candidates], dtype=np.intp)
         w = K // B
         o = np.array([r for _, r in candidates], dtype=np.intp) * (K // (B * R))
-        bounds = np.concatenate(([0], np.cumsum(B + 1)))
+        bounds = np.concatenate(([0], np.cumsum(B + 1))).astype(np.intp)
         first = np.repeat(bounds[:-1], B + 1)
         j = np.arange(bounds[-1]) - first  # bucket id + 1
         w_j, o_j = np.repeat(w, B + 1), np.repeat(o, B + 1)
@@ -351,23 +374,68 @@ class Buckets:
             alpha = L / n_b
             eta = (cP[end] - cP[start]) / n_b
             root = 0.5 / np.sqrt(n_b)
-        ends = [x[start] + x[end] for x in (cN, prep.cM, prep.cT)]
-        runs = np.searchsorted(prep.cells, end) - np.searchsorted(prep.cells, start)
+        ends = tuple(x[start] + x[end] for x in (cN, prep.cM, prep.cT))
+        # The prepared cells in [start, end): their count below end minus below start.
+        runs = prep.below[end] - prep.below[start]
         bounded = np.logical_and.reduceat(
             (L * w_j / K + root <= _BOUNDED) | (runs == 0), bounds[:-1]
         )
+        self.B, self.w, self.o, self.bounds = B, w, o, bounds
+        self.start, self.end, self.n_b, self.eta = start, end, n_b, eta
+        self.alpha, self.root, self.ends, self.runs = alpha, root, ends, runs
+        self.bounded = bounded
+
+    def buckets(self):
+        """One :class:`Buckets` per candidate."""
+        b = self.bounds
         return [
-            cls(int(B[i]), r, int(w[i]), int(o[i]), *(
-                x[bounds[i] : bounds[i + 1]]
-                for x in (start, end, n_b, eta, alpha, root)
-            ), tuple(x[bounds[i] : bounds[i + 1]] for x in ends),
-                runs[bounds[i] : bounds[i + 1]], bool(bounded[i]))
-            for i, (_, r) in enumerate(candidates)
+            Buckets(int(self.B[i]), r, int(self.w[i]), int(self.o[i]), *(
+                x[b[i] : b[i + 1]]
+                for x in (self.start, self.end, self.n_b, self.eta, self.alpha, self.root)
+            ), tuple(x[b[i] : b[i + 1]] for x in self.ends),
+                self.runs[b[i] : b[i + 1]], bool(self.bounded[i]))
+            for i, (_, r) in enumerate(self.candidates)
         ]
 
-    def bucket_of(self, cells):
-        """Bucket id + 1 of ``cells``, ``floor((c - o) / w) + 1``."""
-        return (cells - self.offset) // self.width + 1
+    def blocks(self, n_cells):
+        """Runs of consecutive candidates, as slices, of about ``_BLOCK`` (candidate,
+        cell) pairs for ``n_cells`` cells (at least one candidate): arrays that stay
+        in cache, few numpy calls."""
+        n = self.B.shape[0]
+        step = max(1, _BLOCK // max(int(n_cells), 1))
+        return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+    def bucket(self, i):
+        """The :class:`Buckets` of candidate ``i``."""
+        b = self.bounds
+        return Buckets(int(self.B[i]), self.candidates[i][1], int(self.w[i]),
+                       int(self.o[i]), *(
+            x[b[i] : b[i + 1]]
+            for x in (self.start, self.end, self.n_b, self.eta, self.alpha, self.root)
+        ), tuple(x[b[i] : b[i + 1]] for x in self.ends),
+            self.runs[b[i] : b[i + 1]], bool(self.bounded[i]))
+
+    def terms(self, prep, rows, cells=None, s2=None):
+        """:func:`prepared_terms` at every prepared cell for the candidates ``rows``
+        (a slice), as ``(n_rows, n_cells)`` arrays: ``(bucket, eta_hat, alpha, beta,
+        gamma)``, ``bucket`` indexing the concatenated tables. The same operations
+        on the same operands as :func:`_affine`, element by element."""
+        if cells is None:
+            cells, s2 = prep.cells, prep.s2
+        G = cells - self.o[rows, None]
+        G //= self.w[rows, None]
+        G += (self.bounds[:-1][rows] + 1)[:, None]
+        E_N, E_M, E_T = (np.take(x, G) for x in self.ends)
+        a = np.subtract(s2[0], E_N, out=E_N)  # N_lo - N_hi
+        k = np.subtract(s2[1], E_M, out=E_M)  # M_lo - M_hi
+        k -= cells * a
+        k *= -1.0 / prep.n_cells
+        k -= np.subtract(s2[2], E_T, out=E_T)  # T_lo - T_hi
+        alpha = np.take(self.alpha, G)
+        beta = np.multiply(alpha, a, out=a)
+        gamma = np.multiply(alpha, k, out=k)
+        gamma += np.take(self.root, G)
+        return G, np.take(self.eta, G), alpha, beta, gamma
 
 
 def _affine(prep, bk, cells, s2, j):
@@ -397,7 +465,7 @@ def prepared_terms(prep, bk, pos=None):
     return (j, *_affine(prep, bk, cells, [x[pos] for x in prep.s2], j))
 
 
-def coefficients_at(prep, bk, L, cells, scores, midpoints):
+def coefficients_at(prep, bk, L, cells, scores, midpoints, s2=None):
     """``(bucket, eta_hat, alpha, beta, gamma, fallback)`` for queries at ``scores``
     in ``cells`` (any cells). A query in an empty bucket (``fallback``) uses the
     bucket of the nearest training score below (all of it below the query: distances
@@ -405,11 +473,19 @@ def coefficients_at(prep, bk, L, cells, scores, midpoints):
     around its cell), above."""
     K = prep.n_cells
     j = bk.bucket_of(cells)
-    s2 = [x[cells] + x[cells + 1] for x in (prep.cN, prep.cM, prep.cT)]
+    if s2 is None:
+        s2 = [x[cells] + x[cells + 1] for x in (prep.cN, prep.cM, prep.cT)]
     with np.errstate(divide="ignore", invalid="ignore"):
         out = [j, *_affine(prep, bk, cells, s2, j)]
     fallback = bk.n_b[j] <= 0
-    f = np.flatnonzero(fallback)
+    _fall_back(prep, bk, L, cells, scores, midpoints, out, np.flatnonzero(fallback))
+    return (*out, fallback)
+
+
+def _fall_back(prep, bk, L, cells, scores, midpoints, out, f):
+    """:func:`coefficients_at` at the queries ``f`` (positions) in empty buckets:
+    ``out`` (bucket, eta_hat, alpha, beta, gamma) set there, in place."""
+    K = prep.n_cells
     if f.size:
         c = cells[f]
         M_b = prep.cM[bk.end] - prep.cM[bk.start]
@@ -425,7 +501,6 @@ def coefficients_at(prep, bk, L, cells, scores, midpoints):
             at = f[side]
             for array, value in zip(out, (jj, bk.eta[jj], aj, sign * L, gj)):
                 array[at] = value
-    return (*out, fallback)
 
 
 def _crossing(prep, bk):
@@ -437,11 +512,12 @@ def _crossing(prep, bk):
     eta = bk.eta[j]
     near = np.minimum(np.multiply(eta, K).astype(np.intp), K - 1)[:, None] + [-1, 0, 1]
     inside = (near >= bk.start[j, None]) & (near < bk.end[j, None])
-    pos = np.searchsorted(prep.cells, near)
-    pos = np.minimum(pos, prep.cells.shape[0] - 1)
-    hit = inside & (prep.cells[pos] == near)
-    hit &= np.abs(prep.centre[pos] - eta[:, None]) < 0.5 / K
-    return np.unique(pos[hit])
+    # near lies in [-1, K]; outside [start, end) (within [0, K)) it is not looked up.
+    pos = prep.index[np.clip(near + 1, 0, K + 1)]
+    hit = inside & (pos >= 0)
+    pos = pos[hit]
+    return np.unique(pos[np.abs(prep.centre[pos] - eta[:, None].repeat(3, 1)[hit])
+                         < 0.5 / K])
 
 
 def _flags(prep, bk):
@@ -449,8 +525,14 @@ def _flags(prep, bk):
     (``eta_hat`` inside the cell, ``g`` crossing 1, or terms too large to expand)."""
     if bk.bounded:
         return _crossing(prep, bk)
-    half = 0.5 / prep.n_cells
     _, eta, a, b, c = prepared_terms(prep, bk)
+    return np.flatnonzero(_flag_mask(prep, eta, a, b, c))
+
+
+def _flag_mask(prep, eta, a, b, c):
+    """:func:`_flags`' test of unbounded candidates, element by element (any shape
+    ending in the prepared cells)."""
+    half = 0.5 / prep.n_cells
     crossing = np.abs(prep.centre - eta) < half
     bh = np.abs(b) * half
     ad_lo, ad_hi = a * prep.d_lo, a * prep.d_hi
@@ -458,7 +540,26 @@ def _flags(prep, bk):
     scale = np.maximum(a * prep.d_max, np.maximum(np.abs(c), bh))
     expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
     clipped = c - bh >= 1.0
-    return np.flatnonzero(crossing | ~(expanded | clipped))
+    return crossing | ~(expanded | clipped)
+
+
+def _all_flags(prep, table, buckets):
+    """:func:`_flags` of every candidate of ``table`` (``buckets``: its
+    :class:`Buckets`), the unbounded ones of a block at once."""
+    out = [None] * len(buckets)
+    for rows in table.blocks(prep.cells.shape[0]):
+        loose = [i for i in range(rows.start, rows.stop) if not buckets[i].bounded]
+        if len(loose) > 1 and prep.cells.shape[0]:
+            sub = slice(loose[0], loose[-1] + 1)
+            _, eta, a, b, c = table.terms(prep, sub)
+            with np.errstate(over="ignore", invalid="ignore"):
+                mask = _flag_mask(prep, eta, a, b, c)
+            for i in loose:
+                out[i] = np.flatnonzero(mask[i - sub.start])
+        for i in range(rows.start, rows.stop):
+            if out[i] is None:
+                out[i] = _flags(prep, buckets[i])
+    return out
 
 
 # ------------------------------------------------------------------------ the plan
@@ -504,9 +605,9 @@ class Plan:
         nc = len(self.candidates)
         for s, (training, cells) in enumerate(zip(self.trainings, self.cells)):
             prep = Prepared(training, cells)
-            buckets = Buckets.every(prep, self.candidates, self.n_shifts, self.L)
-            for j, bk in enumerate(buckets):
-                pos = _flags(prep, bk)
+            table = BucketTable(prep, self.candidates, self.n_shifts, self.L)
+            buckets = table.buckets()
+            for j, (bk, pos) in enumerate(zip(buckets, _all_flags(prep, table, buckets))):
                 flagged.append(prep.cells[pos])
                 if pos.size:
                     bucket, eta, alpha, beta, gamma = prepared_terms(prep, bk, pos)
@@ -680,62 +781,138 @@ def finish_split(plan, s, sums, training):
     # The cells whose sums come from the moments: queries there and training points
     # too (the others' queries were kept), unless flagged for a candidate.
     prep = Prepared(training, np.flatnonzero((moments[0] > 0) & (training.count > 0)))
+    m = prep.cells.shape[0]
     x_n, x_e, x_e2, x_D, x_D2, x_De = moments[:, prep.cells]
     # Doubled once (exact): 2 x y == x (2 y) and 2 (x + y) == 2 x + 2 y to the bit.
     x_e_2, x_D_2, x_De_2 = 2.0 * x_e, 2.0 * x_D, 2.0 * x_De
     half = 0.5 / K
+    table = BucketTable(prep, plan.candidates, plan.n_shifts, plan.L)
+    kept_s2 = [x[kept_c] + x[kept_c + 1] for x in (prep.cN, prep.cM, prep.cT)]
+    bounds = table.bounds
+    first = s * nc
+    # Every candidate's served counts of this split, concatenated like the table.
+    served = sums.served[plan.served_offsets[first] : plan.served_offsets[first + nc]]
+    served = served.copy()
+    size = np.where(table.n_b > 0, table.n_b, 1.0)
     out = []
-    for j, bk in enumerate(Buckets.every(prep, plan.candidates, plan.n_shifts, plan.L)):
-        B = bk.B
-        slot = s * nc + j
-        n, sum_r, sum_r2, sum_g, sum_g2 = sums.pointwise[:, slot]
-        served = sums.served[plan.served_offsets[slot] : plan.served_offsets[slot + 1]]
-        served = served.copy()
+    # Candidates with the same B at once, as (candidates, cells) arrays: element by
+    # element the operations of one candidate, and every row summed as a contiguous
+    # row (np.sum along the last axis adds a row exactly as it adds a 1-D array).
+    for rows in table.blocks(m):
+        nb = rows.stop - rows.start
         # Cells from the moments: not flagged, so s - eta_hat keeps its sign on the
         # cell and g <= 1 on all of it (its sums expand) or g >= 1 (clipped: every
         # query counts 1). Computed at every prepared cell, then the flagged ones
         # (whose terms may overflow) are left out.
-        bucket, eta, a, b, c = prepared_terms(prep, bk)
-        d = prep.centre - eta
-        terms = np.empty((5, bucket.shape[0]))
+        G, eta, a, b, c = table.terms(prep, rows)
+        terms = np.empty((nb, 5, m))
+        t0, t1, g1, g2, t4 = (terms[:, k] for k in range(5))
+        tmp = np.empty((nb, m))
         with np.errstate(over="ignore", invalid="ignore"):
-            np.abs(x_e + x_n * d, out=terms[0])
-            terms[1] = x_e2 + d * x_e_2 + x_n * d * d
-            g1 = a * x_D + b * x_e + c * x_n
+            d = np.subtract(prep.centre, eta, out=eta)
+            # |x_e + x_n d|
+            np.multiply(x_n, d, out=tmp)
+            np.add(x_e, tmp, out=tmp)
+            np.abs(tmp, out=t0)
+            # x_e2 + d x_e_2 + x_n d d
+            np.multiply(d, x_e_2, out=t1)
+            np.add(x_e2, t1, out=t1)
+            np.multiply(x_n, d, out=tmp)
+            tmp *= d
+            t1 += tmp
+            # a x_D + b x_e + c x_n
+            np.multiply(a, x_D, out=g1)
+            np.multiply(b, x_e, out=tmp)
+            g1 += tmp
+            np.multiply(c, x_n, out=tmp)
+            g1 += tmp
+            # a (a x_D2) + b (b x_e2) + c c x_n
+            #   + (a (b x_De_2) + a (c x_D_2) + b (c x_e_2));
             # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
-            g2 = (a * (a * x_D2) + b * (b * x_e2) + c * c * x_n
-                  + (a * (b * x_De_2) + a * (c * x_D_2) + b * (c * x_e_2)))
-            if not bk.bounded:
-                clipped = c - np.abs(b) * half >= 1.0
-                g1 = np.where(clipped, x_n, g1)
-                g2 = np.where(clipped, x_n, g2)
-        terms[2], terms[3], terms[4] = g1, g2, x_n
-        use = _unflagged(prep.cells, plan.flagged[slot])
-        if use is not None:
-            terms, bucket = terms[:, use], bucket[use]
-        n += terms[4].sum()
-        sum_r += terms[0].sum()
-        sum_r2 += terms[1].sum()
-        sum_g += terms[2].sum()
-        sum_g2 += terms[3].sum()
-        served += np.bincount(bucket, weights=terms[4], minlength=B + 1)
-        n_fallback = 0
+            np.multiply(a, x_D2, out=g2)
+            g2 *= a
+            np.multiply(b, x_e2, out=tmp)
+            tmp *= b
+            g2 += tmp
+            np.multiply(c, c, out=tmp)
+            tmp *= x_n
+            g2 += tmp
+            cross = np.multiply(b, x_De_2, out=d)  # d is no longer needed
+            cross *= a
+            np.multiply(c, x_D_2, out=tmp)
+            tmp *= a
+            cross += tmp
+            np.multiply(c, x_e_2, out=tmp)
+            tmp *= b
+            cross += tmp
+            g2 += cross
+            loose = ~table.bounded[rows]
+            if loose.any():
+                clipped = np.abs(b, out=tmp)
+                clipped *= half
+                clipped = np.subtract(c, clipped, out=clipped) >= 1.0
+                clipped &= loose[:, None]
+                np.copyto(g1, x_n, where=clipped)
+                np.copyto(g2, x_n, where=clipped)
+        t4[...] = x_n
+        totals = terms.sum(axis=2)
+        for i in range(nb):
+            pos = prep.index[plan.flagged[first + rows.start + i] + 1]
+            pos = pos[pos >= 0]
+            if pos.size:
+                use = np.ones(m, dtype=bool)
+                use[pos] = False
+                # compress: C-contiguous rows (terms[i][:, use] is F-ordered,
+                # whose sum along axis 1 would not be pairwise).
+                totals[i] = np.compress(use, terms[i], axis=1).sum(axis=1)
+                t4[i, pos] = 0.0  # adds +0.0 to its bucket: exact
+        lo, hi = bounds[rows.start], bounds[rows.stop]
+        G -= lo
+        served[lo:hi] += np.bincount(G.ravel(), weights=t4.ravel(), minlength=hi - lo)
         if kept_s.size:
-            bucket, eta, alpha, beta, gamma, fallback = coefficients_at(
-                prep, bk, plan.L, kept_c, kept_s, midpoints
-            )
-            rr, gg = _pointwise(kept_s, kept_e, 0.0, eta, alpha, beta, gamma)
-            n += kept_s.size
-            sum_r += rr.sum()
-            sum_r2 += np.dot(rr, rr)
-            sum_g += gg.sum()
-            sum_g2 += np.dot(gg, gg)
-            served += np.bincount(bucket, minlength=B + 1)
-            n_fallback = int(np.count_nonzero(fallback))
-        size = np.where(bk.n_b > 0, bk.n_b, 1.0)
-        c2 = float(np.sum(served * served / size) / (n * n)) if n else 0.0
-        out.append((float(n), float(sum_r), float(sum_r2), float(sum_g), float(sum_g2),
-                    n_fallback, c2))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                kG, k_eta, k_alpha, k_beta, k_gamma = table.terms(
+                    prep, rows, kept_c, kept_s2
+                )
+            kG -= bounds[rows.start : rows.stop, None]  # bucket id + 1
+            fallback = np.take(table.n_b, kG + bounds[rows.start : rows.stop, None]) <= 0
+            for i in np.flatnonzero(fallback.any(axis=1)):
+                j = rows.start + i
+                _fall_back(prep, table.bucket(j), plan.L, kept_c, kept_s, midpoints,
+                           (kG[i], k_eta[i], k_alpha[i], k_beta[i], k_gamma[i]),
+                           np.flatnonzero(fallback[i]))
+            # _pointwise at D = 0, every candidate of the block at once.
+            rr = np.subtract(kept_s, k_eta, out=k_eta)
+            np.abs(rr, out=rr)
+            gg = np.multiply(k_alpha, 0.0, out=k_alpha)
+            k_beta *= kept_e
+            gg += k_beta
+            gg += k_gamma
+            np.minimum(gg, 1.0, out=gg)
+            k_sum_r, k_sum_g = rr.sum(axis=1), gg.sum(axis=1)
+            kG += (bounds[rows.start : rows.stop] - lo)[:, None]
+            served[lo:hi] += np.bincount(kG.ravel(), minlength=hi - lo)
+            n_fallbacks = np.count_nonzero(fallback, axis=1)
+        for i in range(nb):
+            j = rows.start + i
+            n, sum_r, sum_r2, sum_g, sum_g2 = sums.pointwise[:, first + j]
+            n += totals[i, 4]
+            sum_r += totals[i, 0]
+            sum_r2 += totals[i, 1]
+            sum_g += totals[i, 2]
+            sum_g2 += totals[i, 3]
+            n_fallback = 0
+            if kept_s.size:
+                n += kept_s.size
+                sum_r += k_sum_r[i]
+                sum_r2 += np.dot(rr[i], rr[i])
+                sum_g += k_sum_g[i]
+                sum_g2 += np.dot(gg[i], gg[i])
+                n_fallback = int(n_fallbacks[i])
+            part = served[bounds[j] : bounds[j + 1]]
+            c2 = float(np.sum(part * part / size[bounds[j] : bounds[j + 1]]) / (n * n)) if n else 0.0
+            out.append((float(n), float(sum_r), float(sum_r2), float(sum_g), float(sum_g2),
+                        n_fallback, c2))
     return out
 
 
