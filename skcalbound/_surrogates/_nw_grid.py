@@ -35,7 +35,6 @@ Why hand-written: no library reduces kernel-smoother error sums by cell (the
 convolutions are ``numpy``; the reductions are ``np.bincount``).
 """
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -164,19 +163,31 @@ class PaperTables:
         return cls(out["w_lo"], out["p_lo"], out["w_hi"], out["p_hi"], w_own,
                    n, s1, stats.s2)
 
-    def first_moment(self, cells, e):
-        """Bound on ``sum_i w_i |s' - s_i|`` at queries in ``cells``, offsets ``e``."""
-        n = self.count[cells]
+    def records(self, centre):
+        """Per cell, what a query reads, side by side (one cache line a row): count,
+        ``s1``, ``s2``, ``w_own``, ``w_lo - w_hi``, ``p_hi - p_lo`` and the cell
+        centre ``centre`` (padded to eight columns)."""
+        return np.stack([
+            self.count, self.s1, self.s2, self.w_own, self.w_lo - self.w_hi,
+            self.p_hi - self.p_lo, centre, np.zeros_like(centre),
+        ], axis=1)
+
+    @staticmethod
+    def first_moment(record, s):
+        """Bound on ``sum_i w_i |s' - s_i|`` at queries ``s`` whose cells' rows of
+        :meth:`records` are ``record``."""
+        e = s - record[:, 6]
+        n = record[:, 0]
         own = n * e
         own *= e
-        own -= 2.0 * e * self.s1[cells]
-        own += self.s2[cells]
+        own -= 2.0 * e * record[:, 1]
+        own += record[:, 2]
         np.maximum(own, 0.0, out=own)
         own *= n
         np.sqrt(own, out=own)
-        own *= self.w_own[cells]
-        own += e * (self.w_lo[cells] - self.w_hi[cells])
-        own += self.p_hi[cells] - self.p_lo[cells]
+        own *= record[:, 3]
+        own += e * record[:, 4]
+        own += record[:, 5]
         return own
 
 
@@ -275,7 +286,8 @@ class Smoother:
             if self.paper is None:
                 first = np.abs(d)
             else:
-                first = self.paper.first_moment(q, x - bin_centres(self.n_bins)[q])
+                records = self.paper.records(bin_centres(self.n_bins))
+                first = PaperTables.first_moment(np.take(records, q, axis=0), x)
             g = b1 * first + 0.5 * b2 * d * d + const[q]
         r = np.abs(self.tables.eta[q] - x)
         f = np.flatnonzero(self.tables.A0[q] <= 0.0)
@@ -397,8 +409,9 @@ class Plan:
     kernel: np.ndarray = field(init=False)
     records: np.ndarray = field(init=False)
     shift: np.ndarray = field(init=False)
-    centre: np.ndarray = field(init=False)
-    paper: PaperTables = field(init=False)  # stacked, when the smoothers have them
+    # Per table cell, :meth:`PaperTables.records` of the smoothers (None: Lemma 6
+    # expanded at the query).
+    paper: np.ndarray = field(init=False)
 
     def __post_init__(self):
         sizes = [s.tables.n_bins for s in self.smoothers] or [0]
@@ -419,14 +432,11 @@ class Plan:
             [self.mean_score, self.const, self.eta, self.kernel.astype(np.float64)], axis=1
         ))
         set_("shift", np.array([residual_shift(t) for t in tables] or [0.0]))
-        set_("centre", stack(bin_centres(t.n_bins) for t in tables))
-        papers = [s.paper for s in self.smoothers]
         paper = None
-        if papers and papers[0] is not None:
-            paper = PaperTables(*(
-                stack(getattr(p, f.name) for p in papers)
-                for f in dataclasses.fields(PaperTables)
-            ))
+        if self.smoothers and self.smoothers[0].paper is not None:
+            paper = np.concatenate([
+                s.paper.records(bin_centres(s.n_bins)) for s in self.smoothers
+            ])
         set_("paper", paper)
         if self.needed is None:
             set_("needed", np.empty(0, dtype=np.intp))
@@ -552,7 +562,7 @@ def _evaluate_block(plan, s, groups, keys):
     if plan.paper is None:
         g = np.abs(d)
     else:
-        g = plan.paper.first_moment(idx, s - plan.centre[idx])
+        g = PaperTables.first_moment(np.take(plan.paper, idx, axis=0), s)
     g *= plan.b1
     d *= d
     d *= 0.5 * plan.b2
