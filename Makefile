@@ -8,17 +8,23 @@ EXTRAS ?= plot,test,cli,dask
 DOCS_STAMP := $(VENV)/.skcalbound-docs-installed
 ROOT_PTH_STAMP := $(VENV)/.skcalbound-root-on-path
 
-.PHONY: demo test test-slow bench reproduce docs install install-docs system-deps clean
+.PHONY: demo test test-slow test-study bench reproduce docs install install-docs system-deps clean
 
 demo: install
 	$(BIN)/python examples/demo.py
 
+# The tests and the docstrings' examples in one run on two worker processes
+# (pytest-xdist): one start-up, and the summary lists every failure.
 test: install
-	$(BIN)/python -m pytest
-	$(BIN)/python -m pytest --doctest-modules skcalbound -p no:cacheprovider
+	$(BIN)/python -m pytest -n 2 tests --doctest-modules skcalbound
 
+# The slow cells (large Monte Carlo runs with R = 100), without the study-size ones.
 test-slow: install
-	$(BIN)/python -m pytest -m slow
+	$(BIN)/python -m pytest -n 2 -m "slow and not study"
+
+# The slow Monte Carlo cells at their full sizes (R = 500 or 1000): hours of CPU.
+test-study: install
+	$(BIN)/python -m pytest -n 2 -m study
 
 bench: install
 	$(BIN)/python benchmarks/bench_bounds.py

@@ -70,6 +70,7 @@ __all__ = [
     "panel_edges",
     "perturbed_problems",
     "smooth_problems",
+    "study_split",
     "total_variation_up",
     "zigzag_base",
     "zigzag_steps",
@@ -235,6 +236,28 @@ def slow_except(axes, default):
         )
     missing = defaults - {param.id for param in params}
     assert not missing, f"default cells not in the grid: {sorted(missing)}"
+    return params
+
+
+def study_split(cells, slow):
+    """Each cell ``(*values, repetitions)`` of a slow Monte Carlo test twice: with
+    ``slow`` repetitions (``make test-slow``), and with its full ``repetitions`` under
+    the ``study`` marker as well (``make test-study``). A cell may be a bare
+    repetition count.
+
+    The tolerance follows the repetitions (:func:`binomial_tolerance`, ``alpha=1e-3``):
+    a valid bound fails a cell with probability at most ``1e-3`` at either size, and
+    the smaller size still rejects a failure rate of about twice the nominal one
+    (at ``R = 100``: more than 13 misses at level 0.95, 33 at level 0.8).
+    """
+    params = []
+    for cell in cells:
+        *values, full = cell if isinstance(cell, tuple) else (cell,)
+        head = "".join(f"{v}-" for v in values)
+        params.append(pytest.param(*values, slow, id=f"{head}R={slow}"))
+        params.append(
+            pytest.param(*values, full, marks=pytest.mark.study, id=f"{head}R={full}")
+        )
     return params
 
 

@@ -41,9 +41,13 @@ BOUND_ESTIMATORS = [TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound
 # the derivative bounds of the calibration function. h = 1/16 implies b1 = 8 and
 # b2 = 128 (384 with guarantee="paper"), which the data below (eta(s) = s**2)
 # satisfy. Lipschitz has no default Lipschitz constant: eta(s) = s**2 is 2-Lipschitz.
+# Its fits here use 6 candidate bucketings instead of the default 48 (a fit's cost is
+# per candidate; no invariant below depends on the grid): the default grid is checked
+# in test_fold_results_has_one_row_per_fold_with_the_documented_columns.
+LIPSCHITZ_SMALL_GRID = {"n_buckets": [2, 16, 128], "n_shifts": 2}
 REQUIRED_PARAMS = {
     "NWCalibrationBound": {"h": 2**-4},
-    "LipschitzBucketBound": {"L": 2.0},
+    "LipschitzBucketBound": {"L": 2.0, **LIPSCHITZ_SMALL_GRID},
 }
 # The functional one-liner of each estimator.
 FUNCTIONS = {
@@ -652,7 +656,10 @@ def test_fold_results_has_one_row_per_fold_with_the_documented_columns(
     Est, guarantee, data
 ):
     X, y = data
-    est = _make(Est, random_state=0, cv=4, confidence_level=0.9, guarantee=guarantee)
+    # The Lipschitz bound on its default candidates (2, 4, ..., 4096 buckets, 4 shifts).
+    default_grid = {"n_buckets": None, "n_shifts": 4} if Est is LipschitzBucketBound else {}
+    est = _make(Est, random_state=0, cv=4, confidence_level=0.9, guarantee=guarantee,
+                **default_grid)
     est.fit(X, y)
     columns = FOLD_COLUMNS[Est.__name__, guarantee]
     names = TERM_NAMES[Est.__name__, guarantee]
@@ -954,19 +961,22 @@ def test_nw_score_of_a_fitted_estimator_is_reproducible(random_state, data):
 def test_lipschitz_h_is_a_way_to_give_L(data):
     X, y = data
     h = 2**-2
-    from_h = LipschitzBucketBound(h=h, random_state=0).fit(X, y)
+    grid = LIPSCHITZ_SMALL_GRID
+    from_h = LipschitzBucketBound(h=h, random_state=0, **grid).fit(X, y)
     # The docstring's L = tanh(1/h) / (2h).
     assert_allclose(from_h.L_, math.tanh(1 / h) / (2 * h), rtol=1e-12)
-    given = LipschitzBucketBound(L=from_h.L_, random_state=0).fit(X, y)
+    given = LipschitzBucketBound(L=from_h.L_, random_state=0, **grid).fit(X, y)
     _assert_same_fit(given, from_h)
-    assert lipschitz_bucket_bound(y, X, h=h, random_state=0) == from_h.bound_
+    assert lipschitz_bucket_bound(y, X, h=h, random_state=0, **grid) == from_h.bound_
     # A given constant is used as it is (as a float).
-    est = LipschitzBucketBound(L=1, random_state=0).fit(X, y)
+    est = LipschitzBucketBound(L=1, random_state=0, **grid).fit(X, y)
     assert type(est.L_) is float and est.L_ == 1.0
-    assert est.bound_ == LipschitzBucketBound(L=1.0, random_state=0).fit(X, y).bound_
+    again = LipschitzBucketBound(L=1.0, random_state=0, **grid).fit(X, y)
+    assert est.bound_ == again.bound_
     # A larger constant, a larger bound (eta(s) = s**2 is 2-Lipschitz, not 1-Lipschitz:
     # L = 1 only shows that the bound grows with L).
     bounds = [
-        LipschitzBucketBound(L=L, random_state=0).fit(X, y).bound_ for L in (1.0, 2.0, 8.0)
+        LipschitzBucketBound(L=L, random_state=0, **grid).fit(X, y).bound_
+        for L in (1.0, 2.0, 8.0)
     ]
     assert bounds[0] < bounds[1] < bounds[2] < 1.0

@@ -32,6 +32,7 @@ from _synthetic import (
     default_problems,
     perturbed_problems,
     slow_except,
+    study_split,
 )
 from skcalbound import (
     LipschitzBucketBound,
@@ -207,7 +208,10 @@ def test_point_mass_mechanism(method, aggregate):
         )
 
 
+# 400 fits at n = 10^6 per method and mode: a study (make test-study). The point mass's
+# coverage of both bounds runs in test_point_mass_coverage_small (Lipschitz under slow).
 @pytest.mark.slow
+@pytest.mark.study
 @pytest.mark.parametrize("method", ["nw", "lipschitz"])
 def test_point_mass_counterexample(method):
     problem = PointMass()
@@ -246,9 +250,10 @@ def test_two_sided_coverage_small(method, problem, confidence_level):
 @pytest.mark.parametrize("n", [2000, 20_000])
 @pytest.mark.parametrize("problem", smooth_problems(), ids=SMOOTH_IDS)
 @pytest.mark.parametrize("method", ["nw", "lipschitz"])
-def test_two_sided_coverage(method, problem, n, confidence_level):
+@pytest.mark.parametrize("repetitions", study_split([500], slow=100))
+def test_two_sided_coverage(method, problem, n, confidence_level, repetitions):
     seed = 1000 + 10 * SMOOTH_IDS.index(problem.name) + (n == 2000) + 5 * (method == "nw")
-    check_two_sided(method, problem, n, 500, confidence_level, seed)
+    check_two_sided(method, problem, n, repetitions, confidence_level, seed + repetitions)
 
 
 TV_PROBLEMS = (*default_problems(), PointMass())
@@ -268,9 +273,10 @@ def test_tv_two_sided_coverage_small(problem, confidence_level):
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
 @pytest.mark.parametrize("n", [2000, 20_000])
 @pytest.mark.parametrize("problem", TV_PROBLEMS, ids=TV_IDS)
-def test_tv_two_sided_coverage(problem, n, confidence_level):
+@pytest.mark.parametrize("repetitions", study_split([500], slow=100))
+def test_tv_two_sided_coverage(problem, n, confidence_level, repetitions):
     seed = 3000 + 10 * TV_IDS.index(problem.name) + (n == 2000)
-    check_two_sided("tv", problem, n, 500, confidence_level, seed)
+    check_two_sided("tv", problem, n, repetitions, confidence_level, seed + repetitions)
 
 
 # -- the calibration test ------------------------------------------------------------
@@ -299,8 +305,8 @@ def test_calibration_test_level_small(alpha):
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [2000, 20_000])
 @pytest.mark.parametrize("alpha", [0.05, 0.2])
-def test_calibration_test_level(alpha, n):
-    repetitions = 500
+@pytest.mark.parametrize("repetitions", study_split([500], slow=100))
+def test_calibration_test_level(alpha, n, repetitions):
     rejections = _level_rejections(n, repetitions, alpha, seed=int(alpha * 1000) + n)
     assert rejections <= binomial_tolerance(repetitions, 1 - alpha)
 

@@ -5,7 +5,9 @@ synthetic problem with an exactly known calibration error, with independent fold
 seeds, and requires the number of failures ``bound_ < CE`` to stay within the
 ``1 - 1e-3`` quantile of ``Binomial(R, 1 - confidence_level)``. The default suite runs
 one small cell per bound and per guarantee mode, and one power check per bound;
-``pytest -m slow`` (``make test-slow``) runs the other small cells and ``R >= 500``.
+``make test-slow`` runs the other small cells and the large cells with ``R = 100``;
+``make test-study`` runs the large cells with their full ``R`` (500 or 1000), which
+takes hours (the ``study`` marker).
 
 The TV bound is loose, so the power tests check that the same harness does reject
 quantities that are not certified (the plug-in estimate, or the bound without the
@@ -52,6 +54,7 @@ from _synthetic import (
     perturbed_problems,
     slow_except,
     smooth_problems,
+    study_split,
     zigzag_steps,
 )
 from skcalbound import (
@@ -300,7 +303,10 @@ def test_tv_bound_coverage(problem, aggregate, n, confidence_level):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
-@pytest.mark.parametrize("n, repetitions", [(500, 1000), (5000, 1000), (50_000, 500)])
+@pytest.mark.parametrize(
+    "n, repetitions",
+    study_split([(500, 1000), (5000, 1000), (50_000, 500)], slow=100),
+)
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
 @pytest.mark.parametrize("problem", PROBLEMS, ids=PROBLEM_IDS)
 def test_tv_bound_coverage_slow(problem, aggregate, n, repetitions, confidence_level):
@@ -440,7 +446,9 @@ def test_nw_bound_coverage(problem, aggregate, confidence_level):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
-@pytest.mark.parametrize("n, repetitions", [(2000, 500), (20_000, 500)])
+@pytest.mark.parametrize(
+    "n, repetitions", study_split([(2000, 500), (20_000, 500)], slow=100)
+)
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
 @pytest.mark.parametrize("problem", NW_PROBLEMS, ids=NW_PROBLEM_IDS)
 def test_nw_bound_coverage_slow(problem, aggregate, n, repetitions, confidence_level):
@@ -579,7 +587,9 @@ def test_lipschitz_bound_coverage(problem, aggregate, confidence_level):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
-@pytest.mark.parametrize("n, repetitions", [(2000, 500), (20_000, 500)])
+@pytest.mark.parametrize(
+    "n, repetitions", study_split([(2000, 500), (20_000, 500)], slow=100)
+)
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
 @pytest.mark.parametrize("problem", LIPSCHITZ_PROBLEMS, ids=LIPSCHITZ_PROBLEM_IDS)
 def test_lipschitz_bound_coverage_slow(problem, aggregate, n, repetitions, confidence_level):
@@ -589,9 +599,12 @@ def test_lipschitz_bound_coverage_slow(problem, aggregate, n, repetitions, confi
 @pytest.mark.slow
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
-def test_lipschitz_bound_coverage_oscillating_slow(aggregate, confidence_level):
+@pytest.mark.parametrize("repetitions", study_split([500], slow=100))
+def test_lipschitz_bound_coverage_oscillating_slow(aggregate, confidence_level,
+                                                   repetitions):
     # At n = 2000 the bound is clipped at 1 here (L ~ 38.7); at n = 20000 it is ~0.3.
-    check_lipschitz_coverage(Oscillating(), 20_000, aggregate, confidence_level, 500)
+    check_lipschitz_coverage(Oscillating(), 20_000, aggregate, confidence_level,
+                             repetitions)
 
 
 # Power of the harness for the Lipschitz bound. On the coverage problems above the label
@@ -720,9 +733,12 @@ def test_nw_covers_the_perturbed_staircase_classifier(h, confidence_level):
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
 @pytest.mark.parametrize("n", [3000, 30_000])
 @pytest.mark.parametrize("h", [2.0**-4, 2.0**-6], ids=["h=2^-4", "h=2^-6"])
-def test_nw_covers_the_perturbed_staircase_classifier_slow(h, n, confidence_level):
+@pytest.mark.parametrize("repetitions", study_split([500], slow=100))
+def test_nw_covers_the_perturbed_staircase_classifier_slow(h, n, confidence_level,
+                                                           repetitions):
     problem = step_problem(h)
-    seed = cell_seed("staircase slow", h, n, confidence_level)
-    result = perturbed_classifier_coverage(problem, n, 500, confidence_level, seed)
+    seed = cell_seed("staircase slow", h, n, confidence_level, *(
+        () if repetitions == 500 else (repetitions,)))
+    result = perturbed_classifier_coverage(problem, n, repetitions, confidence_level, seed)
     print(result.summary())
     assert result.failures <= result.tolerance, result.summary()

@@ -22,6 +22,7 @@ from skcalbound import (
     nw_bound,
     tv_bound,
 )
+from _synthetic import slow_except
 from skcalbound import _chunks
 from skcalbound._splitting import row_folds, row_keys
 
@@ -84,8 +85,16 @@ PARAMS = [
 ]
 
 
-@pytest.mark.parametrize("kind", ["smooth", "atoms", "gaps"])
-@pytest.mark.parametrize("params", PARAMS, ids=range(len(PARAMS)))
+# The default suite runs every parameter set on one kind of data and every kind at least
+# once (the fallback on "gaps" with a small bandwidth in both modes); the full grid of
+# parameters x kinds runs under slow.
+@pytest.mark.parametrize(
+    "params, kind",
+    slow_except(
+        [{str(i): p for i, p in enumerate(PARAMS)}, ["smooth", "atoms", "gaps"]],
+        default=["0-smooth", "1-atoms", "2-gaps", "3-gaps", "4-atoms", "5-smooth"],
+    ),
+)
 def test_chunks_give_the_in_memory_numbers(kind, params):
     s, y = _data(kind)
     a = NWCalibrationBound(random_state=3, **params).fit(s, y)
@@ -116,8 +125,16 @@ def _assert_same_lipschitz_fit(a, b, held=None):
         assert_allclose(b.score(*held), a.score(*held), rtol=RTOL)
 
 
-@pytest.mark.parametrize("kind", ["smooth", "atoms", "gaps"])
-@pytest.mark.parametrize("params", LIPSCHITZ_PARAMS, ids=range(len(LIPSCHITZ_PARAMS)))
+# As for NW: every parameter set once and every kind at least once by default (the
+# fallback on "gaps" with 4096 buckets); the full grid under slow.
+@pytest.mark.parametrize(
+    "params, kind",
+    slow_except(
+        [{str(i): p for i, p in enumerate(LIPSCHITZ_PARAMS)},
+         ["smooth", "atoms", "gaps"]],
+        default=["0-smooth", "1-atoms", "2-atoms", "3-gaps"],
+    ),
+)
 def test_lipschitz_chunks_give_the_in_memory_numbers(kind, params):
     s, y = _data(kind)
     held = _data(kind, n=800, seed=5)
@@ -155,7 +172,9 @@ def test_lipschitz_dask_gives_the_in_memory_numbers(chunks, guarantee):
     [(NWCalibrationBound, {"b1": 2.0, "b2": 4.0}), (LipschitzBucketBound, {"L": 3.0})],
 )
 def test_chunks_of_one_row_and_a_generator(Est, params):
-    s, y = _data("atoms", n=400)
+    # 120 rows: atoms at 0 (12 rows) and 1 (12 rows) and a tie block of 7, each row its
+    # own chunk (a pass costs a merge per row).
+    s, y = _data("atoms", n=120)
     a = Est(**params, random_state=0).fit(s, y)
 
     def rows():

@@ -718,6 +718,8 @@ def test_derivative_bounds_beyond_double_precision_are_rejected(params, match):
         nw_bound(y, s, **params)
 
 
+# Slow: an NW fit at h = 2**-41 costs ~3.5 s of CPU whatever n (the grid at tiny h).
+@pytest.mark.slow
 def test_smallest_accepted_h_gives_a_bound_in_range():
     # h = 2**-41: b1 = 2**40, b2 = 1.5 * 2**82 are accepted; on continuous scores the
     # smoothing term is clipped at 1 and the bound is exactly 1, never below 0.

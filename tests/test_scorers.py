@@ -348,10 +348,10 @@ def _counted_search(X, y, scoring, grid):
 @pytest.mark.parametrize(
     "grid",
     [
-        COARSE_H_GRID,
+        [2.0**-2, 2.0**-4],  # what is counted does not depend on h: the cheap end
         pytest.param([2.0**-k for k in range(2, 11)], marks=pytest.mark.slow),
     ],
-    ids=["3_candidates", "9_candidates"],
+    ids=["2_candidates", "9_candidates"],
 )
 def test_grid_search_scorers_share_one_prediction_per_candidate_and_fold(data, grid):
     X, y, _, _ = data
