@@ -103,4 +103,6 @@ def fit_tv_surrogate(sorted_scores, sorted_labels, weight, out=None, tied=None):
     sizes = np.diff(np.append(starts, fitted.shape[0]))
     block_values = np.add.reduceat(fitted, starts) / sizes
     step = step_from_block_values(sorted_scores, starts, block_values)
-    return TVSurrogate(step=step, n_train=int(sorted_scores.shape[0]), weight=float(weight))
+    return TVSurrogate(
+        step=step, n_train=int(sorted_scores.shape[0]), weight=float(weight)
+    )
