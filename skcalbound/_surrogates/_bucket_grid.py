@@ -122,6 +122,19 @@ def cell_of(scores, n_cells):
     return c
 
 
+def cells_and_offsets(scores, n_cells):
+    """:func:`cell_of` and ``cell_offsets`` of ``scores`` from one product ``K s``
+    (the same operations)."""
+    u = np.multiply(scores, n_cells)
+    c = u.astype(np.intp)
+    np.minimum(c, n_cells - 1, out=c)
+    # cell_offsets' steps after its product K s.
+    u -= c
+    u -= 0.5
+    u *= 1.0 / n_cells
+    return c, u
+
+
 class Stack(tuple):
     """A tuple of mergeable results (one per grid), merged element by element."""
 
@@ -180,15 +193,14 @@ def cell_stats(scores, labels, groups, n_groups, n_cells):
     keep = groups >= 0
     if not keep.all():
         scores, labels, groups = scores[keep], labels[keep], groups[keep]
-    key = cell_of(scores, K)
-    t = cell_offsets(scores, key, K)
+    key, t = cells_and_offsets(scores, K)
     key += np.multiply(groups, K, dtype=np.intp)
     size = n_groups * K
     count = np.bincount(key, minlength=size).astype(np.float64)
     tsum = np.bincount(key, weights=t, minlength=size)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = np.where(count > 0, tsum / count, 0.0)
-    t -= mean[key]
+    t -= np.take(mean, key)
     m2 = np.bincount(key, weights=np.square(t, out=t), minlength=size)
     positives = np.bincount(key, weights=labels, minlength=size)
     shape = (n_groups, K)
@@ -590,6 +602,7 @@ class Plan:
     triples: dict = field(init=False)
     first: np.ndarray = field(init=False)
     n_flags: np.ndarray = field(init=False)
+    has_flags: np.ndarray = field(init=False)
     flagged: tuple = field(init=False)  # per slot (split * n_candidates + j): cells
 
     def __post_init__(self):
@@ -633,6 +646,7 @@ class Plan:
         size = len(self.trainings) * K
         n_flags = np.bincount(triples["key"], minlength=size).astype(np.intp)
         set_("n_flags", n_flags)
+        set_("has_flags", n_flags > 0)
         set_("first", np.concatenate(([0], np.cumsum(n_flags)[:-1])).astype(np.intp))
 
     @property
@@ -681,49 +695,63 @@ def evaluation_sums(plan, scores, groups):
     """Pass 2 on one chunk (``groups``: the group of every row, -1 for none)."""
     out = plan.empty()
     K = plan.n_cells
+    cells, offsets = cells_and_offsets(scores, K)
     if plan.needed.shape[0]:
         lookup = np.full(K, -1, dtype=np.intp)
         lookup[plan.needed] = np.arange(plan.needed.shape[0])
-        slot = lookup[cell_of(scores, K)]
+        slot = np.take(lookup, cells)
         at = np.flatnonzero((slot >= 0) & (groups >= 0))
         if at.size:
             key = groups[at].astype(np.intp) * plan.needed.shape[0] + slot[at]
             np.maximum.at(out.extremes["hi"], key, scores[at])
             np.minimum.at(out.extremes["lo"], key, scores[at])
-    split = plan.split_of_group[np.maximum(groups, 0)]
-    split[groups < 0] = -1
-    rows = np.flatnonzero(split >= 0)
-    if not rows.size or not plan.n_splits:
+    if not plan.n_splits or not groups.shape[0]:
         return out
-    if rows.size < scores.shape[0]:
-        scores, split = scores[rows], split[rows]
-    kept = _evaluate_rows(plan, scores, split, out)
+    if groups.min() >= 0:  # no row without a group: no -1 to mask
+        split = np.take(plan.split_of_group, groups)
+    else:
+        split = plan.split_of_group[np.maximum(groups, 0)]
+        split[groups < 0] = -1
+    if split.min() < 0:  # rows validated by no split
+        rows = np.flatnonzero(split >= 0)
+        if not rows.size:
+            return out
+        if rows.size < scores.shape[0]:
+            scores, split = scores[rows], split[rows]
+            cells, offsets = cells[rows], offsets[rows]
+    kept = _evaluate_rows(plan, scores, split, out, cells, offsets)
     if kept is not None:
         out.kept = kept
     return out
 
 
-def _evaluate_rows(plan, s, split, out):
+def _evaluate_rows(plan, s, split, out, c, e):
     K = plan.n_cells
-    c = cell_of(s, K)
-    e = cell_offsets(s, c, K)
     key = c
     key += np.multiply(split, K, dtype=np.intp)
-    N = plan.count[key]
+    N = np.take(plan.count, key)
     kept = None
     empty = N <= 0
     if empty.any():
         kept = (s[empty], split[empty])
         full = ~empty
         s, e, key, N = s[full], e[full], key[full], N[full]
-    D = own_cell_distance(N, e, plan.mean[key], plan.m2[key])
+    # own_cell_distance(N, e, mean, m2), its operations in place on the gathers.
+    D = np.take(plan.mean, key)
+    np.subtract(e, D, out=D)
+    D *= D
+    D *= N
+    D += np.take(plan.m2, key)
+    np.maximum(D, 0.0, out=D)
+    D *= N
+    np.sqrt(D, out=D)
     size = out.moments.shape[1]
     for k, weights in enumerate((None, e, e * e, D, D * D, D * e)):
         out.moments[k] += np.bincount(key, weights=weights, minlength=size)
-    n_flags = plan.n_flags[key]
-    if n_flags.any():
-        rows = np.flatnonzero(n_flags)
-        counts = n_flags[rows]
+    flagged = np.take(plan.has_flags, key)
+    if flagged.any():
+        rows = np.flatnonzero(flagged)
+        counts = np.take(plan.n_flags, key[rows])
         point = np.repeat(rows, counts)
         within = np.arange(point.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
         t = plan.first[key[point]] + within
