@@ -614,11 +614,12 @@ class Plan:
         set_("m2", stack(t.m2 for t in self.trainings))
         sizes = [B + 1 for B, _ in self.candidates] * len(self.trainings)
         set_("served_offsets", np.concatenate(([0], np.cumsum(sizes))).astype(np.intp))
-        parts, flagged = [], []
+        parts, flagged, tables = [], [], []
         nc = len(self.candidates)
         for s, (training, cells) in enumerate(zip(self.trainings, self.cells)):
             prep = Prepared(training, cells)
             table = BucketTable(prep, self.candidates, self.n_shifts, self.L)
+            tables.append((prep, table))
             buckets = table.buckets()
             for j, (bk, pos) in enumerate(zip(buckets, _all_flags(prep, table, buckets))):
                 flagged.append(prep.cells[pos])
@@ -642,12 +643,19 @@ class Plan:
             triples = {n: np.empty(0, dtype=np.intp if n in names[:3] else float)
                        for n in names}
         set_("triples", triples)
+        # Transient (not pickled): finish_split reuses them when its cells agree.
+        set_("_tables", tuple(tables))
         set_("flagged", tuple(flagged))
         size = len(self.trainings) * K
         n_flags = np.bincount(triples["key"], minlength=size).astype(np.intp)
         set_("n_flags", n_flags)
         set_("has_flags", n_flags > 0)
         set_("first", np.concatenate(([0], np.cumsum(n_flags)[:-1])).astype(np.intp))
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_tables", None)
+        return state
 
     @property
     def n_splits(self):
@@ -808,13 +816,19 @@ def finish_split(plan, s, sums, training):
     midpoints = training.midpoints() if kept_s.size else None
     # The cells whose sums come from the moments: queries there and training points
     # too (the others' queries were kept), unless flagged for a candidate.
-    prep = Prepared(training, np.flatnonzero((moments[0] > 0) & (training.count > 0)))
+    cells = np.flatnonzero((moments[0] > 0) & (training.count > 0))
+    cached = getattr(plan, "_tables", None)
+    if (cached is not None and cached[s][0].training is training
+            and np.array_equal(cached[s][0].cells, cells)):
+        prep, table = cached[s]  # the plan's, on the same cells (no extremes read)
+    else:
+        prep = Prepared(training, cells)
+        table = BucketTable(prep, plan.candidates, plan.n_shifts, plan.L)
     m = prep.cells.shape[0]
     x_n, x_e, x_e2, x_D, x_D2, x_De = moments[:, prep.cells]
     # Doubled once (exact): 2 x y == x (2 y) and 2 (x + y) == 2 x + 2 y to the bit.
     x_e_2, x_D_2, x_De_2 = 2.0 * x_e, 2.0 * x_D, 2.0 * x_De
     half = 0.5 / K
-    table = BucketTable(prep, plan.candidates, plan.n_shifts, plan.L)
     kept_s2 = [x[kept_c] + x[kept_c + 1] for x in (prep.cN, prep.cM, prep.cT)]
     bounds = table.bounds
     first = s * nc
