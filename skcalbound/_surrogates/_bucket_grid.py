@@ -555,10 +555,36 @@ def _flag_mask(prep, eta, a, b, c):
     return crossing | ~(expanded | clipped)
 
 
+def _all_crossings(prep, table):
+    """:func:`_crossing` of every bounded candidate of ``table`` at once (None for
+    the others): the same cells, tests and sorted unique positions."""
+    K = prep.n_cells
+    nc = table.B.shape[0]
+    out = [None] * nc
+    bounded = np.flatnonzero(table.bounded)
+    if not bounded.size:
+        return out
+    owner = np.repeat(np.arange(nc), table.B + 1)
+    j = np.flatnonzero((table.runs > 0) & table.bounded[owner])
+    eta = table.eta[j]
+    near = np.minimum(np.multiply(eta, K).astype(np.intp), K - 1)[:, None] + [-1, 0, 1]
+    inside = (near >= table.start[j, None]) & (near < table.end[j, None])
+    pos = prep.index[np.clip(near + 1, 0, K + 1)]
+    hit = inside & (pos >= 0)
+    pos = pos[hit]
+    keep = np.abs(prep.centre[pos] - eta[:, None].repeat(3, 1)[hit]) < 0.5 / K
+    m = max(prep.cells.shape[0], 1)
+    key = np.unique(owner[j][:, None].repeat(3, 1)[hit][keep] * m + pos[keep])
+    edges = np.searchsorted(key, np.arange(nc + 1) * m)
+    for i in bounded:
+        out[i] = key[edges[i] : edges[i + 1]] - i * m
+    return out
+
+
 def _all_flags(prep, table, buckets):
     """:func:`_flags` of every candidate of ``table`` (``buckets``: its
     :class:`Buckets`), the unbounded ones of a block at once."""
-    out = [None] * len(buckets)
+    out = _all_crossings(prep, table)
     for rows in table.blocks(prep.cells.shape[0]):
         loose = [i for i in range(rows.start, rows.stop) if not buckets[i].bounded]
         if len(loose) > 1 and prep.cells.shape[0]:
