@@ -325,7 +325,7 @@ class _BaseCalibrationBound(BaseEstimator):
             # the same numbers, in memory, in chunks and on Dask.
             k = 5 if self.cv is None else int(self.cv)
             check_enough_rows(n, k, method.min_train, name)
-            ids = None if arrays is None else row_folds(key_seed, 0, n, k).astype(np.intp)
+            ids = None if arrays is None else row_folds(key_seed, 0, n, k)
             designs = [GroupDesign.partition(k, ids=ids, seed=key_seed)]
         elif arrays is None:
             raise ValueError(

@@ -71,9 +71,11 @@ def _nonfinite_message(scores):
 
 
 def _check_range(scores):
-    if not np.all(np.isfinite(scores)):
-        raise ValueError(_nonfinite_message(scores))
     lo, hi = scores.min(), scores.max()
+    # NaN propagates to the minimum, an infinity is the minimum or the maximum: no
+    # separate pass over the scores for them.
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(_nonfinite_message(scores))
     if lo < 0.0 or hi > 1.0:
         raise ValueError(
             "Scores must be probabilities in [0, 1]; got values in "
@@ -110,8 +112,11 @@ def _binary_classes(y):
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("Labels y contain NaN or infinite values.")
         lo, hi = y.min(), y.max()
-        # Two comparisons instead of np.unique: a sort of 10**7 labels is not needed.
-        if lo == hi or np.all((y == lo) | (y == hi)):
+        # Two comparisons instead of np.unique: a sort of 10**7 labels is not needed;
+        # integers (and booleans) between two consecutive values need neither.
+        if lo == hi or (y.dtype.kind in "biu" and int(hi) - int(lo) == 1) or np.all(
+            (y == lo) | (y == hi)
+        ):
             classes = np.unique([lo, hi])
         else:
             classes = np.unique(y)
