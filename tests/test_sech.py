@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _synthetic import slow_except
 from numpy.testing import assert_allclose
 from scipy import integrate, optimize, stats
 from threadpoolctl import threadpool_limits
@@ -597,7 +598,14 @@ def test_search_coordinates_round_trip_and_reach_the_ends():
 SEARCH_POINTS = [0.0, 0.02, 0.5, 0.98, 1.0]
 
 
-@pytest.mark.parametrize("h", [0.5, 0.2, 2.0**-4, 2.0**-6], ids=lambda h: f"h={h:g}")
+# The default suite runs the widest and the narrowest bandwidth (~1.2 s of CPU each);
+# the two between under slow, and every bandwidth in test_three_atom_search_thorough.
+@pytest.mark.parametrize(
+    "h",
+    [0.5, pytest.param(0.2, marks=pytest.mark.slow),
+     pytest.param(2.0**-4, marks=pytest.mark.slow), 2.0**-6],
+    ids=lambda h: f"h={h:g}",
+)
 def test_three_atom_search_never_exceeds_the_bound_and_reaches_it_at_one_half(h):
     # |eta''| for 0/1 values: constant patterns give 0, 1 - f flips the sign and the
     # atoms can be relabelled, so (1, 1, 0) covers all eight patterns.
@@ -687,10 +695,18 @@ def second_difference_on_grid(problem, h, n_points):
     return s, (up - 2 * mid + down) / step**2
 
 
-@pytest.mark.parametrize("h", [2.0**-3, 2.0**-6], ids=lambda h: f"h=2^{np.log2(h):g}")
-@pytest.mark.parametrize("name", ["calibrated", "overconfident", "parabola", "discrete",
-                                  "atoms", pytest.param("oscillating",
-                                                        marks=pytest.mark.slow)])
+# Every problem at h = 2^-3 by default, and at h = 2^-6 (~1 s of CPU each) the problem
+# with atoms (the sharpest eta); the other cells at h = 2^-6 and "oscillating" are slow.
+@pytest.mark.parametrize(
+    "name, h",
+    slow_except(
+        [["calibrated", "overconfident", "parabola", "discrete", "atoms", "oscillating"],
+         {"h=2^-3": 2.0**-3, "h=2^-6": 2.0**-6}],
+        default=[f"{name}-h=2^-3"
+                 for name in ("calibrated", "overconfident", "parabola", "discrete",
+                              "atoms")] + ["atoms-h=2^-6"],
+    ),
+)
 def test_named_perturbed_problems_stay_below_the_sharper_b2(name, h):
     problem = make_calibration_problem(name, 1, h=h, random_state=0).problem
     s, second = second_difference_on_grid(problem, h, 4097)  # 64+ points per h
