@@ -1,4 +1,4 @@
-"""Fit time and tightness of the certified bounds, against references timed in the same run.
+"""Fit time and tightness of the certified bounds; references timed in the same run.
 
 Run with ``make bench`` or ``python benchmarks/bench_bounds.py [--sizes 1e5 1e6 1e7]``.
 

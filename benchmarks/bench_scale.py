@@ -100,7 +100,8 @@ def main(argv=None):
         est = NWCalibrationBound(h=h, random_state=args.seed).fit(y_prob, y_true)
         t_nw = time.perf_counter() - start
     n_blocks = -(-n // block)
-    print(f"rows {n:.0e} in {n_blocks} blocks of {block:.0e}, {args.workers} {args.scheduler}")
+    print(f"rows {n:.0e} in {n_blocks} blocks of {block:.0e}, "
+          f"{args.workers} {args.scheduler}")
     print(f"generation of one block: {t_block:.2f} s "
           f"(about {t_block * n_blocks / args.workers:.0f} s per pass over all blocks)")
     print(f"binning (calibration_curve's sums, 1 pass): {t_binning:.1f} s")

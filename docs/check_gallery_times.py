@@ -36,8 +36,8 @@ def main():
     if slow:
         for name, seconds in slow.items():
             print(
-                f"error: examples/{name} ran for {seconds:.1f} s; every gallery example "
-                f"must run in under {BUDGET_SECONDS:.0f} s",
+                f"error: examples/{name} ran for {seconds:.1f} s; every gallery "
+                f"example must run in under {BUDGET_SECONDS:.0f} s",
                 file=sys.stderr,
             )
         return 1

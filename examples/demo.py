@@ -92,7 +92,9 @@ def main(argv=None):
                 f"perturbed, h=2^{np.log2(H):.0f}:": "",
                 "  NW interval (95%)": f"[{nw.lower_bound_:.4f}, {nw.bound_:.4f}]",
                 **{f"    {term}": value for term, value in nw.terms_.items()},
-                "  Lipschitz interval (95%)": f"[{lip.lower_bound_:.4f}, {lip.bound_:.4f}]",
+                "  Lipschitz interval (95%)": (
+                    f"[{lip.lower_bound_:.4f}, {lip.bound_:.4f}]"
+                ),
                 "    buckets, shift (for predict)": f"{lip.n_buckets_}, {lip.shift_}",
                 "  ECE (15 bins) ": binned_ece(y_eval, perturbed, n_bins=15),
                 "  AUROC ": roc_auc_score(y_eval, perturbed),
@@ -105,7 +107,8 @@ def main(argv=None):
 
     table = pd.DataFrame(rows).set_index("classifier").T
     with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
-        print("Certified intervals [lower, upper] for CE = E|s - E[y|s]| next to the usual")
+        print("Certified intervals [lower, upper] for CE = E|s - E[y|s]| "
+              "next to the usual")
         print("heuristics; the NW upper bound's terms (indented) add up to it:\n")
         print(table.to_string())
     print(
@@ -113,7 +116,8 @@ def main(argv=None):
         "\nscore distribution."
         "\nTV assumes E[y|s] has total variation <= 1 (e.g. is monotone); NW needs no"
         "\nassumption on the classifier: it bounds the CE of the perturbed classifier,"
-        "\nwhose calibration function is smooth by construction, at almost no AUROC cost."
+        "\nwhose calibration function is smooth by construction,"
+        " at almost no AUROC cost."
         "\nLipschitz bucketing (the paper's baseline) certifies the same perturbed"
         "\nclassifier from a first-derivative bound only, and is looser."
         "\nBinned ECE is a heuristic: it is not an upper bound and depends on the bins."

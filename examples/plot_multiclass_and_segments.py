@@ -9,9 +9,10 @@ Two questions beyond one binary number, on a real scikit-learn model:
 * is a binary model calibrated **on every segment** of the data, not only on
   average?
 
-Both are certified with the binary bounds: :class:`~skcalbound.MulticlassCalibrationBound`
-reduces the multiclass problem to binary ones, and :func:`~skcalbound.bounds_by_group`
-issues one certificate per segment, all holding at once by the union bound.
+Both are certified with the binary bounds:
+:class:`~skcalbound.MulticlassCalibrationBound` reduces the multiclass problem to binary
+ones, and :func:`~skcalbound.bounds_by_group` issues one certificate per segment, all
+holding at once by the union bound.
 
 Scores are perturbed with the sech kernel before the NW bound, so that its
 smoothness assumption holds by construction; the certificate is then about the

@@ -134,8 +134,8 @@ def _as_pair(chunk, k):
     if isinstance(chunk, pd.DataFrame):
         if chunk.shape[1] != 2:
             raise ValueError(
-                f"Chunk {k} is a DataFrame with {chunk.shape[1]} columns; expected two, "
-                "the labels then the scores (y_true, y_prob)."
+                f"Chunk {k} is a DataFrame with {chunk.shape[1]} columns; expected "
+                "two, the labels then the scores (y_true, y_prob)."
             )
         return chunk.iloc[:, 0].to_numpy(), chunk.iloc[:, 1].to_numpy()
     try:

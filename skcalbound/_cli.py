@@ -72,9 +72,9 @@ examples:
   skcalbound scores.csv --json > record.json && skcalbound verify record.json scores.csv
 
 The --json output has each bound's audit record ("certificates": data fingerprint,
-parameters, numbers, by bound). skcalbound verify RECORD.json DATA checks that DATA are the data
-certified and recomputes each bound (skcalbound verify --help; a data file named
-verify is given as ./verify).
+parameters, numbers, by bound). skcalbound verify RECORD.json DATA checks that DATA are
+the data certified and recomputes each bound (skcalbound verify --help; a data file
+named verify is given as ./verify).
 
 Exit status: 0 on success (with --max-ce: every upper bound is below TAU); 1 with
 --max-ce when some upper bound is not below TAU; 2 for a bad option, file, column or
@@ -264,7 +264,8 @@ def read_table(path, file_format=None):
         return pd.read_csv(path)
     except ImportError as exc:
         raise CLIError(
-            f"{path}: reading Parquet needs pyarrow: pip install 'skcalbound[cli]' ({exc})"
+            f"{path}: reading Parquet needs pyarrow: pip install 'skcalbound[cli]' "
+            f"({exc})"
         ) from exc
     except Exception as exc:  # pandas and pyarrow raise many types for bad files
         message = " ".join(str(exc).split()) or type(exc).__name__
@@ -495,8 +496,8 @@ def compute_chunks(args):
     ):
         if value is not None:
             raise CLIError(
-                f"{option} cannot be used with --chunksize: {why}, which needs the file "
-                "in memory; run without --chunksize for it"
+                f"{option} cannot be used with --chunksize: {why}, which needs the "
+                "file in memory; run without --chunksize for it"
             )
     if args.n_bins < 1:
         raise CLIError(f"--n-bins: must be at least 1; got {args.n_bins}")
@@ -915,8 +916,8 @@ parameters gives the recorded bound, lower_bound, estimate and terms to a relati
 1e-12. The creation time is not compared.
 
 RECORD is the JSON output of skcalbound FILE --json (every certificate in its
-"certificates" is checked) or one bare certificate (an estimator's certificate_ written with
-json.dump). Records written by the command remember the file's columns and
+"certificates" is checked) or one bare certificate (an estimator's certificate_ written
+with json.dump). Records written by the command remember the file's columns and
 --pos-label, so skcalbound verify RECORD DATA needs no options; the options below
 override them (for a bare certificate the defaults are y_prob, y_true and the
 record's pos_label)."""

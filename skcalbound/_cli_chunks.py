@@ -76,7 +76,8 @@ class ChunkedFile:
             if name not in names:
                 shown = ", ".join(map(str, list(names)[:20]))
                 raise CLIError(
-                    f"{self.path}: no column {name!r} (columns: {shown}); pass {option} NAME"
+                    f"{self.path}: no column {name!r} (columns: {shown}); "
+                    f"pass {option} NAME"
                 )
 
     def _frames(self):
@@ -107,8 +108,8 @@ class ChunkedFile:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise CLIError(
-                f"{self.path}: column {self.scores_column!r} must hold probabilities in "
-                f"[0, 1] (no missing values); row {start + row} holds "
+                f"{self.path}: column {self.scores_column!r} must hold probabilities "
+                f"in [0, 1] (no missing values); row {start + row} holds "
                 f"{_plain(scores.iloc[row])!r}"
             )
         labels = frame[self.labels_column]
@@ -116,8 +117,8 @@ class ChunkedFile:
         if missing.any():
             row = int(np.flatnonzero(missing)[0])
             raise CLIError(
-                f"{self.path}: column {self.labels_column!r} has a missing label in row "
-                f"{start + row}"
+                f"{self.path}: column {self.labels_column!r} has a missing label in "
+                f"row {start + row}"
             )
         values = labels.to_numpy()
         if values.dtype.kind not in "biuf":

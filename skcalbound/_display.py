@@ -280,8 +280,8 @@ class CalibrationBoundDisplay:
     For NW the band drawn is Lemma 6 in the form the certificate averages, with the
     fitted ``b1_`` and ``b2_`` of the estimator's ``guarantee`` mode: with
     ``guarantee="high_probability"``, expanded at the query,
-    :math:`g_T(s) = b_1 |\\sum_i w_i (s_i - s)| + \\tfrac12 b_2 \\sum_i w_i (s_i - s)^2 +
-    \\tfrac12 \\sqrt{\\sum_i w_i^2}`; with ``"paper"``, as published, whose first term
+    :math:`g_T(s) = b_1 |\\sum_i w_i (s_i - s)| + \\tfrac12 b_2 \\sum_i w_i (s_i - s)^2
+    + \\tfrac12 \\sqrt{\\sum_i w_i^2}`; with ``"paper"``, as published, whose first term
     is :math:`b_1 \\sum_i w_i |s_i - s|`. For Lipschitz bucketing the band is
     :math:`L \\cdot \\mathrm{mean}_{i \\in b} |s_i - s| + 1 / (2 \\sqrt{n_b})` over the
     score's bucket, the same in both modes.

@@ -304,7 +304,8 @@ def bounds_by_group(
     if vacuous:
         warnings.warn(
             f"The certified upper bound is above 0.5 for {len(vacuous)} segment(s) "
-            f"({', '.join(map(str, vacuous[:10]))}{', ...' if len(vacuous) > 10 else ''})"
+            f"({', '.join(map(str, vacuous[:10]))}"
+            f"{', ...' if len(vacuous) > 10 else ''})"
             ": it says little about their calibration error; more labelled samples per "
             "segment shrink it.",
             VacuousBoundWarning,

@@ -1,4 +1,4 @@
-"""``LipschitzBucketBound``: the paper's Lipschitz bucketing baseline (sections 5, 7)."""
+"""``LipschitzBucketBound``: the paper's Lipschitz bucketing baseline (sec. 5, 7)."""
 
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -349,7 +349,8 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     points the weights are :math:`1/n_b` on them, :math:`\\hat\\eta(s')` is their mean
     label and
 
-    .. math:: \\tilde g(s') = \\min\\Big(\\frac{L}{n_b} \\Big(\\sum_{i \\in b \\setminus c}
+    .. math:: \\tilde g(s') =
+              \\min\\Big(\\frac{L}{n_b} \\Big(\\sum_{i \\in b \\setminus c}
               |s' - s_i| + \\sqrt{N_c \\sum_{i \\in c} (s' - s_i)^2}\\Big)
               + \\frac{1}{2\\sqrt{n_b}},\\ 1\\Big),
 
@@ -358,10 +359,10 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     training points in it: distances to the cell's own points are bounded by
     Cauchy-Schwarz, which needs only per-cell sums, so that the bound runs on chunks
     and Dask without a sort (:ref:`large_data`); it is at least Lemma 6's
-    :math:`L \\, \\mathrm{mean}_{i \\in b} |s' - s_i|`, so the certificate holds, and larger
-    by a few parts in a million in practice. A query whose bucket has no training score
-    uses the bucket of the nearest training score (at the midpoint, the lower one),
-    with its actual distances. The fold bound
+    :math:`L \\, \\mathrm{mean}_{i \\in b} |s' - s_i|`, so the certificate holds, and
+    larger by a few parts in a million in practice. A query whose bucket has no training
+    score uses the bucket of the nearest training score (at the midpoint, the lower
+    one), with its actual distances. The fold bound
     has the five terms of :class:`NWCalibrationBound` (its Notes), with :math:`C_2 =
     \\sum_b (n'_b / n)^2 / n_b` (:math:`n'_b` the evaluated validation points that
     bucket :math:`b` serves) and the candidate's share of the fold's

@@ -58,8 +58,9 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     Wraps one of the binary bound estimators (:class:`TVCalibrationBound`,
     :class:`NWCalibrationBound`, :class:`LipschitzBucketBound`) and applies it to a
     reduction of a multiclass ``predict_proba`` output ``P`` of shape
-    ``(n_samples, K)``, in the manner of :class:`~sklearn.multiclass.OneVsRestClassifier`
-    (the given estimator is cloned, never fitted itself).
+    ``(n_samples, K)``, in the manner of
+    :class:`~sklearn.multiclass.OneVsRestClassifier` (the given estimator is cloned,
+    never fitted itself).
 
     - ``strategy="top_label"``: the score is the confidence ``max_k P_k`` and the
       binary label is whether the predicted class ``argmax_k P_k`` is the true one.

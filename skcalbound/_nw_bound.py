@@ -1,4 +1,4 @@
-"""``NWCalibrationBound``: certified bound under bounded derivatives (paper section 5)."""
+"""``NWCalibrationBound``: certified bound under bounded derivatives (paper, sec. 5)."""
 
 import math
 from dataclasses import dataclass, replace
@@ -198,7 +198,8 @@ def _derivative_bounds(h, b1, b2, guarantee="high_probability"):
         if b1 is not None or b2 is not None:
             raise ValueError(
                 "Give either h (the perturbation bandwidth, from which b1 and b2 "
-                f"follow) or both b1 and b2, not both; got h={h!r}, b1={b1!r}, b2={b2!r}."
+                f"follow) or both b1 and b2, not both; got h={h!r}, "
+                f"b1={b1!r}, b2={b2!r}."
             )
         b1, b2 = (float(b) for b in sech_derivative_bounds(h, guarantee=guarantee))
         check_smoothness_constants(("b1", "b2"), (b1, b2), h)

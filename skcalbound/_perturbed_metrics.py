@@ -22,7 +22,7 @@ _PARAMETERS = {
 
 
 def _per_sample(labels, scores, h, n_nodes, positive, negative):
-    """``E[positive(s)]`` for positive labels and ``E[negative(1 - s)]`` for the others."""
+    """``E[positive(s)]`` for positive labels, ``E[negative(1 - s)]`` for the others."""
     out = np.empty(scores.shape[0])
     for mask, func in ((labels == 1.0, positive), (labels == 0.0, negative)):
         (out[mask],) = sech_expectations(scores[mask], h, [func], n_nodes=n_nodes)

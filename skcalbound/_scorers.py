@@ -1,4 +1,4 @@
-"""Scorers for ``cross_validate`` and ``GridSearchCV``, and choosing the bandwidth ``h``.
+"""Scorers for ``cross_validate`` and ``GridSearchCV``; choosing the bandwidth ``h``.
 
 Built on the public estimators (SPEC section 8): a bound scorer fits a bound estimator
 on the ``predict_proba`` output of the model being scored; the perturbation scorers
@@ -146,7 +146,7 @@ class _ProbaScorer(_ScorerBase):
 
 
 class _BoundScorer(_ProbaScorer):
-    """``scorer(estimator, X, y) = -bound`` of the estimator's probabilities on ``X``."""
+    """``scorer(estimator, X, y) = -bound`` of the estimator's probabilities on X."""
 
     def __init__(self, method, params, pos_label=None):
         super().__init__(pos_label)

@@ -49,7 +49,9 @@ def gd(x):
 
 
 def gd_inverse(theta):
-    r"""Inverse Gudermannian :math:`\operatorname{gd}^{-1}(\theta) = \operatorname{arcsinh}(\tan\theta)`.
+    r"""Inverse Gudermannian function.
+
+    :math:`\operatorname{gd}^{-1}(\theta) = \operatorname{arcsinh}(\tan\theta)`.
 
     Parameters
     ----------
@@ -70,9 +72,10 @@ def gd_inverse(theta):
               = 2 \operatorname{artanh}(\tan(\theta/2)).
 
     The half-angle form never evaluates :math:`\tan` near its pole, so it is accurate
-    for small angles and as accurate as the angle itself near :math:`\pm\pi/2`, where the
-    inverse is ill-conditioned (:math:`d\,\operatorname{gd}^{-1}/d\theta = \cosh x`).
-    Used by the inverse-CDF sampler of SPEC section 6.
+    for small angles and as accurate as the angle itself near :math:`\pm\pi/2`, where
+    the inverse is ill-conditioned
+    (:math:`d\,\operatorname{gd}^{-1}/d\theta = \cosh x`). Used by the inverse-CDF
+    sampler of SPEC section 6.
     """
     theta = np.asarray(theta, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -186,7 +189,8 @@ def sech_cdf(s, s_orig, h):
     With :math:`a = -s_o/h` and :math:`b = (1 - s_o)/h` (SPEC section 6, from the
     antiderivative of Lemma 7):
 
-    .. math:: K(s \mid s_o) = \frac{\operatorname{gd}((s - s_o)/h) - \operatorname{gd}(a)}
+    .. math:: K(s \mid s_o) =
+              \frac{\operatorname{gd}((s - s_o)/h) - \operatorname{gd}(a)}
               {\operatorname{gd}(b) - \operatorname{gd}(a)},
 
     clipped to [0, 1].
@@ -216,15 +220,16 @@ def sech_inverse_cdf(u, s_orig, h):
     -------
     float or ndarray
         Scores in [0, 1], finite for every ``h > 0`` and every ``s_orig`` in [0, 1]
-        (including exactly 0 and 1); distributed as :math:`k(\cdot \mid s_o)` when ``u`` is
-        uniform. Nondecreasing in ``u``.
+        (including exactly 0 and 1); distributed as :math:`k(\cdot \mid s_o)` when ``u``
+        is uniform. Nondecreasing in ``u``.
 
     Notes
     -----
     SPEC section 6: with :math:`a = -s_o/h`, :math:`b = (1 - s_o)/h` and
     :math:`\operatorname{gd}(x) = \arctan(\sinh x)`,
 
-    .. math:: \theta = \operatorname{gd}(a) + u\,(\operatorname{gd}(b) - \operatorname{gd}(a)),
+    .. math:: \theta =
+              \operatorname{gd}(a) + u\,(\operatorname{gd}(b) - \operatorname{gd}(a)),
               \qquad s = s_o + h \operatorname{gd}^{-1}(\theta)
               = s_o + h \operatorname{arcsinh}(\tan\theta),
 
@@ -372,7 +377,9 @@ def sech_second_derivative_bound_at(s, h):
 
 
 def sech_lipschitz(h):
-    r"""Lipschitz constant :math:`L = \tanh(1/h)/(2h)` of the perturbed calibration function.
+    r"""Lipschitz constant of the perturbed calibration function.
+
+    :math:`L = \tanh(1/h)/(2h)`.
 
     Parameters
     ----------

@@ -77,9 +77,10 @@ class SechPerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     Wraps any binary classifier with ``predict_proba`` and replaces each of its
     positive-class probabilities :math:`s_o` by a fresh draw from the density
-    :math:`k(s \\mid s_o) \\propto \\operatorname{sech}((s - s_o)/h)` on [0, 1]. Whatever
-    the inner classifier, the calibration function :math:`\\eta(s) = E[y \\mid s]` of
-    the perturbed probabilities then has :math:`|\\eta'| \\le \\tanh(1/h)/(2h)` and
+    :math:`k(s \\mid s_o) \\propto \\operatorname{sech}((s - s_o)/h)` on [0, 1].
+    Whatever the inner classifier, the calibration function
+    :math:`\\eta(s) = E[y \\mid s]` of the perturbed probabilities then has
+    :math:`|\\eta'| \\le \\tanh(1/h)/(2h)` and
     :math:`|\\eta''| \\le \\tfrac32 \\tanh^2(1/h)/h^2` (Corollaries 3 and 4 of the
     paper), which is what :class:`NWCalibrationBound` (and
     :class:`LipschitzBucketBound`) need: pass them the same ``h``, or use

@@ -477,7 +477,7 @@ FOLD_STREAM, SUBSAMPLE_STREAM, TIE_STREAM = 1, 2, 3
 
 @functools.lru_cache(maxsize=8)
 def _permutations(k):
-    """All permutations of ``range(k)`` in lexicographic order (int8), for ``k <= 8``."""
+    """Permutations of ``range(k)`` in lexicographic order (int8), for ``k <= 8``."""
     if k > 8:
         return None
     return np.array(list(itertools.permutations(range(k))), dtype=np.int8)

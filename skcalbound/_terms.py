@@ -2,7 +2,8 @@
 
 No scikit-learn, no randomness, no state: every formula here cites the equation of
 Ciosek et al., "Measuring Uncertainty Calibration" (ICLR 2026, arXiv:2512.13872) it
-implements, and the project's SPEC.md section that fixes its reading. Inputs are assumed validated.
+implements, and the project's SPEC.md section that fixes its reading. Inputs are assumed
+validated.
 """
 
 import math
@@ -37,7 +38,8 @@ def bernstein_term(m, delta, variance):
 
     Notes
     -----
-    .. math:: BB(m, \delta, \hat\sigma^2) = \sqrt{\frac{2 \hat\sigma^2 \ln(3/\delta)}{m}}
+    .. math:: BB(m, \delta, \hat\sigma^2) =
+              \sqrt{\frac{2 \hat\sigma^2 \ln(3/\delta)}{m}}
               + \frac{3 \ln(3/\delta)}{m}
 
     (Mnih et al., 2008; paper section 2; SPEC section 2.) For variables in
@@ -48,7 +50,7 @@ def bernstein_term(m, delta, variance):
 
 
 def tv_t1(delta1):
-    r"""Noise level of the mean direction, :math:`t_1 = \sqrt{\tfrac12 \ln(4/\delta_1)}`.
+    r"""Mean-direction noise level :math:`t_1 = \sqrt{\tfrac12 \ln(4/\delta_1)}`.
 
     Notes
     -----
@@ -59,7 +61,9 @@ def tv_t1(delta1):
 
 
 def tv_t2(m, delta1):
-    r"""TV regularisation level :math:`t_2 = \sqrt{\tfrac{m}{8} \ln\tfrac{4(m-1)}{\delta_1}}`.
+    r"""TV regularisation level :math:`t_2`.
+
+    :math:`t_2 = \sqrt{\tfrac{m}{8} \ln\tfrac{4(m-1)}{\delta_1}}`.
 
     The prox weight of ``prox_tv.tv1_1d`` is :math:`t_2`, i.e. :math:`\lambda = t_2 / m`
     in problem (2).

@@ -264,7 +264,8 @@ def _probabilities_array(y_prob, name):
     )
     if X.ndim > 2:
         raise ValueError(
-            f"{name} must hold scores of shape {_SHAPES}; got an array of shape {X.shape}."
+            f"{name} must hold scores of shape {_SHAPES}; "
+            f"got an array of shape {X.shape}."
         )
     return X
 
@@ -370,9 +371,10 @@ def check_smoothness_constants(names, values, h=None):
             fix = "h >= 2**-41" if h is not None else f"{name} <= {limit:.4g}"
             raise ValueError(
                 f"{name}={value:.4g}{origin} is too large: above {limit:.4g} the "
-                "smoothing-error term exceeds 1 at every score not tied with a training "
-                "score, and the distances that could keep it below 1 are smaller than "
-                "double precision resolves, so the bound would rest on rounding. Use "
+                "smoothing-error term exceeds 1 at every score not tied with a "
+                "training score, and the distances that could keep it below 1 are "
+                "smaller than double precision resolves, so the bound would rest on "
+                "rounding. Use "
                 f"{fix}; the bound is 1 (uninformative) in that regime anyway."
             )
 

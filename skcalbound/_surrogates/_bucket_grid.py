@@ -91,7 +91,8 @@ def candidate_grids(n_buckets, n_shifts):
     Returns
     -------
     candidates : list of (int, int)
-        ``(B, r)`` for every bucket count (ascending, unique) and shift ``r < n_shifts``.
+        ``(B, r)`` for every bucket count (ascending, unique) and shift
+        ``r < n_shifts``.
     grids : list of (int, list of int)
         ``(K, indices into candidates)``; ``K`` is a multiple of ``B * n_shifts`` for
         every candidate it serves.
@@ -244,7 +245,8 @@ class Training:
 
     def midpoints(self):
         """Per cell, the midpoint (as a double) of the training scores around it:
-        ``-inf`` with none below, ``+inf`` with none above (meaningful in empty cells)."""
+        ``-inf`` with none below, ``+inf`` with none above (meaningful in empty
+        cells)."""
         below, above = occupied_neighbours(self.count)
         e = self.extremes
         K = self.n_cells
@@ -354,7 +356,7 @@ class Buckets:
 
     @classmethod
     def every(cls, prep, candidates, R, L):
-        """The buckets of every candidate ``(B, r)`` (``R`` shifts), computed at once."""
+        """Buckets of every candidate ``(B, r)`` (``R`` shifts), computed at once."""
         return BucketTable(prep, candidates, R, L).buckets()
 
     def bucket_of(self, cells):
@@ -483,7 +485,6 @@ def coefficients_at(prep, bk, L, cells, scores, midpoints, s2=None):
     bucket of the nearest training score below (all of it below the query: distances
     ``n_j s' - sum s_i``) or, above ``midpoints`` (the midpoint of the training scores
     around its cell), above."""
-    K = prep.n_cells
     j = bk.bucket_of(cells)
     if s2 is None:
         s2 = [x[cells] + x[cells + 1] for x in (prep.cN, prep.cM, prep.cT)]

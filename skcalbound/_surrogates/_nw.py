@@ -31,7 +31,7 @@ def bin_centres(n_bins):
 
 
 def _kernel(n_bins, bandwidth, tempering):
-    """Offsets ``k / G`` and kernel values for ``k = -K..K`` (zero where ``|u| >= 1``)."""
+    """Offsets ``k / G`` and kernel values for ``k = -K..K`` (0 where ``|u| >= 1``)."""
     half = min(int(math.floor(bandwidth * n_bins)), n_bins - 1)
     k = np.arange(-half, half + 1, dtype=float)
     u = k / (n_bins * bandwidth)
@@ -48,7 +48,7 @@ def _kernel(n_bins, bandwidth, tempering):
 
 @dataclass(frozen=True)
 class BinStats:
-    """Per-bin count, positives, and sums of ``t`` and ``t**2`` (offsets from centres)."""
+    """Per-bin count, positives, sums of ``t`` and ``t**2`` (offsets from centres)."""
 
     count: np.ndarray
     positives: np.ndarray

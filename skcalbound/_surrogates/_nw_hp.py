@@ -127,7 +127,7 @@ class HPTables:
         return cls(G, float(bandwidth), float(tempering), ker, n, A0, eta, m1, var, W2)
 
     def constant(self, b2):
-        """The part of ``g`` that depends on the cell only: ``b2/2 var + sqrt(W2)/2``."""
+        """The part of ``g`` depending on the cell only: ``b2/2 var + sqrt(W2)/2``."""
         with np.errstate(invalid="ignore"):
             return 0.5 * b2 * self.var + 0.5 * np.sqrt(self.W2)
 

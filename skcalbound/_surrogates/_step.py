@@ -21,7 +21,7 @@ class StepFunction:
         return self.values[np.maximum(k, 0)]
 
     def evaluate_sorted(self, sorted_scores):
-        """Same as calling the function, for nondecreasing scores, in O(n + pieces log n).
+        """Like calling the function, for nondecreasing scores, in O(n + pieces log n).
 
         One binary search per knot instead of one per score: the pieces are few.
         """
@@ -59,6 +59,6 @@ def step_from_block_values(sorted_scores, starts, block_values):
 
 
 def step_from_point_values(sorted_scores, values):
-    """Compress one value per point (distinct sorted scores) into a :class:`StepFunction`."""
+    """Compress per-point values (distinct sorted scores) into a ``StepFunction``."""
     first = _piece_starts(values)
     return _clipped_step(sorted_scores[first], values[first])

@@ -154,7 +154,7 @@ class CustomProblem(CalibrationProblem):
         return scores
 
     def eta(self, s):
-        """The calibration function: the atom's value at an atom, ``eta(s)`` elsewhere."""
+        """Calibration function: the atom's value at an atom, ``eta(s)`` elsewhere."""
         s = np.asarray(s, dtype=float)
         out = np.asarray(self._eta(s), dtype=float)
         for x, _, e in self.atoms:

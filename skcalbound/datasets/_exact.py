@@ -12,7 +12,7 @@ from scipy import integrate
 
 
 def abs_linear_integral(u, v, fu, fv):
-    """Exact ``int_u^v |f(s)| ds`` for ``f`` linear on ``[u, v]`` with ``f(u)=fu, f(v)=fv``.
+    """Exact ``int_u^v |f|`` for ``f`` linear on ``[u, v]`` with ``f(u)=fu, f(v)=fv``.
 
     If ``f`` keeps its sign the integral is the trapezoid ``(v-u)(|fu|+|fv|)/2``. If it
     changes sign, the root splits ``[u, v]`` in the ratio ``|fu| : |fv|`` and each side
@@ -57,7 +57,7 @@ def gauss_legendre_panels(edges, order):
 
 
 def panel_edges(breakpoints, width):
-    """Sorted edges covering [0, 1]: every breakpoint, and no panel wider than ``width``."""
+    """Sorted edges over [0, 1]: every breakpoint, no panel wider than ``width``."""
     points = np.unique(np.concatenate([[0.0, 1.0], np.clip(breakpoints, 0.0, 1.0)]))
     edges = [points[:1]]
     for a, b in zip(points[:-1], points[1:]):

@@ -1,4 +1,4 @@
-"""The public ``make_*`` generators: a sample, its exact calibration error and constants."""
+"""Public ``make_*`` generators: a sample, its exact calibration error and constants."""
 
 from numbers import Integral, Real
 
@@ -42,7 +42,8 @@ def _sample(problem, n_samples, random_state):
     error = float(problem.ce_integration_error)
     if not error < MAX_INTEGRATION_ERROR:
         raise ArithmeticError(
-            f"{problem}: the true calibration error is known only to {error:.2g}, above "
+            f"{problem}: the true calibration error is known only to "
+            f"{error:.2g}, above "
             f"{MAX_INTEGRATION_ERROR:g}; use a smaller resolution or a larger h"
         )
     rng = check_random_state(random_state)

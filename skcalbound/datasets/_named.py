@@ -92,7 +92,8 @@ def make_overconfident(n_samples=1000, *, amplitude=0.1, h=None, random_state=No
     """Generate smooth over-confident scores: ``eta(s) = s + A sin(2 pi s)``.
 
     Scores ``s ~ U(0, 1)``. Below 1/2 the truth is above the score, above 1/2 below
-    it: the scores are too extreme. ``CE = 2 A / pi``; ``V = 1``, ``b1 = L = 1 + 2 pi A``, ``b2 = 4 pi^2 A``.
+    it: the scores are too extreme. ``CE = 2 A / pi``; ``V = 1``,
+    ``b1 = L = 1 + 2 pi A``, ``b2 = 4 pi^2 A``.
 
     Parameters
     ----------
@@ -160,8 +161,8 @@ def make_parabola(n_samples=1000, *, bottom=0.1, top=0.9, h=None, random_state=N
 
     ``eta(s) = bottom + 4 (top - bottom) (s - 1/2)^2`` on scores ``s ~ U(0, 1)``, the
     shape of the paper's Figure 5 (Appendix H). ``CE`` is
-    exact (antiderivative between the roots of ``s - eta(s)``); ``V = 2 |top - bottom|``,
-    ``b1 = L = 4 |top - bottom|``, ``b2 = 8 |top - bottom|``.
+    exact (antiderivative between the roots of ``s - eta(s)``);
+    ``V = 2 |top - bottom|``, ``b1 = L = 4 |top - bottom|``, ``b2 = 8 |top - bottom|``.
 
     Parameters
     ----------
@@ -296,7 +297,7 @@ def make_oscillating(n_samples=1000, *, amplitude=0.15, cycles=40, h=None, rando
     prefer_skip_nested_validation=True,
 )
 def make_discrete(n_samples=1000, *, h=None, random_state=None):
-    """Generate discrete scores with massive ties: five values, a table of ``eta`` values.
+    """Generate discrete scores with massive ties: five values, tabulated ``eta``.
 
     ``P(s = 0.1, 0.3, 0.5, 0.7, 0.9) = 0.1, 0.2, 0.4, 0.2, 0.1`` with ``eta = 0.05, 0.2,
     0.55, 0.8, 0.95``; ``CE = 0.07`` is a finite sum and ``V = 0.9``. ``eta`` is a step
@@ -363,9 +364,9 @@ def make_atoms(n_samples=1000, *, h=None, random_state=None):
     """Generate scores with atoms at exactly 0 and 1 plus a uniform part.
 
     ``P(s = 0) = 0.2`` (``eta = 0.05``), ``P(s = 1) = 0.15`` (``eta = 0.9``), and
-    ``U(0, 1)`` otherwise with ``eta(s) = 0.1 + 0.7 s``: ``CE = 0.025 + 0.65 / 12`` exactly,
-    ``V = 0.85``. ``eta`` jumps at the atoms, so only the TV bound applies to the raw
-    scores (use ``h`` for the others).
+    ``U(0, 1)`` otherwise with ``eta(s) = 0.1 + 0.7 s``: ``CE = 0.025 + 0.65 / 12``
+    exactly, ``V = 0.85``. ``eta`` jumps at the atoms, so only the TV bound applies to
+    the raw scores (use ``h`` for the others).
 
     Parameters
     ----------

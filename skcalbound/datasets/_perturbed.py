@@ -21,7 +21,7 @@ SAMPLE_BLOCK = 1 << 14
 
 
 def _sech_inverse_cdf_inplace(u, s_orig, h):
-    """``sech_inverse_cdf(u, s_orig, h)`` written into ``u``, bit for bit, for a float ``h``.
+    """``sech_inverse_cdf(u, s_orig, h)`` into ``u``, bit for bit, for a float ``h``.
 
     The same floating-point operations in the same order as :func:`sech_inverse_cdf`
     (``gd(x) = 2 arctan(tanh(x / 2))``, ``gd_inverse(t) = 2 artanh(clip(tan(t / 2)))``)
@@ -65,11 +65,11 @@ class SechPerturbed(CalibrationProblem):
     """A classifier whose scores went through the sech perturbation (SPEC section 6).
 
     The unperturbed score ``s_orig`` and its calibration function ``eta_orig`` are those
-    of ``base`` (any problem of this module: atoms plus a continuous part with a density,
-    ``eta_orig`` possibly with jumps). A sample draws ``s_orig`` from ``base``, the label
-    ``y ~ Bernoulli(eta_orig(s_orig))`` from the *unperturbed* score, and the perturbed
-    score ``s = sech_inverse_cdf(u, s_orig, h)`` with fresh ``u ~ U(0, 1)``, exactly the
-    generative process of Appendix D. The problem is about ``(s, y)``.
+    of ``base`` (any problem of this module: atoms plus a continuous part with a
+    density, ``eta_orig`` possibly with jumps). A sample draws ``s_orig`` from ``base``,
+    the label ``y ~ Bernoulli(eta_orig(s_orig))`` from the *unperturbed* score, and the
+    perturbed score ``s = sech_inverse_cdf(u, s_orig, h)`` with fresh ``u ~ U(0, 1)``,
+    exactly the generative process of Appendix D. The problem is about ``(s, y)``.
 
     Truth (paper eq. (7) / (21)): with ``k(s | so) = sech((s - so)/h) / Z(so, h)``,
     ``p(s) = int k(s|so) dP(so)`` (the density of ``s``) and
@@ -80,23 +80,24 @@ class SechPerturbed(CalibrationProblem):
     - The continuous part is integrated by composite Gauss-Legendre with panel edges at
       every breakpoint of the base (jumps and kinks of ``eta_orig`` and of the density)
       and panels no wider than ``min(h, resolution)`` (``resolution`` is the finest
-      feature of ``eta_orig``, e.g. a quarter period of an oscillation): the integrand is
-      analytic on each panel, with singularities of ``sech`` and ``1 / Z`` at distance
-      ``pi h / 2`` from the real axis, so an ``n``-node rule errs by ``~ 6.4^(-2n)``.
+      feature of ``eta_orig``, e.g. a quarter period of an oscillation): the integrand
+      is analytic on each panel, with singularities of ``sech`` and ``1 / Z`` at
+      distance ``pi h / 2`` from the real axis, so an ``n``-node rule errs by
+      ``~ 6.4^(-2n)``.
     - The outer integral uses the same kind of rule over ``s``, with extra edges at the
       sign changes of ``s p(s) - q(s)`` (found on the nodes and refined by ``brentq``),
       where ``|.|`` has a kink.
 
     ``true_ce`` is the finer of two refinements (``PERTURBED_RULES``);
-    ``ce_integration_error`` is ``max(|CE_coarse - CE_fine|, |int p - 1|)`` over both, an
-    estimate of the integration error.
+    ``ce_integration_error`` is ``max(|CE_coarse - CE_fine|, |int p - 1|)`` over both,
+    an estimate of the integration error.
 
     Assumptions (Corollary 3 and the sharp second-derivative bound of SPEC section 12,
     whatever ``base`` is): ``b1 = tanh(1/h) / (2h)``, ``b2 = tanh(1/h)^2 / (2 h^2)``
-    (Corollary 4 states three times this), ``L = b1``, and ``h`` itself; ``V = b1`` because
-    ``TV(eta) = int_0^1 |eta'| <= sup |eta'|`` (valid, but loose: the TV bound is not
-    the method of choice for perturbed scores). ``assumption_names`` picks which of
-    them :attr:`assumptions` reports (``V`` only on request).
+    (Corollary 4 states three times this), ``L = b1``, and ``h`` itself; ``V = b1``
+    because ``TV(eta) = int_0^1 |eta'| <= sup |eta'|`` (valid, but loose: the TV bound
+    is not the method of choice for perturbed scores). ``assumption_names`` picks which
+    of them :attr:`assumptions` reports (``V`` only on request).
     """
 
     base: CalibrationProblem = field(default_factory=PiecewiseLinear)
@@ -116,7 +117,7 @@ class SechPerturbed(CalibrationProblem):
     # -- assumptions ---------------------------------------------------------------
     @property
     def assumptions(self):
-        """The constants of ``assumption_names`` among ``h``, ``b1``, ``b2``, ``L``, ``V``."""
+        """The constants of ``assumption_names`` among ``h, b1, b2, L, V``."""
         b1, b2 = sech_derivative_bounds(self.h)
         constants = {"h": float(self.h), "b1": float(b1), "b2": float(b2), "L": float(b1),
                      "V": float(b1)}
@@ -124,7 +125,7 @@ class SechPerturbed(CalibrationProblem):
 
     # -- sampling ------------------------------------------------------------------
     def sample_with_original(self, n, rng):
-        """``(s, y, s_orig)``: perturbed scores, labels drawn from ``s_orig``, and ``s_orig``.
+        """``(s, y, s_orig)``: perturbed scores, labels from ``s_orig``, and ``s_orig``.
 
         The numbers are those of ``labels = rng.uniform(size=n) < base.eta(s_orig)``
         and ``scores = sech_inverse_cdf(rng.uniform(size=n), s_orig, h)``, bit for bit;
@@ -168,7 +169,8 @@ class SechPerturbed(CalibrationProblem):
             )
             weights = (self.base.continuous_weight * weights * self.base._continuous_pdf(nodes)
                        / sech_normalizer(nodes, self.h))
-            # Nodes are interior to the panels, never at a breakpoint, so never at an atom.
+            # Nodes are interior to the panels, never at a breakpoint, so never at an
+            # atom.
             rules.append((nodes, weights, self.base.eta(nodes)))
         return tuple(rules)
 
@@ -177,14 +179,15 @@ class SechPerturbed(CalibrationProblem):
         return x, p / sech_normalizer(x, self.h), e
 
     def _p_q(self, s, rule=0, *, cumulative=False, chunk=2048):
-        """``(p(s), q(s))``; with ``cumulative=True`` their integrals over ``[0, s]``."""
+        """``(p(s), q(s))``; with ``cumulative=True`` their integrals on ``[0, s]``."""
         s = np.atleast_1d(np.asarray(s, dtype=float))
         nodes, weights, eta_nodes = self._inner_rules[rule]
         x, weight_atoms, eta_atoms = self._atoms()
         h = self.h
 
         def unnormalised(block, centres):
-            # sech((s - so)/h), or its integral over [0, s]: h (gd((s-so)/h) - gd(-so/h)).
+            # sech((s - so)/h), or its integral over [0, s]:
+            # h (gd((s-so)/h) - gd(-so/h)).
             if cumulative:
                 return h * (gd((block - centres) / h) - gd(-centres / h))
             return sech((block - centres) / h)
@@ -204,15 +207,18 @@ class SechPerturbed(CalibrationProblem):
         return self._p_q(s)[0]
 
     def positive_density(self, s):
-        """``q(s) = p(s) eta(s)``, the density of the perturbed score jointly with ``y = 1``."""
+        """``q(s) = p(s) eta(s)``: joint density of perturbed score and ``y = 1``."""
         return self._p_q(s)[1]
 
     def cdf(self, s):
-        """``P(perturbed score <= s)``, from the exact kernel CDF (Lemma 7's antiderivative)."""
+        """``P(perturbed score <= s)``, from the exact kernel CDF.
+
+        The kernel CDF is Lemma 7's antiderivative.
+        """
         return np.clip(self._p_q(np.clip(s, 0.0, 1.0), cumulative=True)[0], 0.0, 1.0)
 
     def eta(self, s):
-        """Calibration function of the perturbed classifier, eq. (7): ``q(s) / p(s)``."""
+        """Calibration function of the perturbed classifier, eq. (7): ``q(s)/p(s)``."""
         p, q = self._p_q(s)
         return q / p
 
@@ -271,7 +277,7 @@ class SechPerturbed(CalibrationProblem):
 
     @property
     def ce_integration_error(self):
-        """Estimated absolute error of :attr:`true_ce` (two refinements, and ``int p = 1``)."""
+        """Estimated error of :attr:`true_ce` (two refinements, and ``int p = 1``)."""
         return self._ce_quadrature[1]
 
 

@@ -55,7 +55,7 @@ class CalibrationProblem:
         raise NotImplementedError
 
     def sample(self, n, rng):
-        """Draw ``(scores, labels)``: ``n`` i.i.d. scores, labels ``u < eta(s)`` as 0/1."""
+        """``(scores, labels)``: ``n`` i.i.d. scores, labels ``u < eta(s)`` as 0/1."""
         scores = np.asarray(self.sample_scores(n, rng), dtype=float)
         labels = (rng.uniform(size=n) < self.eta(scores)).astype(np.int64)
         return scores, labels
@@ -134,7 +134,7 @@ class CalibratedBeta(CalibrationProblem):
 
     @property
     def assumptions(self):
-        """The constants named in ``assumption_names`` among ``V = b1 = L = 1``, ``b2 = 0``."""
+        """The constants of ``assumption_names`` among ``V = b1 = L = 1, b2 = 0``."""
         constants = {"V": 1.0, "b1": 1.0, "b2": 0.0, "L": 1.0}
         return {name: constants[name] for name in self.assumption_names}
 
@@ -208,7 +208,7 @@ class DiscreteTies(CalibrationProblem):
 
 @dataclass(frozen=True)
 class PiecewiseLinear(CalibrationProblem):
-    """Scores: atoms at some knots plus a uniform continuous part; ``eta`` piecewise linear.
+    """Scores: atoms at some knots plus a uniform part; ``eta`` piecewise linear.
 
     ``knots`` ``0 = x_0 < ... < x_K = 1`` cut [0, 1] into pieces; on the open piece
     ``(x_j, x_{j+1})`` ``eta`` is linear from ``left[j]`` (limit at ``x_j+``) to
@@ -218,8 +218,8 @@ class PiecewiseLinear(CalibrationProblem):
     ``w = 1 - sum(probabilities)``. At a knot without an atom ``eta`` takes the
     right-hand value ``left[j]`` (at ``1``: ``right[-1]``); this has probability 0.
 
-    CE: ``sum_atoms p |x - e| + w sum_j int_{x_j}^{x_{j+1}} |s - eta(s)| ds``; on each piece
-    ``s - eta(s)`` is linear, so each integral is exact (``abs_linear_integral``).
+    CE: ``sum_atoms p |x - e| + w sum_j int_{x_j}^{x_{j+1}} |s - eta(s)| ds``; on each
+    piece ``s - eta(s)`` is linear, so each integral is exact (``abs_linear_integral``).
     V: ``eta`` is monotone on each open piece, so its TV is the total variation of the
     ordered list of values it passes through: for each knot, (the limit from the left,)
     the atom value if there is one, then the limit from the right.
@@ -315,8 +315,8 @@ class PiecewiseLinear(CalibrationProblem):
 def atoms_and_linear():
     """Atoms at exactly 0.0 and 1.0 plus ``U(0, 1)``; monotone ``eta``.
 
-    ``P(s = 0) = 0.2`` with ``eta(0) = 0.05``; ``P(s = 1) = 0.15`` with ``eta(1) = 0.9``;
-    weight ``0.65`` on ``U(0, 1)`` with ``eta(s) = 0.1 + 0.7 s``.
+    ``P(s = 0) = 0.2`` with ``eta(0) = 0.05``; ``P(s = 1) = 0.15`` with
+    ``eta(1) = 0.9``; weight ``0.65`` on ``U(0, 1)`` with ``eta(s) = 0.1 + 0.7 s``.
 
     CE: atoms give ``0.2 * 0.05 + 0.15 * 0.1 = 0.025``. On (0, 1),
     ``s - eta(s) = 0.3 s - 0.1`` vanishes at ``1/3``:
@@ -336,7 +336,8 @@ def atoms_and_linear():
 def zigzag_steps():
     """``s ~ U(0, 1)``, ``eta`` piecewise constant with alternating jumps: ``V = 2.6``.
 
-    ``eta = 0.7, 0.1, 0.8, 0.2, 0.9`` on ``[0, .2), [.2, .4), [.4, .6), [.6, .8), [.8, 1]``.
+    ``eta = 0.7, 0.1, 0.8, 0.2, 0.9`` on
+    ``[0, .2), [.2, .4), [.4, .6), [.6, .8), [.8, 1]``.
 
     CE: on ``[u, v]`` with constant ``c``, ``int |s - c| ds`` is
     ``(v-u) |(u+v)/2 - c|`` if ``c`` is outside ``[u, v]`` and
@@ -355,9 +356,9 @@ def zigzag_base():
 
     ``P(so = 0) = 0.15`` (``eta = 0.1``), ``P(so = 0.5) = 0.2`` (``eta = 0.6``),
     ``P(so = 1) = 0.1`` (``eta = 0.95``), weight ``0.55`` on ``U(0, 1)`` with ``eta``
-    ``0.3`` on ``[0, .2)``, ``0.05`` on ``[.2, .35)``, linear ``.2 -> .7`` on ``[.35, .5)``,
-    a kink at ``.5`` (linear ``.7 -> .4`` on ``[.5, .65)``), ``0.9`` on ``[.65, .8)`` and
-    ``0.6`` on ``[.8, 1]``: four jumps, up and down.
+    ``0.3`` on ``[0, .2)``, ``0.05`` on ``[.2, .35)``, linear ``.2 -> .7`` on
+    ``[.35, .5)``, a kink at ``.5`` (linear ``.7 -> .4`` on ``[.5, .65)``), ``0.9`` on
+    ``[.65, .8)`` and ``0.6`` on ``[.8, 1]``: four jumps, up and down.
     """
     return PiecewiseLinear(
         knots=(0.0, 0.2, 0.35, 0.5, 0.65, 0.8, 1.0),

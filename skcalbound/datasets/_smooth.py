@@ -156,11 +156,12 @@ class Oscillating(CalibrationProblem):
         return 2.0 * self.amplitude / math.pi
 
     def population_binned_ece(self, n_bins=15):
-        """The limit of ``binned_ece(y, s, n_bins=n_bins)`` (uniform bins) as ``n -> inf``.
+        """Limit of ``binned_ece(y, s, n_bins=n_bins)`` (uniform bins) as ``n -> inf``.
 
-        Per bin ``[a, b]`` (cut to the support) with probability ``(b - a) / (high - low)``,
-        ``E[eta(s) - s | bin] = A (cos(2 pi c a) - cos(2 pi c b)) / (2 pi c (b - a))``; the
-        limit is ``sum_bins P(bin) |E[eta(s) - s | bin]|``.
+        Per bin ``[a, b]`` (cut to the support) with probability
+        ``(b - a) / (high - low)``,
+        ``E[eta(s) - s | bin] = A (cos(2 pi c a) - cos(2 pi c b)) / (2 pi c (b - a))``;
+        the limit is ``sum_bins P(bin) |E[eta(s) - s | bin]|``.
         """
         omega = 2.0 * math.pi * self.cycles
         edges = np.linspace(0.0, 1.0, n_bins + 1)

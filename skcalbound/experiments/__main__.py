@@ -1,4 +1,4 @@
-"""``python -m skcalbound.experiments``: the paper's synthetic study from the command line."""
+"""``python -m skcalbound.experiments``: the paper's synthetic study from the CLI."""
 
 import argparse
 import sys

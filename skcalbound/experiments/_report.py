@@ -1,4 +1,4 @@
-"""Tables and figures of the gap study: summary by size, fitted rates, Figures 3 and 5."""
+"""Gap study tables and figures: summary by size, fitted rates, Figures 3 and 5."""
 
 import numpy as np
 import pandas as pd
@@ -197,7 +197,7 @@ def plot_gaps(summary, *, problems=None, axes=None):
 
 
 def plot_reconstruction(problem, sizes, *, random_state=0, confidence_level=0.95, axes=None):
-    """The paper's Figure 5: true ``eta`` against the NW and TV surrogates for several n.
+    """The paper's Figure 5: true ``eta`` against NW and TV surrogates for several n.
 
     For each size, one sample is drawn and the surrogate refit on all of it
     (``predict``) is drawn next to the truth, with the certified interval

@@ -53,7 +53,7 @@ QUICK = Settings(
 
 
 def parse_problem(spec):
-    """``"parabola"``, or ``"discrete:h=2^-6"`` / ``"atoms:h=0.01"`` for a perturbed one."""
+    """``"parabola"``, or ``"discrete:h=2^-6"`` / ``"atoms:h=0.01"`` (perturbed)."""
     name, _, option = spec.partition(":")
     if name not in PROBLEM_NAMES:
         raise ValueError(f"unknown problem {name!r} in {spec!r}; expected one of "
@@ -312,11 +312,12 @@ def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
         plt.close(ax.figure)
     with pd.option_context("display.width", 160, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
-        log("\nCoverage, worst size per method: of the upper bound (fraction of repeats "
-            "with bound >= CE), of the lower bound (lower_bound <= CE), of both:")
+        log("\nCoverage, worst size per method: of the upper bound (fraction of "
+            "repeats with bound >= CE), of the lower bound (lower_bound <= CE), "
+            "of both:")
         log(coverage_table(summary).to_string(index=False))
-        log("\nFitted slopes of log(mean gap) against log(n) (ECE: log mean |ECE - CE|), "
-            "all sizes / n >= 1e5:")
+        log("\nFitted slopes of log(mean gap) against log(n) "
+            "(ECE: log mean |ECE - CE|), all sizes / n >= 1e5:")
         log(slopes.to_string(index=False))
         log("\nRates next to the paper's Table 1:")
         log(rates.to_string(index=False))

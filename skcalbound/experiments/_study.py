@@ -92,7 +92,7 @@ def task_seed(random_state, name, n, repeat):
 
 def run_task(problem, n, repeat, *, methods, confidence_level, random_state, cv=5,
              true_ce=None):
-    """One repeat at one size: ``(scores, labels)`` drawn once, every method fitted on them.
+    """One repeat at one size: ``(scores, labels)`` drawn once, all methods fit on them.
 
     ``true_ce`` is ``problem.true_ce`` when the caller has it (a perturbed or custom
     problem integrates it numerically: :func:`run_study` does so once, not per task).
@@ -192,8 +192,8 @@ def run_study(problem, sizes, n_repeats, *, methods=METHODS, confidence_level=0.
             from tqdm.auto import tqdm
         except ImportError as error:
             raise ImportError(
-                "progress bars need tqdm: pip install tqdm (or skcalbound[experiments]), "
-                "or pass progress=False (--no-progress)"
+                "progress bars need tqdm: pip install tqdm "
+                "(or skcalbound[experiments]), or pass progress=False (--no-progress)"
             ) from error
         jobs = tqdm(jobs, total=len(tasks), desc=problem.name, unit="fit", leave=True)
     rows = [row for task_rows in jobs for row in task_rows]
