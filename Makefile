@@ -4,17 +4,22 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.skcalbound-installed
-EXTRAS ?= plot,test,cli,dask
+EXTRAS ?= plot,test,cli,dask,lint
 DOCS_STAMP := $(VENV)/.skcalbound-docs-installed
 ROOT_PTH_STAMP := $(VENV)/.skcalbound-root-on-path
 
-.PHONY: demo test test-slow test-study bench reproduce docs install install-docs system-deps clean
+.PHONY: demo lint test test-slow test-study bench reproduce docs install install-docs system-deps clean
 
 demo: install
 	$(BIN)/python examples/demo.py
 
 # The tests and the docstrings' examples in one run on two worker processes
 # (pytest-xdist): one start-up, and the summary lists every failure.
+# The formatter and the linter (settings in pyproject.toml); CI runs this first.
+lint: install
+	$(BIN)/ruff format --check --diff .
+	$(BIN)/ruff check .
+
 test: install
 	$(BIN)/python -m pytest -n 2 tests --doctest-modules skcalbound
 
