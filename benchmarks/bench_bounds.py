@@ -36,7 +36,6 @@ import pandas as pd
 from sklearn.calibration import calibration_curve
 
 from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
-
 from skcalbound.datasets._perturbed import SechPerturbed
 from skcalbound.datasets._problems import zigzag_base
 
@@ -45,7 +44,10 @@ CONFIGURATIONS = {
     "tempering=1.2, all validation points (default)": {},
     "tempering=1.2, max_validation='auto' (paper)": {"max_validation": "auto"},
     "tempering=1.0, all validation points": {"tempering": 1.0},
-    "tempering=1.0, max_validation='auto'": {"tempering": 1.0, "max_validation": "auto"},
+    "tempering=1.0, max_validation='auto'": {
+        "tempering": 1.0,
+        "max_validation": "auto",
+    },
 }
 
 
@@ -68,8 +70,12 @@ def _slope(sizes, gaps):
 
 MODES = ("high_probability", "paper")
 ESTIMATORS = {
-    "TV": lambda mode, seed: TVCalibrationBound(cv=5, guarantee=mode, random_state=seed),
-    "NW": lambda mode, seed: NWCalibrationBound(h=H, cv=5, guarantee=mode, random_state=seed),
+    "TV": lambda mode, seed: TVCalibrationBound(
+        cv=5, guarantee=mode, random_state=seed
+    ),
+    "NW": lambda mode, seed: NWCalibrationBound(
+        h=H, cv=5, guarantee=mode, random_state=seed
+    ),
     "Lip": lambda mode, seed: LipschitzBucketBound(
         h=H, cv=5, guarantee=mode, random_state=seed
     ),
@@ -94,8 +100,15 @@ def run(sizes, repeats, seed=0):
                 row[f"{key} / cal. curve"] = t / t_curve
                 row[f"{key} gap"] = est.bound_ - ce
                 row[f"{key} lower gap"] = ce - est.lower_bound_
-                term_rows.append({"n": n, "bound": key, **est.terms_,
-                                  "upper": est.bound_, "lower": est.lower_bound_})
+                term_rows.append(
+                    {
+                        "n": n,
+                        "bound": key,
+                        **est.terms_,
+                        "upper": est.bound_,
+                        "lower": est.lower_bound_,
+                    }
+                )
                 if name == "TV":
                     row[f"{key} / np.sort"] = t / t_sort
                 if name == "NW" and mode == "high_probability":
@@ -107,11 +120,13 @@ def run(sizes, repeats, seed=0):
                 t = _median_time(lambda: est.fit(s, y), 1)
             else:
                 est, t = nw, t_nw
-            config_rows.append({"n": n, "configuration": name, "NW gap": est.bound_ - ce,
-                                "fit [s]": t})
+            config_rows.append(
+                {"n": n, "configuration": name, "NW gap": est.bound_ - ce, "fit [s]": t}
+            )
     table = pd.DataFrame(rows).set_index("n")
-    configs = pd.DataFrame(config_rows).pivot(index="configuration", columns="n",
-                                              values="NW gap")
+    configs = pd.DataFrame(config_rows).pivot(
+        index="configuration", columns="n", values="NW gap"
+    )
     terms = pd.DataFrame(term_rows).set_index(["n", "bound"])
     return table, configs, terms, ce
 
@@ -123,13 +138,19 @@ def _targets(table):
     last = table.index.max()
     if last >= 10**7:
         gap = table.loc[last, "NW hp gap"]
-        lines.append(f"NW high-probability gap at n={last:.0e}: {gap:.4f} (target <= 0.009)")
+        lines.append(
+            f"NW high-probability gap at n={last:.0e}: {gap:.4f} (target <= 0.009)"
+        )
         ratio = table.loc[last, "Lip hp gap"] / table.loc[last, "Lip paper gap"]
-        lines.append(f"Lipschitz high-probability / paper gap at n={last:.0e}: {ratio:.3f} "
-                     "(target <= 1.15)")
+        lines.append(
+            f"Lipschitz high-probability / paper gap at n={last:.0e}: {ratio:.3f} "
+            "(target <= 1.15)"
+        )
         speed = table.loc[last, "NW hp / cal. curve"]
-        lines.append(f"NW high-probability fit / calibration_curve at n={last:.0e}: "
-                     f"{speed:.2f} (target <= 1.5: no sort, mergeable statistics)")
+        lines.append(
+            f"NW high-probability fit / calibration_curve at n={last:.0e}: "
+            f"{speed:.2f} (target <= 1.5: no sort, mergeable statistics)"
+        )
     if 10**5 in table.index:
         gap = table.loc[10**5, "NW hp gap"]
         lines.append(f"NW high-probability gap at n=1e+05: {gap:.4f} (target <= 0.050)")
@@ -143,30 +164,46 @@ def main(argv=None):
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.sizes]
     table, configs, terms, ce = run(sizes, args.repeats)
-    options = ("display.width", 250, "display.max_columns", 40,
-               "display.float_format", "{:.4f}".format)
+    options = (
+        "display.width",
+        250,
+        "display.max_columns",
+        40,
+        "display.float_format",
+        "{:.4f}".format,
+    )
     with pd.option_context(*options):
-        print(f"perturbed problem h=2^-6, true CE = {ce:.6f}; cv=5, n_jobs=None; "
-              f"median over {args.repeats} runs; hp = guarantee='high_probability' "
-              "(default), paper = guarantee='paper'")
+        print(
+            f"perturbed problem h=2^-6, true CE = {ce:.6f}; cv=5, n_jobs=None; "
+            f"median over {args.repeats} runs; hp = guarantee='high_probability' "
+            "(default), paper = guarantee='paper'"
+        )
         shown = table.rename(index=lambda n: f"{n:.0e}")
         print("\nTime, relative to references timed in the same run")
         print(shown.filter(regex=r"\[s\]|/").T.to_string(float_format="{:.3f}".format))
         print("\nGaps: bound - CE and CE - lower bound")
         print(shown.filter(like="gap").T.to_string(float_format="{:.4f}".format))
         print("\nTerms of each bound (aggregate over folds), its upper and lower bound")
-        print(terms.rename(index=lambda n: f"{n:.0e}", level=0).to_string(
-            float_format="{:.5f}".format, na_rep=""))
+        print(
+            terms.rename(index=lambda n: f"{n:.0e}", level=0).to_string(
+                float_format="{:.5f}".format, na_rep=""
+            )
+        )
         print("\nNW (high-probability) gap by configuration")
-        print(configs.rename(columns=lambda n: f"{n:.0e}").to_string(
-            float_format="{:.6f}".format))
+        print(
+            configs.rename(columns=lambda n: f"{n:.0e}").to_string(
+                float_format="{:.6f}".format
+            )
+        )
     if len(sizes) > 1:
         slopes = ", ".join(
             f"{key} {_slope(sizes, table[f'{key} gap']):.3f}"
             for key in ("NW hp", "NW paper", "TV hp", "TV paper", "Lip hp", "Lip paper")
         )
-        print(f"\nlog-log slope of the gap: {slopes} (paper: NW -0.41 ... -0.21, "
-              "TV -0.42 ... -0.16, Lipschitz -0.57 ... -0.35)")
+        print(
+            f"\nlog-log slope of the gap: {slopes} (paper: NW -0.41 ... -0.21, "
+            "TV -0.42 ... -0.16, Lipschitz -0.57 ... -0.35)"
+        )
         looser = bool(np.all(table["Lip hp gap"] > table["NW hp gap"]))
         print(f"Lipschitz bucketing looser than NW at every size: {looser}")
     print()

@@ -54,18 +54,31 @@ def main(argv=None):
         write(path, rows)
         t_write = time.perf_counter() - start
         entry = "import sys; from skcalbound._cli import main; sys.exit(main())"
-        command = [sys.executable, "-c", entry, str(path), "--h", "2**-6",
-                   "--chunksize", str(chunksize), "--json"]
+        command = [
+            sys.executable,
+            "-c",
+            entry,
+            str(path),
+            "--h",
+            "2**-6",
+            "--chunksize",
+            str(chunksize),
+            "--json",
+        ]
         start = time.perf_counter()
         run = subprocess.run(command, capture_output=True, text=True, check=True)
         t_run = time.perf_counter() - start
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         size_mb = path.stat().st_size / 2**20
     nw = json.loads(run.stdout)["results"][0]
-    print(f"rows {rows:.0e}, file {size_mb:.0f} MB on disk (written in {t_write:.0f} s)")
-    print(f"skcalbound --h 2**-6 --chunksize {chunksize:.0e}: {t_run:.1f} s, "
-          f"peak RSS {peak_mb:.0f} MB (target < 1500 MB: "
-          f"{'met' if peak_mb < 1500 else 'NOT met'})")
+    print(
+        f"rows {rows:.0e}, file {size_mb:.0f} MB on disk (written in {t_write:.0f} s)"
+    )
+    print(
+        f"skcalbound --h 2**-6 --chunksize {chunksize:.0e}: {t_run:.1f} s, "
+        f"peak RSS {peak_mb:.0f} MB (target < 1500 MB: "
+        f"{'met' if peak_mb < 1500 else 'NOT met'})"
+    )
     print(f"certified CE in [{nw['lower_bound']:.5f}, {nw['bound']:.5f}]")
 
 

@@ -59,9 +59,13 @@ def _binning(y_prob, y_true, n_bins=15):
 
     def per_block(s, y):
         b = np.minimum((s * n_bins).astype(np.intp), n_bins - 1)
-        return np.stack([np.bincount(b, minlength=n_bins),
-                         np.bincount(b, weights=s, minlength=n_bins),
-                         np.bincount(b, weights=y, minlength=n_bins)])
+        return np.stack(
+            [
+                np.bincount(b, minlength=n_bins),
+                np.bincount(b, weights=s, minlength=n_bins),
+                np.bincount(b, weights=y, minlength=n_bins),
+            ]
+        )
 
     parts = [
         dask.delayed(per_block)(s, y)
@@ -78,7 +82,9 @@ def main(argv=None):
     parser.add_argument("--block", type=float, default=1e7)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--scheduler", choices=("threads", "processes"), default="threads")
+    parser.add_argument(
+        "--scheduler", choices=("threads", "processes"), default="threads"
+    )
     args = parser.parse_args(argv)
     import dask
 
@@ -100,18 +106,28 @@ def main(argv=None):
         est = NWCalibrationBound(h=h, random_state=args.seed).fit(y_prob, y_true)
         t_nw = time.perf_counter() - start
     n_blocks = -(-n // block)
-    print(f"rows {n:.0e} in {n_blocks} blocks of {block:.0e}, "
-          f"{args.workers} {args.scheduler}")
-    print(f"generation of one block: {t_block:.2f} s "
-          f"(about {t_block * n_blocks / args.workers:.0f} s per pass over all blocks)")
+    print(
+        f"rows {n:.0e} in {n_blocks} blocks of {block:.0e}, "
+        f"{args.workers} {args.scheduler}"
+    )
+    print(
+        f"generation of one block: {t_block:.2f} s "
+        f"(about {t_block * n_blocks / args.workers:.0f} s per pass over all blocks)"
+    )
     print(f"binning (calibration_curve's sums, 1 pass): {t_binning:.1f} s")
-    print(f"NWCalibrationBound(h=2**-6).fit (2 passes): {t_nw:.1f} s "
-          f"= {t_nw / t_binning:.2f} x binning")
-    print(f"true CE {ce:.5f}; certified [{est.lower_bound_:.5f}, {est.bound_:.5f}]; "
-          f"gap {est.bound_ - ce:.5f} above, {ce - est.lower_bound_:.5f} below")
-    print(f"folds: bandwidth {est.fold_results_['bandwidth'].iloc[0]:.2e}, grid "
-          f"{int(est.fold_results_['n_bins'].iloc[0])} cells; "
-          f"total wall time {t_block + t_binning + t_nw:.0f} s (target: under 600 s)")
+    print(
+        f"NWCalibrationBound(h=2**-6).fit (2 passes): {t_nw:.1f} s "
+        f"= {t_nw / t_binning:.2f} x binning"
+    )
+    print(
+        f"true CE {ce:.5f}; certified [{est.lower_bound_:.5f}, {est.bound_:.5f}]; "
+        f"gap {est.bound_ - ce:.5f} above, {ce - est.lower_bound_:.5f} below"
+    )
+    print(
+        f"folds: bandwidth {est.fold_results_['bandwidth'].iloc[0]:.2e}, grid "
+        f"{int(est.fold_results_['n_bins'].iloc[0])} cells; "
+        f"total wall time {t_block + t_binning + t_nw:.0f} s (target: under 600 s)"
+    )
 
 
 if __name__ == "__main__":

@@ -56,25 +56,33 @@ def run(sizes, repeats, repeats_large):
             perturbed = make_calibrated(n, h=H, random_state=seed)
             tv = _fit(TVCalibrationBound(V=1.0, random_state=seed), raw)
             nw = _fit(NWCalibrationBound(h=H, random_state=seed), perturbed)
-            rows.append({"n": n, "seed": seed, "true CE (NW)": perturbed.true_ce,
-                         **{f"TV {k}": v for k, v in tv.items()},
-                         **{f"NW {k}": v for k, v in nw.items()}})
+            rows.append(
+                {
+                    "n": n,
+                    "seed": seed,
+                    "true CE (NW)": perturbed.true_ce,
+                    **{f"TV {k}": v for k, v in tv.items()},
+                    **{f"NW {k}": v for k, v in nw.items()},
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def table(results):
     grouped = results.groupby("n")
-    out = pd.DataFrame({
-        "runs": grouped.size(),
-        "TV slack": grouped["TV slack"].median(),
-        "TV width": grouped["TV width"].median(),
-        "NW slack": grouped["NW slack"].median(),
-        "NW width": grouped["NW width"].median(),
-        "vacuous (TV, NW)": [
-            f"{int(g['TV vacuous'].sum())}, {int(g['NW vacuous'].sum())}"
-            for _, g in grouped
-        ],
-    })
+    out = pd.DataFrame(
+        {
+            "runs": grouped.size(),
+            "TV slack": grouped["TV slack"].median(),
+            "TV width": grouped["TV width"].median(),
+            "NW slack": grouped["NW slack"].median(),
+            "NW width": grouped["NW width"].median(),
+            "vacuous (TV, NW)": [
+                f"{int(g['TV vacuous'].sum())}, {int(g['NW vacuous'].sum())}"
+                for _, g in grouped
+            ],
+        }
+    )
     out.index = [f"1e{int(round(np.log10(n)))}" for n in out.index]
     out.index.name = "n"
     return out
@@ -82,12 +90,15 @@ def table(results):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=float, nargs="+",
-                        default=[1e3, 1e4, 1e5, 1e6, 1e7])
-    parser.add_argument("--repeats", type=int, default=9,
-                        help="samples per size up to 1e6")
-    parser.add_argument("--repeats-large", type=int, default=3,
-                        help="samples per size above 1e6")
+    parser.add_argument(
+        "--sizes", type=float, nargs="+", default=[1e3, 1e4, 1e5, 1e6, 1e7]
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=9, help="samples per size up to 1e6"
+    )
+    parser.add_argument(
+        "--repeats-large", type=int, default=3, help="samples per size above 1e6"
+    )
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.sizes]
 
@@ -96,12 +107,16 @@ def main(argv=None):
     elapsed = time.perf_counter() - start
 
     print(f"$ python benchmarks/bench_slack.py {' '.join(sys.argv[1:])}".rstrip())
-    print(f"{datetime.date.today().isoformat()}, Python {platform.python_version()}, "
-          f"{elapsed:.0f} s")
+    print(
+        f"{datetime.date.today().isoformat()}, Python {platform.python_version()}, "
+        f"{elapsed:.0f} s"
+    )
     print("A calibrated classifier: TV on its scores (true CE 0), NW on its sech")
-    print("perturbation with h = 2^-6 (true CE "
-          f"{results['true CE (NW)'].iloc[0]:.4f}). Defaults: "
-          "guarantee='high_probability',")
+    print(
+        "perturbation with h = 2^-6 (true CE "
+        f"{results['true CE (NW)'].iloc[0]:.4f}). Defaults: "
+        "guarantee='high_probability',"
+    )
     print("confidence_level=0.95, cv=5. slack = bound_ - true CE, width = bound_ -")
     print("lower_bound_, medians over the runs; vacuous = runs whose bound was above")
     print("0.5 (VacuousBoundWarning).\n")

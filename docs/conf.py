@@ -88,7 +88,6 @@ sphinx_gallery_conf = {
 }
 
 
-
 # Methods inherited from scikit-learn (``score`` of ClassifierMixin, the
 # ``set_*_request`` methods of metadata routing) keep their docstrings, whose
 # cross-references point into scikit-learn's own documentation; without network
@@ -100,8 +99,9 @@ def _plain_sklearn_references(app, what, name, obj, options, lines):
     module = getattr(obj, "__module__", None) or ""
     if module.split(".")[0] != "sklearn":
         return
-    lines[:] = [_SKLEARN_XREF.sub(lambda m: f"*{m.group(1).strip()}*", line)
-                for line in lines]
+    lines[:] = [
+        _SKLEARN_XREF.sub(lambda m: f"*{m.group(1).strip()}*", line) for line in lines
+    ]
 
 
 def setup(app):
@@ -121,7 +121,13 @@ html_theme_options = {
 # The primary (left) sidebar lists a section's sub-pages; these pages have none, and
 # an empty sidebar only narrowed the text column (code blocks then scrolled sideways).
 _SINGLE_PAGES = (
-    "index", "getting_started", "user_guide", "choosing_h", "multiclass", "cli", "reproduce"
+    "index",
+    "getting_started",
+    "user_guide",
+    "choosing_h",
+    "multiclass",
+    "cli",
+    "reproduce",
 )
 html_sidebars = {page: [] for page in _SINGLE_PAGES}
 html_static_path = ["_static"]
@@ -146,7 +152,9 @@ def _write_outputs():
     GENERATED.mkdir(exist_ok=True)
     # The quickstart of README.md and getting_started.rst, as printed.
     quickstart = _captured(
-        lambda: runpy.run_path(str(ROOT / "examples" / "quickstart.py"), run_name="__main__")
+        lambda: runpy.run_path(
+            str(ROOT / "examples" / "quickstart.py"), run_name="__main__"
+        )
     )
     (GENERATED / "quickstart_output.txt").write_text(quickstart)
     # The command line: --help at a fixed width, and one run on a generated CSV.
@@ -177,8 +185,13 @@ def _h_table():
     from skcalbound import NWCalibrationBound, perturb_scores
 
     X, y = make_classification(
-        n_samples=250_000, n_features=20, n_informative=6, n_redundant=4,
-        flip_y=0.05, class_sep=0.8, random_state=0,
+        n_samples=250_000,
+        n_features=20,
+        n_informative=6,
+        n_redundant=4,
+        flip_y=0.05,
+        class_sep=0.8,
+        random_state=0,
     )
     clf = LogisticRegression(max_iter=1000).fit(X[:50_000], y[:50_000])
     p, y_test = clf.predict_proba(X[50_000:])[:, 1], y[50_000:]
@@ -187,21 +200,31 @@ def _h_table():
         h = 2.0**-k
         s = perturb_scores(p, h, random_state=0)
         nw = NWCalibrationBound(h=h, random_state=0).fit(s, y_test)
-        rows.append({
-            "h": f"2**-{k}",
-            "b1": nw.b1_,
-            "b2": nw.b2_,
-            "AUROC": roc_auc_score(y_test, s),
-            "NW bound": nw.bound_,
-            "plug-in": nw.estimate_,
-            "smoothing_mean": nw.terms_["smoothing_mean"],
-        })
+        rows.append(
+            {
+                "h": f"2**-{k}",
+                "b1": nw.b1_,
+                "b2": nw.b2_,
+                "AUROC": roc_auc_score(y_test, s),
+                "NW bound": nw.bound_,
+                "plug-in": nw.estimate_,
+                "smoothing_mean": nw.terms_["smoothing_mean"],
+            }
+        )
     table = pd.DataFrame(rows)
     header = f"unperturbed AUROC {roc_auc_score(y_test, p):.4f}\n"
     with pd.option_context("display.float_format", "{:.4f}".format):
-        return header + table.to_string(index=False, formatters={
-            "b1": "{:.1f}".format, "b2": "{:.0f}".format,
-        }) + "\n"
+        return (
+            header
+            + table.to_string(
+                index=False,
+                formatters={
+                    "b1": "{:.1f}".format,
+                    "b2": "{:.0f}".format,
+                },
+            )
+            + "\n"
+        )
 
 
 _write_outputs()

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from sklearn.datasets import make_classification
-from sklearn.metrics import roc_auc_score
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
 
@@ -51,8 +51,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     X, y = make_classification(
-        n_samples=args.n_samples, n_features=20, n_informative=6, n_redundant=4,
-        flip_y=0.05, class_sep=0.8, random_state=0,
+        n_samples=args.n_samples,
+        n_features=20,
+        n_informative=6,
+        n_redundant=4,
+        flip_y=0.05,
+        class_sep=0.8,
+        random_state=0,
     )
     X_fit, X_eval, y_fit, y_eval = train_test_split(
         X, y, train_size=0.25, random_state=0
@@ -67,7 +72,9 @@ def main(argv=None):
         scores = clf.fit(X_fit, y_fit).predict_proba(X_eval)[:, 1]
         # The same classifier, perturbed: FrozenEstimator keeps the trained model as
         # it is, and every predict_proba call draws fresh sech noise.
-        perturbed_clf = SechPerturbedClassifier(FrozenEstimator(clf), h=H, random_state=0)
+        perturbed_clf = SechPerturbedClassifier(
+            FrozenEstimator(clf), h=H, random_state=0
+        )
         perturbed = perturbed_clf.fit(X_fit, y_fit).predict_proba(X_eval)[:, 1]
         start = time.perf_counter()
         tv = TVCalibrationBound(V=1.0, confidence_level=0.95, random_state=0)
@@ -106,9 +113,13 @@ def main(argv=None):
         curves[name] = (scores, perturbed, tv, nw)
 
     table = pd.DataFrame(rows).set_index("classifier").T
-    with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
-        print("Certified intervals [lower, upper] for CE = E|s - E[y|s]| "
-              "next to the usual")
+    with pd.option_context(
+        "display.float_format", "{:.4f}".format, "display.width", 120
+    ):
+        print(
+            "Certified intervals [lower, upper] for CE = E|s - E[y|s]| "
+            "next to the usual"
+        )
         print("heuristics; the NW upper bound's terms (indented) add up to it:\n")
         print(table.to_string())
     print(
@@ -140,7 +151,11 @@ def _plot(curves, y, path):
     # legend is its certified interval; what the lines and shades are is said once,
     # under the figure.
     fig, axes = plt.subplots(
-        2, len(curves), figsize=(5 * len(curves), 11), sharex=True, sharey=True,
+        2,
+        len(curves),
+        figsize=(5 * len(curves), 11),
+        sharex=True,
+        sharey=True,
         layout="constrained",
     )
     exponent = f"{np.log2(H):.0f}"
@@ -162,8 +177,10 @@ def _plot(curves, y, path):
         [
             Line2D([], [], color="black", linestyle=":", linewidth=1.0),
             Line2D([], [], color="0.2", linewidth=1.5),
-            (Patch(facecolor="0.2", alpha=0.2, linewidth=0),
-             Line2D([], [], color="0.2", linewidth=1.5)),
+            (
+                Patch(facecolor="0.2", alpha=0.2, linewidth=0),
+                Line2D([], [], color="0.2", linewidth=1.5),
+            ),
             Patch(facecolor="0.5", alpha=0.35, linewidth=0),
         ],
         [
@@ -175,7 +192,10 @@ def _plot(curves, y, path):
             "confidence band)",
             "scores (histogram, scaled)",
         ],
-        loc="outside lower center", ncols=2, fontsize="medium", frameon=False,
+        loc="outside lower center",
+        ncols=2,
+        fontsize="medium",
+        frameon=False,
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)

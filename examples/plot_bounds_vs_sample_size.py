@@ -27,12 +27,13 @@ import numpy as np
 from scipy.integrate import quad
 
 problems = {
-    "smooth: eta(s) = s^2": dict(
-        low=0.0, high=1.0, eta=lambda s: s**2, b1=2.0, b2=2.0
-    ),
+    "smooth: eta(s) = s^2": dict(low=0.0, high=1.0, eta=lambda s: s**2, b1=2.0, b2=2.0),
     "oscillating: eta(s) = s + 0.15 sin(30 pi s)": dict(
-        low=0.2, high=0.8, eta=lambda s: s + 0.15 * np.sin(30 * np.pi * s),
-        b1=1 + 4.5 * np.pi, b2=135 * np.pi**2,
+        low=0.2,
+        high=0.8,
+        eta=lambda s: s + 0.15 * np.sin(30 * np.pi * s),
+        b1=1 + 4.5 * np.pi,
+        b2=135 * np.pi**2,
     ),
 }
 for name, p in problems.items():
@@ -58,10 +59,14 @@ for name, p in problems.items():
     for n in sizes:
         s = rng.uniform(p["low"], p["high"], size=n)
         y = rng.uniform(size=n) < p["eta"](s)
-        row = {"problem": name, "n": n, "true CE": p["ce"],
-               "NW": nw_bound(y, s, b1=p["b1"], b2=p["b2"], random_state=0),
-               "Lipschitz": lipschitz_bucket_bound(y, s, L=p["b1"], random_state=0),
-               "ECE (15 bins)": binned_ece(y, s)}
+        row = {
+            "problem": name,
+            "n": n,
+            "true CE": p["ce"],
+            "NW": nw_bound(y, s, b1=p["b1"], b2=p["b2"], random_state=0),
+            "Lipschitz": lipschitz_bucket_bound(y, s, L=p["b1"], random_state=0),
+            "ECE (15 bins)": binned_ece(y, s),
+        }
         if p["low"] == 0.0:  # monotone: bounded variation with V = 1
             row["TV"] = tv_bound(y, s, V=1.0, random_state=0)
         rows.append(row)
@@ -87,8 +92,13 @@ for ax, (name, group) in zip(axes, results.groupby("problem", sort=False)):
     for column, style in styles.items():
         if column in group and group[column].notna().all():
             ax.plot(group["n"], group[column], style, label=column)
-    ax.set(xscale="log", xlabel="number of samples", ylabel="calibration error",
-           title=name, ylim=(0, None))
+    ax.set(
+        xscale="log",
+        xlabel="number of samples",
+        ylabel="calibration error",
+        title=name,
+        ylim=(0, None),
+    )
     ax.legend()
 plt.tight_layout()
 plt.show()

@@ -29,15 +29,20 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
 X, y = make_classification(
-    n_samples=80_000, n_features=20, n_informative=6, n_redundant=4,
-    flip_y=0.05, class_sep=0.8, random_state=0,
+    n_samples=80_000,
+    n_features=20,
+    n_informative=6,
+    n_redundant=4,
+    flip_y=0.05,
+    class_sep=0.8,
+    random_state=0,
 )
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
 classifiers = {
     "LogisticRegression": LogisticRegression(max_iter=1000).fit(X_train, y_train),
-    "HistGradientBoosting": HistGradientBoostingClassifier(max_iter=50, random_state=0).fit(
-        X_train, y_train
-    ),
+    "HistGradientBoosting": HistGradientBoostingClassifier(
+        max_iter=50, random_state=0
+    ).fit(X_train, y_train),
 }
 
 # %%
@@ -64,12 +69,15 @@ for name, model in classifiers.items():
     for h in bandwidths:
         draws = [perturb_scores(proba, h, random_state=rng) for _ in range(5)]
         bound = NWCalibrationBound(h=h, random_state=0).fit(draws[0], y_test)
-        rows.append({
-            "classifier": name,
-            "log2(h)": int(np.log2(h)),
-            "AUROC loss": auroc_orig - np.mean([roc_auc_score(y_test, s) for s in draws]),
-            "NW bound": bound.bound_,
-        })
+        rows.append(
+            {
+                "classifier": name,
+                "log2(h)": int(np.log2(h)),
+                "AUROC loss": auroc_orig
+                - np.mean([roc_auc_score(y_test, s) for s in draws]),
+                "NW bound": bound.bound_,
+            }
+        )
 results = pd.DataFrame(rows)
 table = results.pivot(index="log2(h)", columns="classifier")
 print(table.round(4).to_string())
@@ -90,11 +98,18 @@ for name, group in results.groupby("classifier"):
     ax_auc.plot(group["log2(h)"], group["AUROC loss"], marker="o", label=name)
     ax_bound.plot(group["log2(h)"], group["NW bound"], marker="o", label=name)
 ax_auc.axhline(0.001, color="grey", linestyle=":", label="tolerance 0.001")
-ax_auc.set(xlabel="log2(h)", ylabel="AUROC(unperturbed) - AUROC(perturbed)",
-           yscale="symlog", title="Cost of the perturbation")
+ax_auc.set(
+    xlabel="log2(h)",
+    ylabel="AUROC(unperturbed) - AUROC(perturbed)",
+    yscale="symlog",
+    title="Cost of the perturbation",
+)
 ax_auc.set_yscale("symlog", linthresh=1e-4)
-ax_bound.set(xlabel="log2(h)", ylabel="certified bound on CE (95%)",
-             title="NW bound on the perturbed classifier")
+ax_bound.set(
+    xlabel="log2(h)",
+    ylabel="certified bound on CE (95%)",
+    title="NW bound on the perturbed classifier",
+)
 for ax in (ax_auc, ax_bound):
     ax.legend()
     ax.grid(alpha=0.3)
@@ -125,8 +140,9 @@ from skcalbound import (
 
 start = time.perf_counter()
 search = GridSearchCV(
-    SechPerturbedClassifier(FrozenEstimator(classifiers["LogisticRegression"]),
-                            random_state=0),
+    SechPerturbedClassifier(
+        FrozenEstimator(classifiers["LogisticRegression"]), random_state=0
+    ),
     {"h": bandwidths},
     scoring={
         "auroc_loss": make_perturbation_scorer("auroc_loss"),
@@ -135,13 +151,17 @@ search = GridSearchCV(
     refit=largest_h_within_tolerance(0.001),
     cv=StratifiedKFold(3, shuffle=True, random_state=0),
 ).fit(X_test, y_test)
-print(f"GridSearchCV over {len(bandwidths)} values of h x 3 folds: "
-      f"{time.perf_counter() - start:.1f} s")
-cv_results = pd.DataFrame({
-    "log2(h)": np.log2(np.asarray(search.cv_results_["param_h"], dtype=float)),
-    "AUROC loss": -search.cv_results_["mean_test_auroc_loss"],
-    "NW bound": -search.cv_results_["mean_test_nw_bound"],
-})
+print(
+    f"GridSearchCV over {len(bandwidths)} values of h x 3 folds: "
+    f"{time.perf_counter() - start:.1f} s"
+)
+cv_results = pd.DataFrame(
+    {
+        "log2(h)": np.log2(np.asarray(search.cv_results_["param_h"], dtype=float)),
+        "AUROC loss": -search.cv_results_["mean_test_auroc_loss"],
+        "NW bound": -search.cv_results_["mean_test_nw_bound"],
+    }
+)
 print(cv_results.round(4).to_string(index=False))
 
 # %%
@@ -149,11 +169,15 @@ print(cv_results.round(4).to_string(index=False))
 # mean bound (scikit-learn's rank of that score): a tighter certificate, paid for
 # in AUROC, because the classifier it certifies is the more heavily perturbed one.
 by_bound = int(np.argmin(search.cv_results_["rank_test_nw_bound"]))
-for rule, index in [("tolerance 0.001", search.best_index_),
-                    ('refit="nw_bound"', by_bound)]:
+for rule, index in [
+    ("tolerance 0.001", search.best_index_),
+    ('refit="nw_bound"', by_bound),
+]:
     row = cv_results.iloc[index]
-    print(f"{rule:>16}: h = 2^{row['log2(h)']:.0f}, AUROC loss "
-          f"{row['AUROC loss']:.4f}, NW bound {row['NW bound']:.4f}")
+    print(
+        f"{rule:>16}: h = 2^{row['log2(h)']:.0f}, AUROC loss "
+        f"{row['AUROC loss']:.4f}, NW bound {row['NW bound']:.4f}"
+    )
 
 # %%
 # The bounds in this table were computed on the data used to choose ``h``: each is

@@ -36,8 +36,10 @@ def chunks(k):
 
 
 est = NWCalibrationBound(h=H, random_state=0).fit_chunks(chunks(10))
-print(f"{est.certificate_['n_samples']} scores: CE in "
-      f"[{est.lower_bound_:.4f}, {est.bound_:.4f}]")
+print(
+    f"{est.certificate_['n_samples']} scores: CE in "
+    f"[{est.lower_bound_:.4f}, {est.bound_:.4f}]"
+)
 
 # %%
 # The same numbers in memory and on Dask
@@ -52,8 +54,10 @@ in_memory = NWCalibrationBound(h=H, random_state=0).fit(s, y)
 on_dask = NWCalibrationBound(h=H, random_state=0).fit(
     da.from_array(s, chunks=250_000), da.from_array(y, chunks=250_000)
 )
-print(f"in memory - chunks: {in_memory.bound_ - est.bound_:.1e}; "
-      f"Dask - chunks: {on_dask.bound_ - est.bound_:.1e}")
+print(
+    f"in memory - chunks: {in_memory.bound_ - est.bound_:.1e}; "
+    f"Dask - chunks: {on_dask.bound_ - est.bound_:.1e}"
+)
 
 # %%
 # TV needs the whole sorted sample, and says so:
@@ -71,8 +75,13 @@ intervals = [
 ]
 n = [k * SIZE for k in counts]
 fig, ax = plt.subplots(figsize=(6, 3.5))
-ax.fill_between(n, [e.lower_bound_ for e in intervals], [e.bound_ for e in intervals],
-                alpha=0.3, label="certified interval (95%)")
+ax.fill_between(
+    n,
+    [e.lower_bound_ for e in intervals],
+    [e.bound_ for e in intervals],
+    alpha=0.3,
+    label="certified interval (95%)",
+)
 ax.plot(n, [e.estimate_ for e in intervals], marker="o", label="plug-in estimate")
 ax.set_xscale("log")
 ax.set_xlabel("rows read (in chunks of 100,000)")

@@ -38,8 +38,13 @@ from skcalbound import (
 )
 
 X, y = make_classification(
-    n_samples=120_000, n_features=20, n_informative=8, n_classes=5,
-    n_clusters_per_class=1, flip_y=0.05, random_state=0,
+    n_samples=120_000,
+    n_features=20,
+    n_informative=8,
+    n_classes=5,
+    n_clusters_per_class=1,
+    flip_y=0.05,
+    random_state=0,
 )
 X_fit, X_eval, y_fit, y_eval = train_test_split(X, y, train_size=0.25, random_state=0)
 model = LogisticRegression(max_iter=1000).fit(X_fit, y_fit)
@@ -49,10 +54,14 @@ P = model.predict_proba(X_eval)
 # variation at most 1 (true when it is monotone).
 top = MulticlassCalibrationBound(TVCalibrationBound(random_state=0)).fit(P, y_eval)
 print(f"TV, top-label CE in [{top.lower_bound_:.3f}, {top.bound_:.3f}]")
-est = MulticlassCalibrationBound(TVCalibrationBound(random_state=0), strategy="classwise")
+est = MulticlassCalibrationBound(
+    TVCalibrationBound(random_state=0), strategy="classwise"
+)
 est.fit(P, y_eval)
-print(f"TV, average class-wise CE in [{est.lower_bound_:.3f}, {est.bound_:.3f}], "
-      f"worst class in [{est.worst_lower_bound_:.3f}, {est.worst_bound_:.3f}]")
+print(
+    f"TV, average class-wise CE in [{est.lower_bound_:.3f}, {est.bound_:.3f}], "
+    f"worst class in [{est.worst_lower_bound_:.3f}, {est.worst_bound_:.3f}]"
+)
 print(est.per_class_.round(4).to_string(index=False))
 
 # %%
@@ -62,8 +71,10 @@ h = 2.0**-6
 confidence = perturb_scores(P.max(axis=1), h, random_state=0)
 correct = model.classes_[P.argmax(axis=1)] == y_eval
 nw = NWCalibrationBound(h=h, random_state=0).fit(confidence, correct)
-print(f"NW, top-label (perturbed confidence, h=2^-6): "
-      f"CE in [{nw.lower_bound_:.3f}, {nw.bound_:.3f}]")
+print(
+    f"NW, top-label (perturbed confidence, h=2^-6): "
+    f"CE in [{nw.lower_bound_:.3f}, {nw.bound_:.3f}]"
+)
 
 # %%
 # Certificates per segment
@@ -73,7 +84,12 @@ print(f"NW, top-label (perturbed confidence, h=2^-6): "
 # of them hold at once with probability 0.95.
 segment = pd.qcut(X_eval[:, 0], 4, labels=["Q1", "Q2", "Q3", "Q4"])
 table = bounds_by_group(
-    correct, confidence, groups=segment, method="nw", h=h, random_state=0,
+    correct,
+    confidence,
+    groups=segment,
+    method="nw",
+    h=h,
+    random_state=0,
     include_overall=True,
 )
 print(table.round(4).to_string(index=False))

@@ -40,8 +40,9 @@ from skcalbound import NWCalibrationBound, TVCalibrationBound
 b1, b2, V = (data.assumptions[name] for name in ("b1", "b2", "V"))
 grid = np.linspace(0.0, 1.0, 801)
 sizes = [1_000, 10_000, 100_000]
-fig, axes = plt.subplots(1, len(sizes), figsize=(12, 3.4), sharey=True,
-                         constrained_layout=True)
+fig, axes = plt.subplots(
+    1, len(sizes), figsize=(12, 3.4), sharey=True, constrained_layout=True
+)
 for ax, n in zip(axes, sizes):
     sample = make_parabola(n, random_state=n)
     bounds = {

@@ -19,15 +19,19 @@ with the sech kernel with the NW bound (which assumes nothing about the classifi
 # ---------------------------------
 # Gaussian naive Bayes is typically over-confident; logistic regression is close to
 # calibrated. The bound is computed on data the classifier has not seen.
-import numpy as np
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB
 
 X, y = make_classification(
-    n_samples=250_000, n_features=20, n_informative=6, n_redundant=4,
-    flip_y=0.05, class_sep=0.8, random_state=0,
+    n_samples=250_000,
+    n_features=20,
+    n_informative=6,
+    n_redundant=4,
+    flip_y=0.05,
+    class_sep=0.8,
+    random_state=0,
 )
 X_train, X_test, y_train, y_test = train_test_split(
     X, y, train_size=50_000, random_state=0
@@ -55,8 +59,10 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
     )
     p = clf.predict_proba(X_test)[:, 1]
     ax.set_title(f"{name}: 15-bin ECE {binned_ece(y_test, p):.3f} (not a bound)")
-    print(f"{name:>18}: TV bound {disp.bound:.3f}, "
-          f"plug-in estimate {disp.estimator_.estimate_:.3f}")
+    print(
+        f"{name:>18}: TV bound {disp.bound:.3f}, "
+        f"plug-in estimate {disp.estimator_.estimate_:.3f}"
+    )
 
 # %%
 # Perturbed probabilities: the NW bound and its band
@@ -80,11 +86,17 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
     p = clf.predict_proba(X_test)[:, 1]
     s = perturb_scores(p, h, random_state=0)
     disp = CalibrationBoundDisplay.from_predictions(
-        y_test, s, bound="nw", bound_params={"h": h, "random_state": 0}, ax=ax,
+        y_test,
+        s,
+        bound="nw",
+        bound_params={"h": h, "random_state": 0},
+        ax=ax,
         name=name,
     )
-    ax.set_title(f"perturbed, h=2^-6: AUROC {roc_auc_score(y_test, p):.4f} -> "
-                 f"{roc_auc_score(y_test, s):.4f}")
+    ax.set_title(
+        f"perturbed, h=2^-6: AUROC {roc_auc_score(y_test, p):.4f} -> "
+        f"{roc_auc_score(y_test, s):.4f}"
+    )
     terms = {k: round(v, 4) for k, v in disp.estimator_.terms_.items()}
     print(f"{name:>18}: NW bound {disp.bound:.3f} = sum of {terms}")
 
@@ -98,8 +110,9 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
 # one axes; side by side, their curves and bands do not hide one another.)
 from skcalbound import LipschitzBucketBound, NWCalibrationBound
 
-s = perturb_scores(classifiers["LogisticRegression"].predict_proba(X_test)[:, 1], h,
-                   random_state=0)
+s = perturb_scores(
+    classifiers["LogisticRegression"].predict_proba(X_test)[:, 1], h, random_state=0
+)
 nw = NWCalibrationBound(h=h, random_state=0).fit(s, y_test)
 lip = LipschitzBucketBound(h=h, random_state=0).fit(s, y_test)
 fig, axes = plt.subplots(1, 2, figsize=(12, 7), sharey=True, layout="constrained")

@@ -1,37 +1,51 @@
 """The README quickstart (tests/test_readme.py checks that README shows this output)."""
 
 import numpy as np
-from skcalbound import (NWCalibrationBound, TVCalibrationBound, binned_ece,
-                        calibration_test, perturb_scores)
+
+from skcalbound import (
+    NWCalibrationBound,
+    TVCalibrationBound,
+    binned_ece,
+    calibration_test,
+    perturb_scores,
+)
 
 rng = np.random.default_rng(0)
-s = rng.uniform(size=200_000)                      # scores of a binary classifier
-y = rng.uniform(size=200_000) < s**2               # E[y|s] = s^2: true CE = 1/6
+s = rng.uniform(size=200_000)  # scores of a binary classifier
+y = rng.uniform(size=200_000) < s**2  # E[y|s] = s^2: true CE = 1/6
 est = TVCalibrationBound(V=1.0, confidence_level=0.95, random_state=0).fit(s, y)
-print(f"certified: {est.lower_bound_:.3f} <= CE <= {est.bound_:.3f}  (true CE = {1/6:.3f})")
+print(
+    f"certified: {est.lower_bound_:.3f} <= CE <= {est.bound_:.3f}  (true CE = {1 / 6:.3f})"
+)
 print(f"plug-in estimate {est.estimate_:.3f}, 15-bin ECE {binned_ece(y, s):.3f}")
 print({k: round(v, 4) for k, v in est.terms_.items()})
 
 # Any classifier: perturb its scores; the NW bound certifies the perturbed classifier.
 sp = perturb_scores(s, h=2**-6, random_state=0)
 nw = NWCalibrationBound(h=2**-6, random_state=0).fit(sp, y)
-print(f"perturbed (h=2^-6): {nw.lower_bound_:.3f} <= CE <= {nw.bound_:.3f}, "
-      f"plug-in estimate {nw.estimate_:.3f}")
+print(
+    f"perturbed (h=2^-6): {nw.lower_bound_:.3f} <= CE <= {nw.bound_:.3f}, "
+    f"plug-in estimate {nw.estimate_:.3f}"
+)
 
 # A test with a finite-sample level: is the perturbed classifier off by more than 0.1?
-test = calibration_test(y, sp, h=2**-6, tolerance=0.1, alternative="greater",
-                        random_state=0)
+test = calibration_test(
+    y, sp, h=2**-6, tolerance=0.1, alternative="greater", random_state=0
+)
 print(f"CE > 0.1 certified: {test.reject}, p-value {test.pvalue:.1e}")
 
 # A scikit-learn classifier: wrap it, and the NW bound certifies the wrapped one.
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
+
 from skcalbound import SechPerturbedClassifier
 
 X, y = make_classification(n_samples=100_000, flip_y=0.1, random_state=0)
 clf = SechPerturbedClassifier(LogisticRegression(), h=2**-6, random_state=0)
 clf.fit(X[:50_000], y[:50_000])
-proba = clf.predict_proba(X[50_000:])              # perturbed, fresh noise per call
+proba = clf.predict_proba(X[50_000:])  # perturbed, fresh noise per call
 nw = NWCalibrationBound(h=clf.h, random_state=0).fit(proba, y[50_000:])
-print(f"LogisticRegression, perturbed: {nw.lower_bound_:.3f} <= CE <= {nw.bound_:.3f}, "
-      f"15-bin ECE {binned_ece(y[50_000:], proba):.3f}")
+print(
+    f"LogisticRegression, perturbed: {nw.lower_bound_:.3f} <= CE <= {nw.bound_:.3f}, "
+    f"15-bin ECE {binned_ece(y[50_000:], proba):.3f}"
+)

@@ -14,9 +14,15 @@ from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._certificate import build_certificate
+from ._chunks import (
+    ArraySource,
+    DaskSource,
+    IterableSource,
+    check_random_seed,
+    is_dask_collection,
+)
 from ._compat import Interval, StrOptions, _fit_context
 from ._result import FoldResult, aggregate_folds
-from ._chunks import ArraySource, DaskSource, IterableSource, check_random_seed, is_dask_collection
 from ._splitting import DataOrder, GroupDesign, check_enough_rows, make_folds, row_folds
 from ._validation import (
     check_held_out_labels,
@@ -140,8 +146,14 @@ def cross_fit(method, source, designs, delta, key_seed, check=None, check_counts
     delta_split = delta / sum(len(design.splits) for design in designs)
     runs, results = [], []
     for design in designs:
-        run = method.passes(source, design, delta=delta_split, key_seed=key_seed,
-                            check=check, check_counts=check_counts)
+        run = method.passes(
+            source,
+            design,
+            delta=delta_split,
+            key_seed=key_seed,
+            check=check,
+            check_counts=check_counts,
+        )
         check_counts = None  # one look at the counts is enough
         runs.append(run)
         results.extend(fold_result(method, s, delta_split, i) for s, i in run.splits)
@@ -192,7 +204,9 @@ class Workspace:
         # mode="clip" (the indices are valid) lets take write into ``out`` unbuffered.
         scores = np.take(sample.scores, train, out=self.scores[:m], mode="clip")
         labels = self.labels[:m]
-        labels[...] = np.take(sample.labels, train, out=self.labels_uint8[:m], mode="clip")
+        labels[...] = np.take(
+            sample.labels, train, out=self.labels_uint8[:m], mode="clip"
+        )
         return scores, labels, self.out[:m]
 
 
@@ -233,13 +247,16 @@ def bound_classes():
 
 def bound_name(estimator):
     """The short name of a bound estimator, or a TypeError naming what was given."""
-    name = getattr(type(estimator), "short_name", None) if isinstance(
-        estimator, _BaseCalibrationBound
-    ) else None
+    name = (
+        getattr(type(estimator), "short_name", None)
+        if isinstance(estimator, _BaseCalibrationBound)
+        else None
+    )
     if name is None:
         expected = ", ".join(cls.__name__ for cls in bound_classes().values())
-        raise TypeError(f"Expected a bound estimator ({expected}); got "
-                        f"{type(estimator).__name__}.")
+        raise TypeError(
+            f"Expected a bound estimator ({expected}); got {type(estimator).__name__}."
+        )
     return name
 
 
@@ -303,7 +320,9 @@ class _BaseCalibrationBound(BaseEstimator):
         method = self._method()  # hyperparameter consistency, before the data
         warn_if_low_confidence(self.confidence_level)
         if is_dask_collection(X) or is_dask_collection(y):
-            return self._fit_source(method, DaskSource(y, X, self.pos_label), "Dask input")
+            return self._fit_source(
+                method, DaskSource(y, X, self.pos_label), "Dask input"
+            )
         scores, labels, self.classes_ = check_scores_labels(self, X, y, self.pos_label)
         source = ArraySource(scores, labels, self.n_jobs)
         return self._fit_source(method, source, "arrays", arrays=(scores, labels))
@@ -334,11 +353,18 @@ class _BaseCalibrationBound(BaseEstimator):
                 f"not depend on the chunking; got cv={self.cv!r}."
             )
         else:
-            folds = make_folds(self.cv, random_state, DataOrder(n), method.min_train, name)
+            folds = make_folds(
+                self.cv, random_state, DataOrder(n), method.min_train, name
+            )
             designs = GroupDesign.from_folds(folds)
         check, check_counts = _tie_checks(getattr(self, "h", None), arrays, n)
         results, surrogate, n_positive = cross_fit(
-            method, source, designs, 1.0 - self.confidence_level, key_seed, check,
+            method,
+            source,
+            designs,
+            1.0 - self.confidence_level,
+            key_seed,
+            check,
             check_counts,
         )
         if arrays is None:
@@ -350,7 +376,9 @@ class _BaseCalibrationBound(BaseEstimator):
             self.certificate_ = build_certificate(self, *arrays)
         else:
             self.certificate_ = build_certificate(
-                self, None, None,
+                self,
+                None,
+                None,
                 summary=(n, n_positive, getattr(source, "digest", None)),
             )
         return self

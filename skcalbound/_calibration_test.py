@@ -5,9 +5,8 @@ import math
 from dataclasses import dataclass, field
 from numbers import Real
 
-from ._base import interval_at
 from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
-from ._base import bound_classes
+from ._base import bound_classes, interval_at
 from ._compat import Interval, StrOptions, validate_params
 from ._validation import check_prob_labels
 
@@ -72,7 +71,9 @@ def _pvalue(estimator, tolerance, alternative):
     """
 
     def rejects(log_alpha):
-        return _rejects(interval_at(estimator, math.exp(log_alpha)), tolerance, alternative)
+        return _rejects(
+            interval_at(estimator, math.exp(log_alpha)), tolerance, alternative
+        )
 
     lo, hi = math.log(_SMALLEST_LEVEL), math.log1p(-1e-12)  # alpha in [1e-300, 1)
     if not rejects(hi):

@@ -59,8 +59,16 @@ _USED = ("b1_", "b2_", "L_")
 # What a verification recomputes and compares, to a relative tolerance.
 COMPARED = ("bound", "lower_bound", "estimate")
 REQUIRED = (
-    "record", "method", "n_samples", "params", "reproducible", "bound",
-    "lower_bound", "estimate", "terms", "fingerprint",
+    "record",
+    "method",
+    "n_samples",
+    "params",
+    "reproducible",
+    "bound",
+    "lower_bound",
+    "estimate",
+    "terms",
+    "fingerprint",
 )
 
 
@@ -132,7 +140,11 @@ def build_certificate(estimator, scores, labels, *, summary=None):
     reasons = []
     random_state = estimator.random_state
     if summary is None:
-        summary = (scores.shape[0], np.count_nonzero(labels), data_fingerprint(scores, labels))
+        summary = (
+            scores.shape[0],
+            np.count_nonzero(labels),
+            data_fingerprint(scores, labels),
+        )
     n_samples, n_positive, digest = summary
     if digest is None:
         reasons.append("the data were not read in order, so they have no fingerprint")
@@ -145,10 +157,14 @@ def build_certificate(estimator, scores, labels, *, summary=None):
         )
     cv = estimator.cv
     if cv is not None and not isinstance(cv, Integral):
-        reasons.append(f"cv is {type(cv).__name__}, not an int: its splits are not recorded")
+        reasons.append(
+            f"cv is {type(cv).__name__}, not an int: its splits are not recorded"
+        )
     others = [name for name in as_repr if name not in ("random_state", "cv")]
     if others:
-        reasons.append(f"parameters not JSON data (stored as repr): {', '.join(others)}")
+        reasons.append(
+            f"parameters not JSON data (stored as repr): {', '.join(others)}"
+        )
     assumption = {name: params[name] for name in _GIVEN if name in params}
     for name in _USED:
         if hasattr(estimator, name):
@@ -179,7 +195,9 @@ def build_certificate(estimator, scores, labels, *, summary=None):
         "lower_bound": float(estimator.lower_bound_),
         "estimate": float(estimator.estimate_),
         "terms": {str(k): float(v) for k, v in estimator.terms_.items()},
-        "fingerprint": None if digest is None else {
+        "fingerprint": None
+        if digest is None
+        else {
             "algorithm": "sha256",
             "recipe": FINGERPRINT_RECIPE,
             "digest": digest,
@@ -192,7 +210,7 @@ def record_problem(record):
     if not isinstance(record, dict):
         return f"expected a JSON object, got {type(record).__name__}"
     if record.get("record") != RECORD:
-        return f"no \"record\": \"{RECORD}\" entry"
+        return f'no "record": "{RECORD}" entry'
     missing = [key for key in REQUIRED if key not in record]
     if missing:
         return f"missing entries: {', '.join(missing)}"
@@ -202,11 +220,13 @@ def record_problem(record):
         and fingerprint.get("algorithm") == "sha256"
         and isinstance(fingerprint.get("digest"), str)
     ):
-        return "its fingerprint is not {\"algorithm\": \"sha256\", \"digest\": ...}"
+        return 'its fingerprint is not {"algorithm": "sha256", "digest": ...}'
     if not isinstance(record["params"], dict) or not isinstance(record["terms"], dict):
         return "its params and terms must be JSON objects"
     numbers = [record[key] for key in COMPARED] + list(record["terms"].values())
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+    if not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers
+    ):
         return "its bound, lower_bound, estimate and terms must be numbers"
     if not isinstance(record["n_samples"], int):
         return "its n_samples must be an integer"

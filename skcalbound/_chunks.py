@@ -20,7 +20,6 @@ subsample keys of ``_splitting`` are drawn.
 import hashlib
 import warnings
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 import pandas as pd
@@ -167,7 +166,9 @@ class IterableSource:
         self._rows = None
         if n_samples is None:
             # The grid of the statistics depends on the number of rows: count them.
-            n_samples = sum(len(_as_pair(c, k)[1]) for k, c in enumerate(self._iterate()))
+            n_samples = sum(
+                len(_as_pair(c, k)[1]) for k, c in enumerate(self._iterate())
+            )
         self.n_samples = int(n_samples)
 
     def _iterate(self):
@@ -216,7 +217,8 @@ class DaskSource:
             # String labels become an object array: what the blocks are checked on.
             warnings.filterwarnings("ignore", "Dask currently has limited support")
             y_true, y_prob = (
-                x.to_dask_array(lengths=True) if hasattr(x, "to_dask_array")
+                x.to_dask_array(lengths=True)
+                if hasattr(x, "to_dask_array")
                 else da.asarray(x)
                 for x in (y_true, y_prob)
             )
@@ -259,13 +261,19 @@ class DaskSource:
         parts = [
             dask.delayed(block)(y, s, start, k)
             for k, (y, s, start) in enumerate(
-                zip(self.y_true.to_delayed().ravel(), self.y_prob.to_delayed().ravel(), starts)
+                zip(
+                    self.y_true.to_delayed().ravel(),
+                    self.y_prob.to_delayed().ravel(),
+                    starts,
+                )
             )
         ]
         # A binary tree in block order: the same additions for the same chunks.
         while len(parts) > 1:
             parts = [
-                dask.delayed(add)(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i]
+                dask.delayed(add)(parts[i], parts[i + 1])
+                if i + 1 < len(parts)
+                else parts[i]
                 for i in range(0, len(parts), 2)
             ]
         result, seen = dask.compute(parts[0])[0]

@@ -142,97 +142,152 @@ def build_parser():
     )
     data = parser.add_argument_group("data")
     data.add_argument(
-        "--scores", default="y_prob", metavar="COLUMN",
+        "--scores",
+        default="y_prob",
+        metavar="COLUMN",
         help="column of predicted probabilities in [0, 1] (default: %(default)s)",
     )
     data.add_argument(
-        "--labels", default="y_true", metavar="COLUMN",
+        "--labels",
+        default="y_true",
+        metavar="COLUMN",
         help="column of binary labels (default: %(default)s)",
     )
     data.add_argument(
-        "--pos-label", default=None, metavar="LABEL",
+        "--pos-label",
+        default=None,
+        metavar="LABEL",
         help="the label of the positive class, whose probability --scores holds "
         "(read as the labels' type: 1 for integers, True for booleans, churn for "
         "text); needed unless the labels are 0/1, -1/1 or booleans",
     )
     data.add_argument(
-        "--format", choices=("csv", "parquet"), default=None,
+        "--format",
+        choices=("csv", "parquet"),
+        default=None,
         help="file format, if the extension does not say it",
     )
     data.add_argument(
-        "--chunksize", type=int, default=None, metavar="ROWS",
+        "--chunksize",
+        type=int,
+        default=None,
+        metavar="ROWS",
         help="read the file ROWS rows at a time, never whole (files larger than "
         "memory): nw only, with --guarantee high_probability; the numbers are those "
         "of a run without it",
     )
     data.add_argument(
-        "--by", default=None, metavar="COLUMN",
+        "--by",
+        default=None,
+        metavar="COLUMN",
         help="also certify each segment (each value of COLUMN) and the whole file: "
         "one interval per row of a table, all holding simultaneously at "
         "--confidence-level (each computed at 1 - (1 - P)/G for G certificates)",
     )
     bounds = parser.add_argument_group("bounds")
     bounds.add_argument(
-        "--bound", nargs="+", default=None, metavar="NAME",
+        "--bound",
+        nargs="+",
+        default=None,
+        metavar="NAME",
         help="bounds to compute, any of: tv, nw, lipschitz (default: tv; also nw "
         "when --h or --b1/--b2 is given, lipschitz when --L is given)",
     )
     bounds.add_argument(
-        "--confidence-level", type=float, default=0.95, metavar="P",
+        "--confidence-level",
+        type=float,
+        default=0.95,
+        metavar="P",
         help="probability with which each bound holds (default: %(default)s)",
     )
     bounds.add_argument(
-        "--guarantee", choices=GUARANTEES, default="high_probability",
+        "--guarantee",
+        choices=GUARANTEES,
+        default="high_probability",
         help="high_probability: every interval holds with probability >= "
         "--confidence-level (default); paper: the paper's published forms, for "
         "comparison with its numbers (nw, lipschitz: in expectation over the "
         "training labels only)",
     )
     bounds.add_argument(
-        "--V", type=parse_number, default=1.0,
+        "--V",
+        type=parse_number,
+        default=1.0,
         help="tv: bound on the total variation of E[y|s] (default: %(default)s)",
     )
     bounds.add_argument(
-        "--h", type=parse_number, default=None,
+        "--h",
+        type=parse_number,
+        default=None,
         help="nw, lipschitz: bandwidth of the sech perturbation the scores went "
         "through, at most 0.5 (e.g. 2^-6, '2**-6' (quoted: * is special in the "
         "shell) or 0.015625); an assumption about how the scores were produced, not "
         "a knob to tune",
     )
-    bounds.add_argument("--b1", type=parse_number, default=None,
-                        help="nw: bound on |eta'| (with --b2, instead of --h)")
-    bounds.add_argument("--b2", type=parse_number, default=None,
-                        help="nw: bound on |eta''| (with --b1, instead of --h)")
-    bounds.add_argument("--L", type=parse_number, default=None,
-                        help="lipschitz: Lipschitz constant (instead of --h)")
     bounds.add_argument(
-        "--cv", type=int, default=5, metavar="K",
+        "--b1",
+        type=parse_number,
+        default=None,
+        help="nw: bound on |eta'| (with --b2, instead of --h)",
+    )
+    bounds.add_argument(
+        "--b2",
+        type=parse_number,
+        default=None,
+        help="nw: bound on |eta''| (with --b1, instead of --h)",
+    )
+    bounds.add_argument(
+        "--L",
+        type=parse_number,
+        default=None,
+        help="lipschitz: Lipschitz constant (instead of --h)",
+    )
+    bounds.add_argument(
+        "--cv",
+        type=int,
+        default=5,
+        metavar="K",
         help="number of cross-fitting folds (default: %(default)s)",
     )
     bounds.add_argument(
-        "--aggregate", choices=("mean", "min"), default="mean",
+        "--aggregate",
+        choices=("mean", "min"),
+        default="mean",
         help="combine the fold bounds by their mean or minimum; both are certified "
         "(default: %(default)s)",
     )
     bounds.add_argument(
-        "--random-state", type=int, default=0, metavar="SEED",
+        "--random-state",
+        type=int,
+        default=0,
+        metavar="SEED",
         help="seed of the shuffled folds (default: %(default)s, reproducible)",
     )
     bounds.add_argument(
-        "--n-bins", type=int, default=15, metavar="N",
+        "--n-bins",
+        type=int,
+        default=15,
+        metavar="N",
         help="bins of the binned ECE shown for comparison (default: %(default)s)",
     )
     gate = parser.add_argument_group("gate")
     gate.add_argument(
-        "--max-ce", type=float, default=None, metavar="TAU",
+        "--max-ce",
+        type=float,
+        default=None,
+        metavar="TAU",
         help="exit with status 1 unless the upper bound of every computed bound is "
         "strictly below TAU (in (0, 1]): a pass certifies CE < TAU with probability "
         ">= --confidence-level; prints a one-line PASS/FAIL verdict",
     )
     out = parser.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="print JSON instead of a table")
     out.add_argument(
-        "--plot", default=None, metavar="PATH",
+        "--json", action="store_true", help="print JSON instead of a table"
+    )
+    out.add_argument(
+        "--plot",
+        default=None,
+        metavar="PATH",
         help="write the reliability plot (one panel per bound: surrogate, band, "
         "interval) to PATH (.png, .pdf, .svg)",
     )
@@ -393,8 +448,11 @@ def _estimators(args, bounds):
     parameters it states it with (``assumption_params``)."""
     classes = _bound_classes()
     common = dict(
-        confidence_level=args.confidence_level, guarantee=args.guarantee, cv=args.cv,
-        aggregate=args.aggregate, random_state=args.random_state,
+        confidence_level=args.confidence_level,
+        guarantee=args.guarantee,
+        cv=args.cv,
+        aggregate=args.aggregate,
+        random_state=args.random_state,
     )
     return {
         name: classes[name](
@@ -441,8 +499,9 @@ def _result_row(name, est, caught):
         "in_expectation_only": _in_expectation_only(name, est.guarantee),
         "assumption": _assumption(est),
         "terms": {k: float(v) for k, v in est.terms_.items()},
-        "warnings": list(dict.fromkeys(" ".join(str(w.message).split())
-                                       for w in caught)),
+        "warnings": list(
+            dict.fromkeys(" ".join(str(w.message).split()) for w in caught)
+        ),
     }
 
 
@@ -564,10 +623,14 @@ def format_table(results, header):
             for term, value in r["terms"].items():
                 lines.append(f"  {term:<22}{value:>10.6f}")
             for message in r["warnings"]:
-                lines.extend(textwrap.wrap(
-                    f"warning: {message}", width=88, initial_indent="  ",
-                    subsequent_indent="    ",
-                ))
+                lines.extend(
+                    textwrap.wrap(
+                        f"warning: {message}",
+                        width=88,
+                        initial_indent="  ",
+                        subsequent_indent="    ",
+                    )
+                )
         else:
             lines.append(
                 f"{'binned ECE':<12}{'-':<22}{r['estimate']:>9.6f}  {r['assumption']}"
@@ -636,8 +699,12 @@ def write_plot(path, estimators, scores, title=None):
     # Side by side rather than on one axes: the surrogates of several bounds are
     # close to each other, and their curves and bands hid one another.
     fig, axes = plt.subplots(
-        1, len(estimators), figsize=(5.5 * len(estimators), 7.0), sharey=True,
-        squeeze=False, layout="constrained",
+        1,
+        len(estimators),
+        figsize=(5.5 * len(estimators), 7.0),
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
     )
     for k, (ax, (name, est)) in enumerate(zip(axes[0], estimators.items())):
         CalibrationBoundDisplay.from_bound(est, scores, ax=ax, color=f"C{k}")
@@ -650,7 +717,9 @@ def write_plot(path, estimators, scores, title=None):
     try:
         fig.savefig(path, dpi=120)
     except (ValueError, OSError) as exc:
-        raise CLIError(f"{path}: cannot write the plot: {' '.join(str(exc).split())}") from exc
+        raise CLIError(
+            f"{path}: cannot write the plot: {' '.join(str(exc).split())}"
+        ) from exc
     finally:
         plt.close(fig)
 
@@ -670,8 +739,13 @@ def compute_by(args, frame, scores, labels):
             with warnings.catch_warnings():  # the table's vacuous column says it
                 warnings.simplefilter("ignore", VacuousBoundWarning)
                 tables[name] = bounds_by_group(
-                    labels, scores, groups, method=name, include_overall=True,
-                    confidence_level=args.confidence_level, n_bins=args.n_bins,
+                    labels,
+                    scores,
+                    groups,
+                    method=name,
+                    include_overall=True,
+                    confidence_level=args.confidence_level,
+                    n_bins=args.n_bins,
                     **params,
                 )
         except (ValueError, TypeError) as exc:
@@ -715,8 +789,11 @@ def format_by_table(tables, header, column, guarantee):
     """The ``--by`` report: per bound, one row per segment, worst first."""
     lines = [header]
     for name, table in tables.items():
-        lines += ["", f"{_table_name(name)} bound by {column!r} (worst first; '(all)' is "
-                  "the whole file):"]
+        lines += [
+            "",
+            f"{_table_name(name)} bound by {column!r} (worst first; '(all)' is "
+            "the whole file):",
+        ]
         lines.append(
             f"{'group':<16}{'n':>8}{'n_pos':>8}  {'[lower, upper]':<22}"
             f"{'plug-in':>9}{'ECE':>9}  status"
@@ -733,9 +810,9 @@ def format_by_table(tables, header, column, guarantee):
                 f"{str(_plain(r['group'])):<16}{r['n']:>8}{r['n_positive']:>8}  "
                 f"{interval:<22}{plug_in:>9}{ece:>9}  {status}"
             )
-        lines.extend(textwrap.wrap(
-            f"Note: {_by_note(table, guarantee, len(tables))}", width=88
-        ))
+        lines.extend(
+            textwrap.wrap(f"Note: {_by_note(table, guarantee, len(tables))}", width=88)
+        )
     return "\n".join(lines)
 
 
@@ -819,7 +896,9 @@ def _main(argv):
     for name in args.bound or ():
         if name not in _bound_classes():
             choices = ", ".join(map(repr, _bound_classes()))
-            parser.error(f"argument --bound: invalid choice: {name!r} (choose from {choices})")
+            parser.error(
+                f"argument --bound: invalid choice: {name!r} (choose from {choices})"
+            )
     try:
         if not (0.0 < args.confidence_level < 1.0) or math.isnan(args.confidence_level):
             raise CLIError(
@@ -836,8 +915,10 @@ def _main(argv):
             )
         if args.chunksize is not None:
             if args.chunksize < 1:
-                raise CLIError(f"--chunksize must be a positive number of rows; got "
-                               f"{args.chunksize}")
+                raise CLIError(
+                    f"--chunksize must be a positive number of rows; got "
+                    f"{args.chunksize}"
+                )
             results, estimators, n_samples, positive = compute_chunks(args)
         else:
             frame = read_table(args.file, args.format)
@@ -850,7 +931,9 @@ def _main(argv):
             n_samples = scores.shape[0]
         if args.plot is not None:
             write_plot(
-                args.plot, estimators, scores,
+                args.plot,
+                estimators,
+                scores,
                 title=f"{args.file}: {scores.shape[0]} scores, positive class "
                 f"{positive!r}",
             )
@@ -943,14 +1026,30 @@ def build_verify_parser():
     )
     parser.add_argument("record", help="JSON audit record (see above)")
     parser.add_argument("file", help="CSV or Parquet file holding the data certified")
-    parser.add_argument("--scores", default=None, metavar="COLUMN",
-                        help="column of scores (default: from the record, else y_prob)")
-    parser.add_argument("--labels", default=None, metavar="COLUMN",
-                        help="column of labels (default: from the record, else y_true)")
-    parser.add_argument("--pos-label", default=None, metavar="LABEL",
-                        help="the positive class (default: from the record)")
-    parser.add_argument("--format", choices=("csv", "parquet"), default=None,
-                        help="file format, if the extension does not say it")
+    parser.add_argument(
+        "--scores",
+        default=None,
+        metavar="COLUMN",
+        help="column of scores (default: from the record, else y_prob)",
+    )
+    parser.add_argument(
+        "--labels",
+        default=None,
+        metavar="COLUMN",
+        help="column of labels (default: from the record, else y_true)",
+    )
+    parser.add_argument(
+        "--pos-label",
+        default=None,
+        metavar="LABEL",
+        help="the positive class (default: from the record)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("csv", "parquet"),
+        default=None,
+        help="file format, if the extension does not say it",
+    )
     return parser
 
 
@@ -1102,6 +1201,8 @@ def _verify(argv):
             print(line, file=sys.stderr)
         return 1
     count = f"{len(checked)} certificate{'s' if len(checked) > 1 else ''}"
-    print(f"OK {args.file} against {args.record} ({count}): "
-          + "; ".join(line for _, line in checked))
+    print(
+        f"OK {args.file} against {args.record} ({count}): "
+        + "; ".join(line for _, line in checked)
+    )
     return 0

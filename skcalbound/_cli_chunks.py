@@ -66,13 +66,18 @@ class ChunkedFile:
                 meta = pq.ParquetFile(self.path)
             except Exception as exc:
                 message = " ".join(str(exc).split()) or type(exc).__name__
-                raise CLIError(f"{self.path}: not a readable parquet file: {message}") from exc
+                raise CLIError(
+                    f"{self.path}: not a readable parquet file: {message}"
+                ) from exc
             names = meta.schema_arrow.names
             self._check_columns(names)
             self.n_samples = int(meta.metadata.num_rows)
 
     def _check_columns(self, names):
-        for name, option in ((self.scores_column, "--scores"), (self.labels_column, "--labels")):
+        for name, option in (
+            (self.scores_column, "--scores"),
+            (self.labels_column, "--labels"),
+        ):
             if name not in names:
                 shown = ", ".join(map(str, list(names)[:20]))
                 raise CLIError(
@@ -88,7 +93,9 @@ class ChunkedFile:
             # Without pre-buffering, pyarrow reads a column chunk at a time (measured
             # on 3 * 10**7 rows read twice: peak RSS 527 MB with its default, 199 MB).
             reader = pq.ParquetFile(self.path, pre_buffer=False, buffer_size=1 << 20)
-            for batch in reader.iter_batches(batch_size=self.chunksize, columns=columns):
+            for batch in reader.iter_batches(
+                batch_size=self.chunksize, columns=columns
+            ):
                 yield batch.to_pandas()
             return
         try:
@@ -158,8 +165,10 @@ class ChunkedFile:
                 f"distinct labels (binary classification); found {len(classes)}: "
                 f"{_labels_text(classes)}"
             )
-        if self.pos_label is None and classes.dtype.kind != "b" and classes.tolist() not in (
-            [0, 1], [-1, 1]
+        if (
+            self.pos_label is None
+            and classes.dtype.kind != "b"
+            and classes.tolist() not in ([0, 1], [-1, 1])
         ):
             raise CLIError(
                 f"{self.path}: column {self.labels_column!r} holds the labels "
@@ -218,4 +227,3 @@ def compute_chunked(args, estimators, reader, result_of):
         for _ in reader():
             pass
     return results
-

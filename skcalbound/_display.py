@@ -137,7 +137,9 @@ _HIST_COLOR = "0.5"
 def _band_note(method, guarantee):
     form = ""
     if method == "nw":
-        form = " (published form)" if guarantee == "paper" else " (expanded at the query)"
+        form = (
+            " (published form)" if guarantee == "paper" else " (expanded at the query)"
+        )
     return (
         f"shaded: $\\hat\\eta \\pm \\tilde g$, Lemma 6{form}: a bound on the expected "
         "error\nof $\\hat\\eta$ at each score (not a confidence band)"
@@ -158,7 +160,7 @@ def _legend_entries(ax):
             bands[id(line)] = band
             # The note's patch in the colour of the first band it explains, not the
             # histogram's grey (they used to be mistaken for each other).
-            notes.setdefault(label[len(_PAIR):], band.get_facecolor())
+            notes.setdefault(label[len(_PAIR) :], band.get_facecolor())
     curves, others = [], []
     for handle, label in zip(*ax.get_legend_handles_labels()):
         if id(handle) in bands:
@@ -191,9 +193,14 @@ def _legend_below(ax):
         offset = 40.0
     handles, labels = _legend_entries(ax)
     return ax.legend(
-        handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
         bbox_transform=offset_copy(ax.transAxes, fig=figure, y=-offset, units="points"),
-        fontsize="small", frameon=False, borderaxespad=0.0,
+        fontsize="small",
+        frameon=False,
+        borderaxespad=0.0,
     )
 
 
@@ -399,8 +406,16 @@ class CalibrationBoundDisplay:
         self.guarantee = guarantee
         self.estimator_name = estimator_name
 
-    def plot(self, *, ax=None, name=None, ref_line=True, show_band=True,
-             show_hist=True, **kwargs):
+    def plot(
+        self,
+        *,
+        ax=None,
+        name=None,
+        ref_line=True,
+        show_band=True,
+        show_hist=True,
+        **kwargs,
+    ):
         """Plot the display.
 
         Parameters
@@ -454,7 +469,11 @@ class CalibrationBoundDisplay:
         self.ref_line_ = None
         if ref_line and ref_label not in ax.get_legend_handles_labels()[1]:
             (self.ref_line_,) = ax.plot(
-                [0, 1], [0, 1], color="black", linestyle=":", linewidth=1.0,
+                [0, 1],
+                [0, 1],
+                color="black",
+                linestyle=":",
+                linewidth=1.0,
                 label=ref_label,
             )
 
@@ -472,13 +491,21 @@ class CalibrationBoundDisplay:
             upper = np.clip(self.surrogate + self.band, 0.0, 1.0)
             # The band in the curve's colour, light: it belongs to the curve.
             self.band_ = ax.fill_between(
-                self.grid, lower, upper, color=self.line_.get_color(), alpha=0.2,
-                linewidth=0, zorder=2,
+                self.grid,
+                lower,
+                upper,
+                color=self.line_.get_color(),
+                alpha=0.2,
+                linewidth=0,
+                zorder=2,
             )
             # Hidden from the legend; the legend draws the curve over its band.
-            ax.add_container(Container(
-                (self.line_, self.band_), label=_PAIR + _band_note(self.method, self.guarantee)
-            ))
+            ax.add_container(
+                Container(
+                    (self.line_, self.band_),
+                    label=_PAIR + _band_note(self.method, self.guarantee),
+                )
+            )
 
         self.hist_ = None
         if show_hist and self.y_prob is not None:
@@ -486,8 +513,14 @@ class CalibrationBoundDisplay:
             heights = 0.2 * counts / max(int(counts.max()), 1)
             # Neutral grey: the histogram is context, not a curve or a band.
             self.hist_ = ax.stairs(
-                heights, edges, fill=True, color=_HIST_COLOR, alpha=0.35, linewidth=0,
-                zorder=1, label=f"{prefix}scores (histogram, scaled)",
+                heights,
+                edges,
+                fill=True,
+                color=_HIST_COLOR,
+                alpha=0.35,
+                linewidth=0,
+                zorder=1,
+                label=f"{prefix}scores (histogram, scaled)",
             )
 
         ax.set(
@@ -500,9 +533,23 @@ class CalibrationBoundDisplay:
         return self
 
     @classmethod
-    def from_estimator(cls, estimator, X, y, *, bound="tv", bound_params=None,
-                       pos_label=None, n_grid=None, name=None, ax=None, ref_line=True,
-                       show_band=True, show_hist=True, **kwargs):
+    def from_estimator(
+        cls,
+        estimator,
+        X,
+        y,
+        *,
+        bound="tv",
+        bound_params=None,
+        pos_label=None,
+        n_grid=None,
+        name=None,
+        ax=None,
+        ref_line=True,
+        show_band=True,
+        show_hist=True,
+        **kwargs,
+    ):
         """Fit a bound on a classifier's predicted probabilities and plot it.
 
         The bound estimator is fitted on ``estimator.predict_proba(X)[:, k]``, the
@@ -614,14 +661,34 @@ class CalibrationBoundDisplay:
         scores = proba[:, column]
         bound_est.fit(scores, labels)
         return cls.from_bound(
-            bound_est, scores, n_grid=n_grid, name=name, ax=ax,
-            ref_line=ref_line, show_band=show_band, show_hist=show_hist, **kwargs,
+            bound_est,
+            scores,
+            n_grid=n_grid,
+            name=name,
+            ax=ax,
+            ref_line=ref_line,
+            show_band=show_band,
+            show_hist=show_hist,
+            **kwargs,
         )
 
     @classmethod
-    def from_predictions(cls, y_true, y_prob, *, bound="tv", bound_params=None,
-                         pos_label=None, n_grid=None, name=None, ax=None,
-                         ref_line=True, show_band=True, show_hist=True, **kwargs):
+    def from_predictions(
+        cls,
+        y_true,
+        y_prob,
+        *,
+        bound="tv",
+        bound_params=None,
+        pos_label=None,
+        n_grid=None,
+        name=None,
+        ax=None,
+        ref_line=True,
+        show_band=True,
+        show_hist=True,
+        **kwargs,
+    ):
         """Fit a bound on labels and predicted probabilities and plot it.
 
         Parameters
@@ -707,13 +774,31 @@ class CalibrationBoundDisplay:
         )
         estimator.fit(scores, labels)
         return cls.from_bound(
-            estimator, scores, n_grid=n_grid, name=name, ax=ax, ref_line=ref_line,
-            show_band=show_band, show_hist=show_hist, **kwargs,
+            estimator,
+            scores,
+            n_grid=n_grid,
+            name=name,
+            ax=ax,
+            ref_line=ref_line,
+            show_band=show_band,
+            show_hist=show_hist,
+            **kwargs,
         )
 
     @classmethod
-    def from_bound(cls, estimator, y_prob=None, *, n_grid=None, name=None, ax=None,
-                   ref_line=True, show_band=True, show_hist=True, **kwargs):
+    def from_bound(
+        cls,
+        estimator,
+        y_prob=None,
+        *,
+        n_grid=None,
+        name=None,
+        ax=None,
+        ref_line=True,
+        show_band=True,
+        show_hist=True,
+        **kwargs,
+    ):
         """Plot an already fitted bound estimator.
 
         Parameters
@@ -803,6 +888,9 @@ class CalibrationBoundDisplay:
         )
         display.estimator_ = estimator
         return display.plot(
-            ax=ax, ref_line=ref_line, show_band=show_band, show_hist=show_hist,
+            ax=ax,
+            ref_line=ref_line,
+            show_band=show_band,
+            show_hist=show_hist,
             **kwargs,
         )

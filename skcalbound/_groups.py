@@ -8,9 +8,9 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
-from ._binned_ece import binned_ece
 from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
 from ._base import bound_classes
+from ._binned_ece import binned_ece
 from ._compat import Interval, StrOptions, validate_params
 from ._validation import VacuousBoundWarning, _user_stacklevel, check_prob_labels
 
@@ -49,7 +49,9 @@ def _group_codes(groups, n_samples):
         )
     if isinstance(groups, pd.Series):
         groups = groups.array  # by position, whatever the index
-    elif not isinstance(groups, (np.ndarray, pd.Index, pd.api.extensions.ExtensionArray)):
+    elif not isinstance(
+        groups, (np.ndarray, pd.Index, pd.api.extensions.ExtensionArray)
+    ):
         groups = pd.Series(list(groups)).array  # a list: dtype inferred as pandas does
     try:
         codes, uniques = pd.factorize(groups, sort=True)
@@ -298,8 +300,10 @@ def bounds_by_group(
 
     body = [r for r in rows if r["group"] != OVERALL or not include_overall]
     # Stable sort: worst upper bound first, rows without a bound after, in group order.
-    body.sort(key=lambda r: -r["upper_bound"] if r["status"] == "certified" else math.inf)
-    table = pd.DataFrame(body + rows[len(body):], columns=COLUMNS)
+    body.sort(
+        key=lambda r: -r["upper_bound"] if r["status"] == "certified" else math.inf
+    )
+    table = pd.DataFrame(body + rows[len(body) :], columns=COLUMNS)
     vacuous = table.loc[table["vacuous"], "group"].tolist()
     if vacuous:
         warnings.warn(

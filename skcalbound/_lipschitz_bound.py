@@ -6,8 +6,8 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
-from ._chunks import is_dask_collection
 from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
+from ._chunks import is_dask_collection
 from ._compat import Interval, validate_params
 from ._sech import sech_derivative_bounds
 from ._surrogates._bucket_grid import BucketSurrogate, candidate_grids, fit_design
@@ -61,8 +61,9 @@ class _LipschitzMethod(_BoundMethod):
             for n, s_r, s_r2, s_g, s_g2, _, c2 in statistics
         ]
         bounds = np.array([sum(terms.values()) for terms in all_terms])
-        lowers = np.array([2.0 * terms["validation_mean"] - b
-                           for terms, b in zip(all_terms, bounds)])
+        lowers = np.array(
+            [2.0 * terms["validation_mean"] - b for terms, b in zip(all_terms, bounds)]
+        )
         best = int(np.argmin(bounds))  # ties: the fewest buckets, the smallest shift
         B, r = candidates[best]
         info = {
@@ -73,13 +74,20 @@ class _LipschitzMethod(_BoundMethod):
         }
         if self.guarantee == "high_probability":
             info["sum_c_squared"] = float(statistics[best][6])
-        return FoldTerms(all_terms[best], info, float(np.max(lowers)),
-                         {"candidate_bounds": bounds})
+        return FoldTerms(
+            all_terms[best], info, float(np.max(lowers)), {"candidate_bounds": bounds}
+        )
 
     def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
         fit = fit_design(
-            source, design, n_buckets=self.n_buckets, n_shifts=self.n_shifts, L=self.L,
-            min_train=self.min_train, check=check, check_counts=check_counts,
+            source,
+            design,
+            n_buckets=self.n_buckets,
+            n_shifts=self.n_shifts,
+            L=self.L,
+            min_train=self.min_train,
+            check=check,
+            check_counts=check_counts,
         )
         splits = tuple(
             (tuple(sums), {"n_train": int(m), "n_validation": int(sums[0][0])})

@@ -21,7 +21,9 @@ def _check_proba(X):
         n_nan = int(np.isnan(X).sum())
         n_inf = int(np.isinf(X).sum())
         what = " and ".join(
-            f"{k} {part}" for part, k in (("NaN", n_nan), ("infinite value(s)", n_inf)) if k
+            f"{k} {part}"
+            for part, k in (("NaN", n_nan), ("infinite value(s)", n_inf))
+            if k
         )
         raise ValueError(f"X contains {what}; expected finite probabilities in [0, 1].")
     lo, hi = X.min(), X.max()
@@ -301,9 +303,7 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
         self.worst_lower_bound_ = float(self.per_class_["lower_bound"].max())
 
     def _set_certificate(self):
-        fitted = (
-            [self.estimator_] if self.strategy == "top_label" else self.estimators_
-        )
+        fitted = [self.estimator_] if self.strategy == "top_label" else self.estimators_
         inner = [getattr(est, "certificate_", None) for est in fitted]
         if any(cert is None for cert in inner):
             return

@@ -37,6 +37,7 @@ class _NWMethod(_BoundMethod):
     random_state: object  # of the validation subsample, when there is one
     guarantee: str = "high_probability"
     min_train = 1
+
     def bandwidth_for(self, m):
         """The paper mode's bandwidth: the plug-in rule, or the given float."""
         if self.bandwidth in ("plugin", "auto"):
@@ -51,21 +52,27 @@ class _NWMethod(_BoundMethod):
             return (self.bandwidth_for(m),)
         h = nw_plugin_bandwidth(m, self.b1, self.b2)
         lo, hi = _nw_hp.BANDWIDTH_LIMITS
-        return tuple(sorted({min(max(h * 2.0**k, lo), hi) for k in _nw_hp.SEARCH_EXPONENTS}))
+        return tuple(
+            sorted({min(max(h * 2.0**k, lo), hi) for k in _nw_hp.SEARCH_EXPONENTS})
+        )
 
     def fold_terms(self, statistics, delta):
         """The fold's terms from its ``statistics`` at any ``delta`` (nothing else
         depends on ``delta``: this is what makes the p-value a bisection)."""
         if self.guarantee == "paper":
             n, residual_moments, smoothing_moments = statistics
-            return FoldTerms(nw_bound_terms(n, residual_moments, smoothing_moments, delta))
+            return FoldTerms(
+                nw_bound_terms(n, residual_moments, smoothing_moments, delta)
+            )
         return FoldTerms(high_probability_terms(*statistics, delta))
 
     def _split(self, smoother, stats):
         """``(statistics, info)`` of one split from the sums of :func:`finish_split`."""
         if self.guarantee == "paper":
             statistics = (
-                int(stats["n"]), stats["residual_moments"], stats["smoothing_moments"]
+                int(stats["n"]),
+                stats["residual_moments"],
+                stats["smoothing_moments"],
             )
         else:
             statistics = (
@@ -91,9 +98,14 @@ class _NWMethod(_BoundMethod):
         # candidate; the few smaller candidates get at least 16 (validity does not
         # depend on the grid, only tightness, and they are rarely chosen).
         candidates = self.bandwidth_candidates(n)
-        h = nw_plugin_bandwidth(n, self.b1, self.b2) if len(candidates) > 1 else candidates[0]
+        h = (
+            nw_plugin_bandwidth(n, self.b1, self.b2)
+            if len(candidates) > 1
+            else candidates[0]
+        )
         return max(
-            _nw_hp.grid_size(h), _nw_hp.grid_size(min(candidates), bins_per_bandwidth=16)
+            _nw_hp.grid_size(h),
+            _nw_hp.grid_size(min(candidates), bins_per_bandwidth=16),
         )
 
     # Both certificates run on mergeable statistics (``_nw_grid``): no sort, chunks
@@ -119,26 +131,38 @@ class _NWMethod(_BoundMethod):
         if self.bandwidth != "auto" or self.guarantee == "paper":
             return self.bandwidth_for(n)
         steps = [
-            2.0 * math.log2(h / nw_plugin_bandwidth(m, self.b1, self.b2)) for h, m in folds
+            2.0 * math.log2(h / nw_plugin_bandwidth(m, self.b1, self.b2))
+            for h, m in folds
         ]
         k = round(float(np.median(steps)))
         h = nw_plugin_bandwidth(n, self.b1, self.b2) * 2.0 ** (k / 2.0)
         lo, hi = _nw_hp.BANDWIDTH_LIMITS
         return min(max(h, lo), hi)
 
-    def _design(self, source, design, key_seed, refit_bandwidth, check=None,
-                check_counts=None):
+    def _design(
+        self, source, design, key_seed, refit_bandwidth, check=None, check_counts=None
+    ):
         return _nw_grid.fit_design(
-            source, design, fine_bins=self._fine_bins(source.n_samples),
-            candidates=self.bandwidth_candidates, tempering=self.tempering, b1=self.b1,
-            b2=self.b2, min_train=self.min_train,
+            source,
+            design,
+            fine_bins=self._fine_bins(source.n_samples),
+            candidates=self.bandwidth_candidates,
+            tempering=self.tempering,
+            b1=self.b1,
+            b2=self.b2,
+            min_train=self.min_train,
             cap_of=None if self.max_validation is None else self._cap,
-            key_seed=key_seed, refit_bandwidth=refit_bandwidth, check=check,
-            check_counts=check_counts, paper=self.guarantee == "paper",
+            key_seed=key_seed,
+            refit_bandwidth=refit_bandwidth,
+            check=check,
+            check_counts=check_counts,
+            paper=self.guarantee == "paper",
         )
 
     def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
-        fit = self._design(source, design, key_seed, self._refit_rule, check, check_counts)
+        fit = self._design(
+            source, design, key_seed, self._refit_rule, check, check_counts
+        )
         splits = tuple(self._split(smoother, stats) for smoother, stats in fit.splits)
         return Passes(splits, fit.n_positive, fit.refit)
 
@@ -148,7 +172,9 @@ class _NWMethod(_BoundMethod):
         if len(passes) == 1:
             return passes[0].refit
         n = source.n_samples
-        h = self._refit_rule(n, [(f.info["bandwidth"], f.info["n_train"]) for f in folds])
+        h = self._refit_rule(
+            n, [(f.info["bandwidth"], f.info["n_train"]) for f in folds]
+        )
         everyone = GroupDesign(1, (), ids=np.zeros(n, dtype=np.intp))
         return self._design(source, everyone, None, lambda n, folds: h).refit
 
@@ -168,10 +194,17 @@ class _NWMethod(_BoundMethod):
         cap = self._cap(n)
         if cap is not None and cap < n:
             keys = row_keys(self.random_state, 0, n, SUBSAMPLE_STREAM)
-            thresholds = np.array([np.partition(keys, cap - 1)[cap - 1]], dtype=np.uint64)
+            thresholds = np.array(
+                [np.partition(keys, cap - 1)[cap - 1]], dtype=np.uint64
+            )
         plan = _nw_grid.Plan(
-            (surrogate,), np.zeros(1, dtype=np.intp), 1, self.b1, self.b2,
-            surrogate.fine_bins, thresholds=thresholds,
+            (surrogate,),
+            np.zeros(1, dtype=np.intp),
+            1,
+            self.b1,
+            self.b2,
+            surrogate.fine_bins,
+            thresholds=thresholds,
         )
         sums = _nw_grid.evaluation_sums(
             plan, scores, np.zeros(n), np.zeros(n, dtype=np.intp), keys
@@ -183,9 +216,16 @@ _NW_PARAMETERS = {
     "h": [Interval(Real, 0, None, closed="neither"), None],
     "b1": [Interval(Real, 0, None, closed="left"), None],
     "b2": [Interval(Real, 0, None, closed="left"), None],
-    "bandwidth": [StrOptions({"auto", "plugin"}), Interval(Real, 0, None, closed="neither")],
+    "bandwidth": [
+        StrOptions({"auto", "plugin"}),
+        Interval(Real, 0, None, closed="neither"),
+    ],
     "tempering": [Interval(Real, 0, None, closed="left")],
-    "max_validation": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left"), None],
+    "max_validation": [
+        StrOptions({"auto"}),
+        Interval(Integral, 1, None, closed="left"),
+        None,
+    ],
 }
 
 
@@ -460,7 +500,10 @@ class NWCalibrationBound(_BaseCalibrationBound):
     assumption_text = "|eta'| <= b1 = {b1_:.6g}, |eta''| <= b2 = {b2_:.6g}"
     paper_in_expectation = True
 
-    _parameter_constraints = {**_BaseCalibrationBound._parameter_constraints, **_NW_PARAMETERS}
+    _parameter_constraints = {
+        **_BaseCalibrationBound._parameter_constraints,
+        **_NW_PARAMETERS,
+    }
 
     def __init__(
         self,
@@ -513,7 +556,11 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
 
 @validate_params(
-    {"y_true": ["array-like"], "y_prob": ["array-like"], **NWCalibrationBound._parameter_constraints},
+    {
+        "y_true": ["array-like"],
+        "y_prob": ["array-like"],
+        **NWCalibrationBound._parameter_constraints,
+    },
     prefer_skip_nested_validation=True,
 )
 def nw_bound(

@@ -90,7 +90,10 @@ def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None):
     """
     labels, scores = check_prob_labels(y_true, y_prob, pos_label, "perturbed_log_loss")
     losses = _per_sample(
-        labels, scores, float(h), n_nodes,
+        labels,
+        scores,
+        float(h),
+        n_nodes,
         lambda s, one_minus_s, rows: np.log(s),
         lambda s, one_minus_s, rows: np.log(one_minus_s),
     )
@@ -143,10 +146,15 @@ def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None)
     >>> round(perturbed_brier_score_loss(y, p, h=2**-6), 4)
     0.0173
     """
-    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "perturbed_brier_score_loss")
+    labels, scores = check_prob_labels(
+        y_true, y_prob, pos_label, "perturbed_brier_score_loss"
+    )
     # (s - y)**2 is s**2 for y = 0 and (1 - s)**2 for y = 1.
     losses = _per_sample(
-        labels, scores, float(h), n_nodes,
+        labels,
+        scores,
+        float(h),
+        n_nodes,
         lambda s, one_minus_s, rows: one_minus_s * one_minus_s,
         lambda s, one_minus_s, rows: s * s,
     )

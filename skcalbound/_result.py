@@ -73,8 +73,14 @@ class BoundResult:
         rows = []
         for k, fold in enumerate(self.folds):
             rows.append(
-                {"fold": k, **fold.info, "estimate": fold.estimate, **fold.terms,
-                 "bound": fold.bound, "lower_bound": fold.lower_bound}
+                {
+                    "fold": k,
+                    **fold.info,
+                    "estimate": fold.estimate,
+                    **fold.terms,
+                    "bound": fold.bound,
+                    "lower_bound": fold.lower_bound,
+                }
             )
         return pd.DataFrame(rows).set_index("fold")
 
@@ -101,7 +107,10 @@ def aggregate_folds(folds, aggregate, confidence_level, *, warn=True):
     bounds = np.array([f.bound for f in folds])
     lowers = np.array([f.lower_bound for f in folds])
     if aggregate == "mean":
-        terms = {name: float(np.mean([f.terms[name] for f in folds])) for name in folds[0].terms}
+        terms = {
+            name: float(np.mean([f.terms[name] for f in folds]))
+            for name in folds[0].terms
+        }
         raw = float(np.mean(bounds))
     elif aggregate == "min":
         best = folds[int(np.argmin(bounds))]

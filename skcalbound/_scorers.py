@@ -12,9 +12,9 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import Pipeline
 
-from ._compat import Interval, StrOptions, _Scorer, validate_params
 from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
 from ._base import bound_classes
+from ._compat import Interval, StrOptions, _Scorer, validate_params
 from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
 from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
 from ._validation import classifier_labels_01

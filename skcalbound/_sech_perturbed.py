@@ -6,11 +6,21 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.utils import Bunch, check_random_state, get_tags
-from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    process_routing,
+)
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import HasMethods, Interval, _fit_context, _routing_enabled, validate_params
+from ._compat import (
+    HasMethods,
+    Interval,
+    _fit_context,
+    _routing_enabled,
+    validate_params,
+)
 from ._sech import sech_derivative_bounds, sech_inverse_cdf
 from ._validation import check_probabilities
 

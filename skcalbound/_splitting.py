@@ -56,7 +56,9 @@ def stable_argsort(x):
     key <<= b
     step = 1 << 20  # index bits in chunks: no 8n-byte temporary
     for start in range(0, n, step):
-        key[start : start + step] |= np.arange(start, min(start + step, n), dtype=np.uint64)
+        key[start : start + step] |= np.arange(
+            start, min(start + step, n), dtype=np.uint64
+        )
     key.sort()
     key &= (np.uint64(1) << b) - np.uint64(1)  # in place: no second 8n-byte array
     order = key.view(np.intp)

@@ -5,7 +5,6 @@ from functools import cached_property
 from numbers import Real
 
 import numpy as np
-
 from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
 

@@ -21,7 +21,9 @@ from sklearn.utils.validation import (
 # Tolerance on ``|row sum - 1|`` for a two-column ``predict_proba`` output.
 _ROW_SUM_ATOL = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-5}
 
-_SHAPES = "(n_samples,), (n_samples, 1) or a predict_proba output of shape (n_samples, 2)"
+_SHAPES = (
+    "(n_samples,), (n_samples, 1) or a predict_proba output of shape (n_samples, 2)"
+)
 
 
 def _scores_from_array(X, name="X", column=1):
@@ -114,8 +116,10 @@ def _binary_classes(y):
         lo, hi = y.min(), y.max()
         # Two comparisons instead of np.unique: a sort of 10**7 labels is not needed;
         # integers (and booleans) between two consecutive values need neither.
-        if lo == hi or (y.dtype.kind in "biu" and int(hi) - int(lo) == 1) or np.all(
-            (y == lo) | (y == hi)
+        if (
+            lo == hi
+            or (y.dtype.kind in "biu" and int(hi) - int(lo) == 1)
+            or np.all((y == lo) | (y == hi))
         ):
             classes = np.unique([lo, hi])
         else:
@@ -362,8 +366,11 @@ def check_smoothness_constants(names, values, h=None):
     ``names``/``values`` pair the constants (``"b1"``, ``"b2"`` or ``"L"``) with their
     values; ``h`` is the bandwidth they were derived from, if any.
     """
-    limits = {"b1": MAX_FIRST_DERIVATIVE, "L": MAX_FIRST_DERIVATIVE,
-              "b2": MAX_SECOND_DERIVATIVE}
+    limits = {
+        "b1": MAX_FIRST_DERIVATIVE,
+        "L": MAX_FIRST_DERIVATIVE,
+        "b2": MAX_SECOND_DERIVATIVE,
+    }
     for name, value in zip(names, values):
         limit = limits[name]
         if value > limit:
@@ -397,7 +404,7 @@ def check_perturbation_h(h, constants):
     if h >= 2:
         guesses.append(f"h=1/{h:g}={1 / h:.6g}")
     if float(h).is_integer() and h <= 41:
-        guesses.append(f"h=2**-{int(h)}={2.0 ** -h:.6g}")
+        guesses.append(f"h=2**-{int(h)}={2.0**-h:.6g}")
     meant = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
     raise ValueError(
         f"h={h!r} is above 0.5. h is the bandwidth, in probability units, of the sech "

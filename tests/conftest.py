@@ -4,7 +4,6 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
-
 from _synthetic import PowerMiscalibrated
 
 Sample = namedtuple("Sample", ["scores", "labels", "true_ce", "V"])

@@ -81,7 +81,9 @@ def test_binned_ece_matches_calibration_curve_with_scores_on_the_uniform_edges(
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     on_edge = rng.integers(0, n_bins + 1, size=n // 2)
     s = np.concatenate([edges[on_edge], rng.uniform(size=n - n // 2)])
-    y = np.concatenate([on_edge % 2 == 0, rng.uniform(size=n - n // 2) < 0.5]).astype(int)
+    y = np.concatenate([on_edge % 2 == 0, rng.uniform(size=n - n // 2) < 0.5]).astype(
+        int
+    )
     interior = np.isin(s, edges[1:-1])
     assert interior.mean() > 0.15  # the ties are really there
     assert_allclose(
@@ -244,8 +246,11 @@ def test_binned_ece_hand_value_with_ties_on_the_edge():
     assert_allclose(prob_pred, [0.4, 0.7], rtol=1e-15)
     assert_allclose(prob_true, [2 / 3, 0.0], rtol=1e-15)
     assert_allclose(binned_ece(y, s, n_bins=2), 0.375, rtol=1e-14)
-    assert_allclose(binned_ece(y, s, n_bins=2, strategy="quantile"),
-                    _ece_from_calibration_curve(y, s, 2, "quantile"), rtol=1e-14)
+    assert_allclose(
+        binned_ece(y, s, n_bins=2, strategy="quantile"),
+        _ece_from_calibration_curve(y, s, 2, "quantile"),
+        rtol=1e-14,
+    )
 
 
 def test_binned_ece_accepts_predict_proba_and_labels_of_any_type():

@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import math
 import pickle
-
 import re
 
 import numpy as np
@@ -86,7 +85,10 @@ _SMOOTHING_TERMS = {
     ],
 }
 _TV_TERMS = [
-    "validation_mean", "bernstein_residual", "tv_denoising", "population_transfer"
+    "validation_mean",
+    "bernstein_residual",
+    "tv_denoising",
+    "population_transfer",
 ]
 TERM_NAMES = {
     ("TVCalibrationBound", "high_probability"): _TV_TERMS,
@@ -110,8 +112,11 @@ FOLD_COLUMNS = {
         "n_validation",
         "delta",
         *_METHOD_COLUMNS[name],
-        *(["sum_c_squared"]
-          if guarantee == "high_probability" and name != "TVCalibrationBound" else []),
+        *(
+            ["sum_c_squared"]
+            if guarantee == "high_probability" and name != "TVCalibrationBound"
+            else []
+        ),
         "estimate",
         *TERM_NAMES[name, guarantee],
         "bound",
@@ -150,7 +155,9 @@ def _reference(Est):
 
 
 def _fitted_attributes(est):
-    return {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")}
+    return {
+        k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")
+    }
 
 
 def _assert_same(a, b, path="attr"):
@@ -181,8 +188,18 @@ def _assert_same(a, b, path="attr"):
 
 # What a certificate_ certifies; the rest of the record (the parameters as given,
 # the time of the fit) may differ between equivalent fits.
-_CERTIFIED = ("bound", "lower_bound", "estimate", "terms", "fingerprint", "n_samples",
-              "n_positive", "confidence_level", "guarantee", "n_splits")
+_CERTIFIED = (
+    "bound",
+    "lower_bound",
+    "estimate",
+    "terms",
+    "fingerprint",
+    "n_samples",
+    "n_positive",
+    "confidence_level",
+    "guarantee",
+    "n_splits",
+)
 
 
 def _assert_same_fit(a, b):
@@ -207,9 +224,20 @@ def test_fit_returns_self_and_sets_documented_attributes(Est, guarantee, data):
     X, y = data
     est = _make(Est, random_state=0, guarantee=guarantee)
     assert est.fit(X, y) is est
-    expected = ["bound_", "lower_bound_", "estimate_", "terms_", "result_",
-                "fold_results_", "n_splits_", "surrogate_", "classes_", "n_features_in_",
-                "certificate_", *EXTRA_FITTED_ATTRIBUTES[Est.__name__]]
+    expected = [
+        "bound_",
+        "lower_bound_",
+        "estimate_",
+        "terms_",
+        "result_",
+        "fold_results_",
+        "n_splits_",
+        "surrogate_",
+        "classes_",
+        "n_features_in_",
+        "certificate_",
+        *EXTRA_FITTED_ATTRIBUTES[Est.__name__],
+    ]
     # Exactly the documented fitted attributes (feature_names_in_ only for frames).
     assert set(_fitted_attributes(est)) == set(expected)
     for name in expected:
@@ -220,7 +248,9 @@ def test_fit_returns_self_and_sets_documented_attributes(Est, guarantee, data):
     assert not hasattr(est, "feature_names_in_")
     assert_array_equal(est.classes_, [0, 1])
     # fit does not change the hyperparameters.
-    assert est.get_params() == _make(Est, random_state=0, guarantee=guarantee).get_params()
+    assert (
+        est.get_params() == _make(Est, random_state=0, guarantee=guarantee).get_params()
+    )
     assert est.get_params()["guarantee"] == guarantee
 
 
@@ -242,7 +272,8 @@ def test_fit_is_idempotent(Est, data):
 def test_n_jobs_does_not_change_the_result(Est, data):
     X, y = data
     _assert_same_fit(
-        _make(Est, random_state=0).fit(X, y), _make(Est, random_state=0, n_jobs=2).fit(X, y)
+        _make(Est, random_state=0).fit(X, y),
+        _make(Est, random_state=0, n_jobs=2).fit(X, y),
     )
 
 
@@ -339,8 +370,14 @@ def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
     scores, labels = data
     reference = _reference(Est)
     X = _as_container(kind, scores)
-    y = labels.tolist() if kind == "list" else (
-        pd.Series(labels) if kind in ("series", "frame_1", "frame_2") else labels.copy()
+    y = (
+        labels.tolist()
+        if kind == "list"
+        else (
+            pd.Series(labels)
+            if kind in ("series", "frame_1", "frame_2")
+            else labels.copy()
+        )
     )
     X_before, y_before = _snapshot(X), _snapshot(y)
 
@@ -354,7 +391,9 @@ def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
     _assert_unchanged(X_before, X)
     _assert_unchanged(y_before, y)
     assert_allclose(est.bound_, reference.bound_, rtol=1e-12)
-    pd.testing.assert_frame_equal(est.fold_results_, reference.fold_results_, rtol=1e-12)
+    pd.testing.assert_frame_equal(
+        est.fold_results_, reference.fold_results_, rtol=1e-12
+    )
     assert_allclose(prediction, reference.predict(scores), rtol=1e-12)
     assert score == pytest.approx(reference.score(scores, labels), rel=1e-12)
     assert value == pytest.approx(reference.bound_, rel=1e-12)
@@ -417,6 +456,7 @@ def test_fortran_ordered_predict_proba_input(Est, data):
 def test_float32_scores(Est, data):
     scores, labels = data
     s32 = scores.astype(np.float32)
+
     def bound(X):
         return _make(Est, random_state=0).fit(X, labels).bound_
 
@@ -447,7 +487,9 @@ def test_predict_returns_recalibrated_probabilities(Est, data):
     assert_array_equal(est.predict(query[:7]), pred[:7], strict=True)
     # y ~ Bernoulli(s**2): the recalibrated probabilities track s**2, not s.
     grid = np.linspace(0.05, 0.95, 19)
-    assert np.mean(np.abs(est.predict(grid) - grid**2)) < np.mean(np.abs(grid - grid**2))
+    assert np.mean(np.abs(est.predict(grid) - grid**2)) < np.mean(
+        np.abs(grid - grid**2)
+    )
     # predict leaves the fitted estimator unchanged (check_dict_unchanged on scores).
     before = pickle.loads(pickle.dumps(est))
     est.predict(query)
@@ -475,7 +517,9 @@ def _fixed_split_tv_bound(estimator, n_train, train_scores, test_scores):
     V_hat = np.abs(np.diff(estimator.predict(np.sort(train_scores)))).sum()
     t1 = math.sqrt(0.5 * math.log(4.0 / d))
     t2 = math.sqrt(m / 8.0 * math.log(4.0 * (m - 1) / d))
-    tvb = math.sqrt((2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / m)
+    tvb = math.sqrt(
+        (2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / m
+    )
     ptb = (V + V_hat) * math.sqrt(math.log(2.0 / d) / (2 * m))
     if paper:
         ptb += math.sqrt(math.log(2.0 / d) / (2 * m))
@@ -551,8 +595,12 @@ def test_default_positive_class_is_one(Est, negative, positive, data):
 
 @pytest.mark.parametrize(
     "negative, positive, shown",
-    [("stay", "churn", "'churn', 'stay'"), (1, 2, "1, 2"), ("a", "b", "'a', 'b'"),
-     (0, 2, "0, 2")],
+    [
+        ("stay", "churn", "'churn', 'stay'"),
+        (1, 2, "1, 2"),
+        ("a", "b", "'a', 'b'"),
+        (0, 2, "0, 2"),
+    ],
 )
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_other_labels_need_pos_label(Est, negative, positive, shown, data):
@@ -573,9 +621,12 @@ def test_other_labels_need_pos_label(Est, negative, positive, shown, data):
     assert est.lower_bound_ == reference.lower_bound_
     assert_allclose(est.predict(scores), reference.predict(scores))
     assert est.score(scores, y) == reference.score(scores, labels)
-    with pytest.raises(ValueError, match=re.escape(
-        f"pos_label='x' is not a valid label. It should be one of {sorted([negative, positive])}."
-    )):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"pos_label='x' is not a valid label. It should be one of {sorted([negative, positive])}."
+        ),
+    ):
         _make(Est, pos_label="x").fit(scores, y)
 
 
@@ -637,7 +688,9 @@ def test_terms_add_up_to_the_unclipped_aggregate(Est, aggregate, n, guarantee):
     # Terms of the aggregate are the mean (or the argmin row) of the fold terms.
     terms = est.fold_results_[names]
     expected = terms.mean() if aggregate == "mean" else terms.loc[folds.idxmin()]
-    assert_allclose([est.terms_[k] for k in terms.columns], expected.to_numpy(), rtol=1e-12)
+    assert_allclose(
+        [est.terms_[k] for k in terms.columns], expected.to_numpy(), rtol=1e-12
+    )
     # The lower bound: the mean (or the largest) fold lower bound, clipped at 0.
     lowers = est.fold_results_["lower_bound"]
     lower = lowers.mean() if aggregate == "mean" else lowers.max()
@@ -657,9 +710,17 @@ def test_fold_results_has_one_row_per_fold_with_the_documented_columns(
 ):
     X, y = data
     # The Lipschitz bound on its default candidates (2, 4, ..., 4096 buckets, 4 shifts).
-    default_grid = {"n_buckets": None, "n_shifts": 4} if Est is LipschitzBucketBound else {}
-    est = _make(Est, random_state=0, cv=4, confidence_level=0.9, guarantee=guarantee,
-                **default_grid)
+    default_grid = (
+        {"n_buckets": None, "n_shifts": 4} if Est is LipschitzBucketBound else {}
+    )
+    est = _make(
+        Est,
+        random_state=0,
+        cv=4,
+        confidence_level=0.9,
+        guarantee=guarantee,
+        **default_grid,
+    )
     est.fit(X, y)
     columns = FOLD_COLUMNS[Est.__name__, guarantee]
     names = TERM_NAMES[Est.__name__, guarantee]
@@ -749,12 +810,17 @@ def _check_lipschitz_columns(est, frame):
     assert (frame["n_candidates"] == n_candidates).all()
     assert frame["n_buckets"].isin(counts).all()
     assert ((frame["shift"] >= 0) & (frame["shift"] < est.n_shifts)).all()
-    assert ((frame["n_fallback"] >= 0) & (frame["n_fallback"] <= frame["n_validation"])).all()
+    assert (
+        (frame["n_fallback"] >= 0) & (frame["n_fallback"] <= frame["n_validation"])
+    ).all()
     # candidates_: every candidate's bound on every fold; each fold keeps its smallest
     # (ties: the fewest buckets, then the smallest shift, the first row).
     table = est.candidates_
     assert table.columns.tolist() == [
-        "n_buckets", "shift", *(f"fold{k}_bound" for k in range(len(frame))), "mean_bound",
+        "n_buckets",
+        "shift",
+        *(f"fold{k}_bound" for k in range(len(frame))),
+        "mean_bound",
     ]
     assert table.shape[0] == n_candidates
     assert table[["n_buckets", "shift"]].values.tolist() == [
@@ -765,7 +831,8 @@ def _check_lipschitz_columns(est, frame):
         assert_allclose(frame["bound"].iloc[k], column.min(), rtol=1e-12)
         best = table.loc[column.idxmin()]
         assert (frame["n_buckets"].iloc[k], frame["shift"].iloc[k]) == (
-            best["n_buckets"], best["shift"]
+            best["n_buckets"],
+            best["shift"],
         )
     fold_bounds = table[[f"fold{k}_bound" for k in range(len(frame))]]
     assert_allclose(table["mean_bound"], fold_bounds.mean(axis=1), rtol=1e-12)
@@ -808,7 +875,14 @@ def _explicit_splits(n):
         # rejected: tests/test_splitting.py.)
         (lambda n: RepeatedKFold(n_splits=2, n_repeats=2, random_state=0), 4),
     ],
-    ids=["KFold", "KFold-shuffled", "ShuffleSplit", "list", "generator", "RepeatedKFold"],
+    ids=[
+        "KFold",
+        "KFold-shuffled",
+        "ShuffleSplit",
+        "list",
+        "generator",
+        "RepeatedKFold",
+    ],
 )
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
@@ -820,8 +894,10 @@ def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
     assert_allclose(est.fold_results_["delta"], 0.05 / n_splits, rtol=1e-12)
     assert 0.0 < est.bound_ <= 1.0
     # The same splits given as an explicit list give the same bound.
-    splits = list(make_cv(X.shape[0]).split(X, y)) if hasattr(cv, "split") else list(
-        make_cv(X.shape[0])
+    splits = (
+        list(make_cv(X.shape[0]).split(X, y))
+        if hasattr(cv, "split")
+        else list(make_cv(X.shape[0]))
     )
     assert _make(Est, cv=splits).fit(X, y).bound_ == est.bound_
     assert_array_equal(
@@ -851,7 +927,10 @@ def test_int_cv_draws_row_folds(Est, data):
             "Split 0: training and validation parts overlap",
         ),
         (
-            [(np.arange(100, 200), np.arange(100)), (np.arange(0, 100), np.arange(90, 200))],
+            [
+                (np.arange(100, 200), np.arange(100)),
+                (np.arange(0, 100), np.arange(90, 200)),
+            ],
             "Split 1: training and validation parts overlap",
         ),
         (
@@ -883,7 +962,11 @@ def test_invalid_explicit_splits_raise(Est, splits, match):
 # Fewest training points a fold may have: TV's transfer term needs two (its
 # log(4 (m - 1) / delta)); the NW smoother is defined from one (nearest-neighbour
 # fallback), and so is the bucket mean (the nearest training score's bucket).
-MIN_TRAIN = {"TVCalibrationBound": 2, "NWCalibrationBound": 1, "LipschitzBucketBound": 1}
+MIN_TRAIN = {
+    "TVCalibrationBound": 2,
+    "NWCalibrationBound": 1,
+    "LipschitzBucketBound": 1,
+}
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)

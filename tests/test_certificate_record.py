@@ -52,7 +52,9 @@ def _fit(make, X=None, y=None, **kw):
 
 def _plain_json_types(value):
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain_json_types(v) for k, v in value.items())
+        return all(
+            isinstance(k, str) and _plain_json_types(v) for k, v in value.items()
+        )
     if isinstance(value, list):
         return all(_plain_json_types(v) for v in value)
     return value is None or type(value) in (str, int, float, bool)
@@ -91,7 +93,11 @@ def test_assumption_constants_given_and_used():
     assert tv == {"V": 1.0}
     nw_h = _fit(ESTIMATORS[1])
     assert nw_h.certificate_["assumption"] == {
-        "h": H, "b1": None, "b2": None, "b1_": nw_h.b1_, "b2_": nw_h.b2_,
+        "h": H,
+        "b1": None,
+        "b2": None,
+        "b1_": nw_h.b1_,
+        "b2_": nw_h.b2_,
     }
     assert nw_h.b1_ > 0
     nw_b = _fit(ESTIMATORS[2]).certificate_["assumption"]

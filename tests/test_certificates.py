@@ -21,8 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
-
 from _synthetic import (
     CalibratedBeta,
     CalibrationProblem,
@@ -34,6 +32,8 @@ from _synthetic import (
     slow_except,
     study_split,
 )
+from numpy.testing import assert_allclose
+
 from skcalbound import (
     LipschitzBucketBound,
     NWCalibrationBound,
@@ -102,8 +102,16 @@ def _estimator(method, problem, confidence_level, random_state, guarantee):
     )
 
 
-def intervals(method, problem, n, repetitions, confidence_level, *, seed,
-              guarantee="high_probability"):
+def intervals(
+    method,
+    problem,
+    n,
+    repetitions,
+    confidence_level,
+    *,
+    seed,
+    guarantee="high_probability",
+):
     """Per repetition: ``(upper, lower)`` for the mean and the min aggregate."""
     out = np.empty((repetitions, 4))
     for r, child in enumerate(np.random.SeedSequence(seed).spawn(repetitions)):
@@ -151,9 +159,13 @@ def test_min_aggregate_of_the_same_folds_matches_a_min_fit(method):
     est = _estimator(method, problem, 0.95, 7, "high_probability").fit(s, y)
     fitted = _estimator(method, problem, 0.95, 7, "high_probability")
     fitted.set_params(aggregate="min").fit(s, y)
-    assert_allclose(fitted.bound_, min(est.fold_results_["bound"].min(), 1.0), rtol=1e-14)
     assert_allclose(
-        fitted.lower_bound_, max(est.fold_results_["lower_bound"].max(), 0.0), rtol=1e-14
+        fitted.bound_, min(est.fold_results_["bound"].min(), 1.0), rtol=1e-14
+    )
+    assert_allclose(
+        fitted.lower_bound_,
+        max(est.fold_results_["lower_bound"].max(), 0.0),
+        rtol=1e-14,
     )
 
 
@@ -203,7 +215,8 @@ def test_point_mass_mechanism(method, aggregate):
             fits["high_probability"].fold_results_["sum_c_squared"], 1 / m, rtol=1e-9
         )
         assert_allclose(
-            terms["label_concentration"], math.sqrt(math.log(1 / delta_b) / (2 * m)),
+            terms["label_concentration"],
+            math.sqrt(math.log(1 / delta_b) / (2 * m)),
             rtol=1e-9,
         )
 
@@ -222,8 +235,10 @@ def test_point_mass_counterexample(method):
     assert max(counts.values()) <= tolerance, counts
     paper = intervals(method, problem, n, repetitions, 0.95, seed=12, guarantee="paper")
     paper_counts = failures(paper, problem.true_ce)
-    print(f"{method} point mass n={n}: misses of {repetitions}, default {counts}, "
-          f"paper {paper_counts}, tolerance {tolerance}")
+    print(
+        f"{method} point mass n={n}: misses of {repetitions}, default {counts}, "
+        f"paper {paper_counts}, tolerance {tolerance}"
+    )
     # The audit measured 7.0% (mean) and 21% (min) for NW at this n; Lipschitz, whose
     # 48 candidates each get delta / 48, misses less at this n (7.6% / 22.6% at 4e6).
     assert paper_counts["upper min"] > tolerance, paper_counts
@@ -252,8 +267,12 @@ def test_two_sided_coverage_small(method, problem, confidence_level):
 @pytest.mark.parametrize("method", ["nw", "lipschitz"])
 @pytest.mark.parametrize("repetitions", study_split([500], slow=100))
 def test_two_sided_coverage(method, problem, n, confidence_level, repetitions):
-    seed = 1000 + 10 * SMOOTH_IDS.index(problem.name) + (n == 2000) + 5 * (method == "nw")
-    check_two_sided(method, problem, n, repetitions, confidence_level, seed + repetitions)
+    seed = (
+        1000 + 10 * SMOOTH_IDS.index(problem.name) + (n == 2000) + 5 * (method == "nw")
+    )
+    check_two_sided(
+        method, problem, n, repetitions, confidence_level, seed + repetitions
+    )
 
 
 TV_PROBLEMS = (*default_problems(), PointMass())
@@ -266,7 +285,9 @@ TV_IDS = [p.name for p in TV_PROBLEMS]
     slow_except([TV_PROBLEMS, [0.95, 0.8]], default="zigzag-0.8"),
 )
 def test_tv_two_sided_coverage_small(problem, confidence_level):
-    check_two_sided("tv", problem, 2000, 12, confidence_level, 300 + TV_IDS.index(problem.name))
+    check_two_sided(
+        "tv", problem, 2000, 12, confidence_level, 300 + TV_IDS.index(problem.name)
+    )
 
 
 @pytest.mark.slow
@@ -288,8 +309,12 @@ def _level_rejections(n, repetitions, alpha, seed, method="nw"):
         s, y = problem.sample(n, np.random.default_rng(data_seed))
         params = {"b1": 1.0, "b2": 0.0} if method == "nw" else {"L": 1.0}
         result = calibration_test(
-            y, s, method=method, confidence_level=1 - alpha,
-            random_state=int(fold_seed.generate_state(1)[0]), **params,
+            y,
+            s,
+            method=method,
+            confidence_level=1 - alpha,
+            random_state=int(fold_seed.generate_state(1)[0]),
+            **params,
         )
         rejections += result.reject
     return rejections
@@ -324,18 +349,26 @@ def test_calibration_test_level(alpha, n, repetitions):
         pytest.param("lipschitz", "less", 0.2, 12, marks=pytest.mark.slow),
     ],
 )
-def test_pvalue_is_the_smallest_rejecting_level(method, alternative, tolerance, n_levels):
+def test_pvalue_is_the_smallest_rejecting_level(
+    method, alternative, tolerance, n_levels
+):
     problem = perturbed_problems()[0]
     s, y = problem.sample(20_000, np.random.default_rng(5))
     params = {"h": problem.h, "random_state": 3, "method": method}
-    p = calibration_test(y, s, tolerance=tolerance, alternative=alternative, **params).pvalue
+    p = calibration_test(
+        y, s, tolerance=tolerance, alternative=alternative, **params
+    ).pvalue
     assert 1e-6 < p < 0.5, p  # the grid below brackets it
     grid = np.sort(
         np.concatenate([np.geomspace(1e-5, 0.6, n_levels), [p * 0.97, p * 1.03]])
     )
     decisions = [
         calibration_test(
-            y, s, tolerance=tolerance, alternative=alternative, confidence_level=1 - a,
+            y,
+            s,
+            tolerance=tolerance,
+            alternative=alternative,
+            confidence_level=1 - a,
             **params,
         )
         for a in grid
@@ -358,14 +391,21 @@ def test_calibration_test_decides_from_the_interval():
     est = NWCalibrationBound(h=problem.h, random_state=1).fit(s, y)
     for alternative, tolerance in [("greater", 0.0), ("less", 0.5), ("two-sided", 0.0)]:
         result = calibration_test(
-            y, s, h=problem.h, random_state=1, tolerance=tolerance, alternative=alternative
+            y,
+            s,
+            h=problem.h,
+            random_state=1,
+            tolerance=tolerance,
+            alternative=alternative,
         )
         assert result.lower_bound == est.lower_bound_
         assert result.upper_bound == est.bound_
         assert result.reject
         assert result.pvalue <= 0.05
         assert (result.alternative, result.tolerance, result.method) == (
-            alternative, tolerance, "nw"
+            alternative,
+            tolerance,
+            "nw",
         )
     # Inside the interval nothing is rejected.
     middle = 0.5 * (est.lower_bound_ + est.bound_)
@@ -394,7 +434,11 @@ def test_calibration_test_tv_has_a_decision_and_no_pvalue():
         ({"tolerance": -0.1, "h": 0.1}, ValueError, "tolerance"),
         ({"alternative": "bigger", "h": 0.1}, ValueError, "alternative"),
         ({"confidence_level": 1.0, "h": 0.1}, ValueError, "confidence_level"),
-        ({"h": 0.1, "V": 1.0}, TypeError, r"got parameters \['V'\].*NWCalibrationBound"),
+        (
+            {"h": 0.1, "V": 1.0},
+            TypeError,
+            r"got parameters \['V'\].*NWCalibrationBound",
+        ),
         ({"method": "nw"}, ValueError, "give h"),
     ],
 )

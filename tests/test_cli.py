@@ -14,12 +14,12 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import tomllib
 
 from skcalbound import (
     LipschitzBucketBound,
@@ -37,7 +37,10 @@ H = 2.0**-6
 def _run(*args, cwd):
     return subprocess.run(
         [sys.executable, "-m", "skcalbound", *map(str, args)],
-        capture_output=True, text=True, cwd=cwd, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
     )
 
 
@@ -62,8 +65,11 @@ def parquet_file(tmp_path_factory, data):
     s, y = data
     path = tmp_path_factory.mktemp("cli") / "perturbed.parquet"
     frame = pd.DataFrame(
-        {"id": np.arange(s.size), "prob": perturb_scores(s, H, random_state=0),
-         "label": np.where(y == 1, "spam", "ham")}
+        {
+            "id": np.arange(s.size),
+            "prob": perturb_scores(s, H, random_state=0),
+            "label": np.where(y == 1, "spam", "ham"),
+        }
     )
     frame.to_parquet(path)
     return path
@@ -112,8 +118,10 @@ def test_csv_table_prints_the_estimators_numbers(csv_file, data, capsys):
     warning = re.search(r"^  warning: (.*?)(?=^\S)", stdout, flags=re.M | re.S)
     assert warning, stdout
     text = " ".join(warning.group(1).split())
-    assert text.startswith(f"The certified upper bound of TVCalibrationBound is "
-                           f"{tv.bound_:.3f}, above 0.5 with 6000 samples")
+    assert text.startswith(
+        f"The certified upper bound of TVCalibrationBound is "
+        f"{tv.bound_:.3f}, above 0.5 with 6000 samples"
+    )
     assert "Note:" not in stdout  # one bound: nothing to choose among
 
 
@@ -140,8 +148,10 @@ def test_table_prints_each_interval_in_both_modes(csv_file, data, guarantee, cap
     assert f"guarantee={guarantee}" in out
     caveat = "paper's form: holds in expectation over the training labels"
     # TV's published form holds with probability; NW's and Lipschitz's do not.
-    rows = {name: next(line for line in out.splitlines() if line.startswith(name))
-            for name in expected}
+    rows = {
+        name: next(line for line in out.splitlines() if line.startswith(name))
+        for name in expected
+    }
     assert "holds with probability >= 95%" in rows["TV"]
     for name in ("NW", "Lipschitz"):
         assert (caveat in rows[name]) is (guarantee == "paper"), name
@@ -151,11 +161,30 @@ def test_parquet_json_prints_the_estimators_numbers(parquet_file, data, capsys):
     _, y = data
     frame = pd.read_parquet(parquet_file)
     s = frame["prob"].to_numpy()
-    status = main([
-        str(parquet_file), "--scores", "prob", "--labels", "label", "--bound", "nw",
-        "lipschitz", "tv", "--h", "2**-6", "--confidence-level", "0.9", "--cv", "4",
-        "--random-state", "7", "--json", "--pos-label", "spam",
-    ])
+    status = main(
+        [
+            str(parquet_file),
+            "--scores",
+            "prob",
+            "--labels",
+            "label",
+            "--bound",
+            "nw",
+            "lipschitz",
+            "tv",
+            "--h",
+            "2**-6",
+            "--confidence-level",
+            "0.9",
+            "--cv",
+            "4",
+            "--random-state",
+            "7",
+            "--json",
+            "--pos-label",
+            "spam",
+        ]
+    )
     out, err = capsys.readouterr()
     assert status == 0 and err == ""
     report = json.loads(out)
@@ -204,11 +233,14 @@ def _png_size(path):
     return int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
 
 
-@pytest.mark.parametrize("options, n_panels", [
-    ([], 1),
-    (["--b1", "2", "--b2", "4"], 2),
-    (["--h", "2^-6", "--bound", "tv", "nw", "lipschitz"], 3),
-])
+@pytest.mark.parametrize(
+    "options, n_panels",
+    [
+        ([], 1),
+        (["--b1", "2", "--b2", "4"], 2),
+        (["--h", "2^-6", "--bound", "tv", "nw", "lipschitz"], 3),
+    ],
+)
 def test_plot_has_one_panel_per_bound(csv_file, tmp_path, capsys, options, n_panels):
     out = tmp_path / "reliability.png"
     assert main([str(csv_file), *options, "--plot", str(out)]) == 0
@@ -227,20 +259,29 @@ def test_help_explains_the_command(capsys):
         main(["--help"])
     assert exc.value.code == 0
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
-    for phrase in ["Certified interval [lower, upper] for the calibration error",
-                   "--scores COLUMN", "(default: y_prob)", "--labels COLUMN",
-                   "(default: y_true)", "--h H", "heuristic, not a bound", "examples:",
-                   "--guarantee {high_probability,paper}", "--max-ce TAU",
-                   "every computed bound (each method of --bound) has its upper bound "
-                   "strictly below TAU",
-                   "with probability at least --confidence-level",
-                   "1 with --max-ce when some upper bound is not below TAU",
-                   "Exit status: 0 on success", "2 for a bad option",
-                   "--pos-label LABEL",
-                   "e.g. 2^-6, '2**-6' (quoted: * is special in the shell) or 0.015625",
-                   "not a knob to tune",
-                   "reporting the smallest of several intervals computed on the same "
-                   "file is not certified"]:
+    for phrase in [
+        "Certified interval [lower, upper] for the calibration error",
+        "--scores COLUMN",
+        "(default: y_prob)",
+        "--labels COLUMN",
+        "(default: y_true)",
+        "--h H",
+        "heuristic, not a bound",
+        "examples:",
+        "--guarantee {high_probability,paper}",
+        "--max-ce TAU",
+        "every computed bound (each method of --bound) has its upper bound "
+        "strictly below TAU",
+        "with probability at least --confidence-level",
+        "1 with --max-ce when some upper bound is not below TAU",
+        "Exit status: 0 on success",
+        "2 for a bad option",
+        "--pos-label LABEL",
+        "e.g. 2^-6, '2**-6' (quoted: * is special in the shell) or 0.015625",
+        "not a knob to tune",
+        "reporting the smallest of several intervals computed on the same "
+        "file is not certified",
+    ]:
         assert phrase in text, phrase
 
 
@@ -252,7 +293,9 @@ def test_bad_file_is_named_on_the_error_line(tmp_path, capsys):
     assert stdout == ""
     lines = stderr.splitlines()
     assert len(lines) == 1, stderr
-    assert lines[0].startswith(f"skcalbound: error: {path}: not a readable parquet file")
+    assert lines[0].startswith(
+        f"skcalbound: error: {path}: not a readable parquet file"
+    )
 
 
 def test_console_script_is_declared():
@@ -273,10 +316,13 @@ _REPORT = (
         # The console script's entry point, and python -m skcalbound.
         "import sys; from skcalbound._cli import main\n"
         "try:\n    main({argv!r})\nexcept SystemExit as e:\n    status = e.code\n"
-        + _REPORT + "\nsys.exit(status)",
+        + _REPORT
+        + "\nsys.exit(status)",
         "import runpy, sys; sys.argv = ['skcalbound', *{argv!r}]\n"
         "try:\n    runpy.run_module('skcalbound', run_name='__main__')\n"
-        "except SystemExit as e:\n    status = e.code\n" + _REPORT + "\nsys.exit(status)",
+        "except SystemExit as e:\n    status = e.code\n"
+        + _REPORT
+        + "\nsys.exit(status)",
     ],
     ids=["console-script", "python-m"],
 )
@@ -293,7 +339,10 @@ def test_version_does_not_import_scikit_learn(command, argv):
     # estimators only when it computes: --version answers without scikit-learn.
     result = subprocess.run(
         [sys.executable, "-c", command.format(argv=argv)],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     expected = importlib.metadata.version("skcalbound")
@@ -346,13 +395,16 @@ def test_gate_passes_only_strictly_below_the_threshold(csv_file, fitted, capsys)
     )
     # The interval is printed above the verdict.
     assert _table_row(out, "NW")[:2] == (
-        f"{fitted['nw'].lower_bound_:.6f}", f"{upper:.6f}"
+        f"{fitted['nw'].lower_bound_:.6f}",
+        f"{upper:.6f}",
     )
     # Equal is not below: the gate fails.
     status, out, err = _gate(csv_file, capsys, upper, *nw)
     assert status == 1 and err == ""
-    assert out.splitlines()[-1].startswith(f"FAIL (--max-ce {upper:g}): CE < {upper:g} "
-                                           "not certified at confidence 95% (nw upper")
+    assert out.splitlines()[-1].startswith(
+        f"FAIL (--max-ce {upper:g}): CE < {upper:g} "
+        "not certified at confidence 95% (nw upper"
+    )
 
 
 def test_gate_with_several_bounds_needs_every_one_below(csv_file, fitted, capsys):
@@ -388,8 +440,20 @@ def test_gate_in_json_mode_keeps_stdout_json(csv_file, fitted, capsys):
 
 
 def test_gate_in_paper_mode_says_what_holds_in_expectation(csv_file, capsys):
-    status, out, _ = _gate(csv_file, capsys, 1.0, "--bound", "nw", "tv", "--b1", "2",
-                           "--b2", "2", "--guarantee", "paper")
+    status, out, _ = _gate(
+        csv_file,
+        capsys,
+        1.0,
+        "--bound",
+        "nw",
+        "tv",
+        "--b1",
+        "2",
+        "--b2",
+        "2",
+        "--guarantee",
+        "paper",
+    )
     assert status == 0
     verdict = out.splitlines()[-1]
     assert verdict.startswith("PASS (--max-ce 1): CE < 1 at confidence 95% (")
@@ -442,104 +506,148 @@ def _with(column, values):
 
 ERROR_CASES = {
     "missing scores column": (
-        "a.csv", pd.DataFrame({"p": GOOD["y_prob"], "y_true": GOOD["y_true"]}), [],
+        "a.csv",
+        pd.DataFrame({"p": GOOD["y_prob"], "y_true": GOOD["y_true"]}),
+        [],
         r"no column 'y_prob' \(columns: p, y_true\); pass --scores NAME",
     ),
     "missing labels column": (
-        "a.parquet", pd.DataFrame(GOOD), ["--labels", "target"],
+        "a.parquet",
+        pd.DataFrame(GOOD),
+        ["--labels", "target"],
         r"no column 'target' \(columns: y_prob, y_true\); pass --labels NAME",
     ),
     "nan score": (
-        "a.csv", _with("y_prob", [0.1, np.nan] + GOOD["y_prob"][2:]), [],
+        "a.csv",
+        _with("y_prob", [0.1, np.nan] + GOOD["y_prob"][2:]),
+        [],
         r"column 'y_prob' must hold probabilities in \[0, 1\] \(no missing values\); "
         r"row 1 holds nan \(1 bad rows in all\)",
     ),
     "score above one": (
-        "a.parquet", _with("y_prob", [0.1, 0.2, 1.5] + GOOD["y_prob"][3:]), [],
+        "a.parquet",
+        _with("y_prob", [0.1, 0.2, 1.5] + GOOD["y_prob"][3:]),
+        [],
         r"row 2 holds 1.5 \(1 bad rows",
     ),
     "text score": (
-        "a.csv", _with("y_prob", ["high"] + GOOD["y_prob"][1:]), [],
+        "a.csv",
+        _with("y_prob", ["high"] + GOOD["y_prob"][1:]),
+        [],
         r"row 0 holds 'high'",
     ),
     "three classes": (
-        "a.csv", _with("y_true", [0, 1, 2, 0] * 5), [],
+        "a.csv",
+        _with("y_true", [0, 1, 2, 0] * 5),
+        [],
         r"column 'y_true' must hold exactly two distinct labels .* found 3: 0, 1, 2",
     ),
     "one class": (
-        "a.csv", _with("y_true", [1] * 20), [],
+        "a.csv",
+        _with("y_true", [1] * 20),
+        [],
         r"exactly two distinct labels .* found 1: 1",
     ),
     "missing label": (
-        "a.csv", _with("y_true", [0, None] + GOOD["y_true"][2:]), [],
+        "a.csv",
+        _with("y_true", [0, None] + GOOD["y_true"][2:]),
+        [],
         r"column 'y_true' has a missing label in row 1",
     ),
     "no rows": (
-        "a.csv", pd.DataFrame({"y_prob": [], "y_true": []}), [],
+        "a.csv",
+        pd.DataFrame({"y_prob": [], "y_true": []}),
+        [],
         r"the file has no rows",
     ),
     "nw without its assumption": (
-        "a.csv", pd.DataFrame(GOOD), ["--bound", "nw"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--bound", "nw"],
         r"nw: The NW bound needs the derivative bounds .* give h",
     ),
     "negative V": (
-        "a.csv", pd.DataFrame(GOOD), ["--V", "-1"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--V", "-1"],
         r"tv: The 'V' parameter of TVCalibrationBound must be a float in the range "
         r"\(0.0, inf\)",
     ),
     "too many folds": (
-        "a.csv", pd.DataFrame(GOOD), ["--cv", "50"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--cv", "50"],
         r"tv: .*50",
     ),
     "confidence level": (
-        "a.csv", pd.DataFrame(GOOD), ["--confidence-level", "1.5"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--confidence-level", "1.5"],
         r"--confidence-level must be in \(0, 1\); got 1.5",
     ),
     "n_bins": (
-        "a.csv", pd.DataFrame(GOOD), ["--n-bins", "0"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--n-bins", "0"],
         r"--n-bins: The 'n_bins' parameter of binned_ece must be an int",
     ),
     "h above one half": (
-        "a.csv", pd.DataFrame(GOOD), ["--h", "0.75"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--h", "0.75"],
         r"--h 0.75 is above 0.5. h is the bandwidth of the sech perturbation the "
         r"scores went through .*an assumption about how the scores were produced, not "
         r"a knob to tune. To assume a weak smoothness of E\[y\|s\] on purpose, give it "
         r"directly: --b1 and --b2 \(nw\) or --L \(lipschitz\).$",
     ),
     "h as an exponent": (
-        "a.csv", pd.DataFrame(GOOD), ["--h", "6", "--bound", "nw"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--h", "6", "--bound", "nw"],
         r"--h 6 is above 0.5.* Did you mean --h 2\*\*-6\?",
     ),
     "h as one over h": (
-        "a.csv", pd.DataFrame(GOOD), ["--h", "64.5"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--h", "64.5"],
         r"Did you mean --h 1/64.5 = 0.0155039\?",
     ),
     "h zero": (
-        "a.csv", pd.DataFrame(GOOD), ["--h", "0"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--h", "0"],
         r"--h must be positive; got 0$",
     ),
     "text labels without pos_label": (
-        "a.csv", _with("y_true", ["churn", "stay", "stay", "churn"] * 5), [],
+        "a.csv",
+        _with("y_true", ["churn", "stay", "stay", "churn"] * 5),
+        [],
         r"a.csv: column 'y_true' holds the labels 'churn', 'stay': say which is the "
         r"positive class \(the one whose probability column 'y_prob' holds\) with "
         r"--pos-label LABEL$",
     ),
     "numeric labels other than 0/1 without pos_label": (
-        "a.parquet", _with("y_true", [1, 2, 2, 1] * 5), [],
+        "a.parquet",
+        _with("y_true", [1, 2, 2, 1] * 5),
+        [],
         r"column 'y_true' holds the labels 1, 2: say which is the positive class",
     ),
     "pos_label not a label": (
-        "a.csv", _with("y_true", ["churn", "stay", "stay", "churn"] * 5),
+        "a.csv",
+        _with("y_true", ["churn", "stay", "stay", "churn"] * 5),
         ["--pos-label", "Churn"],
         r"a.csv: --pos-label 'Churn' is not a label of column 'y_true', whose labels "
         r"are 'churn', 'stay'$",
     ),
     "pos_label not a number": (
-        "a.csv", pd.DataFrame(GOOD), ["--pos-label", "yes"],
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--pos-label", "yes"],
         r"--pos-label 'yes': column 'y_true' holds numbers; pass one of its labels",
     ),
     "pos_label not a boolean": (
-        "a.csv", _with("y_true", [True, False, False, True] * 5),
+        "a.csv",
+        _with("y_true", [True, False, False, True] * 5),
         ["--pos-label", "yes"],
         r"column 'y_true' holds booleans; pass --pos-label True or --pos-label False",
     ),
@@ -555,16 +663,20 @@ def test_errors_are_one_line_with_status_2(case, tmp_path, capsys):
     assert out == ""
     lines = err.splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith(f"skcalbound: error: ") and re.search(message, lines[0]), (
-        lines[0]
-    )
+    assert lines[0].startswith("skcalbound: error: ") and re.search(
+        message, lines[0]
+    ), lines[0]
 
 
 @pytest.mark.parametrize(
     "name, content, message",
     [
         ("missing.csv", None, r"missing.csv: no such file"),
-        ("scores.txt", b"y_prob,y_true\n0.1,0\n", r"cannot tell the format .* --format"),
+        (
+            "scores.txt",
+            b"y_prob,y_true\n0.1,0\n",
+            r"cannot tell the format .* --format",
+        ),
         ("empty.csv", b"", r"not a readable csv file: No columns to parse from file"),
         ("bad.parquet", b"PAR1 nonsense", r"not a readable parquet file"),
     ],
@@ -590,9 +702,13 @@ def test_pos_label_gives_the_bound_of_the_0_1_labels(tmp_path, capsys):
     rng = np.random.default_rng(2)
     p_churn = rng.uniform(size=3000)
     churn = (rng.uniform(size=p_churn.size) < p_churn**2).astype(int)
-    named = _write(tmp_path, "churn.csv", pd.DataFrame(
-        {"y_prob": p_churn, "y_true": np.where(churn == 1, "churn", "stay")}
-    ))
+    named = _write(
+        tmp_path,
+        "churn.csv",
+        pd.DataFrame(
+            {"y_prob": p_churn, "y_true": np.where(churn == 1, "churn", "stay")}
+        ),
+    )
     coded = _write(
         tmp_path, "coded.csv", pd.DataFrame({"y_prob": p_churn, "y_true": churn})
     )
@@ -642,9 +758,18 @@ def test_pos_label_read_as_the_labels_type(
 
 @pytest.mark.parametrize(
     "text, value",
-    [("0.015625", 2.0**-6), ("2**-6", 2.0**-6), ("2^-6", 2.0**-6),
-     (" 2 ** -6 ", 2.0**-6), ("1e-2", 0.01), (".5", 0.5), ("0.5^2", 0.25), ("4**0.5", 2.0), ("2^+3", 8.0),
-     ("-1", -1.0)],
+    [
+        ("0.015625", 2.0**-6),
+        ("2**-6", 2.0**-6),
+        ("2^-6", 2.0**-6),
+        (" 2 ** -6 ", 2.0**-6),
+        ("1e-2", 0.01),
+        (".5", 0.5),
+        ("0.5^2", 0.25),
+        ("4**0.5", 2.0),
+        ("2^+3", 8.0),
+        ("-1", -1.0),
+    ],
 )
 def test_numbers_as_the_docs_write_them(text, value):
     assert parse_number(text) == value
@@ -652,11 +777,19 @@ def test_numbers_as_the_docs_write_them(text, value):
 
 @pytest.mark.parametrize(
     "text, reason",
-    [("abc", "not a number"), ("2***6", "not a number"), ("2**", "not a number"),
-     ("1/64", "not a number"), ("__import__('os')", "not a number"),
-     ("2**-6**2", "not a number"), ("inf", "not a number"), ("nan", "not a number"),
-     ("10**400", "not a finite number"), ("0**-1", "not a finite number"),
-     ("-2**2", "write a power with an unsigned base")],
+    [
+        ("abc", "not a number"),
+        ("2***6", "not a number"),
+        ("2**", "not a number"),
+        ("1/64", "not a number"),
+        ("__import__('os')", "not a number"),
+        ("2**-6**2", "not a number"),
+        ("inf", "not a number"),
+        ("nan", "not a number"),
+        ("10**400", "not a finite number"),
+        ("0**-1", "not a finite number"),
+        ("-2**2", "write a power with an unsigned base"),
+    ],
 )
 def test_other_numbers_are_argparse_errors(text, reason, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -679,12 +812,17 @@ def test_assumption_options_take_powers(option):
 
 def test_h_as_a_power_gives_the_same_bounds(csv_file, capsys):
     options = ["--bound", "nw", "lipschitz", "--cv", "3"]
-    reports = [_json(capsys, csv_file, *options, "--h", h)
-               for h in ["0.015625", "2**-6", "2^-6"]]
+    reports = [
+        _json(capsys, csv_file, *options, "--h", h)
+        for h in ["0.015625", "2**-6", "2^-6"]
+    ]
     assert reports[0]["results"] == reports[1]["results"] == reports[2]["results"]
-    assert reports[0]["results"][0]["bound"] == NWCalibrationBound(
-        h=H, cv=3, random_state=0
-    ).fit(*_csv_arrays(csv_file)).bound_
+    assert (
+        reports[0]["results"][0]["bound"]
+        == NWCalibrationBound(h=H, cv=3, random_state=0)
+        .fit(*_csv_arrays(csv_file))
+        .bound_
+    )
 
 
 def _csv_arrays(path):
@@ -703,11 +841,29 @@ def test_note_on_choosing_among_several_bounds(csv_file, capsys):
         "smallest."
     ) in out
     # In paper mode the NW form holds in expectation only: the note says so.
-    assert main([str(csv_file), "--b1", "2", "--b2", "2", "--cv", "3", "--guarantee",
-                 "paper", "--confidence-level", "0.9"]) == 0
+    assert (
+        main(
+            [
+                str(csv_file),
+                "--b1",
+                "2",
+                "--b2",
+                "2",
+                "--cv",
+                "3",
+                "--guarantee",
+                "paper",
+                "--confidence-level",
+                "0.9",
+            ]
+        )
+        == 0
+    )
     out = " ".join(capsys.readouterr().out.split())
-    assert ("holds on its own (at 90%, or in expectation for the paper's forms)" in out
-            and "--confidence-level 0.95 (= 1 - (1 - 0.9)/2" in out)
+    assert (
+        "holds on its own (at 90%, or in expectation for the paper's forms)" in out
+        and "--confidence-level 0.95 (= 1 - (1 - 0.9)/2" in out
+    )
     # One bound: no note, in the table or the JSON.
     assert "note" not in _json(capsys, csv_file, "--cv", "3")
 
@@ -745,7 +901,9 @@ def test_closed_pipe_stops_quietly(csv_file):
     # ``skcalbound f.csv | head -1``: the reader is gone before the table is printed.
     proc = subprocess.Popen(
         [sys.executable, "-m", "skcalbound", str(csv_file)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=csv_file.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=csv_file.parent,
     )
     proc.stdout.close()
     _, err = proc.communicate(timeout=120)

@@ -40,14 +40,31 @@ def _expected(frame, method, **params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VacuousBoundWarning)
         return bounds_by_group(
-            frame.y_true, frame.y_prob, frame.region, method=method,
-            include_overall=True, random_state=0, cv=5, **params,
+            frame.y_true,
+            frame.y_prob,
+            frame.region,
+            method=method,
+            include_overall=True,
+            random_state=0,
+            cv=5,
+            **params,
         )
 
 
 def test_json_rows_match_bounds_by_group(csv_file, frame, capsys):
-    status = main([str(csv_file), "--by", "region", "--bound", "tv", "nw",
-                   "--h", "2^-6", "--json"])
+    status = main(
+        [
+            str(csv_file),
+            "--by",
+            "region",
+            "--bound",
+            "tv",
+            "nw",
+            "--h",
+            "2^-6",
+            "--json",
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 0
     report = json.loads(out)  # pure JSON: no NaN
@@ -74,13 +91,27 @@ def test_json_rows_match_bounds_by_group(csv_file, frame, capsys):
 
 
 def test_table_output(csv_file, frame, capsys):
-    assert main([str(csv_file), "--by", "region", "--bound", "nw", "--h", "2^-6",
-                 "--confidence-level", "0.9"]) == 0
+    assert (
+        main(
+            [
+                str(csv_file),
+                "--by",
+                "region",
+                "--bound",
+                "nw",
+                "--h",
+                "2^-6",
+                "--confidence-level",
+                "0.9",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     expected = _expected(frame, "nw", h=H, confidence_level=0.9)
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("group"))
-    shown = [line.split()[0] for line in lines[start + 1:start + 5]]
+    shown = [line.split()[0] for line in lines[start + 1 : start + 5]]
     assert shown == expected.group.tolist()
     top = expected.iloc[0]
     assert f"[{top.lower_bound:.6f}, {top.upper_bound:.6f}]" in lines[start + 1]
@@ -101,7 +132,10 @@ def test_without_by_output_unchanged(csv_file, capsys):
     "extra, message",
     [
         (["--by", "nope"], "no column 'nope'"),
-        (["--by", "region", "--max-ce", "0.1"], "--max-ce cannot be combined with --by"),
+        (
+            ["--by", "region", "--max-ce", "0.1"],
+            "--max-ce cannot be combined with --by",
+        ),
         (["--by", "region", "--plot", "x.png"], "--plot cannot be combined with --by"),
     ],
 )

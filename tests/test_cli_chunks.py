@@ -20,8 +20,14 @@ def files(tmp_path_factory):
     p = rng.beta(2, 5, size=n)
     s = perturb_scores(p, 2**-4, random_state=0)
     y = rng.uniform(size=n) < p
-    frame = pd.DataFrame({"y_prob": s, "y_true": y.astype(int),
-                          "lab": np.where(y, "churn", "stay"), "seg": rng.integers(0, 3, n)})
+    frame = pd.DataFrame(
+        {
+            "y_prob": s,
+            "y_true": y.astype(int),
+            "lab": np.where(y, "churn", "stay"),
+            "seg": rng.integers(0, 3, n),
+        }
+    )
     frame.to_csv(folder / "d.csv", index=False)
     frame.to_parquet(folder / "d.parquet", row_group_size=1000)
     return folder
@@ -39,7 +45,9 @@ def _same(a, b):
     assert ra["terms"].keys() == rb["terms"].keys()
     for key in ra["terms"]:
         assert_allclose(rb["terms"][key], ra["terms"][key], rtol=1e-9, atol=1e-15)
-    assert_allclose(b["results"][-1]["estimate"], a["results"][-1]["estimate"], rtol=1e-12)
+    assert_allclose(
+        b["results"][-1]["estimate"], a["results"][-1]["estimate"], rtol=1e-12
+    )
     ca, cb = a["certificates"]["nw"], b["certificates"]["nw"]
     assert cb["fingerprint"] == ca["fingerprint"] and cb["n_samples"] == ca["n_samples"]
 
@@ -48,8 +56,9 @@ def _same(a, b):
 @pytest.mark.parametrize("chunksize", [777, 4000, 10_000])
 def test_chunks_give_the_numbers_of_the_whole_file(capsys, files, name, chunksize):
     whole = _json(capsys, files / name, "--bound", "nw", "--h", "2**-4")
-    chunked = _json(capsys, files / name, "--bound", "nw", "--h", "2**-4",
-                    "--chunksize", chunksize)
+    chunked = _json(
+        capsys, files / name, "--bound", "nw", "--h", "2**-4", "--chunksize", chunksize
+    )
     _same(whole, chunked)
     assert chunked["chunksize"] == chunksize and "chunksize" not in whole
     assert chunked["n_samples"] == whole["n_samples"] == 4000
@@ -78,7 +87,10 @@ def test_a_chunked_record_verifies(capsys, files, tmp_path):
 @pytest.mark.parametrize(
     "options, message",
     [
-        (["--bound", "tv"], "tv: TVCalibrationBound cannot run on data that is not in one place"),
+        (
+            ["--bound", "tv"],
+            "tv: TVCalibrationBound cannot run on data that is not in one place",
+        ),
         (["--h", "2**-4", "--by", "seg"], "--by cannot be used with --chunksize"),
         (["--h", "2**-4", "--plot", "x.png"], "--plot cannot be used with --chunksize"),
         ([], "--chunksize certifies with nw, which needs its assumption"),

@@ -19,6 +19,7 @@ from unittest import SkipTest
 
 import numpy as np
 import pytest
+from _estimator_checks import check_name, run_check
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
@@ -33,7 +34,6 @@ from sklearn.utils.estimator_checks import (
     parametrize_with_checks,
 )
 
-from _estimator_checks import check_name, run_check
 from skcalbound import (
     LipschitzBucketBound,
     NWCalibrationBound,
@@ -98,8 +98,7 @@ _BOUND_ESTIMATOR_XFAILS = {
         f"{_RANGE}"
     ),
     "check_estimators_dtypes": (
-        f"fits on 3 * uniform X with 5 columns; {_SHAPES}. float32/int input: "
-        f"{_RETEST}"
+        f"fits on 3 * uniform X with 5 columns; {_SHAPES}. float32/int input: {_RETEST}"
     ),
     "check_dtype_object": (
         f"fits on object X with 10 columns; {_SHAPES}. Object/str labels: {_RETEST}"
@@ -114,8 +113,7 @@ _BOUND_ESTIMATOR_XFAILS = {
         "tests/test_validation.py"
     ),
     "check_estimators_pickle": (
-        f"fits on make_blobs X with 3 columns; {_SHAPES}. Pickle round trip: "
-        f"{_RETEST}"
+        f"fits on make_blobs X with 3 columns; {_SHAPES}. Pickle round trip: {_RETEST}"
     ),
     "check_f_contiguous_array_estimator": (
         f"fits on 3 * uniform X with 3 columns; {_SHAPES}. Fortran-ordered (n, 2) "
@@ -232,7 +230,9 @@ def test_sklearn_compatible_estimator(estimator, check):
 
 # The bounds in their published form (guarantee="paper"): the same parameters and
 # constraints; the common checks themselves do not depend on the mode.
-PAPER_ESTIMATORS = [clone(est).set_params(guarantee="paper") for est in BOUND_ESTIMATORS]
+PAPER_ESTIMATORS = [
+    clone(est).set_params(guarantee="paper") for est in BOUND_ESTIMATORS
+]
 
 
 @pytest.mark.parametrize(
@@ -319,8 +319,11 @@ def _hand_scores(estimator, X, y, cv):
 SEEDED = [
     clone(est).set_params(
         random_state=0,
-        **({"n_buckets": [2, 16, 128], "n_shifts": 2}
-           if isinstance(est, LipschitzBucketBound) else {}),
+        **(
+            {"n_buckets": [2, 16, 128], "n_shifts": 2}
+            if isinstance(est, LipschitzBucketBound)
+            else {}
+        ),
     )
     for est in BOUND_ESTIMATORS
 ]
@@ -362,7 +365,9 @@ def test_grid_search_prefers_the_smallest_assumption_constant(estimator, param, 
         candidate = clone(estimator).set_params(**{param: value})
         expected = _hand_scores(candidate, X, y, outer)
         assert np.all(expected > -1.0)  # not clipped: the comparison is informative
-        assert_allclose(search.cv_results_["split0_test_score"][i], expected[0], rtol=1e-12)
+        assert_allclose(
+            search.cv_results_["split0_test_score"][i], expected[0], rtol=1e-12
+        )
         assert_allclose(mean[i], expected.mean(), rtol=1e-12)
     # The surrogate indeed does not depend on the constant.
     fits = [clone(estimator).set_params(**{param: value}).fit(X, y) for value in grid]
@@ -434,7 +439,9 @@ def test_make_scorer_around_a_bound_function_in_cross_validate(bound):
     features = rng.normal(size=(n, 3))
     logits = features @ np.array([1.5, -1.0, 0.5])
     y = (rng.uniform(size=n) < 1.0 / (1.0 + np.exp(-logits))).astype(int)
-    scorer = make_scorer(bound, response_method="predict_proba", greater_is_better=False)
+    scorer = make_scorer(
+        bound, response_method="predict_proba", greater_is_better=False
+    )
     cv = KFold(n_splits=3, shuffle=True, random_state=0)
     result = cross_validate(LogisticRegression(), features, y, cv=cv, scoring=scorer)
 

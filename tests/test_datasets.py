@@ -60,8 +60,14 @@ MC_DRAWS = 10_000_000
 @pytest.mark.parametrize("name", list(GENERATORS))
 def test_generators_return_a_sample_its_truth_and_constants(name):
     data = GENERATORS[name](2_000, random_state=0)
-    assert set(data) == {"scores", "labels", "true_ce", "ce_integration_error",
-                         "assumptions", "problem"}
+    assert set(data) == {
+        "scores",
+        "labels",
+        "true_ce",
+        "ce_integration_error",
+        "assumptions",
+        "problem",
+    }
     assert data.scores.shape == data.labels.shape == (2_000,)
     assert data.scores.dtype == np.float64
     assert np.all((data.scores >= 0.0) & (data.scores <= 1.0))
@@ -78,8 +84,9 @@ def test_generators_return_a_sample_its_truth_and_constants(name):
 
 @pytest.mark.parametrize("name", sorted(HAND_DERIVED_CE))
 def test_true_ce_matches_the_hand_derivation(name):
-    assert_allclose(GENERATORS[name](10).true_ce, HAND_DERIVED_CE[name], rtol=1e-12,
-                    atol=1e-15)
+    assert_allclose(
+        GENERATORS[name](10).true_ce, HAND_DERIVED_CE[name], rtol=1e-12, atol=1e-15
+    )
 
 
 def test_smooth_problems_carry_every_constant_and_the_others_only_v():
@@ -95,8 +102,14 @@ def test_smooth_problems_carry_every_constant_and_the_others_only_v():
 def test_parabola_truth_and_constants_against_quad_and_a_grid():
     problem = make_parabola(10, bottom=0.2, top=0.7).problem
     root = (1.0 + 2.0 - math.sqrt((1 + 2.0) ** 2 - 4 * 2.0 * 0.7)) / (2 * 2.0)
-    value, _ = integrate.quad(lambda s: abs(s - problem.eta(s)), 0, 1, points=[root],
-                              epsabs=1e-13, epsrel=1e-13)
+    value, _ = integrate.quad(
+        lambda s: abs(s - problem.eta(s)),
+        0,
+        1,
+        points=[root],
+        epsabs=1e-13,
+        epsrel=1e-13,
+    )
     assert_allclose(problem.true_ce, value, atol=1e-12)
     grid = np.linspace(0, 1, 200_001)
     eta = problem.eta(grid)
@@ -108,19 +121,25 @@ def test_parabola_truth_and_constants_against_quad_and_a_grid():
 
 def test_discrete_truth_is_an_exact_rational_sum():
     problem = make_discrete(10).problem
-    exact = sum(Fraction(p) * abs(Fraction(s) - Fraction(e)) for s, p, e in
-                zip(problem.support, problem.probs, problem.eta_values))
+    exact = sum(
+        Fraction(p) * abs(Fraction(s) - Fraction(e))
+        for s, p, e in zip(problem.support, problem.probs, problem.eta_values)
+    )
     assert abs(Fraction(problem.true_ce) - exact) < Fraction(1, 10**15)
     atoms = make_atoms(10).problem
-    exact_atoms = (Fraction(2, 10) * Fraction(5, 100) + Fraction(15, 100) * Fraction(1, 10)
-                   + Fraction(65, 100) * Fraction(1, 12))
+    exact_atoms = (
+        Fraction(2, 10) * Fraction(5, 100)
+        + Fraction(15, 100) * Fraction(1, 10)
+        + Fraction(65, 100) * Fraction(1, 12)
+    )
     assert abs(Fraction(atoms.true_ce) - exact_atoms) < Fraction(1, 10**15)
 
 
 # 10^6 draws by default (a 1% error in the truth is seen there, as the next test
 # shows), the ten million draws under ``slow``.
 @pytest.mark.parametrize(
-    "draws", [1_000_000, pytest.param(MC_DRAWS, marks=pytest.mark.slow)],
+    "draws",
+    [1_000_000, pytest.param(MC_DRAWS, marks=pytest.mark.slow)],
     ids=["10^6", "10^7"],
 )
 @pytest.mark.parametrize("name", list(GENERATORS))
@@ -130,9 +149,14 @@ def test_true_ce_against_monte_carlo(name, draws):
     residual = np.abs(data.scores - problem.eta(data.scores))
     error = residual.std() / math.sqrt(draws)
     assert abs(residual.mean() - data.true_ce) <= 4 * error + 1e-12, (
-        residual.mean(), data.true_ce, error)
+        residual.mean(),
+        data.true_ce,
+        error,
+    )
     # The labels: E[(s - y) sign(s - eta(s))] = CE.
-    signed = (data.scores - data.labels) * np.sign(data.scores - problem.eta(data.scores))
+    signed = (data.scores - data.labels) * np.sign(
+        data.scores - problem.eta(data.scores)
+    )
     assert abs(signed.mean() - data.true_ce) <= 4 * signed.std() / math.sqrt(draws)
 
 
@@ -172,7 +196,11 @@ def check_perturbed_truth_through_the_labels(name, draws):
     g = signs[np.searchsorted(roots, data.scores)]
     signed = (data.scores - data.labels) * g
     error = signed.std() / math.sqrt(draws)
-    assert abs(signed.mean() - data.true_ce) <= 4 * error, (signed.mean(), data.true_ce, error)
+    assert abs(signed.mean() - data.true_ce) <= 4 * error, (
+        signed.mean(),
+        data.true_ce,
+        error,
+    )
 
 
 @pytest.mark.parametrize("name", ["oscillating", "atoms"])
@@ -217,16 +245,25 @@ def _reference_piecewise_eta(problem, s):
     return out
 
 
-PIECEWISE = {"zigzag_base": zigzag_base, "zigzag_steps": zigzag_steps,
-             "atoms": atoms_and_linear}
+PIECEWISE = {
+    "zigzag_base": zigzag_base,
+    "zigzag_steps": zigzag_steps,
+    "atoms": atoms_and_linear,
+}
 
 
 @pytest.mark.parametrize("name", sorted(PIECEWISE))
 def test_piecewise_eta_is_the_reference_bit_for_bit(name):
     problem = PIECEWISE[name]()
-    s = np.concatenate([np.random.default_rng(0).uniform(-0.1, 1.1, 50_000),
-                        problem.knots, np.nextafter(problem.knots, -1.0),
-                        np.nextafter(problem.knots, 2.0), [np.nan]])
+    s = np.concatenate(
+        [
+            np.random.default_rng(0).uniform(-0.1, 1.1, 50_000),
+            problem.knots,
+            np.nextafter(problem.knots, -1.0),
+            np.nextafter(problem.knots, 2.0),
+            [np.nan],
+        ]
+    )
     assert_array_equal(problem.eta(s), _reference_piecewise_eta(problem, s))
     assert problem.eta(0.5).shape == ()
 
@@ -239,11 +276,16 @@ def test_perturbed_sample_is_the_reference_bit_for_bit(name, h):
     base = PIECEWISE[name]() if name in PIECEWISE else get_problem(name)
     problem = SechPerturbed(base=base, h=h)
     for seed, n in [(0, 40_000), (1, 16_384), (2, 1)]:
-        scores, labels, s_orig = problem.sample_with_original(n, np.random.default_rng(seed))
+        scores, labels, s_orig = problem.sample_with_original(
+            n, np.random.default_rng(seed)
+        )
         rng = np.random.default_rng(seed)
         expected_orig = base.sample_scores(n, rng)
-        eta = (_reference_piecewise_eta(base, expected_orig) if name in PIECEWISE
-               else base.eta(expected_orig))
+        eta = (
+            _reference_piecewise_eta(base, expected_orig)
+            if name in PIECEWISE
+            else base.eta(expected_orig)
+        )
         expected_labels = (rng.uniform(size=n) < eta).astype(np.int64)
         expected = sech_inverse_cdf(rng.uniform(size=n), expected_orig, h)
         assert_array_equal(s_orig, expected_orig)
@@ -265,13 +307,23 @@ def test_custom_problem_reproduces_a_built_in_one():
 
 
 def test_custom_problem_with_atoms_and_a_beta_law_against_monte_carlo():
-    custom = CustomProblem(lambda s: np.sqrt(s), stats.beta(2, 3),
-                           atoms=[(0.0, 0.1, 0.2), (1.0, 0.05, 0.5)], b1=None)
-    beta_part, _ = integrate.quad(lambda s: (np.sqrt(s) - s) * stats.beta(2, 3).pdf(s), 0, 1)
-    assert_allclose(custom.true_ce, 0.1 * 0.2 + 0.05 * 0.5 + 0.85 * beta_part, atol=1e-10)
+    custom = CustomProblem(
+        lambda s: np.sqrt(s),
+        stats.beta(2, 3),
+        atoms=[(0.0, 0.1, 0.2), (1.0, 0.05, 0.5)],
+        b1=None,
+    )
+    beta_part, _ = integrate.quad(
+        lambda s: (np.sqrt(s) - s) * stats.beta(2, 3).pdf(s), 0, 1
+    )
+    assert_allclose(
+        custom.true_ce, 0.1 * 0.2 + 0.05 * 0.5 + 0.85 * beta_part, atol=1e-10
+    )
     data = make_calibration_problem(custom, 2_000_000, random_state=5)
     assert_allclose(np.mean(data.scores == 0.0), 0.1, atol=5 * math.sqrt(0.09 / 2e6))
-    signed = (data.scores - data.labels) * np.sign(data.scores - custom.eta(data.scores))
+    signed = (data.scores - data.labels) * np.sign(
+        data.scores - custom.eta(data.scores)
+    )
     assert abs(signed.mean() - custom.true_ce) <= 4 * signed.std() / math.sqrt(2e6)
     perturbed = make_calibration_problem(custom, 10, h=2.0**-5)
     assert perturbed.ce_integration_error < 1e-5
@@ -286,8 +338,11 @@ def test_custom_problem_with_atoms_and_a_beta_law_against_monte_carlo():
         ({"eta": np.sqrt, "scores": stats.norm(0.5, 1)}, ValueError, "support inside"),
         ({"eta": np.sqrt, "scores": [0.1, 0.2]}, TypeError, "frozen continuous"),
         ({"eta": np.sqrt, "V": -1.0}, ValueError, "V must be a finite nonnegative"),
-        ({"eta": np.sqrt, "atoms": [(0.0, 0.7, 0.1), (1.0, 0.6, 0.9)]}, ValueError,
-         "sum to more than one"),
+        (
+            {"eta": np.sqrt, "atoms": [(0.0, 0.7, 0.1), (1.0, 0.6, 0.9)]},
+            ValueError,
+            "sum to more than one",
+        ),
         ({"eta": np.sqrt, "atoms": [(1.5, 0.1, 0.1)]}, ValueError, "atom"),
     ],
 )
@@ -326,9 +381,11 @@ def test_too_inaccurate_truth_is_refused(monkeypatch):
 
 @pytest.mark.parametrize("name", datasets.__all__)
 def test_numpydoc_validation_of_the_public_datasets(name):
-    errors = [f"{code}: {msg}" for code, msg in
-              validate(f"skcalbound.datasets.{name}")["errors"]
-              if code not in {"GL01", "GL02", "RT02"}]
+    errors = [
+        f"{code}: {msg}"
+        for code, msg in validate(f"skcalbound.datasets.{name}")["errors"]
+        if code not in {"GL01", "GL02", "RT02"}
+    ]
     assert not errors, errors
 
 

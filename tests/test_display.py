@@ -50,8 +50,9 @@ def _legend_texts(ax):
     return [t.get_text() for t in ax.get_legend().get_texts()]
 
 
-def _nw_reference_g(scores, labels, query, bandwidth, tempering, n_bins, b1, b2,
-                    expanded=False):
+def _nw_reference_g(
+    scores, labels, query, bandwidth, tempering, n_bins, b1, b2, expanded=False
+):
     """Lemma 6's ``g_T`` at one query, one training point at a time, with the weights
     of the grid smoother (tempered Epanechnikov on bin offsets, nearest-neighbour
     fallback) and the actual scores in every distance. ``expanded``: Lemma 6 expanded
@@ -72,7 +73,9 @@ def _nw_reference_g(scores, labels, query, bandwidth, tempering, n_bins, b1, b2,
     if expanded:
         first = abs(w @ d)
     elif own.any() and not fallback_used:
-        first = w[~own] @ np.abs(d[~own]) + w[own][0] * np.sqrt(own.sum() * (d[own] @ d[own]))
+        first = w[~own] @ np.abs(d[~own]) + w[own][0] * np.sqrt(
+            own.sum() * (d[own] @ d[own])
+        )
     else:
         first = w @ np.abs(d)
     return b1 * first + 0.5 * b2 * (w @ (d * d)) + 0.5 * np.sqrt(w @ w)
@@ -114,7 +117,11 @@ def test_nw_display_draws_the_surrogate_the_band_and_the_bound(perturbed):
     )
     est = disp.estimator_
     assert isinstance(est, NWCalibrationBound) and est.h == H
-    assert disp.bound == est.bound_ == NWCalibrationBound(h=H, random_state=0).fit(s, y).bound_
+    assert (
+        disp.bound
+        == est.bound_
+        == NWCalibrationBound(h=H, random_state=0).fit(s, y).bound_
+    )
     # The grid spans the scores; the curve is predict on it.
     assert_allclose(disp.grid, np.linspace(s.min(), s.max(), 200), rtol=0, atol=0)
     assert_array_equal(disp.line_.get_xdata(), disp.grid)
@@ -124,8 +131,20 @@ def test_nw_display_draws_the_surrogate_the_band_and_the_bound(perturbed):
     order = np.argsort(s, kind="stable")
     train, labels = s[order], y[order].astype(float)
     reference = [
-        min(_nw_reference_g(train, labels, q, est.bandwidth_, est.tempering,
-                            est.surrogate_.n_bins, est.b1_, est.b2_, expanded=True), 1.0)
+        min(
+            _nw_reference_g(
+                train,
+                labels,
+                q,
+                est.bandwidth_,
+                est.tempering,
+                est.surrogate_.n_bins,
+                est.b1_,
+                est.b2_,
+                expanded=True,
+            ),
+            1.0,
+        )
         for q in disp.grid
     ]
     assert_allclose(disp.band, reference, rtol=1e-9)
@@ -145,8 +164,12 @@ def test_nw_display_draws_the_surrogate_the_band_and_the_bound(perturbed):
     band_note = texts[-1]
     assert "not a confidence band" in band_note and "certified" not in band_note
     assert "Lemma 6 (expanded at the query)" in band_note
-    assert texts == ["Perfectly calibrated", line_label, "scores (histogram, scaled)",
-                     band_note]
+    assert texts == [
+        "Perfectly calibrated",
+        line_label,
+        "scores (histogram, scaled)",
+        band_note,
+    ]
     assert_array_equal(disp.ref_line_.get_xydata(), [[0, 0], [1, 1]])
 
 
@@ -172,8 +195,11 @@ def test_legend_shows_the_certified_interval(
 ):
     s, y = miscalibrated
     disp = CalibrationBoundDisplay.from_predictions(
-        y, s, bound=bound, bound_params={**params, "guarantee": guarantee,
-                                         "random_state": 0}, n_grid=50,
+        y,
+        s,
+        bound=bound,
+        bound_params={**params, "guarantee": guarantee, "random_state": 0},
+        n_grid=50,
     )
     est = disp.estimator_
     assert est.guarantee == disp.guarantee == guarantee
@@ -201,8 +227,13 @@ def test_display_without_a_lower_bound_shows_the_upper_bound_only():
         "NW surrogate $\\hat\\eta$; certified CE $\\leq$ 0.250 (95%)"
     )
     disp = CalibrationBoundDisplay(
-        np.linspace(0, 1, 5), np.linspace(0, 1, 5), 0.25, lower_bound=0.125,
-        method="lipschitz", confidence_level=0.9, guarantee="paper",
+        np.linspace(0, 1, 5),
+        np.linspace(0, 1, 5),
+        0.25,
+        lower_bound=0.125,
+        method="lipschitz",
+        confidence_level=0.9,
+        guarantee="paper",
     ).plot(name="m")
     assert disp.line_.get_label() == (
         "m: Lipschitz bucketing surrogate $\\hat\\eta$; CE $\\in$ [0.125, 0.250] (90%, "
@@ -217,28 +248,56 @@ def test_nw_band_is_the_modes_lemma_6_with_the_modes_b2(perturbed, guarantee):
     # times larger) b2 and the published Lemma 6 in paper mode.
     s, y = perturbed
     disp = CalibrationBoundDisplay.from_predictions(
-        y, s, bound="nw", bound_params={"h": H, "guarantee": guarantee,
-                                        "random_state": 0}, n_grid=40,
+        y,
+        s,
+        bound="nw",
+        bound_params={"h": H, "guarantee": guarantee, "random_state": 0},
+        n_grid=40,
     )
     est = disp.estimator_
     sharp_b2 = np.tanh(1 / H) ** 2 / (2 * H**2)
     expected_b2 = sharp_b2 if guarantee == "high_probability" else 3 * sharp_b2
-    assert_allclose([est.b1_, est.b2_], [np.tanh(1 / H) / (2 * H), expected_b2],
-                    rtol=1e-12)
+    assert_allclose(
+        [est.b1_, est.b2_], [np.tanh(1 / H) / (2 * H), expected_b2], rtol=1e-12
+    )
     order = np.argsort(s, kind="stable")
     train, labels = s[order], y[order].astype(float)
     expanded = guarantee == "high_probability"
     reference = [
-        min(_nw_reference_g(train, labels, q, est.bandwidth_, est.tempering,
-                            est.surrogate_.n_bins, est.b1_, est.b2_, expanded), 1.0)
+        min(
+            _nw_reference_g(
+                train,
+                labels,
+                q,
+                est.bandwidth_,
+                est.tempering,
+                est.surrogate_.n_bins,
+                est.b1_,
+                est.b2_,
+                expanded,
+            ),
+            1.0,
+        )
         for q in disp.grid
     ]
     assert_allclose(disp.band, reference, rtol=1e-9)
     # With the other mode's b2 the band would differ: the mode's constant is used.
     other_b2 = 3 * sharp_b2 if guarantee == "high_probability" else sharp_b2
     other = [
-        min(_nw_reference_g(train, labels, q, est.bandwidth_, est.tempering,
-                            est.surrogate_.n_bins, est.b1_, other_b2, expanded), 1.0)
+        min(
+            _nw_reference_g(
+                train,
+                labels,
+                q,
+                est.bandwidth_,
+                est.tempering,
+                est.surrogate_.n_bins,
+                est.b1_,
+                other_b2,
+                expanded,
+            ),
+            1.0,
+        )
         for q in disp.grid
     ]
     assert np.max(np.abs(np.asarray(other) - disp.band)) > 1e-3
@@ -266,8 +325,9 @@ def test_tv_display_has_no_band_and_draws_a_step_function(perturbed):
     assert disp.line_.get_drawstyle() == "steps-post"
     assert_allclose(disp.line_.get_ydata(), est.predict(disp.grid), rtol=0, atol=0)
     texts = _legend_texts(disp.ax_)
-    assert any(f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]" in t and "TV" in t
-               for t in texts)
+    assert any(
+        f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]" in t and "TV" in t for t in texts
+    )
     assert not any("Lemma 6" in t for t in texts)
 
 
@@ -277,14 +337,19 @@ def test_lipschitz_band_matches_the_box_weight_definition_with_fallback():
     rng = np.random.default_rng(1)
     s = np.concatenate([rng.uniform(0.0, 0.2, 300), rng.uniform(0.7, 0.9, 300)])
     y = rng.uniform(size=s.size) < s
-    est = LipschitzBucketBound(L=2.0, n_buckets=16, n_shifts=3, random_state=0).fit(s, y)
+    est = LipschitzBucketBound(L=2.0, n_buckets=16, n_shifts=3, random_state=0).fit(
+        s, y
+    )
     disp = CalibrationBoundDisplay.from_bound(est, s, n_grid=301)
     _, _, n_fallback = est.surrogate_.residuals_and_smoothing(est.L_, disp.grid)
     assert n_fallback > 50  # the gap is exercised
     train = np.sort(s)
     ((n_cells, _),) = est.surrogate_.grids
     reference = [
-        min(_bucket_reference_g(train, q, 2.0, est.n_buckets_, est.shift_, 3, n_cells), 1.0)
+        min(
+            _bucket_reference_g(train, q, 2.0, est.n_buckets_, est.shift_, 3, n_cells),
+            1.0,
+        )
         for q in disp.grid
     ]
     assert_allclose(disp.band, reference, rtol=1e-9, atol=1e-12)
@@ -361,7 +426,9 @@ def test_histogram_is_grey_and_the_band_takes_the_curves_colour(perturbed):
     patch = legend.legend_handles[index]
     assert_allclose(patch.get_facecolor()[:3], line, atol=1e-12)
     # The band's note too: not the histogram's grey.
-    note = next(i for i, t in enumerate(_legend_texts(disp.ax_)) if t.startswith("shaded"))
+    note = next(
+        i for i, t in enumerate(_legend_texts(disp.ax_)) if t.startswith("shaded")
+    )
     assert_allclose(legend.legend_handles[note].get_facecolor(), band, atol=1e-12)
 
 
@@ -370,8 +437,13 @@ def test_one_note_per_kind_of_band_when_displays_share_axes(perturbed):
     _, ax = plt.subplots()
     for name in ["a", "b"]:
         CalibrationBoundDisplay.from_predictions(
-            y, s, bound="nw", bound_params={"h": H, "random_state": 0}, ax=ax,
-            name=name, show_hist=name == "a",
+            y,
+            s,
+            bound="nw",
+            bound_params={"h": H, "random_state": 0},
+            ax=ax,
+            name=name,
+            show_hist=name == "a",
         )
     lip = LipschitzBucketBound(h=H, random_state=0).fit(s, y)
     CalibrationBoundDisplay.from_bound(lip, s, ax=ax, name="c", show_hist=False)
@@ -416,7 +488,10 @@ def test_from_estimator_fits_the_bound_on_predict_proba():
     X, y = make_classification(n_samples=6000, random_state=0)
     clf = LogisticRegression().fit(X[:3000], y[:3000])
     disp = CalibrationBoundDisplay.from_estimator(
-        clf, X[3000:], y[3000:], bound="lipschitz",
+        clf,
+        X[3000:],
+        y[3000:],
+        bound="lipschitz",
         bound_params={"L": 4.0, "random_state": 0},
     )
     p = clf.predict_proba(X[3000:])[:, 1]
@@ -448,7 +523,10 @@ def test_from_estimator_keeps_a_stated_assumption():
     clf = SechPerturbedClassifier(LogisticRegression(), h=2.0**-5, random_state=0)
     clf.fit(X[:2000], y[:2000])
     disp = CalibrationBoundDisplay.from_estimator(
-        clf, X[2000:], y[2000:], bound="lipschitz",
+        clf,
+        X[2000:],
+        y[2000:],
+        bound="lipschitz",
         bound_params={"L": 100.0, "random_state": 0},
     )
     assert disp.estimator_.L == 100.0 and disp.estimator_.h is None
@@ -469,15 +547,20 @@ def test_legend_names_the_model_inside_its_wrappers():
     trained = GaussianNB().fit(X[:2000], y[:2000])
     wrapped = [
         SechPerturbedClassifier(LogisticRegression(), h=2.0**-5, random_state=0),
-        make_pipeline(StandardScaler(), SechPerturbedClassifier(
-            LogisticRegression(), h=2.0**-5, random_state=0)),
+        make_pipeline(
+            StandardScaler(),
+            SechPerturbedClassifier(LogisticRegression(), h=2.0**-5, random_state=0),
+        ),
         make_pipeline(StandardScaler(), LogisticRegression()),
     ]
     for clf in wrapped:
         clf.fit(X[:2000], y[:2000])
         disp = CalibrationBoundDisplay.from_estimator(
-            clf, X[2000:], y[2000:], bound="nw", bound_params={"b1": 2.0, "b2": 2.0,
-                                                            "random_state": 0},
+            clf,
+            X[2000:],
+            y[2000:],
+            bound="nw",
+            bound_params={"b1": 2.0, "b2": 2.0, "random_state": 0},
         )
         assert disp.estimator_name == "LogisticRegression"
         assert disp.line_.get_label().startswith("LogisticRegression: NW surrogate")
@@ -489,8 +572,9 @@ def test_legend_names_the_model_inside_its_wrappers():
     )
     assert disp.line_.get_label().startswith("GaussianNB: NW surrogate")
     assert disp.estimator_.h == 2.0**-5
-    assert not any("Sech" in t or "Pipeline" in t or "Frozen" in t
-                   for t in _legend_texts(disp.ax_))
+    assert not any(
+        "Sech" in t or "Pipeline" in t or "Frozen" in t for t in _legend_texts(disp.ax_)
+    )
 
 
 def test_from_estimator_name_and_line_kwargs():
@@ -514,10 +598,14 @@ def _churn_data():
 def test_from_predictions_pos_label(bound):
     p_churn, churn, labels = _churn_data()
     params = {"random_state": 0, **({"h": 2.0**-4} if bound == "nw" else {})}
-    with pytest.raises(ValueError, match=r"y_true takes value in \{'churn', 'stay'\} "
-                       "and pos_label is not specified"):
-        CalibrationBoundDisplay.from_predictions(labels, p_churn, bound=bound,
-                                                 bound_params=params)
+    with pytest.raises(
+        ValueError,
+        match=r"y_true takes value in \{'churn', 'stay'\} "
+        "and pos_label is not specified",
+    ):
+        CalibrationBoundDisplay.from_predictions(
+            labels, p_churn, bound=bound, bound_params=params
+        )
     expected = CalibrationBoundDisplay.from_predictions(
         churn.astype(int), p_churn, bound=bound, bound_params=params
     )
@@ -535,8 +623,9 @@ def test_from_predictions_pos_label(bound):
     assert disp.bound == expected.bound
     assert_array_equal(disp.y_prob, p_churn)
     with pytest.raises(ValueError, match="pos_label='lost' is not a valid label"):
-        CalibrationBoundDisplay.from_predictions(labels, p_churn, bound=bound,
-                                                 bound_params=params, pos_label="lost")
+        CalibrationBoundDisplay.from_predictions(
+            labels, p_churn, bound=bound, bound_params=params, pos_label="lost"
+        )
 
 
 def test_pos_label_stated_by_the_bound():
@@ -546,10 +635,12 @@ def test_pos_label_stated_by_the_bound():
     disp = CalibrationBoundDisplay.from_predictions(labels, p_churn, bound=bound)
     assert disp.bound == expected.bound_
     assert bound.pos_label == "churn"  # the caller's instance is not modified
-    with pytest.raises(ValueError, match="pos_label='stay' and the bound's "
-                       "pos_label='churn' disagree"):
-        CalibrationBoundDisplay.from_predictions(labels, p_churn, bound=bound,
-                                                 pos_label="stay")
+    with pytest.raises(
+        ValueError, match="pos_label='stay' and the bound's pos_label='churn' disagree"
+    ):
+        CalibrationBoundDisplay.from_predictions(
+            labels, p_churn, bound=bound, pos_label="stay"
+        )
 
 
 def test_from_estimator_pos_label_picks_the_column_and_the_labels():
@@ -571,11 +662,17 @@ def test_from_estimator_pos_label_picks_the_column_and_the_labels():
     expected = TVCalibrationBound(random_state=0).fit(proba[:, 0], y_test == "no")
     assert disp.bound == expected.bound_ and disp.lower_bound == expected.lower_bound_
     assert_array_equal(disp.y_prob, proba[:, 0])
-    with pytest.raises(ValueError, match=r"pos_label='maybe' is not a valid label: it "
-                       r"should be one of the estimator's classes_ \['no', 'yes'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"pos_label='maybe' is not a valid label: it "
+        r"should be one of the estimator's classes_ \['no', 'yes'\]",
+    ):
         CalibrationBoundDisplay.from_estimator(clf, X_test, y_test, pos_label="maybe")
-    with pytest.raises(ValueError, match=r"y has labels the estimator does not know: "
-                       r"\['maybe'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"y has labels the estimator does not know: "
+        r"\['maybe'\]",
+    ):
         CalibrationBoundDisplay.from_estimator(
             clf, X_test, np.where(y_test == "no", "maybe", y_test)
         )
@@ -611,8 +708,14 @@ def test_displays_share_axes_and_draw_one_diagonal(perturbed):
         y, s, bound="tv", bound_params={"random_state": 0}, ax=ax, name="a"
     )
     second = CalibrationBoundDisplay.from_predictions(
-        y, s, bound="nw", bound_params={"h": H, "random_state": 0}, ax=ax, name="b",
-        show_hist=False, show_band=False,
+        y,
+        s,
+        bound="nw",
+        bound_params={"h": H, "random_state": 0},
+        ax=ax,
+        name="b",
+        show_hist=False,
+        show_band=False,
     )
     assert first.ax_ is second.ax_ is ax
     assert first.ref_line_ is not None and second.ref_line_ is None
@@ -640,13 +743,17 @@ def test_plot_writes_an_image(tmp_path, perturbed):
 
 def test_unknown_bound_name(perturbed):
     s, y = perturbed
-    with pytest.raises(ValueError, match=r"bound must be one of \['lipschitz', 'nw', 'tv'\]"):
+    with pytest.raises(
+        ValueError, match=r"bound must be one of \['lipschitz', 'nw', 'tv'\]"
+    ):
         CalibrationBoundDisplay.from_predictions(y, s, bound="ece")
 
 
 def test_bound_that_is_not_a_bound_estimator(perturbed):
     s, y = perturbed
-    with pytest.raises(TypeError, match="Expected a bound estimator .* got LogisticRegression"):
+    with pytest.raises(
+        TypeError, match="Expected a bound estimator .* got LogisticRegression"
+    ):
         CalibrationBoundDisplay.from_predictions(y, s, bound=LogisticRegression())
     with pytest.raises(TypeError, match="bound_params must be a dict"):
         CalibrationBoundDisplay.from_predictions(y, s, bound="tv", bound_params=[1])
@@ -673,12 +780,16 @@ def test_unfitted_bound_in_from_bound():
 def test_classifier_without_predict_proba():
     X, y = make_classification(n_samples=200, random_state=0)
     svc = LinearSVC().fit(X, y)
-    with pytest.raises(TypeError, match="with a predict_proba method; LinearSVC has none"):
+    with pytest.raises(
+        TypeError, match="with a predict_proba method; LinearSVC has none"
+    ):
         CalibrationBoundDisplay.from_estimator(svc, X, y)
 
 
 def test_multiclass_classifier_is_rejected():
-    X, y = make_classification(n_samples=300, n_classes=3, n_informative=4, random_state=0)
+    X, y = make_classification(
+        n_samples=300, n_classes=3, n_informative=4, random_state=0
+    )
     clf = LogisticRegression().fit(X, y)
     with pytest.raises(ValueError, match=r"binary classifier.*shape \(300, 3\)"):
         CalibrationBoundDisplay.from_estimator(clf, X, y)

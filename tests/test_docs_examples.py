@@ -20,8 +20,14 @@ def test_user_guide_explains_what_is_certified():
     text = (ROOT / "docs" / "user_guide.rst").read_text()
     section = text.split("What exactly is certified\n=========================")[1]
     section = section.split("\n.. _")[0]
-    for needed in ('guarantee="high_probability"', 'guarantee="paper"', "McDiarmid",
-                   "Maurer", "lower_bound_", "calibration_test"):
+    for needed in (
+        'guarantee="high_probability"',
+        'guarantee="paper"',
+        "McDiarmid",
+        "Maurer",
+        "lower_bound_",
+        "calibration_test",
+    ):
         assert needed in section, needed
 
 

@@ -56,8 +56,14 @@ def test_user_guide_says_in_bold_that_assumptions_are_not_tuned():
     assert ASSUMPTION_SENTENCE in guide
     # What a search on ``score`` may tune, and the perturbation's h, right after it.
     after = guide.split(ASSUMPTION_SENTENCE)[1][:1800]
-    for needed in ("``bandwidth``", "``tempering``", "``cv``", "*perturbation*",
-                   "SechPerturbedClassifier", "changes the classifier"):
+    for needed in (
+        "``bandwidth``",
+        "``tempering``",
+        "``cv``",
+        "*perturbation*",
+        "SechPerturbedClassifier",
+        "changes the classifier",
+    ):
         assert needed in after, needed
 
 

@@ -12,9 +12,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _synthetic import binomial_tolerance
 from numpy.testing import assert_allclose
 
-from _synthetic import binomial_tolerance
 from skcalbound import (
     LipschitzBucketBound,
     NWCalibrationBound,
@@ -60,8 +60,15 @@ def test_rows_equal_segment_fits_at_adjusted_level(
 ):
     y, s, groups = data
     table = _quiet(
-        y, s, groups, method=method, confidence_level=0.9, random_state=0, cv=4,
-        include_overall=include_overall, **params,
+        y,
+        s,
+        groups,
+        method=method,
+        confidence_level=0.9,
+        random_state=0,
+        cv=4,
+        include_overall=include_overall,
+        **params,
     )
     G = 3 + include_overall
     level = 1 - 0.1 / G
@@ -185,8 +192,9 @@ def test_errors(data):
         bounds_by_group(y, s, missing)
     assert missing.isna().sum() == 2  # not filled in place
     with pytest.raises(ValueError, match="names the whole-population row"):
-        bounds_by_group(y, s, np.where(groups == "a", "(all)", groups),
-                        include_overall=True, h=H)
+        bounds_by_group(
+            y, s, np.where(groups == "a", "(all)", groups), include_overall=True, h=H
+        )
     with pytest.raises(TypeError, match=r"got parameters \['V'\] that NWCalibrat"):
         bounds_by_group(y, s, groups, V=1.0)
     with pytest.raises(ValueError, match="cv to be an int or a scikit-learn splitter"):

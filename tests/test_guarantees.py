@@ -30,10 +30,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
-from scipy import stats
-from sklearn.frozen import FrozenEstimator
-
 from _synthetic import (
     CalibratedBeta,
     CoverageResult,
@@ -57,6 +53,10 @@ from _synthetic import (
     study_split,
     zigzag_steps,
 )
+from numpy.testing import assert_allclose
+from scipy import stats
+from sklearn.frozen import FrozenEstimator
+
 from skcalbound import (
     LipschitzBucketBound,
     NWCalibrationBound,
@@ -96,16 +96,23 @@ def mode_key(guarantee):
     return () if guarantee == "high_probability" else (guarantee,)
 
 
-def check_coverage(problem, n, aggregate, confidence_level, repetitions,
-                   guarantee="high_probability"):
+def check_coverage(
+    problem, n, aggregate, confidence_level, repetitions, guarantee="high_probability"
+):
     result = coverage(
         tv_factory(aggregate, guarantee),
         problem,
         n,
         repetitions,
         confidence_level=confidence_level,
-        seed=cell_seed(problem.name, n, aggregate, confidence_level, repetitions,
-                       *mode_key(guarantee)),
+        seed=cell_seed(
+            problem.name,
+            n,
+            aggregate,
+            confidence_level,
+            repetitions,
+            *mode_key(guarantee),
+        ),
     )
     assert result.repetitions == repetitions
     assert np.all(np.isfinite(result.values))
@@ -158,7 +165,12 @@ def test_discrete_scores_are_tied(rng):
 
 @pytest.mark.parametrize(
     "u, v, fu, fv",
-    [(0.0, 1.0, -0.1, 0.2), (0.2, 0.7, 0.3, 0.1), (0.0, 0.5, -0.4, -0.05), (0.1, 0.9, 0.5, -0.5)],
+    [
+        (0.0, 1.0, -0.1, 0.2),
+        (0.2, 0.7, 0.3, 0.1),
+        (0.0, 0.5, -0.4, -0.05),
+        (0.1, 0.9, 0.5, -0.5),
+    ],
 )
 def test_abs_linear_integral_matches_quadrature(u, v, fu, fv):
     def f(s):
@@ -167,7 +179,9 @@ def test_abs_linear_integral_matches_quadrature(u, v, fu, fv):
     root = u - fu * (v - u) / (fv - fu)
     points = [root] if u < root < v else None
     assert_allclose(
-        abs_linear_integral(u, v, fu, fv), checked_quad(f, u, v, points=points), atol=1e-10
+        abs_linear_integral(u, v, fu, fv),
+        checked_quad(f, u, v, points=points),
+        atol=1e-10,
     )
 
 
@@ -188,7 +202,9 @@ def test_true_ce_matches_quadrature(problem):
     else:
         assert isinstance(problem, PiecewiseLinear)
         pieces = 0.0
-        for u, v, lo, hi in zip(problem.knots, problem.knots[1:], problem.left, problem.right):
+        for u, v, lo, hi in zip(
+            problem.knots, problem.knots[1:], problem.left, problem.right
+        ):
             # quad never evaluates the endpoints (where atoms sit); split at the kink.
             fu, fv = u - lo, v - hi
             root = u - fu * (v - u) / (fv - fu) if fv != fu else u
@@ -216,7 +232,9 @@ def test_V_is_the_total_variation_of_eta(problem):
 @pytest.mark.parametrize("problem", PROBLEMS, ids=PROBLEM_IDS)
 def test_sampler_matches_true_ce(problem):
     n = 10**6
-    scores, labels = problem.sample(n, np.random.default_rng(cell_seed(problem.name, "mc")))
+    scores, labels = problem.sample(
+        n, np.random.default_rng(cell_seed(problem.name, "mc"))
+    )
     assert scores.shape == labels.shape == (n,)
     assert np.all((scores >= 0.0) & (scores <= 1.0))
     assert set(np.unique(labels)) == {0, 1}
@@ -245,7 +263,9 @@ class _ConstantBound:
         return self
 
 
-@pytest.mark.parametrize("repetitions, confidence_level", [(60, 0.95), (100, 0.8), (1000, 0.95)])
+@pytest.mark.parametrize(
+    "repetitions, confidence_level", [(60, 0.95), (100, 0.8), (1000, 0.95)]
+)
 def test_binomial_tolerance(repetitions, confidence_level):
     """The tolerance is the smallest count a valid bound exceeds with prob. <= 1e-3."""
     tolerance = binomial_tolerance(repetitions, confidence_level)
@@ -329,7 +349,10 @@ def _without_surrogate_terms(estimator):
 @pytest.mark.parametrize(
     "quantity, aggregate",
     slow_except(
-        [{"estimate": _plug_in, "no_tvb_ptb": _without_surrogate_terms}, ["mean", "min"]],
+        [
+            {"estimate": _plug_in, "no_tvb_ptb": _without_surrogate_terms},
+            ["mean", "min"],
+        ],
         default="no_tvb_ptb-mean",
     ),
 )
@@ -400,16 +423,24 @@ def nw_factory(aggregate, guarantee="high_probability", **params):
     return make
 
 
-def check_nw_coverage(problem, n, aggregate, confidence_level, repetitions,
-                      guarantee="high_probability"):
+def check_nw_coverage(
+    problem, n, aggregate, confidence_level, repetitions, guarantee="high_probability"
+):
     result = coverage(
         nw_factory(aggregate, guarantee),
         problem,
         n,
         repetitions,
         confidence_level=confidence_level,
-        seed=cell_seed("nw", problem.name, n, aggregate, confidence_level, repetitions,
-                       *mode_key(guarantee)),
+        seed=cell_seed(
+            "nw",
+            problem.name,
+            n,
+            aggregate,
+            confidence_level,
+            repetitions,
+            *mode_key(guarantee),
+        ),
     )
     assert result.repetitions == repetitions
     assert np.all(np.isfinite(result.values))
@@ -481,8 +512,9 @@ NW_POWER_CASES = {
 # slow.
 @pytest.mark.parametrize(
     "case, aggregate",
-    slow_except([list(NW_POWER_CASES), ["mean", "min"]],
-                default="no_smoothing_terms-mean"),
+    slow_except(
+        [list(NW_POWER_CASES), ["mean", "min"]], default="no_smoothing_terms-mean"
+    ),
 )
 def test_harness_detects_an_invalid_nw_bound(case, aggregate):
     problem, bandwidth, quantity = NW_POWER_CASES[case]
@@ -532,21 +564,31 @@ def lipschitz_factory(aggregate, scale=1.0, **params):
     return make
 
 
-def check_lipschitz_coverage(problem, n, aggregate, confidence_level, repetitions,
-                             guarantee="high_probability"):
+def check_lipschitz_coverage(
+    problem, n, aggregate, confidence_level, repetitions, guarantee="high_probability"
+):
     result = coverage(
         lipschitz_factory(aggregate, guarantee=guarantee),
         problem,
         n,
         repetitions,
         confidence_level=confidence_level,
-        seed=cell_seed("lipschitz", problem.name, n, aggregate, confidence_level, repetitions,
-                       *mode_key(guarantee)),
+        seed=cell_seed(
+            "lipschitz",
+            problem.name,
+            n,
+            aggregate,
+            confidence_level,
+            repetitions,
+            *mode_key(guarantee),
+        ),
     )
     assert result.repetitions == repetitions
     assert np.all(np.isfinite(result.values))
     assert np.all(result.values <= 1.0)
-    print(f"lipschitz coverage {aggregate}: {result.summary()}")  # shown with `pytest -s`
+    print(
+        f"lipschitz coverage {aggregate}: {result.summary()}"
+    )  # shown with `pytest -s`
     assert result.failures <= result.tolerance, f"{aggregate}: {result.summary()}"
     return result
 
@@ -592,7 +634,9 @@ def test_lipschitz_bound_coverage(problem, aggregate, confidence_level):
 )
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
 @pytest.mark.parametrize("problem", LIPSCHITZ_PROBLEMS, ids=LIPSCHITZ_PROBLEM_IDS)
-def test_lipschitz_bound_coverage_slow(problem, aggregate, n, repetitions, confidence_level):
+def test_lipschitz_bound_coverage_slow(
+    problem, aggregate, n, repetitions, confidence_level
+):
     check_lipschitz_coverage(problem, n, aggregate, confidence_level, repetitions)
 
 
@@ -600,11 +644,13 @@ def test_lipschitz_bound_coverage_slow(problem, aggregate, n, repetitions, confi
 @pytest.mark.parametrize("confidence_level", [0.95, 0.8])
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
 @pytest.mark.parametrize("repetitions", study_split([500], slow=100))
-def test_lipschitz_bound_coverage_oscillating_slow(aggregate, confidence_level,
-                                                   repetitions):
+def test_lipschitz_bound_coverage_oscillating_slow(
+    aggregate, confidence_level, repetitions
+):
     # At n = 2000 the bound is clipped at 1 here (L ~ 38.7); at n = 20000 it is ~0.3.
-    check_lipschitz_coverage(Oscillating(), 20_000, aggregate, confidence_level,
-                             repetitions)
+    check_lipschitz_coverage(
+        Oscillating(), 20_000, aggregate, confidence_level, repetitions
+    )
 
 
 # Power of the harness for the Lipschitz bound. On the coverage problems above the label
@@ -655,8 +701,9 @@ def test_harness_detects_an_invalid_lipschitz_bound(case):
     if scale == 1.0:
         valid = replace(result, values=np.asarray(certified))
     else:
-        valid = coverage(lipschitz_factory("mean", **params), problem, n, repetitions,
-                         **kwargs)
+        valid = coverage(
+            lipschitz_factory("mean", **params), problem, n, repetitions, **kwargs
+        )
     print(f"lipschitz power {case}, certified: {valid.summary()}")
     assert valid.failures == 0, valid.summary()
     assert valid.values.max() < 0.6, valid.summary()  # informative, not clipped at 1
@@ -690,9 +737,13 @@ def perturbed_classifier_coverage(problem, n, repetitions, confidence_level, see
         labels = (rng.uniform(size=n) < problem.base.eta(s_orig)).astype(int)
         X = s_orig[:, None]
         model = FrozenEstimator(ScoreAsProba().fit(X, labels))
-        clf = SechPerturbedClassifier(model, h=problem.h, random_state=int(rng.integers(2**31)))
+        clf = SechPerturbedClassifier(
+            model, h=problem.h, random_state=int(rng.integers(2**31))
+        )
         scorer = make_bound_scorer(
-            "nw", confidence_level=confidence_level, random_state=int(rng.integers(2**31))
+            "nw",
+            confidence_level=confidence_level,
+            random_state=int(rng.integers(2**31)),
         )
         values[r] = -scorer(clf.fit(X, labels), X, labels)
     return CoverageResult(
@@ -711,8 +762,15 @@ def test_staircase_truth_is_integrated_accurately():
         assert problem.ce_integration_error < 1e-9
         # Unperturbed CE of the staircase: sum over pieces of int |s - c| ds (x 0.8) plus
         # the atom's 0.2 * |0.5 - 0.5| = 0; the perturbed classifier's CE is below it.
-        pieces = [(0.0, 0.25, 0.8), (0.25, 0.5, 0.1), (0.5, 0.75, 0.9), (0.75, 1.0, 0.3)]
-        unperturbed = 0.8 * sum(checked_quad(lambda s: abs(s - c), a, b) for a, b, c in pieces)
+        pieces = [
+            (0.0, 0.25, 0.8),
+            (0.25, 0.5, 0.1),
+            (0.5, 0.75, 0.9),
+            (0.75, 1.0, 0.3),
+        ]
+        unperturbed = 0.8 * sum(
+            checked_quad(lambda s: abs(s - c), a, b) for a, b, c in pieces
+        )
         assert 0.05 < problem.true_ce < unperturbed
 
 
@@ -734,11 +792,19 @@ def test_nw_covers_the_perturbed_staircase_classifier(h, confidence_level):
 @pytest.mark.parametrize("n", [3000, 30_000])
 @pytest.mark.parametrize("h", [2.0**-4, 2.0**-6], ids=["h=2^-4", "h=2^-6"])
 @pytest.mark.parametrize("repetitions", study_split([500], slow=100))
-def test_nw_covers_the_perturbed_staircase_classifier_slow(h, n, confidence_level,
-                                                           repetitions):
+def test_nw_covers_the_perturbed_staircase_classifier_slow(
+    h, n, confidence_level, repetitions
+):
     problem = step_problem(h)
-    seed = cell_seed("staircase slow", h, n, confidence_level, *(
-        () if repetitions == 500 else (repetitions,)))
-    result = perturbed_classifier_coverage(problem, n, repetitions, confidence_level, seed)
+    seed = cell_seed(
+        "staircase slow",
+        h,
+        n,
+        confidence_level,
+        *(() if repetitions == 500 else (repetitions,)),
+    )
+    result = perturbed_classifier_coverage(
+        problem, n, repetitions, confidence_level, seed
+    )
     print(result.summary())
     assert result.failures <= result.tolerance, result.summary()

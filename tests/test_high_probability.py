@@ -157,8 +157,13 @@ def test_nw_fold_by_hand(path):
     X, y, train, val = _split(path)
     b1, b2, bandwidth, tempering, confidence_level = 8.0, 20.0, 0.03, 1.2, 0.9
     est = NWCalibrationBound(
-        b1=b1, b2=b2, bandwidth=bandwidth, tempering=tempering,
-        confidence_level=confidence_level, cv=[(train, val)], random_state=0,
+        b1=b1,
+        b2=b2,
+        bandwidth=bandwidth,
+        tempering=tempering,
+        confidence_level=confidence_level,
+        cv=[(train, val)],
+        random_state=0,
     ).fit(X, y)
     # 64 cells per bandwidth at least: the power of two >= 64 / 0.03 = 2133.
     G = 4096
@@ -166,8 +171,15 @@ def test_nw_fold_by_hand(path):
     assert row["n_bins"] == G and row["bandwidth"] == bandwidth
     delta = 1 - confidence_level  # one split: delta_fold = delta
     terms, upper, lower, C2, n_fallback, g = _nw_fold(
-        X[train].tolist(), y[train].tolist(), X[val].tolist(), b1, b2, bandwidth,
-        tempering, G, delta,
+        X[train].tolist(),
+        y[train].tolist(),
+        X[val].tolist(),
+        b1,
+        b2,
+        bandwidth,
+        tempering,
+        G,
+        delta,
     )
     assert list(est.terms_) == HP_TERMS
     for name, value in terms.items():
@@ -198,7 +210,10 @@ def test_nw_equidistant_fallback_by_hand():
     assert sorted(X[near]) == [0.375, 0.375, 0.625]
     b1, b2, confidence_level = 2.0, 3.0, 0.9
     est = NWCalibrationBound(
-        b1=b1, b2=b2, bandwidth=0.03, confidence_level=confidence_level,
+        b1=b1,
+        b2=b2,
+        bandwidth=0.03,
+        confidence_level=confidence_level,
         cv=[(train, np.array([query]))],
     ).fit(X, y)
     row = est.fold_results_.iloc[0]
@@ -248,8 +263,10 @@ def _lipschitz_candidate(train_s, train_y, val_s, B, r, R, L, delta):
         w, members, fallback = _bucket_row(train_s, query, B, r, R)
         n_b = len(members)
         eta = sum(train_y[i] for i in members) / n_b
-        g.append(L * sum(abs(query - train_s[i]) for i in members) / n_b
-                 + 0.5 / math.sqrt(n_b))
+        g.append(
+            L * sum(abs(query - train_s[i]) for i in members) / n_b
+            + 0.5 / math.sqrt(n_b)
+        )
         res.append(abs(query - eta))
         W.append(w)
         n_fallback += fallback
@@ -261,14 +278,24 @@ def test_lipschitz_fold_by_hand(path):
     X, y, train, val = _split(path)
     L, n_buckets, n_shifts, confidence_level = 2.0, [4, 16], 2, 0.9
     est = LipschitzBucketBound(
-        L=L, n_buckets=n_buckets, n_shifts=n_shifts, confidence_level=confidence_level,
-        cv=[(train, val)], random_state=0,
+        L=L,
+        n_buckets=n_buckets,
+        n_shifts=n_shifts,
+        confidence_level=confidence_level,
+        cv=[(train, val)],
+        random_state=0,
     ).fit(X, y)
     candidates = [(B, r) for B in n_buckets for r in range(n_shifts)]
     share = (1 - confidence_level) / len(candidates)  # union bound over candidates
     hand = {
         (B, r): _lipschitz_candidate(
-            X[train].tolist(), y[train].tolist(), X[val].tolist(), B, r, n_shifts, L,
+            X[train].tolist(),
+            y[train].tolist(),
+            X[val].tolist(),
+            B,
+            r,
+            n_shifts,
+            L,
             share,
         )
         for B, r in candidates
@@ -326,8 +353,9 @@ def test_lower_bound_is_the_clipped_aggregate_of_the_fold_lower_bounds(
     s, y = miscalibrated
     Est, params = BOUNDS[name]
     fits = {
-        aggregate: Est(**params, guarantee=guarantee, aggregate=aggregate,
-                       random_state=0).fit(s, y)
+        aggregate: Est(
+            **params, guarantee=guarantee, aggregate=aggregate, random_state=0
+        ).fit(s, y)
         for aggregate in ("mean", "min")
     }
     lowers = fits["mean"].fold_results_["lower_bound"]
@@ -347,8 +375,9 @@ def test_lower_bound_is_the_clipped_aggregate_of_the_fold_lower_bounds(
             assert (frame["lower_bound"] >= frame["validation_mean"] - upper_rest).all()
         else:
             # validation_mean minus every other term.
-            assert_allclose(frame["lower_bound"], frame["validation_mean"] - upper_rest,
-                            rtol=1e-12)
+            assert_allclose(
+                frame["lower_bound"], frame["validation_mean"] - upper_rest, rtol=1e-12
+            )
     assert fits["min"].lower_bound_ >= fits["mean"].lower_bound_
 
 
@@ -371,8 +400,10 @@ def test_an_empty_interval_warns():
     s = rng.uniform(size=8000)
     eta = np.where(np.arange(8000) < 4000, s, 1 - s)
     y = (rng.uniform(size=8000) < eta).astype(int)
-    cv = [(np.arange(2000), np.arange(2000, 4000)),
-          (np.arange(4000, 6000), np.arange(6000, 8000))]
+    cv = [
+        (np.arange(2000), np.arange(2000, 4000)),
+        (np.arange(4000, 6000), np.arange(6000, 8000)),
+    ]
     est = NWCalibrationBound(b1=1.0, b2=0.0, cv=cv, aggregate="min")
     with pytest.warns(UserWarning, match=r"The certified interval is empty: lower"):
         est.fit(s, y)
@@ -385,13 +416,22 @@ def test_an_empty_interval_warns():
 def test_a_non_finite_term_is_an_error():
     from skcalbound._result import FoldResult, aggregate_folds
 
-    good = FoldResult(terms={"validation_mean": 0.1, "bernstein_residual": 0.05},
-                      info={}, estimate=0.1)
-    bad = FoldResult(terms={"validation_mean": 0.1, "bernstein_residual": math.nan},
-                     info={}, estimate=0.1)
+    good = FoldResult(
+        terms={"validation_mean": 0.1, "bernstein_residual": 0.05},
+        info={},
+        estimate=0.1,
+    )
+    bad = FoldResult(
+        terms={"validation_mean": 0.1, "bernstein_residual": math.nan},
+        info={},
+        estimate=0.1,
+    )
     assert aggregate_folds([good, good], "mean", 0.95).bound == pytest.approx(0.15)
-    with pytest.raises(FloatingPointError, match=r"Fold 1 produced a non-finite "
-                       r"bernstein_residual, lower bound"):
+    with pytest.raises(
+        FloatingPointError,
+        match=r"Fold 1 produced a non-finite "
+        r"bernstein_residual, lower bound",
+    ):
         aggregate_folds([good, bad], "mean", 0.95)
 
 
@@ -402,8 +442,9 @@ def test_a_non_finite_term_is_an_error():
 def test_nw_b2_from_h_is_a_third_in_high_probability_mode(h):
     s, y = np.linspace(0.01, 0.99, 300), np.arange(300) % 2
     hp = NWCalibrationBound(h, bandwidth=0.1, cv=2, random_state=0).fit(s, y)
-    paper = NWCalibrationBound(h, bandwidth=0.1, cv=2, guarantee="paper",
-                               random_state=0).fit(s, y)
+    paper = NWCalibrationBound(
+        h, bandwidth=0.1, cv=2, guarantee="paper", random_state=0
+    ).fit(s, y)
     t = math.tanh(1 / h)
     assert hp.b1_ == paper.b1_
     assert_allclose(hp.b1_, t / (2 * h), rtol=1e-14)
@@ -430,8 +471,10 @@ def test_nw_high_probability_bound_is_below_the_paper_bound(overconfident):
     b1, b2 = paper.b1_, paper.b2_
     hp_same = NWCalibrationBound(b1=b1, b2=b2, bandwidth="plugin", random_state=0)
     paper_same = NWCalibrationBound(b1=b1, b2=b2, guarantee="paper", random_state=0)
-    assert (hp_same.fit(s, y).terms_["smoothing_mean"]
-            < paper_same.fit(s, y).terms_["smoothing_mean"])
+    assert (
+        hp_same.fit(s, y).terms_["smoothing_mean"]
+        < paper_same.fit(s, y).terms_["smoothing_mean"]
+    )
 
 
 def test_tv_high_probability_bound_is_below_the_paper_bound(overconfident):
@@ -484,8 +527,9 @@ def test_auto_bandwidth_is_a_candidate_of_the_search_per_fold():
     assert (folds["n_bins"] * folds["bandwidth"])[wide].min() >= 64
     assert min(abs(est.bandwidth_ / c - 1) for c in _search_grid(n, b1, b2)) < 1e-12
     # Not just the plug-in value on these data.
-    assert not np.allclose(folds["bandwidth"], [nw_plugin_bandwidth(m, b1, b2)
-                                                for m in folds["n_train"]])
+    assert not np.allclose(
+        folds["bandwidth"], [nw_plugin_bandwidth(m, b1, b2) for m in folds["n_train"]]
+    )
 
 
 def test_auto_bandwidth_looks_at_no_label_and_no_validation_score():
@@ -509,8 +553,9 @@ def test_plugin_bandwidth_is_the_plugin_value(guarantee):
     s, y = _sample(n)
     modes = ["plugin"] if guarantee == "high_probability" else ["plugin", "auto"]
     for bandwidth in modes:  # in paper mode "auto" means the plug-in rule
-        est = NWCalibrationBound(b1=b1, b2=b2, bandwidth=bandwidth, guarantee=guarantee,
-                                 random_state=0).fit(s, y)
+        est = NWCalibrationBound(
+            b1=b1, b2=b2, bandwidth=bandwidth, guarantee=guarantee, random_state=0
+        ).fit(s, y)
         for m, h in zip(est.fold_results_["n_train"], est.fold_results_["bandwidth"]):
             assert h == nw_plugin_bandwidth(m, b1, b2)
         assert est.bandwidth_ == nw_plugin_bandwidth(n, b1, b2)
@@ -519,8 +564,9 @@ def test_plugin_bandwidth_is_the_plugin_value(guarantee):
 @pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
 def test_float_bandwidth_is_used_as_given(guarantee):
     s, y = _sample(2000)
-    est = NWCalibrationBound(b1=2.0, b2=3.0, bandwidth=0.037, guarantee=guarantee,
-                             random_state=0).fit(s, y)
+    est = NWCalibrationBound(
+        b1=2.0, b2=3.0, bandwidth=0.037, guarantee=guarantee, random_state=0
+    ).fit(s, y)
     assert est.bandwidth_ == 0.037
     assert est.fold_results_["bandwidth"].tolist() == [0.037] * 5
     # Both modes: 64 cells per bandwidth (2048 >= 64 / 0.037 = 1730).
@@ -573,7 +619,7 @@ def _tv_by_order(X, y, split, labels_in_score_order, guarantee):
     """The TV fold bound for a given order of the training labels in score order."""
     import prox_tv
 
-    (train, val), = split
+    ((train, val),) = split
     m = train.size
     share = 3 if guarantee == "high_probability" else 4
     d = 0.05 / share

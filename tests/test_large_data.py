@@ -12,18 +12,18 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _synthetic import slow_except
 from numpy.testing import assert_allclose, assert_array_equal
 
 from skcalbound import (
     LipschitzBucketBound,
     NWCalibrationBound,
     TVCalibrationBound,
+    _chunks,
     lipschitz_bucket_bound,
     nw_bound,
     tv_bound,
 )
-from _synthetic import slow_except
-from skcalbound import _chunks
 from skcalbound._splitting import row_folds, row_keys
 
 RTOL = 1e-9
@@ -39,8 +39,11 @@ def _data(kind, n=6000, seed=0):
         s[n // 5 : n // 5 + 7] = 0.25
     elif kind == "gaps":  # empty cells and isolated points: the fallback fires
         s = np.concatenate(
-            [rng.uniform(0.0, 0.05, n // 2), rng.uniform(0.9, 1.0, n - n // 2 - 12),
-             np.linspace(0.3, 0.7, 12)]
+            [
+                rng.uniform(0.0, 0.05, n // 2),
+                rng.uniform(0.9, 1.0, n - n // 2 - 12),
+                np.linspace(0.3, 0.7, 12),
+            ]
         )
         rng.shuffle(s)
     y = (rng.uniform(size=s.shape[0]) < np.clip(s * 1.1, 0, 1)).astype(int)
@@ -67,7 +70,14 @@ def _assert_same_fit(a, b):
         assert_allclose(b.terms_[key], a.terms_[key], rtol=RTOL, err_msg=key)
     fa, fb = a.fold_results_, b.fold_results_
     assert_array_equal(fa.columns, fb.columns)
-    for column in ("n_train", "n_validation", "n_bins", "n_fallback", "n_buckets", "shift"):
+    for column in (
+        "n_train",
+        "n_validation",
+        "n_bins",
+        "n_fallback",
+        "n_buckets",
+        "shift",
+    ):
         if column in fa:
             assert_array_equal(fb[column], fa[column], err_msg=column)
     assert_allclose(fb.to_numpy(float), fa.to_numpy(float), rtol=RTOL, atol=1e-15)
@@ -78,7 +88,13 @@ def _assert_same_fit(a, b):
 PARAMS = [
     {"b1": 2.0, "b2": 4.0},
     {"b1": 2.0, "b2": 4.0, "guarantee": "paper", "max_validation": 700},
-    {"b1": 2.0, "b2": 4.0, "guarantee": "paper", "bandwidth": 0.004, "aggregate": "min"},
+    {
+        "b1": 2.0,
+        "b2": 4.0,
+        "guarantee": "paper",
+        "bandwidth": 0.004,
+        "aggregate": "min",
+    },
     {"b1": 2.0, "b2": 4.0, "bandwidth": 0.004, "aggregate": "min"},
     {"b1": 2.0, "b2": 4.0, "max_validation": 300},
     {"b1": 1.0, "b2": 1.0, "bandwidth": "plugin", "cv": 3},
@@ -101,7 +117,9 @@ def test_chunks_give_the_in_memory_numbers(kind, params):
     if kind == "gaps" and "bandwidth" in params and params["bandwidth"] == 0.004:
         assert a.fold_results_["n_fallback"].sum() > 0  # the fallback is exercised
     for sizes in ([1000], [777, 1234, 5], [6000]):
-        b = NWCalibrationBound(random_state=3, **params).fit_chunks(_chunked(s, y, sizes))
+        b = NWCalibrationBound(random_state=3, **params).fit_chunks(
+            _chunked(s, y, sizes)
+        )
         _assert_same_fit(a, b)
         assert b.certificate_["fingerprint"] == a.certificate_["fingerprint"]
         assert b.certificate_["n_positive"] == a.certificate_["n_positive"]
@@ -118,8 +136,9 @@ LIPSCHITZ_PARAMS = [
 def _assert_same_lipschitz_fit(a, b, held=None):
     _assert_same_fit(a, b)
     assert_array_equal(b.candidates_.columns, a.candidates_.columns)
-    assert_allclose(b.candidates_.to_numpy(float), a.candidates_.to_numpy(float),
-                    rtol=RTOL)
+    assert_allclose(
+        b.candidates_.to_numpy(float), a.candidates_.to_numpy(float), rtol=RTOL
+    )
     assert (b.n_buckets_, b.shift_) == (a.n_buckets_, a.shift_)
     if held is not None:
         assert_allclose(b.score(*held), a.score(*held), rtol=RTOL)
@@ -130,8 +149,10 @@ def _assert_same_lipschitz_fit(a, b, held=None):
 @pytest.mark.parametrize(
     "params, kind",
     slow_except(
-        [{str(i): p for i, p in enumerate(LIPSCHITZ_PARAMS)},
-         ["smooth", "atoms", "gaps"]],
+        [
+            {str(i): p for i, p in enumerate(LIPSCHITZ_PARAMS)},
+            ["smooth", "atoms", "gaps"],
+        ],
         default=["0-smooth", "1-atoms", "2-atoms", "3-gaps"],
     ),
 )
@@ -144,7 +165,9 @@ def test_lipschitz_chunks_give_the_in_memory_numbers(kind, params):
         counts = [c[5] for f in a.result_.folds for c in f.extra["statistics"]]
         assert sum(counts) > 0
     for sizes in ([1000], [777, 1234, 5], [6000]):
-        b = LipschitzBucketBound(random_state=3, **params).fit_chunks(_chunked(s, y, sizes))
+        b = LipschitzBucketBound(random_state=3, **params).fit_chunks(
+            _chunked(s, y, sizes)
+        )
         _assert_same_lipschitz_fit(a, b, held)
         assert b.certificate_["fingerprint"] == a.certificate_["fingerprint"]
 
@@ -161,9 +184,14 @@ def test_lipschitz_dask_gives_the_in_memory_numbers(chunks, guarantee):
     )
     _assert_same_lipschitz_fit(a, b)
     assert_allclose(
-        lipschitz_bucket_bound(da.from_array(y, chunks=chunks),
-                               da.from_array(s, chunks=chunks), random_state=2, **params),
-        a.bound_, rtol=RTOL,
+        lipschitz_bucket_bound(
+            da.from_array(y, chunks=chunks),
+            da.from_array(s, chunks=chunks),
+            random_state=2,
+            **params,
+        ),
+        a.bound_,
+        rtol=RTOL,
     )
 
 
@@ -190,7 +218,9 @@ def test_chunks_of_one_row_and_a_generator(Est, params):
 def test_dataframe_chunks_and_pos_label():
     s, y = _data("smooth")
     labels = np.where(y == 1, "churn", "stay")
-    a = NWCalibrationBound(b1=2.0, b2=4.0, pos_label="churn", random_state=1).fit(s, labels)
+    a = NWCalibrationBound(b1=2.0, b2=4.0, pos_label="churn", random_state=1).fit(
+        s, labels
+    )
     frames = [
         pd.DataFrame({"label": labels[i : i + 1500], "p": s[i : i + 1500]})
         for i in range(0, s.shape[0], 1500)
@@ -209,12 +239,12 @@ def test_chunks_with_h_and_a_random_state_instance(h):
 
     s, y = _data("smooth", n=5000)
     s = perturb_scores(s, h, random_state=0)
-    a = NWCalibrationBound(h=h, max_validation=700,
-                           random_state=np.random.RandomState(5)).fit(s, y)
-    b = NWCalibrationBound(h=h, max_validation=700,
-                           random_state=np.random.RandomState(5)).fit_chunks(
-        _chunked(s, y, [999])
-    )
+    a = NWCalibrationBound(
+        h=h, max_validation=700, random_state=np.random.RandomState(5)
+    ).fit(s, y)
+    b = NWCalibrationBound(
+        h=h, max_validation=700, random_state=np.random.RandomState(5)
+    ).fit_chunks(_chunked(s, y, [999]))
     _assert_same_fit(a, b)
     assert (a.fold_results_["n_validation"] == 700).all()
 
@@ -233,9 +263,14 @@ def test_dask_gives_the_in_memory_numbers(chunks, guarantee):
     assert b.certificate_["fingerprint"] is None
     assert any("fingerprint" in reason for reason in b.certificate_["not_reproducible"])
     assert_allclose(
-        nw_bound(da.from_array(y, chunks=chunks), da.from_array(s, chunks=chunks),
-                 random_state=2, **params),
-        a.bound_, rtol=RTOL,
+        nw_bound(
+            da.from_array(y, chunks=chunks),
+            da.from_array(s, chunks=chunks),
+            random_state=2,
+            **params,
+        ),
+        a.bound_,
+        rtol=RTOL,
     )
 
 
@@ -257,8 +292,10 @@ def test_dask_dataframe_columns():
 @pytest.mark.parametrize(
     "Est, params",
     [
-        (NWCalibrationBound,
-         {"b1": 2.0, "b2": 4.0, "max_validation": 800, "bandwidth": 0.004}),
+        (
+            NWCalibrationBound,
+            {"b1": 2.0, "b2": 4.0, "max_validation": 800, "bandwidth": 0.004},
+        ),
         (LipschitzBucketBound, {"L": 2.0, "guarantee": "paper"}),
     ],
 )
@@ -280,24 +317,31 @@ def test_fold_ids_do_not_depend_on_the_chunking():
     whole = row_folds(11, 0, n, k)
     sizes = np.bincount(whole)
     assert sizes.sum() == n and sizes.max() - sizes.min() == 1  # as balanced as KFold
-    cut = np.concatenate([row_folds(11, a, b - a, k) for a, b in
-                          [(0, 1), (1, 4), (4, 5000), (5000, n)]])
+    cut = np.concatenate(
+        [row_folds(11, a, b - a, k) for a, b in [(0, 1), (1, 4), (4, 5000), (5000, n)]]
+    )
     assert_array_equal(cut, whole)
     # Every complete block of k rows holds each fold once, in a random order.
     blocks = whole[: n - n % k].reshape(-1, k)
-    assert_array_equal(np.sort(blocks, axis=1), np.tile(np.arange(k), (blocks.shape[0], 1)))
+    assert_array_equal(
+        np.sort(blocks, axis=1), np.tile(np.arange(k), (blocks.shape[0], 1))
+    )
     assert len({tuple(b) for b in blocks}) > 100
     # A row's fold is uniform over the seeds.
     first = [row_folds(seed, 0, 1, k)[0] for seed in range(2000)]
     assert np.bincount(first, minlength=k).min() > 330
     # More folds than a permutation table holds: Fisher-Yates, same properties.
     many = row_folds(3, 0, 1000, 12)
-    assert_array_equal(np.sort(many[:996].reshape(-1, 12), axis=1),
-                       np.tile(np.arange(12), (83, 1)))
-    assert_array_equal(many, np.concatenate([row_folds(3, 0, 500, 12),
-                                             row_folds(3, 500, 500, 12)]))
+    assert_array_equal(
+        np.sort(many[:996].reshape(-1, 12), axis=1), np.tile(np.arange(12), (83, 1))
+    )
+    assert_array_equal(
+        many, np.concatenate([row_folds(3, 0, 500, 12), row_folds(3, 500, 500, 12)])
+    )
     keys = row_keys(1, 0, 1000, 2)
-    assert_array_equal(keys, np.concatenate([row_keys(1, 0, 10, 2), row_keys(1, 10, 990, 2)]))
+    assert_array_equal(
+        keys, np.concatenate([row_keys(1, 0, 10, 2), row_keys(1, 10, 990, 2)])
+    )
     assert np.unique(keys).shape[0] == 1000
     assert not np.array_equal(keys, row_keys(1, 0, 1000, 3))
 
@@ -305,10 +349,12 @@ def test_fold_ids_do_not_depend_on_the_chunking():
 def test_score_and_predict_of_a_chunked_fit():
     s, y = _data("gaps")
     held_s, held_y = _data("gaps", seed=9)
-    a = NWCalibrationBound(b1=2.0, b2=4.0, bandwidth=0.004, max_validation=1000,
-                           random_state=0).fit(s, y)
-    b = NWCalibrationBound(b1=2.0, b2=4.0, bandwidth=0.004, max_validation=1000,
-                           random_state=0).fit_chunks(_chunked(s, y, [2500]))
+    a = NWCalibrationBound(
+        b1=2.0, b2=4.0, bandwidth=0.004, max_validation=1000, random_state=0
+    ).fit(s, y)
+    b = NWCalibrationBound(
+        b1=2.0, b2=4.0, bandwidth=0.004, max_validation=1000, random_state=0
+    ).fit_chunks(_chunked(s, y, [2500]))
     assert_allclose(b.score(held_s, held_y), a.score(held_s, held_y), rtol=RTOL)
     assert -1 <= a.score(held_s, held_y) < 0
 
@@ -319,7 +365,10 @@ def test_score_and_predict_of_a_chunked_fit():
 @pytest.mark.parametrize(
     "estimator, match",
     [
-        (TVCalibrationBound(), "TVCalibrationBound cannot run on data that is not in one"),
+        (
+            TVCalibrationBound(),
+            "TVCalibrationBound cannot run on data that is not in one",
+        ),
     ],
 )
 def test_bounds_that_need_the_sorted_sample_say_so(estimator, match):
@@ -344,21 +393,27 @@ def test_one_liners_on_dask_input_say_why_not():
 def test_chunk_input_errors():
     s, y = _data("smooth", n=500)
     est = NWCalibrationBound(b1=1.0, b2=1.0)
-    with pytest.raises(TypeError, match="chunks is an iterator, which can be read only once"):
+    with pytest.raises(
+        TypeError, match="chunks is an iterator, which can be read only once"
+    ):
         est.fit_chunks(iter([(y, s)]))
     with pytest.raises(ValueError, match=r"needs cv=<int>.*got cv=\[\(array"):
-        NWCalibrationBound(b1=1.0, b2=1.0, cv=[(np.arange(9), np.arange(9, 20))]).fit_chunks(
-            [(y, s)]
-        )
+        NWCalibrationBound(
+            b1=1.0, b2=1.0, cv=[(np.arange(9), np.arange(9, 20))]
+        ).fit_chunks([(y, s)])
     with pytest.raises(ValueError, match="Chunk 1: y_prob has two columns"):
         est.fit_chunks([(y[:10], s[:10]), (y[10:], np.c_[1 - s[10:], s[10:]])])
-    with pytest.raises(TypeError, match="Chunk 0 is a ndarray; each chunk must be a pair"):
+    with pytest.raises(
+        TypeError, match="Chunk 0 is a ndarray; each chunk must be a pair"
+    ):
         est.fit_chunks([s])
     with pytest.raises(ValueError, match="exactly two classes"):
         est.fit_chunks([(y, s), (np.full(3, 2), s[:3])])
     with pytest.raises(ValueError, match=r"Scores must be probabilities in \[0, 1\]"):
         est.fit_chunks([(y, s), (y[:3], s[:3] + 1.0)])
-    with pytest.raises(ValueError, match="chunks gave 500 rows on pass 1, but 501 were expected"):
+    with pytest.raises(
+        ValueError, match="chunks gave 500 rows on pass 1, but 501 were expected"
+    ):
         est.fit_chunks([(y, s)], n_samples=501)
     with pytest.raises(ValueError, match=r"cv=5 needs at least 5 samples"):
         est.fit_chunks([(y[:3], s[:3])])

@@ -25,7 +25,13 @@ WIRING = ["_base"]
 # command line), which may import estimator modules as ``__init__`` does; no
 # estimator module imports them.
 CONSUMERS = [
-    "_scorers", "_display", "_cli", "_cli_chunks", "_calibration_test", "_groups", "__main__",
+    "_scorers",
+    "_display",
+    "_cli",
+    "_cli_chunks",
+    "_calibration_test",
+    "_groups",
+    "__main__",
 ]
 
 PROX_TV_HOME = "skcalbound._surrogates._tv"
@@ -39,7 +45,10 @@ PRIVATE_SKLEARN_NAMES = {
     "_estimator_has",
     "available_if",
 }
-PRIVATE_SKLEARN_MODULES = {"sklearn.utils._param_validation", "sklearn.utils._available_if"}
+PRIVATE_SKLEARN_MODULES = {
+    "sklearn.utils._param_validation",
+    "sklearn.utils._available_if",
+}
 
 
 def _module_name(path):
@@ -98,7 +107,9 @@ def _imports(module, source):
     return found
 
 
-IMPORTS = {module: _imports(module, path.read_text()) for module, path in MODULES.items()}
+IMPORTS = {
+    module: _imports(module, path.read_text()) for module, path in MODULES.items()
+}
 
 
 def _group(module, names):
@@ -147,8 +158,15 @@ def test_import_parser_resolves_relative_imports():
 
 def test_the_package_layout_is_seen():
     # Guards against vacuous passes: the modules the rules talk about are found.
-    for module in ["skcalbound", COMPAT, PROX_TV_HOME, "skcalbound._validation",
-                   "skcalbound._terms", "skcalbound._result", "skcalbound._base"]:
+    for module in [
+        "skcalbound",
+        COMPAT,
+        PROX_TV_HOME,
+        "skcalbound._validation",
+        "skcalbound._terms",
+        "skcalbound._result",
+        "skcalbound._base",
+    ]:
         assert module in MODULES, module
     assert ("prox_tv", None) in {(m, n) for m, n, _ in IMPORTS[PROX_TV_HOME]}
     assert "skcalbound._tv_bound" in _estimator_modules()
@@ -220,9 +238,15 @@ def test_pure_math_modules_import_no_sklearn_and_draw_no_random_numbers(module):
         top = imported.split(".")[0]
         assert top != "sklearn", f"{module} imports {imported} (line {line})"
         assert top != "random" and "random" not in imported.split(".")[1:], (
-            module, imported, line,
+            module,
+            imported,
+            line,
         )
-        assert name not in {"random", "default_rng", "RandomState"}, (module, name, line)
+        assert name not in {"random", "default_rng", "RandomState"}, (
+            module,
+            name,
+            line,
+        )
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Attribute) and node.attr in {"random", "default_rng"}:
             pytest.fail(f"{module} draws random numbers (line {node.lineno})")
@@ -236,7 +260,8 @@ def test_estimator_modules_are_imported_only_by_the_package_init(module):
         return
     estimator_modules = _estimator_modules()
     offending = [
-        (imported, line) for imported, _, line in IMPORTS[module]
+        (imported, line)
+        for imported, _, line in IMPORTS[module]
         if imported in estimator_modules and imported != module
     ]
     assert not offending, f"{module} imports estimator modules {offending}"
@@ -260,7 +285,8 @@ def test_consumers_are_imported_only_by_the_package_init_and_each_other(module):
     if module == PACKAGE or _group(module, CONSUMERS) is not None:
         return
     offending = [
-        (imported, line) for imported, _, line in IMPORTS[module]
+        (imported, line)
+        for imported, _, line in IMPORTS[module]
         if _group(imported, CONSUMERS) is not None
     ]
     assert not offending, f"{module} imports consumer modules {offending}"

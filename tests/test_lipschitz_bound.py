@@ -17,32 +17,58 @@ import pickle
 
 import numpy as np
 import pytest
+from _synthetic import perturbed_problems
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.model_selection import KFold
 
-from _synthetic import perturbed_problems
 from skcalbound import LipschitzBucketBound, NWCalibrationBound, lipschitz_bucket_bound
 from skcalbound._sech import sech_lipschitz
 
 # The terms_ keys of each guarantee, in the order they add up, and the columns of
 # fold_results_.
 TERM_NAMES = {
-    "paper": ["validation_mean", "smoothing_mean", "bernstein_residual", "bernstein_smoothing"],
+    "paper": [
+        "validation_mean",
+        "smoothing_mean",
+        "bernstein_residual",
+        "bernstein_smoothing",
+    ],
     "high_probability": [
-        "validation_mean", "bernstein_residual", "smoothing_mean", "label_concentration",
+        "validation_mean",
+        "bernstein_residual",
+        "smoothing_mean",
+        "label_concentration",
         "population_transfer",
     ],
 }
 GUARANTEES = list(TERM_NAMES)
 FOLD_COLUMNS = {
     "paper": [
-        "n_train", "n_validation", "delta", "n_buckets", "shift", "n_candidates",
-        "n_fallback", "estimate", *TERM_NAMES["paper"], "bound", "lower_bound",
+        "n_train",
+        "n_validation",
+        "delta",
+        "n_buckets",
+        "shift",
+        "n_candidates",
+        "n_fallback",
+        "estimate",
+        *TERM_NAMES["paper"],
+        "bound",
+        "lower_bound",
     ],
     "high_probability": [
-        "n_train", "n_validation", "delta", "n_buckets", "shift", "n_candidates",
-        "n_fallback", "sum_c_squared", "estimate", *TERM_NAMES["high_probability"],
-        "bound", "lower_bound",
+        "n_train",
+        "n_validation",
+        "delta",
+        "n_buckets",
+        "shift",
+        "n_candidates",
+        "n_fallback",
+        "sum_c_squared",
+        "estimate",
+        *TERM_NAMES["high_probability"],
+        "bound",
+        "lower_bound",
     ],
 }
 
@@ -78,7 +104,9 @@ def _smoother(train_s, train_y, query, B, r, R, L):
 
 
 def _bernstein(m, delta, variance):
-    return math.sqrt(2 * variance * math.log(3 / delta) / m) + 3 * math.log(3 / delta) / m
+    return (
+        math.sqrt(2 * variance * math.log(3 / delta) / m) + 3 * math.log(3 / delta) / m
+    )
 
 
 def _candidate(train_s, train_y, val_s, B, r, R, L, delta, guarantee="paper"):
@@ -135,9 +163,13 @@ def _all_candidates(train_s, train_y, val_s, n_buckets, R, L, delta_fold, guaran
 
 def _check_row(row, terms, label):
     for name in terms:
-        assert_allclose(row[name], terms[name], rtol=1e-12, atol=0, err_msg=f"{label} {name}")
+        assert_allclose(
+            row[name], terms[name], rtol=1e-12, atol=0, err_msg=f"{label} {name}"
+        )
     assert_allclose(row["bound"], sum(terms.values()), rtol=1e-12, err_msg=label)
-    assert_allclose(row["estimate"], terms["validation_mean"], rtol=1e-12, err_msg=label)
+    assert_allclose(
+        row["estimate"], terms["validation_mean"], rtol=1e-12, err_msg=label
+    )
 
 
 # ----------------------------------------------------------------------------------
@@ -154,12 +186,45 @@ def _tiny_problem():
     """
     rng = np.random.default_rng(3)
     train_s = np.array(
-        [0.0, 0.0, 0.0625, 0.125, 0.125, 0.2, 0.25, 0.75, 0.8, 0.875, 1.0, 1.0, 0.9, 0.1]
+        [
+            0.0,
+            0.0,
+            0.0625,
+            0.125,
+            0.125,
+            0.2,
+            0.25,
+            0.75,
+            0.8,
+            0.875,
+            1.0,
+            1.0,
+            0.9,
+            0.1,
+        ]
     )
     train_y = np.array([0, 1, 0, 1, 0, 0, 0, 1, 1, 0, 1, 1, 1, 0])
     val_s = np.array(
-        [0.5, 0.6, 0.74, 0.7, 0.0, 1.0, 0.125, 0.3, 0.45, 0.9, 0.99, 0.05, 0.51, 0.26,
-         0.2, 0.76, 0.875, 0.01]
+        [
+            0.5,
+            0.6,
+            0.74,
+            0.7,
+            0.0,
+            1.0,
+            0.125,
+            0.3,
+            0.45,
+            0.9,
+            0.99,
+            0.05,
+            0.51,
+            0.26,
+            0.2,
+            0.76,
+            0.875,
+            0.01,
+        ]
     )
     extra_s = np.array([0.3, 0.95, 0.15])
     scores = np.concatenate([train_s, val_s, extra_s])
@@ -181,8 +246,12 @@ def test_one_candidate_one_fold_by_hand(guarantee, path):
         train = np.sort(np.concatenate([train, extra]))
     confidence_level, L = 0.9, 4.0
     est = LipschitzBucketBound(
-        L=L, n_buckets=[4], n_shifts=1, confidence_level=confidence_level,
-        guarantee=guarantee, cv=[(train, val)],
+        L=L,
+        n_buckets=[4],
+        n_shifts=1,
+        confidence_level=confidence_level,
+        guarantee=guarantee,
+        cv=[(train, val)],
     ).fit(X, y)
     delta = 1 - confidence_level  # one split: delta_fold = delta, one candidate
     terms, n_fallback, g, C2 = _candidate(
@@ -221,8 +290,12 @@ def test_one_candidate_two_folds_by_hand(guarantee):
     splits = [(a, val), (val, a)]
     confidence_level, L = 0.8, 1.5
     est = LipschitzBucketBound(
-        L=L, n_buckets=[4], n_shifts=1, confidence_level=confidence_level,
-        guarantee=guarantee, cv=splits,
+        L=L,
+        n_buckets=[4],
+        n_shifts=1,
+        confidence_level=confidence_level,
+        guarantee=guarantee,
+        cv=splits,
     ).fit(X, y)
     delta_fold = (1 - confidence_level) / 2
     expected = []
@@ -237,8 +310,12 @@ def test_one_candidate_two_folds_by_hand(guarantee):
         assert_allclose(row["delta"], delta_fold, rtol=1e-15)
         expected.append(terms)
     for name in TERM_NAMES[guarantee]:
-        assert_allclose(est.terms_[name], np.mean([t[name] for t in expected]),
-                        rtol=1e-12, err_msg=name)
+        assert_allclose(
+            est.terms_[name],
+            np.mean([t[name] for t in expected]),
+            rtol=1e-12,
+            err_msg=name,
+        )
     mean_bound = np.mean([sum(t.values()) for t in expected])
     # 17 and 21 validation points: the Bernstein terms alone exceed 1/2. The bound is
     # clipped at 1; fold bounds, terms and candidates stay unclipped.
@@ -273,15 +350,28 @@ def several(request):
     splits = list(KFold(2, shuffle=True, random_state=0).split(X))
     confidence_level = 0.9
     est = LipschitzBucketBound(
-        L=L_SEVERAL, n_buckets=N_BUCKETS, n_shifts=N_SHIFTS,
-        confidence_level=confidence_level, guarantee=guarantee, cv=splits,
+        L=L_SEVERAL,
+        n_buckets=N_BUCKETS,
+        n_shifts=N_SHIFTS,
+        confidence_level=confidence_level,
+        guarantee=guarantee,
+        cv=splits,
     ).fit(X, y)
     delta_fold = (1 - confidence_level) / 2
     by_fold = []
     for tr, va in splits:
-        by_fold.append(_all_candidates(
-            X[tr], y[tr], X[va], N_BUCKETS, N_SHIFTS, L_SEVERAL, delta_fold, guarantee
-        ))
+        by_fold.append(
+            _all_candidates(
+                X[tr],
+                y[tr],
+                X[va],
+                N_BUCKETS,
+                N_SHIFTS,
+                L_SEVERAL,
+                delta_fold,
+                guarantee,
+            )
+        )
     return X, y, splits, est, by_fold
 
 
@@ -302,8 +392,9 @@ def test_fold_bound_is_the_minimum_over_candidates(several):
         assert_allclose(row["bound"], bounds.min(), rtol=1e-12)
         # The lower bound is the largest candidate lower bound (all candidates hold at
         # once), not necessarily the chosen candidate's.
-        assert_allclose(row["lower_bound"], max(_lower(hand[c][0]) for c in candidates),
-                        rtol=1e-12)
+        assert_allclose(
+            row["lower_bound"], max(_lower(hand[c][0]) for c in candidates), rtol=1e-12
+        )
         if est.guarantee == "high_probability":
             assert_allclose(row["sum_c_squared"], hand[best][3], rtol=1e-12)
         chosen.append(best)
@@ -315,15 +406,24 @@ def test_fold_bound_is_the_minimum_over_candidates(several):
 def test_candidates_frame_and_chosen_candidate(several):
     X, y, splits, est, by_fold = several
     frame = est.candidates_
-    assert list(frame.columns) == ["n_buckets", "shift", "fold0_bound", "fold1_bound",
-                                   "mean_bound"]
+    assert list(frame.columns) == [
+        "n_buckets",
+        "shift",
+        "fold0_bound",
+        "fold1_bound",
+        "mean_bound",
+    ]
     candidates = list(by_fold[0])
     assert list(zip(frame["n_buckets"], frame["shift"])) == candidates
     for k, hand in enumerate(by_fold):
-        assert_allclose(frame[f"fold{k}_bound"],
-                        [sum(hand[c][0].values()) for c in candidates], rtol=1e-12)
-    mean = np.mean([[sum(hand[c][0].values()) for c in candidates] for hand in by_fold],
-                   axis=0)
+        assert_allclose(
+            frame[f"fold{k}_bound"],
+            [sum(hand[c][0].values()) for c in candidates],
+            rtol=1e-12,
+        )
+    mean = np.mean(
+        [[sum(hand[c][0].values()) for c in candidates] for hand in by_fold], axis=0
+    )
     assert_allclose(frame["mean_bound"], mean, rtol=1e-12)
     assert (est.n_buckets_, est.shift_) == candidates[int(np.argmin(mean))]
     assert est.L_ == L_SEVERAL
@@ -332,8 +432,13 @@ def test_candidates_frame_and_chosen_candidate(several):
 def test_aggregate_min_takes_the_smallest_fold(several):
     X, y, splits, est, by_fold = several
     low = LipschitzBucketBound(
-        L=L_SEVERAL, n_buckets=N_BUCKETS, n_shifts=N_SHIFTS, confidence_level=0.9,
-        guarantee=est.guarantee, cv=splits, aggregate="min",
+        L=L_SEVERAL,
+        n_buckets=N_BUCKETS,
+        n_shifts=N_SHIFTS,
+        confidence_level=0.9,
+        guarantee=est.guarantee,
+        cv=splits,
+        aggregate="min",
     ).fit(X, y)
     bounds = est.fold_results_["bound"].to_numpy()
     assert bounds[0] != bounds[1]
@@ -357,12 +462,17 @@ def test_predict_is_the_chosen_bucketing_on_all_data(several, fine):
     if fine:  # buckets of 1/64 or finer: empty ones in the sparse gap
         n_shifts = 3
         est = LipschitzBucketBound(
-            L=L_SEVERAL, n_buckets=[64, 100], n_shifts=n_shifts, cv=splits,
+            L=L_SEVERAL,
+            n_buckets=[64, 100],
+            n_shifts=n_shifts,
+            cv=splits,
             guarantee=est.guarantee,
         ).fit(X, y)
     B, r = est.n_buckets_, est.shift_
     mean = est.candidates_["mean_bound"].to_numpy()
-    assert (B, r) == tuple(est.candidates_.iloc[int(np.argmin(mean))][["n_buckets", "shift"]])
+    assert (B, r) == tuple(
+        est.candidates_.iloc[int(np.argmin(mean))][["n_buckets", "shift"]]
+    )
     rng = np.random.default_rng(1)
     queries = np.concatenate(
         [rng.uniform(size=150), [0.0, 1.0, 0.3, 0.55, 0.42, 0.43], X[:20]]
@@ -372,25 +482,34 @@ def test_predict_is_the_chosen_bucketing_on_all_data(several, fine):
     if fine:
         assert any(row[2] for row in rows) and not all(row[2] for row in rows)
     # A predict_proba-shaped input gives the same values, and so does a pickled copy.
-    assert_array_equal(est.predict(np.column_stack([1 - queries, queries])),
-                       [row[0] for row in rows])
-    assert_array_equal(pickle.loads(pickle.dumps(est)).predict(queries),
-                       [row[0] for row in rows])
+    assert_array_equal(
+        est.predict(np.column_stack([1 - queries, queries])), [row[0] for row in rows]
+    )
+    assert_array_equal(
+        pickle.loads(pickle.dumps(est)).predict(queries), [row[0] for row in rows]
+    )
 
 
 def test_score_is_the_fixed_split_bound_by_hand(several):
     X, y, splits, est, _ = several
     held_s, held_y = _gapped_sample(300, 9)
     delta = 1 - 0.9  # the full delta, shared by the 6 candidates
-    hand = _all_candidates(X, y, held_s, N_BUCKETS, N_SHIFTS, L_SEVERAL, delta,
-                           est.guarantee)
+    hand = _all_candidates(
+        X, y, held_s, N_BUCKETS, N_SHIFTS, L_SEVERAL, delta, est.guarantee
+    )
     bounds = [sum(terms.values()) for terms, _, _, _ in hand.values()]
     assert min(bounds) < 1.0  # so the check is not only the clip
     assert_allclose(est.score(held_s, held_y), -min(bounds), rtol=1e-12)
     # Independent of cv and aggregate.
     other = LipschitzBucketBound(
-        L=L_SEVERAL, n_buckets=N_BUCKETS, n_shifts=N_SHIFTS, confidence_level=0.9, cv=3,
-        aggregate="min", random_state=4, guarantee=est.guarantee,
+        L=L_SEVERAL,
+        n_buckets=N_BUCKETS,
+        n_shifts=N_SHIFTS,
+        confidence_level=0.9,
+        cv=3,
+        aggregate="min",
+        random_state=4,
+        guarantee=est.guarantee,
     ).fit(X, y)
     assert other.score(held_s, held_y) == est.score(held_s, held_y)
 
@@ -409,7 +528,9 @@ def _uniform_sample(n, seed=0, power=2.0):
 def test_L_follows_from_h(guarantee, h):
     # L = b1 in both modes (only NW's b2 from h differs between them).
     s, y = _uniform_sample(2000)
-    params = dict(n_buckets=[4, 16, 64], n_shifts=2, guarantee=guarantee, random_state=0)
+    params = dict(
+        n_buckets=[4, 16, 64], n_shifts=2, guarantee=guarantee, random_state=0
+    )
     est = LipschitzBucketBound(h=h, **params).fit(s, y)
     assert_allclose(est.L_, math.tanh(1 / h) / (2 * h), rtol=1e-14)
     explicit = LipschitzBucketBound(L=math.tanh(1 / h) / (2 * h), **params).fit(s, y)
@@ -420,8 +541,10 @@ def test_L_follows_from_h(guarantee, h):
 
 def test_larger_L_gives_a_larger_smoothing_term():
     s, y = _uniform_sample(2000)
-    fits = [LipschitzBucketBound(L=L, n_buckets=[8], n_shifts=1, random_state=0).fit(s, y)
-            for L in [0.0, 0.5, 2.0]]
+    fits = [
+        LipschitzBucketBound(L=L, n_buckets=[8], n_shifts=1, random_state=0).fit(s, y)
+        for L in [0.0, 0.5, 2.0]
+    ]
     # One candidate, same folds: eta_hat is the same, g grows with L.
     assert len({est.terms_["validation_mean"] for est in fits}) == 1
     smoothing = [est.terms_["smoothing_mean"] for est in fits]
@@ -459,9 +582,12 @@ def test_splitter_forms_and_n_jobs_give_the_same_bound():
     c = LipschitzBucketBound(**params, cv=kfold, n_jobs=2).fit(s, y)
     for other in (b, c):
         assert_allclose(other.bound_, a.bound_, rtol=1e-12)
-        assert_allclose(other.candidates_["mean_bound"], a.candidates_["mean_bound"],
-                        rtol=1e-12)
-        assert list(other.fold_results_["n_buckets"]) == list(a.fold_results_["n_buckets"])
+        assert_allclose(
+            other.candidates_["mean_bound"], a.candidates_["mean_bound"], rtol=1e-12
+        )
+        assert list(other.fold_results_["n_buckets"]) == list(
+            a.fold_results_["n_buckets"]
+        )
         assert list(other.fold_results_["shift"]) == list(a.fold_results_["shift"])
     assert list(a.fold_results_["n_validation"]) == [500] * 5
 
@@ -476,7 +602,9 @@ def test_bucket_counts_are_sorted_and_deduplicated():
     assert list(a.candidates_["shift"]) == [0, 1, 0, 1]
     assert a.bound_ == b.bound_
     default = LipschitzBucketBound(L=1.0, random_state=0).fit(s, y)
-    assert list(default.candidates_["n_buckets"].unique()) == [2**k for k in range(1, 13)]
+    assert list(default.candidates_["n_buckets"].unique()) == [
+        2**k for k in range(1, 13)
+    ]
     assert set(default.fold_results_["n_candidates"]) == {48}
 
 
@@ -509,8 +637,14 @@ def test_perturbed_problem_above_the_truth_and_the_nw_bound():
         ({"h": -0.5}, r"'h' parameter .* Got -0.5"),
         ({"L": 1.0, "n_buckets": 0}, r"'n_buckets' parameter .* Got 0 instead"),
         ({"L": 1.0, "n_buckets": []}, r"n_buckets must be .* non-empty .*; got \[\]"),
-        ({"L": 1.0, "n_buckets": [2, 0]}, r"n_buckets must be .* positive ints; got \[2, 0\]"),
-        ({"L": 1.0, "n_buckets": [2.5]}, r"n_buckets must be .* positive ints; got \[2.5\]"),
+        (
+            {"L": 1.0, "n_buckets": [2, 0]},
+            r"n_buckets must be .* positive ints; got \[2, 0\]",
+        ),
+        (
+            {"L": 1.0, "n_buckets": [2.5]},
+            r"n_buckets must be .* positive ints; got \[2.5\]",
+        ),
         ({"L": 1.0, "n_buckets": "abc"}, r"'n_buckets' parameter .* Got 'abc'"),
         ({"L": 1.0, "n_shifts": 0}, r"'n_shifts' parameter .* range \[1, inf\). Got 0"),
     ],
@@ -551,8 +685,14 @@ def test_largest_lipschitz_constant_gives_the_same_finite_bound(large):
 @pytest.mark.parametrize(
     "huge, match",
     [
-        ({"L": 1e200}, r"L=1e\+200 is too large: above 1\.1e\+12 .* Use L <= 1\.1e\+12"),
-        ({"h": 1e-300}, r"L=5e\+299 \(from h=1e-300\) is too large: .* Use h >= 2\*\*-41"),
+        (
+            {"L": 1e200},
+            r"L=1e\+200 is too large: above 1\.1e\+12 .* Use L <= 1\.1e\+12",
+        ),
+        (
+            {"h": 1e-300},
+            r"L=5e\+299 \(from h=1e-300\) is too large: .* Use h >= 2\*\*-41",
+        ),
         ({"h": 2.0**-42}, r"L=2\.199e\+12 \(from h=2\.2737\d*e-13\) is too large"),
     ],
 )

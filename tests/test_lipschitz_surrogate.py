@@ -122,12 +122,20 @@ def _fast(train_s, train_y, queries, n_buckets, R, L):
     labels = np.concatenate([train_y, np.zeros(queries.size)]).astype(np.float64)
     ids = np.repeat([0, 1], [train_s.size, queries.size])
     design = GroupDesign(2, ((1, (0,)),), ids=ids)
-    fit = fit_design(ArraySource(scores, labels), design, n_buckets=n_buckets,
-                     n_shifts=R, L=L, refit=False)
+    fit = fit_design(
+        ArraySource(scores, labels),
+        design,
+        n_buckets=n_buckets,
+        n_shifts=R,
+        L=L,
+        refit=False,
+    )
     alone = fit_design(
         ArraySource(np.asarray(train_s, dtype=float), train_y.astype(np.float64)),
         GroupDesign(1, ((0, (0,)),), ids=np.zeros(train_s.size, dtype=np.intp)),
-        n_buckets=n_buckets, n_shifts=R, L=L,
+        n_buckets=n_buckets,
+        n_shifts=R,
+        L=L,
     )
     out = {}
     for K, members in grids:
@@ -162,12 +170,21 @@ def _dyadic(rng):
 
 def _clusters(rng):
     train = np.concatenate(
-        [np.full(80, 0.3), np.full(40, 0.3 + 2.0**-20), np.full(30, 0.71),
-         rng.uniform(size=50)]
+        [
+            np.full(80, 0.3),
+            np.full(40, 0.3 + 2.0**-20),
+            np.full(30, 0.71),
+            rng.uniform(size=50),
+        ]
     )
     queries = np.concatenate(
-        [np.full(20, 0.3), rng.uniform(0.29, 0.31, 60), np.full(10, 0.71),
-         np.full(5, 0.3 + 2.0**-20), rng.uniform(size=50)]
+        [
+            np.full(20, 0.3),
+            rng.uniform(0.29, 0.31, 60),
+            np.full(10, 0.71),
+            np.full(5, 0.3 + 2.0**-20),
+            rng.uniform(size=50),
+        ]
     )
     return train, queries
 
@@ -197,8 +214,17 @@ def _midpoints(rng):
     # 0.875) are exact; queries on them and one ulp to either side.
     train = np.array([0.125, 0.125, 0.375, 0.875])
     queries = np.array(
-        [0.25, np.nextafter(0.25, 1), np.nextafter(0.25, 0), 0.625, np.nextafter(0.625, 1),
-         np.nextafter(0.625, 0), 0.0, 1.0, 0.5]
+        [
+            0.25,
+            np.nextafter(0.25, 1),
+            np.nextafter(0.25, 0),
+            0.625,
+            np.nextafter(0.625, 1),
+            np.nextafter(0.625, 0),
+            0.0,
+            1.0,
+            0.5,
+        ]
     )
     return train, queries
 
@@ -253,7 +279,9 @@ def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
     if case == "gaps" and n_buckets == [1, 64, 4096]:
         # Fallback below, between and above the two clusters, to both sides.
         rows = refs[(64, 1)]
-        used = [(q, row[4], _bucket(q, 64, 1, 2)) for q, row in zip(queries, rows) if row[3]]
+        used = [
+            (q, row[4], _bucket(q, 64, 1, 2)) for q, row in zip(queries, rows) if row[3]
+        ]
         assert any(q < 0.2 for q, _, _ in used) and any(q > 0.61 for q, _, _ in used)
         between = [(b_used, b_own) for q, b_used, b_own in used if 0.22 < q < 0.6]
         assert any(b_used < b_own for b_used, b_own in between)
@@ -280,7 +308,7 @@ def test_fallback_count_and_values_by_hand():
     labels = np.array([1, 0, 1], dtype=np.uint8)
     # 0.5 is exactly the midpoint of 0.125 and 0.875: the lower bucket.
     queries = np.array([0.1, 0.3, 0.5, 0.51, 0.9])
-    (sums, eta, _), = _fast(train, labels, queries, [4], 1, 2.0).values()
+    ((sums, eta, _),) = _fast(train, labels, queries, [4], 1, 2.0).values()
     assert_array_equal(eta, [0.5, 0.5, 0.5, 1.0, 1.0])
     assert sums[5] == 3
     g = [
@@ -292,8 +320,9 @@ def test_fallback_count_and_values_by_hand():
     ]
     g = np.minimum(g, 1.0)
     r = np.abs(np.array([0.5, 0.5, 0.5, 1.0, 1.0]) - queries)
-    assert_allclose(sums[1:5], [r.sum(), (r * r).sum(), g.sum(), (g * g).sum()],
-                    rtol=1e-14)
+    assert_allclose(
+        sums[1:5], [r.sum(), (r * r).sum(), g.sum(), (g * g).sum()], rtol=1e-14
+    )
     assert np.count_nonzero(g == 1.0) == 2
     # C2: the bucket of {0.0625, 0.125} serves 3 of the 5 queries, that of {0.875} 2:
     # c = (3/5) / 2 for each of the two points, (2/5) / 1 for the third.
@@ -318,7 +347,9 @@ def test_runs_that_cross_the_clip_and_eta_hat(n_buckets, n_shifts):
     rng = np.random.default_rng(7)
     train = np.sort(np.concatenate([np.full(400, 0.3), rng.uniform(size=200)]))
     labels = (rng.uniform(size=600) < 0.3).astype(np.uint8)
-    queries = np.sort(np.concatenate([rng.uniform(0.29, 0.31, 800), rng.uniform(size=200)]))
+    queries = np.sort(
+        np.concatenate([rng.uniform(0.29, 0.31, 800), rng.uniform(size=200)])
+    )
     candidates, grids = candidate_grids(n_buckets, n_shifts)
     crossing_clip = crossing_eta = 0
     for L in [300.0, 1000.0]:
@@ -367,11 +398,14 @@ def test_partition_equals_one_design_per_split(case):
         candidates, grids = candidate_grids(n_buckets, R)
         for L in [0.0, 2.0, 500.0]:
             kw = dict(n_buckets=n_buckets, n_shifts=R, L=L)
-            together = fit_design(ArraySource(scores, labels), GroupDesign.partition(3, ids=ids), **kw)
+            together = fit_design(
+                ArraySource(scores, labels), GroupDesign.partition(3, ids=ids), **kw
+            )
             for k in range(3):
                 alone = fit_design(
                     ArraySource(scores, labels),
-                    GroupDesign(2, ((1, (0,)),), ids=(ids == k).astype(np.intp)), **kw,
+                    GroupDesign(2, ((1, (0,)),), ids=(ids == k).astype(np.intp)),
+                    **kw,
                 )
                 assert together.n_train[k] == alone.n_train[0] == np.sum(ids != k)
                 for j, (B, r) in enumerate(candidates):
@@ -379,17 +413,28 @@ def test_partition_equals_one_design_per_split(case):
                     got, want = together.sums[k][j], alone.sums[0][j]
                     assert got[0] == want[0] == np.sum(ids == k), label
                     assert got[5] == want[5], label
-                    assert_allclose(got[1:5], want[1:5], rtol=1e-12, atol=0, err_msg=label)
+                    assert_allclose(
+                        got[1:5], want[1:5], rtol=1e-12, atol=0, err_msg=label
+                    )
                     assert_allclose(got[6], want[6], rtol=1e-12, atol=0, err_msg=label)
                     if L == 2.0 and k == 1:  # and against the reference
                         K = next(K for K, m in grids if j in m)
                         tr = np.sort(scores[ids != k])
                         order = np.argsort(scores[ids != k], kind="stable")
-                        rows = _reference(tr, labels[ids != k][order].astype(np.uint8),
-                                          scores[ids == k], B, r, R, K)
+                        rows = _reference(
+                            tr,
+                            labels[ids != k][order].astype(np.uint8),
+                            scores[ids == k],
+                            B,
+                            r,
+                            R,
+                            K,
+                        )
                         expected = _reference_sums(rows, scores[ids == k], L)
                         assert got[5] == expected[5], label
-                        assert_allclose(got[1:5], expected[1:5], rtol=1e-12, err_msg=label)
+                        assert_allclose(
+                            got[1:5], expected[1:5], rtol=1e-12, err_msg=label
+                        )
                         assert_allclose(got[6], expected[6], rtol=1e-12, err_msg=label)
 
 
@@ -506,7 +551,7 @@ def test_large_L_squared_smoothing_sum_keeps_its_digits():
     labels = (rng.uniform(size=2000) < 0.5).astype(np.uint8)
     queries = np.sort(x0 + 1e-9 * rng.uniform(-1, 1, 500))
     L = 1e8
-    (sums, eta, K), = _fast(train, labels, queries, [2], 1, L).values()
+    ((sums, eta, K),) = _fast(train, labels, queries, [2], 1, L).values()
     assert K == 16384
     rows = _reference(train, labels, queries, 2, 0, 1, K)
     assert max(_g(row, L) for row in rows) < 1.0  # nothing clipped
@@ -522,8 +567,9 @@ def test_huge_L_with_zero_distances_gives_finite_sums():
     labels = np.array([0, 1] * 5, dtype=np.uint8)
     queries = np.full(4, 0.25)
     for L in [1.0, 1e200]:
-        (sums, eta, _), = _fast(train, labels, queries, [4], 1, L).values()
+        ((sums, eta, _),) = _fast(train, labels, queries, [4], 1, L).values()
         g = 0.5 / math.sqrt(10)
         assert_array_equal(eta, [0.5] * 4)
-        assert_allclose(sums[1:5], [1.0, 0.25, 4 * g, 4 * g * g], rtol=1e-15,
-                        err_msg=f"L={L}")
+        assert_allclose(
+            sums[1:5], [1.0, 0.25, 4 * g, 4 * g * g], rtol=1e-15, err_msg=f"L={L}"
+        )

@@ -11,15 +11,18 @@ import pickle
 
 import numpy as np
 import pytest
+from _estimator_checks import run_check
+from _synthetic import binomial_tolerance
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
-from sklearn.utils.estimator_checks import check_param_validation, parametrize_with_checks
+from sklearn.utils.estimator_checks import (
+    check_param_validation,
+    parametrize_with_checks,
+)
 
-from _estimator_checks import run_check
-from _synthetic import binomial_tolerance
 from skcalbound import (
     LipschitzBucketBound,
     NWCalibrationBound,
@@ -158,7 +161,13 @@ def test_classwise_is_one_fit_per_class_at_the_union_bound_level(K):
         hand = clone(inner).set_params(confidence_level=level).fit(P[:, k], y == k)
         _same_fit(fitted, hand)
     frame = est.per_class_
-    assert list(frame.columns) == ["class", "n_positive", "lower_bound", "bound", "estimate"]
+    assert list(frame.columns) == [
+        "class",
+        "n_positive",
+        "lower_bound",
+        "bound",
+        "estimate",
+    ]
     assert_array_equal(frame["class"], np.arange(K))
     assert_array_equal(frame["n_positive"], np.bincount(y, minlength=K))
     bounds = np.array([e.bound_ for e in est.estimators_])
@@ -244,23 +253,48 @@ def _bad_inputs():
     rows = P.copy()
     rows[7] = [0.5, 0.3, 0.1]
     return [
-        ("1-D", P[:, 0].copy(), y, r"shape \(n_samples, n_classes\) with n_classes >= 2; got an array of shape \(60,\)"),
+        (
+            "1-D",
+            P[:, 0].copy(),
+            y,
+            r"shape \(n_samples, n_classes\) with n_classes >= 2; got an array of shape \(60,\)",
+        ),
         ("K=1", P[:, :1].copy(), y, r"n_classes >= 2; got an array of shape \(60, 1\)"),
         ("3-D", P[:, :, None].copy(), y, r"got an array of shape \(60, 3, 1\)"),
         ("nan", nan, y, r"X contains 1 NaN; expected finite probabilities in \[0, 1\]"),
         ("inf", inf, y, r"X contains 1 infinite value\(s\); expected finite"),
-        ("range", outside, y, r"probabilities in \[0, 1\]; got values in \[-0.2, 1.2\]"),
-        ("rows", rows, y, r"rows sum to one, but 1 row\(s\) do not \(row 7 sums to 0.9"),
-        ("too few labels", P, np.minimum(y, 1),
-         r"y has 2 distinct label\(s\) \[0, 1\] but X has 3 columns.*exactly 3 classes"),
-        ("too many labels", P, np.where(np.arange(60) == 0, 7, y),
-         r"y has 4 distinct label\(s\) \[0, 1, 2, 7\] but X has 3 columns"),
+        (
+            "range",
+            outside,
+            y,
+            r"probabilities in \[0, 1\]; got values in \[-0.2, 1.2\]",
+        ),
+        (
+            "rows",
+            rows,
+            y,
+            r"rows sum to one, but 1 row\(s\) do not \(row 7 sums to 0.9",
+        ),
+        (
+            "too few labels",
+            P,
+            np.minimum(y, 1),
+            r"y has 2 distinct label\(s\) \[0, 1\] but X has 3 columns.*exactly 3 classes",
+        ),
+        (
+            "too many labels",
+            P,
+            np.where(np.arange(60) == 0, 7, y),
+            r"y has 4 distinct label\(s\) \[0, 1, 2, 7\] but X has 3 columns",
+        ),
     ]
 
 
 @pytest.mark.parametrize("strategy", ["top_label", "classwise"])
 @pytest.mark.parametrize(
-    "X, y, match", [case[1:] for case in _bad_inputs()], ids=[c[0] for c in _bad_inputs()]
+    "X, y, match",
+    [case[1:] for case in _bad_inputs()],
+    ids=[c[0] for c in _bad_inputs()],
 )
 def test_bad_input_is_rejected_without_modification(X, y, match, strategy):
     X_copy, y_copy = X.copy(), y.copy()
@@ -305,9 +339,13 @@ class _CertifiedTV(TVCalibrationBound):
 def test_certificate_wraps_inner_certificates(strategy):
     P, y = _data(seed=7)
     names = np.array(["a", "b", "c"])[y]
-    plain = MulticlassCalibrationBound(TVCalibrationBound(random_state=0), strategy=strategy)
+    plain = MulticlassCalibrationBound(
+        TVCalibrationBound(random_state=0), strategy=strategy
+    )
     if getattr(TVCalibrationBound(), "certificate_", None) is None:
-        inner_has = hasattr(clone(plain.estimator).fit(P.max(axis=1), y == 0), "certificate_")
+        inner_has = hasattr(
+            clone(plain.estimator).fit(P.max(axis=1), y == 0), "certificate_"
+        )
         assert hasattr(plain.fit(P, names), "certificate_") == inner_has
     est = MulticlassCalibrationBound(_CertifiedTV(random_state=0), strategy=strategy)
     est.fit(P, names)
@@ -349,13 +387,20 @@ def test_make_multiclass_rows_argmax_and_exact_truth():
         pred = P.argmax(axis=1) == k
         assert abs((y == k)[pred].mean() - eta(P[pred, k]).mean()) < 0.01
         c_other = 1.0 - (K - 1) * P[~pred, k]
-        assert abs((y == k)[~pred].mean() - ((1 - eta(c_other)) / (K - 1)).mean()) < 0.01
+        assert (
+            abs((y == k)[~pred].mean() - ((1 - eta(c_other)) / (K - 1)).mean()) < 0.01
+        )
         cal = np.where(pred, eta(P[:, k]), (1 - eta(1 - (K - 1) * P[:, k])) / (K - 1))
         assert abs(np.abs(P[:, k] - cal).mean() - data.true_classwise_ce) < 2e-3
     assert abs(np.abs(c - eta(c)).mean() - data.true_top_label_ce) < 2e-3
     # The top-label problem agrees with the truth and with the constants.
     assert_allclose(data.top_label_problem.true_ce, data.true_top_label_ce, rtol=1e-8)
-    assert data.top_label_assumptions == {"V": 1.0, "b1": 2.0, "b2": 2 / (1 - 1 / K), "L": 2.0}
+    assert data.top_label_assumptions == {
+        "V": 1.0,
+        "b1": 2.0,
+        "b2": 2 / (1 - 1 / K),
+        "L": 2.0,
+    }
     assert data.classwise_assumptions["b2"] == pytest.approx(2.0 * K)
 
 
@@ -388,7 +433,9 @@ def _coverage(method, K, repeats, n, seed=0):
     """Failure counts over ``repeats`` independent samples: top-label (either side of
     the interval), and class-wise (any class's interval misses CE_k; the mean
     interval misses the mean CE; worst_bound_ < max CE; worst_lower_bound_ > max CE)."""
-    failures = dict.fromkeys(["top", "any_class", "mean", "worst_upper", "worst_lower"], 0)
+    failures = dict.fromkeys(
+        ["top", "any_class", "mean", "worst_upper", "worst_lower"], 0
+    )
     for r in range(repeats):
         data = make_multiclass(n, K, random_state=seed + r)
         top_inner, cw_inner = _estimators(K, data)[method]
@@ -437,7 +484,9 @@ def _nw_h_recipe_failures(K, h, repeats, n, seed=0):
         P, y = data.proba, data.labels
         s = perturb_scores(P.max(axis=1), h, random_state=r)
         correct = (P.argmax(axis=1) == y).astype(int)
-        est = NWCalibrationBound(h=h, confidence_level=LEVEL, random_state=r).fit(s, correct)
+        est = NWCalibrationBound(h=h, confidence_level=LEVEL, random_state=r).fit(
+            s, correct
+        )
         failures += bool(est.bound_ < truth or est.lower_bound_ > truth)
         bounds.append(est.bound_)
     return failures, truth, np.array(bounds)
@@ -447,7 +496,9 @@ def _nw_h_recipe_failures(K, h, repeats, n, seed=0):
 def test_nw_h_recipe_on_the_perturbed_confidence_is_covered(K):
     h = 2.0**-3
     failures, truth, bounds = _nw_h_recipe_failures(K, h, repeats=30, n=2000)
-    print(f"h recipe K={K}: {failures} of 30, truth {truth:.4f}, mean bound {bounds.mean():.3f}")
+    print(
+        f"h recipe K={K}: {failures} of 30, truth {truth:.4f}, mean bound {bounds.mean():.3f}"
+    )
     assert failures <= binomial_tolerance(30, LEVEL), (failures, truth)
     assert np.all(bounds < 1.0)  # informative, so the check is not vacuous
 
@@ -475,7 +526,9 @@ def test_coverage_slow(method, K):
 @pytest.mark.slow
 @pytest.mark.parametrize("K", [3, 10])
 def test_nw_h_recipe_coverage_slow(K):
-    failures, truth, _ = _nw_h_recipe_failures(K, 2.0**-3, repeats=500, n=5000, seed=10_000)
+    failures, truth, _ = _nw_h_recipe_failures(
+        K, 2.0**-3, repeats=500, n=5000, seed=10_000
+    )
     print(f"h recipe K={K}: {failures} of 500, truth {truth:.4f}")
     assert failures <= binomial_tolerance(500, LEVEL), (failures, truth)
 
@@ -516,7 +569,9 @@ def _nw_h_classwise_failures(K, h, repeats, n, seed=0):
         missed = False
         for k in range(K):
             s = perturb_scores(P[:, k], h, random_state=(seed + r) * K + k)
-            est = NWCalibrationBound(h=h, confidence_level=level, random_state=r * K + k)
+            est = NWCalibrationBound(
+                h=h, confidence_level=level, random_state=r * K + k
+            )
             est.fit(s, (y == k).astype(int))
             missed |= bool(est.bound_ < truth or est.lower_bound_ > truth)
             bounds.append(est.bound_)
@@ -528,8 +583,10 @@ def _nw_h_classwise_failures(K, h, repeats, n, seed=0):
 def test_nw_h_classwise_recipe_on_perturbed_columns_is_covered(K):
     h = 2.0**-3
     failures, truth, bounds = _nw_h_classwise_failures(K, h, repeats=20, n=2000)
-    print(f"h classwise K={K}: {failures} of 20, truth {truth:.4f}, "
-          f"mean bound {bounds.mean():.3f}")
+    print(
+        f"h classwise K={K}: {failures} of 20, truth {truth:.4f}, "
+        f"mean bound {bounds.mean():.3f}"
+    )
     assert failures <= binomial_tolerance(20, LEVEL), (failures, truth)
     assert np.all(bounds < 1.0)  # informative, so the check is not vacuous
 
@@ -540,6 +597,8 @@ def test_nw_h_classwise_recipe_coverage_slow(K):
     failures, truth, bounds = _nw_h_classwise_failures(
         K, 2.0**-3, repeats=500, n=5000, seed=10_000
     )
-    print(f"h classwise K={K}: {failures} of 500, truth {truth:.4f}, "
-          f"mean bound {bounds.mean():.3f}")
+    print(
+        f"h classwise K={K}: {failures} of 500, truth {truth:.4f}, "
+        f"mean bound {bounds.mean():.3f}"
+    )
     assert failures <= binomial_tolerance(500, LEVEL), (failures, truth)

@@ -13,9 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
-from sklearn.model_selection import KFold, ShuffleSplit
-
 from _synthetic import (
     SmoothSine,
     binomial_tolerance,
@@ -23,15 +20,26 @@ from _synthetic import (
     coverage,
     perturbed_problems,
 )
+from numpy.testing import assert_allclose
+from sklearn.model_selection import KFold, ShuffleSplit
+
 from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound
 from skcalbound._sech import sech_derivative_bounds
 from skcalbound._terms import nw_plugin_bandwidth
 
 # The terms_ keys of each guarantee, in the order they add up.
 TERM_NAMES = {
-    "paper": ["validation_mean", "smoothing_mean", "bernstein_residual", "bernstein_smoothing"],
+    "paper": [
+        "validation_mean",
+        "smoothing_mean",
+        "bernstein_residual",
+        "bernstein_smoothing",
+    ],
     "high_probability": [
-        "validation_mean", "bernstein_residual", "smoothing_mean", "label_concentration",
+        "validation_mean",
+        "bernstein_residual",
+        "smoothing_mean",
+        "label_concentration",
         "population_transfer",
     ],
 }
@@ -64,8 +72,9 @@ def _weights(train_s, query, bandwidth, tempering, G):
     return [x / total for x in w], fallback
 
 
-def _reference(train_s, train_y, queries, bandwidth, tempering, G, b1, b2,
-               guarantee="paper"):
+def _reference(
+    train_s, train_y, queries, bandwidth, tempering, G, b1, b2, guarantee="paper"
+):
     """``eta_hat``, unclipped ``g_T``, fallback flags and the weight rows at each query.
 
     ``g_T`` is Lemma 6 as published (``b1 sum w |d|``) for ``"paper"``, with the sum
@@ -87,7 +96,9 @@ def _reference(train_s, train_y, queries, bandwidth, tempering, G, b1, b2,
             first = sum(wi * abs(di) for wi, di, o in zip(w, d, own) if not o)
             inside = [(wi, di) for wi, di, o in zip(w, d, own) if o]
             if inside:
-                first += inside[0][0] * math.sqrt(len(inside) * sum(di * di for _, di in inside))
+                first += inside[0][0] * math.sqrt(
+                    len(inside) * sum(di * di for _, di in inside)
+                )
         else:
             first = abs(sum(wi * di for wi, di in zip(w, d)))
         g.append(
@@ -101,7 +112,9 @@ def _reference(train_s, train_y, queries, bandwidth, tempering, G, b1, b2,
 
 
 def _bernstein(m, delta, variance):
-    return math.sqrt(2 * variance * math.log(3 / delta) / m) + 3 * math.log(3 / delta) / m
+    return (
+        math.sqrt(2 * variance * math.log(3 / delta) / m) + 3 * math.log(3 / delta) / m
+    )
 
 
 def _expected_terms(eta, g, queries, delta, rows=None, guarantee="paper"):
@@ -146,13 +159,32 @@ def _tiny_problem():
     """
     rng = np.random.default_rng(11)
     left = np.concatenate([[0, 0, 16, 16, 32, 32], rng.integers(1, 32, size=14)]) / 128
-    right = np.concatenate([[96, 112, 112, 128, 128], rng.integers(97, 128, size=13)]) / 128
+    right = (
+        np.concatenate([[96, 112, 112, 128, 128], rng.integers(97, 128, size=13)]) / 128
+    )
     train_s = np.concatenate([left, right])
     train_y = (rng.uniform(size=train_s.size) < 0.2 + 0.6 * train_s).astype(float)
     train_y[[4, 5]] = [0.0, 1.0]  # the block at 1/4
     val_s = np.array(
-        [0.5, 0.375, 0.6, 0.7, 0.0, 1.0, 0.125, 0.875, 0.2501, 0.03, 0.11, 0.19,
-         0.2, 0.8, 0.91, 0.97, 0.74]
+        [
+            0.5,
+            0.375,
+            0.6,
+            0.7,
+            0.0,
+            1.0,
+            0.125,
+            0.875,
+            0.2501,
+            0.03,
+            0.11,
+            0.19,
+            0.2,
+            0.8,
+            0.91,
+            0.97,
+            0.74,
+        ]
     )
     extra_s = np.array([0.05, 0.1, 0.2, 0.8, 0.99])
     scores = np.concatenate([train_s, val_s, extra_s])
@@ -204,7 +236,9 @@ def test_one_fold_by_hand(guarantee, path, bandwidth):
     expected = _expected_terms(eta, g, X[val], delta, rows, guarantee)
     assert list(est.terms_) == TERM_NAMES[guarantee]
     for name in TERM_NAMES[guarantee]:
-        assert_allclose(est.terms_[name], expected[name], rtol=1e-12, atol=0, err_msg=name)
+        assert_allclose(
+            est.terms_[name], expected[name], rtol=1e-12, atol=0, err_msg=name
+        )
         assert_allclose(row[name], expected[name], rtol=1e-12, atol=0, err_msg=name)
     total = sum(expected.values())
     assert_allclose(row["bound"], total, rtol=1e-12)
@@ -238,18 +272,30 @@ def test_refit_predict_and_score_by_hand(guarantee):
     X, y, train, val, _ = _tiny_problem()
     confidence_level, b1, b2, bandwidth, tempering = 0.9, 0.5, 1.0, 0.05, 1.2
     est = NWCalibrationBound(
-        b1=b1, b2=b2, bandwidth=bandwidth, tempering=tempering,
-        confidence_level=confidence_level, guarantee=guarantee, cv=[(train, val)],
+        b1=b1,
+        b2=b2,
+        bandwidth=bandwidth,
+        tempering=tempering,
+        confidence_level=confidence_level,
+        guarantee=guarantee,
+        cv=[(train, val)],
     ).fit(X, y)
-    G = int(est.fold_results_["n_bins"].iloc[0])  # the refit uses the same float bandwidth
+    G = int(
+        est.fold_results_["n_bins"].iloc[0]
+    )  # the refit uses the same float bandwidth
     assert est.bandwidth_ == bandwidth
     rng = np.random.default_rng(5)
     # Held-out scores mostly in the clusters, a few in the gap (fallback).
     queries = np.concatenate(
-        [rng.uniform(0, 0.25, 190), rng.uniform(0.75, 1.0, 190), rng.uniform(0.25, 0.75, 20)]
+        [
+            rng.uniform(0, 0.25, 190),
+            rng.uniform(0.75, 1.0, 190),
+            rng.uniform(0.25, 0.75, 20),
+        ]
     )
-    eta, g, fallback, rows = _reference(X, y, queries, bandwidth, tempering, G, b1, b2,
-                                        guarantee)
+    eta, g, fallback, rows = _reference(
+        X, y, queries, bandwidth, tempering, G, b1, b2, guarantee
+    )
     assert fallback.any() and not fallback.all()
     assert_allclose(est.predict(queries), eta, rtol=1e-12, atol=1e-15)
     held_out_y = (rng.uniform(size=queries.size) < 0.5).astype(int)
@@ -325,7 +371,10 @@ def test_plugin_bandwidth_for_the_full_sample_and_each_fold(guarantee, bandwidth
         assert_allclose(bandwidth, nw_plugin_bandwidth(m, b1, b2), rtol=1e-15)
     assert folds["bandwidth"].nunique() == 2
     # Independently of that function: h' = t**2 with 2 b t^5 + a t^3 = c / 2 (App. E).
-    for m, bandwidth in [(n, est.bandwidth_), *zip(folds["n_train"], folds["bandwidth"])]:
+    for m, bandwidth in [
+        (n, est.bandwidth_),
+        *zip(folds["n_train"], folds["bandwidth"]),
+    ]:
         t = math.sqrt(bandwidth)
         c = 1.15 / (2 * math.sqrt(2 * m))
         assert_allclose(2 * (b2 / 10) * t**5 + (3 * b1 / 8) * t**3, c / 2, rtol=1e-10)
@@ -364,13 +413,22 @@ def test_wide_float_bandwidth_gives_a_bound(guarantee, bandwidth):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"h": 0.1, "b1": 1.0}, r"Give either h .* not both; got h=0.1, b1=1.0, b2=None"),
-        ({"h": 0.1, "b2": 1.0}, r"Give either h .* not both; got h=0.1, b1=None, b2=1.0"),
+        (
+            {"h": 0.1, "b1": 1.0},
+            r"Give either h .* not both; got h=0.1, b1=1.0, b2=None",
+        ),
+        (
+            {"h": 0.1, "b2": 1.0},
+            r"Give either h .* not both; got h=0.1, b1=None, b2=1.0",
+        ),
         ({}, r"needs the derivative bounds .* got h=None, b1=None, b2=None"),
         ({"b1": 1.0}, r"give h .* or both b1 .* and b2 .* got h=None, b1=1.0, b2=None"),
         ({"b2": 1.0}, r"or both b1 .* got h=None, b1=None, b2=1.0"),
         ({"b1": 1.0, "b2": 1.0, "bandwidth": 0.0}, r"'bandwidth' parameter .* Got 0.0"),
-        ({"b1": 1.0, "b2": 1.0, "bandwidth": -0.1}, r"'bandwidth' parameter .* Got -0.1"),
+        (
+            {"b1": 1.0, "b2": 1.0, "bandwidth": -0.1},
+            r"'bandwidth' parameter .* Got -0.1",
+        ),
         ({"b1": 1.0, "b2": 1.0, "bandwidth": "silverman"}, r"'bandwidth' parameter"),
         ({"h": 0.0}, r"'h' parameter .* range \(0.0, inf\)"),
         ({"h": -0.5}, r"'h' parameter .* Got -0.5"),
@@ -418,11 +476,15 @@ def test_max_validation_none_uses_every_point():
 def test_max_validation_int_caps_the_evaluated_points():
     s, y = _uniform_sample(2000)
     kfold = KFold(5, shuffle=True, random_state=1)
-    capped = NWCalibrationBound(b1=1.0, b2=1.0, max_validation=123, cv=kfold, random_state=0)
+    capped = NWCalibrationBound(
+        b1=1.0, b2=1.0, max_validation=123, cv=kfold, random_state=0
+    )
     assert list(capped.fit(s, y).fold_results_["n_validation"]) == [123] * 5
     # A cap above the fold size evaluates the whole fold, as None does.
     full = NWCalibrationBound(b1=1.0, b2=1.0, cv=kfold, random_state=0).fit(s, y)
-    loose = NWCalibrationBound(b1=1.0, b2=1.0, max_validation=400, cv=kfold, random_state=0)
+    loose = NWCalibrationBound(
+        b1=1.0, b2=1.0, max_validation=400, cv=kfold, random_state=0
+    )
     assert loose.fit(s, y).bound_ == full.bound_
     assert list(loose.fold_results_["n_validation"]) == [400] * 5
 
@@ -441,7 +503,9 @@ def test_max_validation_auto_is_the_papers_rule(n, expected):
     rng = np.random.default_rng(n)
     s = rng.uniform(size=n)
     y = (rng.uniform(size=n) < s).astype(np.int8)
-    est = NWCalibrationBound(b1=1.0, b2=1.0, max_validation="auto", random_state=0).fit(s, y)
+    est = NWCalibrationBound(b1=1.0, b2=1.0, max_validation="auto", random_state=0).fit(
+        s, y
+    )
     assert list(est.fold_results_["n_validation"]) == [expected] * 5
     assert list(est.fold_results_["n_train"]) == [n - n // 5] * 5
 
@@ -480,9 +544,13 @@ def test_subsampled_bound_is_not_tighter_than_the_full_one(guarantee):
     for est in subsampled:
         # 150 instead of 600 points per fold: wider deviation terms in every fold.
         for name in widening:
-            assert np.all(est.fold_results_[name] > 1.5 * full.fold_results_[name]), name
+            assert np.all(est.fold_results_[name] > 1.5 * full.fold_results_[name]), (
+                name
+            )
         # The subsample means are unbiased estimates of the full-fold means.
-        assert_allclose(est.terms_["validation_mean"], full.terms_["validation_mean"], atol=0.02)
+        assert_allclose(
+            est.terms_["validation_mean"], full.terms_["validation_mean"], atol=0.02
+        )
     assert np.mean([est.bound_ for est in subsampled]) > full.bound_ + 0.02
 
 
@@ -505,7 +573,9 @@ def test_explicit_split_list_equals_the_kfold_path(guarantee):
     for name in TERM_NAMES[guarantee]:
         assert_allclose(b.terms_[name], a.terms_[name], rtol=1e-10, err_msg=name)
         assert_allclose(b.fold_results_[name], a.fold_results_[name], rtol=1e-10)
-    assert list(b.fold_results_["n_validation"]) == list(a.fold_results_["n_validation"])
+    assert list(b.fold_results_["n_validation"]) == list(
+        a.fold_results_["n_validation"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -517,7 +587,11 @@ def test_non_partition_splitter(guarantee, bandwidth):
     s, y = _uniform_sample(n)
     cv = ShuffleSplit(n_splits=3, train_size=0.5, test_size=0.3, random_state=0)
     est = NWCalibrationBound(
-        b1=1.0, b2=2.0, bandwidth=bandwidth, confidence_level=0.9, guarantee=guarantee,
+        b1=1.0,
+        b2=2.0,
+        bandwidth=bandwidth,
+        confidence_level=0.9,
+        guarantee=guarantee,
         cv=cv,
     ).fit(s, y)
     folds = est.fold_results_
@@ -581,7 +655,13 @@ def test_score_is_a_negated_bound_above_the_held_out_residual():
     [
         {"h": 2.0**-4},
         {"b1": 1.0, "b2": 3.0, "aggregate": "min", "confidence_level": 0.8},
-        {"b1": 1.0, "b2": 3.0, "bandwidth": 0.02, "tempering": 1.0, "max_validation": 100},
+        {
+            "b1": 1.0,
+            "b2": 3.0,
+            "bandwidth": 0.02,
+            "tempering": 1.0,
+            "max_validation": 100,
+        },
         {"h": 0.1, "cv": 3, "max_validation": "auto"},
         {"h": 2.0**-4, "guarantee": "paper"},
         {"b1": 1.0, "b2": 3.0, "bandwidth": "plugin", "aggregate": "min"},
@@ -688,7 +768,12 @@ def test_fallback_fires_across_a_gap_and_the_bound_still_covers(aggregate, repet
         return est.bound_
 
     result = coverage(
-        make, problem, 5000, repetitions, confidence_level=0.9, seed=17,
+        make,
+        problem,
+        5000,
+        repetitions,
+        confidence_level=0.9,
+        seed=17,
         quantity=bound_recording_fallbacks,
     )
     # About 50 validation points fall in the gap, where the training scores are
@@ -702,7 +787,10 @@ def test_fallback_fires_across_a_gap_and_the_bound_still_covers(aggregate, repet
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"h": 1e-20}, r"b1=5e\+19 \(from h=1e-20\) is too large: .* Use h >= 2\*\*-41"),
+        (
+            {"h": 1e-20},
+            r"b1=5e\+19 \(from h=1e-20\) is too large: .* Use h >= 2\*\*-41",
+        ),
         ({"h": 2.0**-42}, r"b1=2\.199e\+12 \(from h=2\.27\d*e-13\) is too large"),
         ({"b1": 1e13, "b2": 1.0}, r"b1=1e\+13 is too large: .* Use b1 <= 1\.1e\+12"),
         ({"b1": 1.0, "b2": 1e30}, r"b2=1e\+30 is too large: .* Use b2 <= 7\.254e\+24"),

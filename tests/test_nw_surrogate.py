@@ -22,7 +22,6 @@ from skcalbound._splitting import GroupDesign
 from skcalbound._surrogates import _nw_grid
 from skcalbound._terms import nw_bound_terms, nw_plugin_bandwidth
 
-
 CASES = {
     "random": lambda rng: rng.uniform(size=400),
     "ties": lambda rng: rng.choice([0.1, 0.2, 0.2005, 0.5, 0.9], size=400),
@@ -30,8 +29,12 @@ CASES = {
     "clusters": lambda rng: np.concatenate(
         [np.full(150, 0.3), 0.3 + rng.normal(0, 1e-4, 100), rng.uniform(size=150)]
     ),
-    "edges": lambda rng: np.concatenate([np.zeros(60), np.ones(60), rng.uniform(size=280)]),
-    "gaps": lambda rng: np.concatenate([rng.uniform(0, 0.1, 200), rng.uniform(0.6, 0.61, 200)]),
+    "edges": lambda rng: np.concatenate(
+        [np.zeros(60), np.ones(60), rng.uniform(size=280)]
+    ),
+    "gaps": lambda rng: np.concatenate(
+        [rng.uniform(0, 0.1, 200), rng.uniform(0.6, 0.61, 200)]
+    ),
 }
 
 
@@ -61,15 +64,24 @@ def test_bound_terms_by_hand():
     L = np.log(3 / 0.03)
     assert_allclose(terms["validation_mean"], 0.15, rtol=1e-15)
     assert_allclose(terms["smoothing_mean"], 0.075, rtol=1e-15)
-    assert_allclose(terms["bernstein_residual"],
-                    np.sqrt(2 * r.var() * L / 4) + 3 * L / 4, rtol=1e-14)
-    assert_allclose(terms["bernstein_smoothing"],
-                    np.sqrt(2 * gt.var() * L / 4) + 3 * L / 4, rtol=1e-14)
+    assert_allclose(
+        terms["bernstein_residual"],
+        np.sqrt(2 * r.var() * L / 4) + 3 * L / 4,
+        rtol=1e-14,
+    )
+    assert_allclose(
+        terms["bernstein_smoothing"],
+        np.sqrt(2 * gt.var() * L / 4) + 3 * L / 4,
+        rtol=1e-14,
+    )
     # g in [0, R]: R * BB(n, d, var(g / R)).
     R = 0.5
     halved = nw_bound_terms(4, (r.mean(), r.var()), (gt.mean(), gt.var()), 0.06, R=R)
-    assert_allclose(halved["bernstein_smoothing"],
-                    np.sqrt(2 * gt.var() * L / 4) + 3 * R * L / 4, rtol=1e-14)
+    assert_allclose(
+        halved["bernstein_smoothing"],
+        np.sqrt(2 * gt.var() * L / 4) + 3 * R * L / 4,
+        rtol=1e-14,
+    )
 
 
 # ----------------------------------------------------------------------------------
@@ -78,8 +90,16 @@ def test_bound_terms_by_hand():
 @pytest.mark.parametrize(
     "bandwidth, G, G16",
     # The power of two with at least 64 (16) cells per bandwidth, in [16, 2**20].
-    [(0.05, 2048, 512), (0.03, 4096, 1024), (1 / 32, 2048, 512), (0.25, 256, 64),
-     (1.0, 64, 16), (4.0, 16, 16), (1e-4, 2**20, 2**18), (1e-7, 2**20, 2**20)],
+    [
+        (0.05, 2048, 512),
+        (0.03, 4096, 1024),
+        (1 / 32, 2048, 512),
+        (0.25, 256, 64),
+        (1.0, 64, 16),
+        (4.0, 16, 16),
+        (1e-4, 2**20, 2**18),
+        (1e-7, 2**20, 2**20),
+    ],
 )
 def test_hp_grid_size(bandwidth, G, G16):
     assert nw_hp.grid_size(bandwidth) == G
@@ -89,6 +109,7 @@ def test_hp_grid_size(bandwidth, G, G16):
 @pytest.mark.parametrize("case", list(CASES))
 def test_hp_cell_sums_and_their_coarsenings(case):
     _, scores, labels = _data(case, seed=2)
+
     def cell_sums(G):
         groups = np.zeros(scores.size, dtype=np.intp)
         return _nw_grid.cell_sums(scores, labels.astype(float), groups, 1, G).group(0)
@@ -97,15 +118,19 @@ def test_hp_cell_sums_and_their_coarsenings(case):
     for G in (2**12, 2**9, 2**4):
         cells = np.minimum(np.floor(scores * G).astype(int), G - 1)
         t = scores - (cells + 0.5) / G
-        direct = [np.bincount(cells, weights=w, minlength=G)
-                  for w in (np.ones_like(scores), labels.astype(float), t, t * t)]
+        direct = [
+            np.bincount(cells, weights=w, minlength=G)
+            for w in (np.ones_like(scores), labels.astype(float), t, t * t)
+        ]
         for stats in (cell_sums(G), pyramid.at(G)):
             got = [stats.count, stats.positives, stats.s1, stats.s2]
             for name, a, b in zip(["count", "positives", "s1", "s2"], got, direct):
                 assert_allclose(a, b, rtol=1e-13, atol=1e-15, err_msg=f"G={G} {name}")
 
 
-def _hp_reference(scores, labels, queries, bandwidth, tempering, G, b1, b2, paper=False):
+def _hp_reference(
+    scores, labels, queries, bandwidth, tempering, G, b1, b2, paper=False
+):
     """Mean and population variance of ``r``, mean and population variance of ``min(g,
     1)``, ``C2`` and the fallback count, from the weight of every training point at
     every query."""
@@ -155,27 +180,50 @@ def test_fold_statistics_match_the_reference(case, tempering, bandwidth, paper):
     y = np.concatenate([labels, np.zeros(queries.size)]).astype(float)
     for b1, b2 in [(1.0, 2.0), (32.0, 6144.0)]:
         fit = _nw_grid.fit_design(
-            ArraySource(rows, y), GroupDesign(2, ((1, (0,)),), ids=ids), fine_bins=G,
-            candidates=lambda m: (bandwidth,), tempering=tempering, b1=b1, b2=b2,
+            ArraySource(rows, y),
+            GroupDesign(2, ((1, (0,)),), ids=ids),
+            fine_bins=G,
+            candidates=lambda m: (bandwidth,),
+            tempering=tempering,
+            b1=b1,
+            b2=b2,
             paper=paper,
         )
         ((smoother, got),) = fit.splits
         assert smoother.n_bins == G and smoother.bandwidth == bandwidth
         mean_r, var_r, mean_g, var_g, C2, n_fallback = _hp_reference(
-            scores, labels.astype(float), queries, bandwidth, tempering, G, b1, b2, paper
+            scores,
+            labels.astype(float),
+            queries,
+            bandwidth,
+            tempering,
+            G,
+            b1,
+            b2,
+            paper,
         )
         label = f"b1={b1}, b2={b2}"
         assert got["n"] == queries.size and got["n_fallback"] == n_fallback, label
-        assert_allclose(got["residual_moments"], [mean_r, var_r], rtol=1e-12, atol=1e-15,
-                        err_msg=label)
+        assert_allclose(
+            got["residual_moments"],
+            [mean_r, var_r],
+            rtol=1e-12,
+            atol=1e-15,
+            err_msg=label,
+        )
         # The published form's own-cell sum of squares, N e**2 - 2 e s1 + s2, is a
         # difference of cell sums: where the cell's points coincide with the query
         # (ties) it keeps ~1e-16 of its terms, ~1e-8 of the own-cell term after the
         # square root, ~1e-11 of g.
         rtol = 1e-10 if paper else 1e-12
         assert_allclose(got["smoothing_mean"], mean_g, rtol=rtol, err_msg=label)
-        assert_allclose(got["smoothing_moments"], [mean_g, var_g], rtol=1e-9,
-                        atol=1e-15, err_msg=label)
+        assert_allclose(
+            got["smoothing_moments"],
+            [mean_g, var_g],
+            rtol=1e-9,
+            atol=1e-15,
+            err_msg=label,
+        )
         assert_allclose(got["sum_c_squared"], C2, rtol=1e-12, err_msg=label)
     if case == "gaps":
         assert n_fallback > 10  # the fallback, and its weights in C2, are exercised

@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 import pytest
+from _synthetic import Oscillating, checked_quad
 from numpy.testing import assert_allclose
 
-from _synthetic import Oscillating, checked_quad
 from skcalbound import (
     LipschitzBucketBound,
     NWCalibrationBound,
@@ -35,11 +35,18 @@ def test_oscillating_hand_values():
     assert_allclose(problem.b2, 0.15 * (80.0 * math.pi) ** 2, rtol=1e-15)
     # 24 periods, each rising and falling by ~2A = 0.3 twice: V is just above 14.4.
     k = 12.0 * math.pi
-    exact = 0.6 * (4 * math.acos(-1 / k) - 2 * math.pi + 4 * math.sqrt(k * k - 1)) / (2 * math.pi)
+    exact = (
+        0.6
+        * (4 * math.acos(-1 / k) - 2 * math.pi + 4 * math.sqrt(k * k - 1))
+        / (2 * math.pi)
+    )
     assert exact < problem.V <= exact * (1 + 2e-12)
     assert 14.4 < problem.V < 14.41
     assert problem.assumptions == {
-        "V": problem.V, "b1": problem.b1, "b2": problem.b2, "L": problem.b1
+        "V": problem.V,
+        "b1": problem.b1,
+        "b2": problem.b2,
+        "L": problem.b1,
     }
     assert problem.assumption_kwargs("L") == {"L": problem.b1}
 
@@ -63,14 +70,19 @@ def test_oscillating_constants_numerically():
     omega = 2 * math.pi * c
     # CE: the density is 1 / (hi - lo); |s - eta| has kinks at the zeros j / (2c).
     kinks = np.arange(round(2 * c * lo), round(2 * c * hi) + 1) / (2 * c)
-    ce = checked_quad(lambda s: abs(s - problem.eta(s)), lo, hi, points=kinks) / (hi - lo)
+    ce = checked_quad(lambda s: abs(s - problem.eta(s)), lo, hi, points=kinks) / (
+        hi - lo
+    )
     assert_allclose(ce, problem.true_ce, atol=1e-10)
     # V: int |eta'|, with breakpoints at the zeros of eta' = 1 + k cos(omega s).
     theta0 = math.acos(-1.0 / problem.k)
-    zeros = np.sort([
-        (2 * math.pi * j + sign * theta0) / omega
-        for j in range(round(c * lo), round(c * hi) + 1) for sign in (-1, 1)
-    ])
+    zeros = np.sort(
+        [
+            (2 * math.pi * j + sign * theta0) / omega
+            for j in range(round(c * lo), round(c * hi) + 1)
+            for sign in (-1, 1)
+        ]
+    )
     zeros = zeros[(zeros > lo) & (zeros < hi)]
     assert zeros.shape[0] == 2 * round(c * (hi - lo))
 
@@ -89,7 +101,9 @@ def test_oscillating_constants_numerically():
     # b2 on the support, by central differences (truncation ~ (omega h)^2 / 12 ~ 5e-7).
     h = 1e-5
     inner = np.linspace(lo + h, hi - h, 600_001)
-    second = (problem.eta(inner + h) - 2 * problem.eta(inner) + problem.eta(inner - h)) / h**2
+    second = (
+        problem.eta(inner + h) - 2 * problem.eta(inner) + problem.eta(inner - h)
+    ) / h**2
     assert_allclose(np.abs(second).max(), problem.b2, rtol=1e-5)
     assert_allclose(A * omega**2, problem.b2, rtol=1e-15)
 
@@ -117,7 +131,11 @@ def test_population_binned_ece_by_quadrature(n_bins):
             gap = checked_quad(lambda s: problem.eta(s) - s, a, b)
             total += abs(gap) / (problem.high - problem.low)
     assert_allclose(problem.population_binned_ece(n_bins), total, atol=1e-10)
-    if n_bins in (1, 8, 40):  # bins of whole periods (24, 5, 1 in the support) see nothing
+    if n_bins in (
+        1,
+        8,
+        40,
+    ):  # bins of whole periods (24, 5, 1 in the support) see nothing
         assert problem.population_binned_ece(n_bins) < 1e-12
 
 
@@ -179,14 +197,20 @@ def test_binned_ece_stays_far_from_ce_while_certified_bounds_approach_it():
     rows = []
     for n in SIZES:
         scores, labels = problem.sample(n, np.random.default_rng([7, n]))
-        rows.append({
-            "ece": binned_ece(labels, scores),
-            "lipschitz": LipschitzBucketBound(L=problem.b1, random_state=0)
-            .fit(scores, labels).bound_,
-            "nw": NWCalibrationBound(b1=problem.b1, b2=problem.b2, random_state=0)
-            .fit(scores, labels).bound_,
-            "tv": TVCalibrationBound(V=problem.V, random_state=0).fit(scores, labels).bound_,
-        })
+        rows.append(
+            {
+                "ece": binned_ece(labels, scores),
+                "lipschitz": LipschitzBucketBound(L=problem.b1, random_state=0)
+                .fit(scores, labels)
+                .bound_,
+                "nw": NWCalibrationBound(b1=problem.b1, b2=problem.b2, random_state=0)
+                .fit(scores, labels)
+                .bound_,
+                "tv": TVCalibrationBound(V=problem.V, random_state=0)
+                .fit(scores, labels)
+                .bound_,
+            }
+        )
         print(n, {key: round(value, 4) for key, value in rows[-1].items()})
 
     # Binned ECE: far from CE at every n, and the distance does not shrink: it tends

@@ -47,7 +47,11 @@ CASES = {
     "tv_disc": (TVCalibrationBound, {"V": 2.0}, "disc"),
     "nw_over": (NWCalibrationBound, {"h": 2**-5}, "over"),
     "nw_sq": (NWCalibrationBound, {"b1": 2.0, "b2": 2.0}, "square"),
-    "nw_sq_sub": (NWCalibrationBound, {"b1": 2.0, "b2": 2.0, "max_validation": 300}, "square"),
+    "nw_sq_sub": (
+        NWCalibrationBound,
+        {"b1": 2.0, "b2": 2.0, "max_validation": 300},
+        "square",
+    ),
     "lip_over": (LipschitzBucketBound, {"h": 2**-5}, "over"),
     "lip_sq": (LipschitzBucketBound, {"L": 2.0}, "square"),
 }
@@ -95,7 +99,9 @@ def inputs():
 @pytest.mark.parametrize("aggregate", ["mean", "min"])
 def test_tie_permutation_moves_the_tied_tv_bound_only_slightly(inputs, aggregate):
     s, y = inputs["disc"]
-    est = TVCalibrationBound(V=2.0, guarantee="paper", aggregate=aggregate, random_state=0)
+    est = TVCalibrationBound(
+        V=2.0, guarantee="paper", aggregate=aggregate, random_state=0
+    )
     bound = est.fit(s, y).bound_
     released = RELEASED["tv_disc", aggregate][0]
     assert bound != released
@@ -103,15 +109,24 @@ def test_tie_permutation_moves_the_tied_tv_bound_only_slightly(inputs, aggregate
 
 
 # How far the fixed-split score may move (module docstring).
-SCORE_RTOL = {"tv_over": 1e-12, "tv_disc": 0.01, "lip_over": 1e-5, "lip_sq": 1e-5,
-              "nw_over": 1e-3, "nw_sq": 1e-3, "nw_sq_sub": 0.05}
+SCORE_RTOL = {
+    "tv_over": 1e-12,
+    "tv_disc": 0.01,
+    "lip_over": 1e-5,
+    "lip_sq": 1e-5,
+    "nw_over": 1e-3,
+    "nw_sq": 1e-3,
+    "nw_sq_sub": 0.05,
+}
 
 
 @pytest.mark.parametrize("case, aggregate", sorted(PINNED))
 def test_paper_mode_stays_close_to_the_release(inputs, case, aggregate):
     cls, params, data = CASES[case]
     s, y = inputs[data]
-    est = cls(**params, guarantee="paper", aggregate=aggregate, random_state=0).fit(s, y)
+    est = cls(**params, guarantee="paper", aggregate=aggregate, random_state=0).fit(
+        s, y
+    )
     score = est.score(s[:1000], y[:1000])
     bound, pinned_score = PINNED[case, aggregate]
     assert_allclose(est.bound_, bound, rtol=1e-12, atol=0)

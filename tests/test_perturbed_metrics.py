@@ -40,19 +40,55 @@ def test_against_adaptive_quadrature_of_the_density():
     h = 2.0**-3
     for p, y in [(0.0, 1), (0.2, 0), (0.75, 1), (1.0, 0)]:
         f = (lambda s: -np.log(s)) if y == 1 else (lambda s: -np.log1p(-s))
-        ref = integrate.quad(lambda s: f(s) * sech_pdf(s, p, h), 0, 1, points=[p],
-                             epsabs=1e-13, epsrel=1e-12, limit=200)[0]
-        assert_allclose(perturbed_log_loss([y, 1 - y], [p, p], h=h, n_nodes=128),
-                        0.5 * (ref + integrate.quad(
-                            lambda s: ((-np.log1p(-s)) if y == 1 else -np.log(s)) * sech_pdf(s, p, h),
-                            0, 1, points=[p], epsabs=1e-13, epsrel=1e-12, limit=200)[0]),
-                        rtol=1e-9)
-        sq = integrate.quad(lambda s: (s - y) ** 2 * sech_pdf(s, p, h), 0, 1, points=[p],
-                            epsabs=1e-14, epsrel=1e-13)[0]
-        sq_other = integrate.quad(lambda s: (s - 1 + y) ** 2 * sech_pdf(s, p, h), 0, 1,
-                                  points=[p], epsabs=1e-14, epsrel=1e-13)[0]
-        assert_allclose(perturbed_brier_score_loss([y, 1 - y], [p, p], h=h),
-                        0.5 * (sq + sq_other), rtol=1e-10)
+        ref = integrate.quad(
+            lambda s: f(s) * sech_pdf(s, p, h),
+            0,
+            1,
+            points=[p],
+            epsabs=1e-13,
+            epsrel=1e-12,
+            limit=200,
+        )[0]
+        assert_allclose(
+            perturbed_log_loss([y, 1 - y], [p, p], h=h, n_nodes=128),
+            0.5
+            * (
+                ref
+                + integrate.quad(
+                    lambda s: (
+                        ((-np.log1p(-s)) if y == 1 else -np.log(s)) * sech_pdf(s, p, h)
+                    ),
+                    0,
+                    1,
+                    points=[p],
+                    epsabs=1e-13,
+                    epsrel=1e-12,
+                    limit=200,
+                )[0]
+            ),
+            rtol=1e-9,
+        )
+        sq = integrate.quad(
+            lambda s: (s - y) ** 2 * sech_pdf(s, p, h),
+            0,
+            1,
+            points=[p],
+            epsabs=1e-14,
+            epsrel=1e-13,
+        )[0]
+        sq_other = integrate.quad(
+            lambda s: (s - 1 + y) ** 2 * sech_pdf(s, p, h),
+            0,
+            1,
+            points=[p],
+            epsabs=1e-14,
+            epsrel=1e-13,
+        )[0]
+        assert_allclose(
+            perturbed_brier_score_loss([y, 1 - y], [p, p], h=h),
+            0.5 * (sq + sq_other),
+            rtol=1e-10,
+        )
 
 
 def test_small_h_tends_to_the_unperturbed_losses():
@@ -60,7 +96,9 @@ def test_small_h_tends_to_the_unperturbed_losses():
     y = np.array([0, 1, 0, 1])
     h = 2.0**-30
     assert_allclose(perturbed_log_loss(y, p, h=h), log_loss(y, p), rtol=1e-7)
-    assert_allclose(perturbed_brier_score_loss(y, p, h=h), brier_score_loss(y, p), rtol=1e-7)
+    assert_allclose(
+        perturbed_brier_score_loss(y, p, h=h), brier_score_loss(y, p), rtol=1e-7
+    )
     # Perturbation costs: both losses grow with h here.
     losses = [perturbed_log_loss(y, p, h=2.0**-k) for k in (8, 6, 4, 2)]
     assert np.all(np.diff(losses) > 0)
@@ -90,10 +128,19 @@ def test_predict_proba_input_and_labels_of_any_two_classes():
     "kwargs, match",
     [
         (dict(y_true=[0, 1], y_prob=[0.2, 0.5], h=0.0), "'h' parameter"),
-        (dict(y_true=[0, 1], y_prob=[0.2, 1.5], h=0.1), r"Scores must be probabilities in \[0, 1\]"),
+        (
+            dict(y_true=[0, 1], y_prob=[0.2, 1.5], h=0.1),
+            r"Scores must be probabilities in \[0, 1\]",
+        ),
         (dict(y_true=[0, 1, 2], y_prob=[0.2, 0.5, 0.1], h=0.1), "two classes"),
-        (dict(y_true=[0, 1], y_prob=[0.2, 0.5, 0.1], h=0.1), "inconsistent numbers of samples"),
-        (dict(y_true=[0, 1], y_prob=[0.2, 0.5], h=0.1, n_nodes=2), "'n_nodes' parameter"),
+        (
+            dict(y_true=[0, 1], y_prob=[0.2, 0.5, 0.1], h=0.1),
+            "inconsistent numbers of samples",
+        ),
+        (
+            dict(y_true=[0, 1], y_prob=[0.2, 0.5], h=0.1, n_nodes=2),
+            "'n_nodes' parameter",
+        ),
     ],
 )
 def test_bad_input(func, kwargs, match):

@@ -111,8 +111,13 @@ def test_public_objects_say_they_come_from_skcalbound():
 
 def _documented_names(text):
     """Names in ``autosummary`` blocks and ``auto*::`` directives of an .rst file."""
-    names = set(re.findall(r"^\.\. auto(?:class|function|data)::\s+(?:skcalbound\.)?(\S+)",
-                           text, flags=re.M))
+    names = set(
+        re.findall(
+            r"^\.\. auto(?:class|function|data)::\s+(?:skcalbound\.)?(\S+)",
+            text,
+            flags=re.M,
+        )
+    )
     lines = text.splitlines()
     i = 0
     while i < len(lines):
@@ -184,12 +189,16 @@ def test_known_failures_are_public_objects():
 
 
 @pytest.mark.parametrize(
-    "qualname, is_method", _validation_targets(), ids=[q for q, _ in _validation_targets()]
+    "qualname, is_method",
+    _validation_targets(),
+    ids=[q for q, _ in _validation_targets()],
 )
 def test_numpydoc_validation(qualname, is_method):
     ignored = IGNORED_ON_METHODS if is_method else IGNORED
     errors = [
-        f"{code}: {msg}" for code, msg in validate(qualname)["errors"] if code not in ignored
+        f"{code}: {msg}"
+        for code, msg in validate(qualname)["errors"]
+        if code not in ignored
     ]
     known = KNOWN_NUMPYDOC_FAILURES.get(qualname, set())
     _xfail_known(
@@ -213,11 +222,29 @@ def _literal_role(name, rawtext, text, lineno, inliner, options=None, content=No
     return [nodes.literal(rawtext, text)], []
 
 
-for _role in ("class", "func", "meth", "attr", "obj", "ref", "mod", "term", "data",
-              "exc", "doc"):
+for _role in (
+    "class",
+    "func",
+    "meth",
+    "attr",
+    "obj",
+    "ref",
+    "mod",
+    "term",
+    "data",
+    "exc",
+    "doc",
+):
     roles.register_local_role(_role, _literal_role)
-for _directive in ("seealso", "only", "versionadded", "versionchanged", "deprecated",
-                   "plot", "autosummary"):
+for _directive in (
+    "seealso",
+    "only",
+    "versionadded",
+    "versionchanged",
+    "deprecated",
+    "plot",
+    "autosummary",
+):
     directives.register_directive(_directive, _Ignored)
 
 
@@ -227,13 +254,19 @@ def _rst_errors(docstring):
     stream = io.StringIO()
     docutils.core.publish_doctree(
         rendered,
-        settings_overrides={"report_level": 3, "halt_level": 5, "warning_stream": stream},
+        settings_overrides={
+            "report_level": 3,
+            "halt_level": 5,
+            "warning_stream": stream,
+        },
     )
     return re.findall(r"\((?:ERROR|SEVERE)/\d\) (.*)", stream.getvalue())
 
 
 def test_rst_errors_are_detected():
-    good = "Summary.\n\nAttributes\n----------\nx_ : ndarray of shape (`n_x_`,)\n    X.\n"
+    good = (
+        "Summary.\n\nAttributes\n----------\nx_ : ndarray of shape (`n_x_`,)\n    X.\n"
+    )
     assert _rst_errors(good) == []
     bad = good.replace("(`n_x_`,)", "(n_x_,)")
     assert _rst_errors(bad) == ['Unknown target name: "n_x".']
@@ -245,7 +278,10 @@ def test_docstring_renders_as_valid_rst(qualname):
     errors = _rst_errors(inspect.getdoc(_resolve(qualname)))
     pattern = KNOWN_RST_FAILURES.get(qualname)
     _xfail_known(
-        qualname, errors, KNOWN_RST_FAILURES, lambda e: bool(pattern and re.search(pattern, e))
+        qualname,
+        errors,
+        KNOWN_RST_FAILURES,
+        lambda e: bool(pattern and re.search(pattern, e)),
     )
 
 
@@ -256,14 +292,18 @@ def test_docstring_renders_as_valid_rst(qualname):
 
 def _documented_parameters(obj):
     doc = NumpyDocString(inspect.getdoc(obj))
-    return {p.name: (p.type, " ".join(" ".join(p.desc).split())) for p in doc["Parameters"]}
+    return {
+        p.name: (p.type, " ".join(" ".join(p.desc).split())) for p in doc["Parameters"]
+    }
 
 
 def _owners_of(param):
     """Estimators and functions taking ``param`` (not result containers)."""
     owners = []
     for name, obj in _public_objects():
-        if not (inspect.isfunction(obj) or (inspect.isclass(obj) and hasattr(obj, "fit"))):
+        if not (
+            inspect.isfunction(obj) or (inspect.isclass(obj) and hasattr(obj, "fit"))
+        ):
             continue
         signature = inspect.signature(obj)
         if param in signature.parameters:
@@ -276,7 +316,8 @@ def test_shared_parameters_have_identical_docs_and_defaults(param):
     # Shared by the bounds (everything that cross-fits); ``random_state`` of, say,
     # ``perturb_scores`` seeds something else and is documented as such.
     owners = [
-        owner for owner in _owners_of(param)
+        owner
+        for owner in _owners_of(param)
         if "cv" in inspect.signature(owner[1]).parameters
     ]
     # Today TVCalibrationBound and tv_bound; later every bound and its function.
@@ -286,7 +327,10 @@ def test_shared_parameters_have_identical_docs_and_defaults(param):
         documented = _documented_parameters(obj)
         assert param in documented, f"{name} does not document {param!r}"
         docs[name] = documented[param]
-        assert f"default={default!r}" in documented[param][0], (name, documented[param][0])
+        assert f"default={default!r}" in documented[param][0], (
+            name,
+            documented[param][0],
+        )
     reference_name, reference = next(iter(docs.items()))
     for name, doc in docs.items():
         assert doc == reference, (
@@ -310,18 +354,23 @@ def test_guarantee_is_documented_with_the_same_options_and_default_everywhere():
     # with high probability too; NW's and Lipschitz's only in expectation over the
     # training labels), so the wording is compared per bound, estimator against
     # function; the type line and the default are the same everywhere.
-    owners = [owner for owner in _owners_of("guarantee")
-              if "cv" in inspect.signature(owner[1]).parameters]
-    assert {name for name, _, _ in owners} == set(FUNCTION_OF) | set(FUNCTION_OF.values())
+    owners = [
+        owner
+        for owner in _owners_of("guarantee")
+        if "cv" in inspect.signature(owner[1]).parameters
+    ]
+    assert {name for name, _, _ in owners} == set(FUNCTION_OF) | set(
+        FUNCTION_OF.values()
+    )
     docs = {}
     for name, obj, default in owners:
         assert default == "high_probability", name
         documented = _documented_parameters(obj)
         assert "guarantee" in documented, name
         type_line, text = documented["guarantee"]
-        assert type_line == "{'high_probability', 'paper'}, default='high_probability'", (
-            name, type_line
-        )
+        assert (
+            type_line == "{'high_probability', 'paper'}, default='high_probability'"
+        ), (name, type_line)
         assert "confidence_level" in text, (name, text)
         docs[name] = documented["guarantee"]
     for estimator, function in FUNCTION_OF.items():

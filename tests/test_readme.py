@@ -76,7 +76,10 @@ def test_a_folder_named_skcalbound_does_not_shadow_the_package(tmp_path):
     (tmp_path / "skcalbound").mkdir()
     run = subprocess.run(
         [sys.executable, "-c", "import skcalbound; print(skcalbound.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True, check=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     found = run.stdout.strip()
     assert found != "None", "skcalbound imported as an empty namespace package"

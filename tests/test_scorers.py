@@ -37,7 +37,9 @@ COARSE_H_GRID = [2.0**-k for k in (2, 5, 8)]
 
 @pytest.fixture(scope="module")
 def data():
-    X, y = make_classification(n_samples=6000, n_features=8, flip_y=0.05, random_state=0)
+    X, y = make_classification(
+        n_samples=6000, n_features=8, flip_y=0.05, random_state=0
+    )
     return X[:3000], y[:3000], X[3000:], y[3000:]
 
 
@@ -111,8 +113,9 @@ def test_nw_scorer_derives_b1_b2_from_h_in_its_own_guarantee_mode(data):
         est.fit(proba, y)
         assert_allclose([est.b1_, est.b2_], [b1, b2], rtol=1e-12)
         # The same number as stating those constants directly.
-        stated = NWCalibrationBound(b1=est.b1_, b2=est.b2_, guarantee=guarantee,
-                                    random_state=0).fit(proba, y)
+        stated = NWCalibrationBound(
+            b1=est.b1_, b2=est.b2_, guarantee=guarantee, random_state=0
+        ).fit(proba, y)
         assert est.bound_ == stated.bound_
         values[guarantee] = est.bound_
     assert values["high_probability"] != values["paper"]
@@ -129,7 +132,9 @@ def test_bound_scorer_with_explicit_assumptions_on_any_classifier(data):
     tv = make_bound_scorer("tv", V=1.0, random_state=0)(model, X, y)
     assert tv == -TVCalibrationBound(V=1.0, random_state=0).fit(proba, y).bound_
     nw = make_bound_scorer("nw", b1=2.0, b2=8.0, random_state=0)(model, X, y)
-    assert nw == -NWCalibrationBound(b1=2.0, b2=8.0, random_state=0).fit(proba, y).bound_
+    assert (
+        nw == -NWCalibrationBound(b1=2.0, b2=8.0, random_state=0).fit(proba, y).bound_
+    )
     lip = make_bound_scorer("lipschitz", L=2.0, random_state=0)(model, X, y)
     assert lip == -LipschitzBucketBound(L=2.0, random_state=0).fit(proba, y).bound_
     # Given constants win over the perturbed classifier's h.
@@ -138,7 +143,10 @@ def test_bound_scorer_with_explicit_assumptions_on_any_classifier(data):
     value = make_bound_scorer("nw", b1=2.0, b2=8.0, random_state=0)(perturbed, X, y)
     clf.random_state_.set_state(state)
     proba = perturbed.predict_proba(X)
-    assert value == -NWCalibrationBound(b1=2.0, b2=8.0, random_state=0).fit(proba, y).bound_
+    assert (
+        value
+        == -NWCalibrationBound(b1=2.0, b2=8.0, random_state=0).fit(proba, y).bound_
+    )
 
 
 def test_bound_scorer_uses_the_positive_class_of_string_labels(data):
@@ -155,14 +163,37 @@ def test_bound_scorer_uses_the_positive_class_of_string_labels(data):
     [
         (lambda: make_bound_scorer("ece"), InvalidParameterError, "'method' parameter"),
         (lambda: make_bound_scorer("nw", bogus=1), TypeError, "bogus"),
-        (lambda: make_bound_scorer("tv", V=-1.0), InvalidParameterError, "'V' parameter"),
-        (lambda: make_bound_scorer("nw", h=0.1, guarantee="exact"),
-         InvalidParameterError, "'guarantee' parameter"),
+        (
+            lambda: make_bound_scorer("tv", V=-1.0),
+            InvalidParameterError,
+            "'V' parameter",
+        ),
+        (
+            lambda: make_bound_scorer("nw", h=0.1, guarantee="exact"),
+            InvalidParameterError,
+            "'guarantee' parameter",
+        ),
         (lambda: make_bound_scorer("nw", h=0.1, b1=2.0), ValueError, "Give either h"),
-        (lambda: make_bound_scorer("lipschitz", L=-1.0), InvalidParameterError, "'L' parameter"),
-        (lambda: make_perturbation_scorer("accuracy"), InvalidParameterError, "'metric' parameter"),
-        (lambda: make_perturbation_scorer("log_loss", h=-1.0), InvalidParameterError, "'h' parameter"),
-        (lambda: largest_h_within_tolerance(-0.1), InvalidParameterError, "'tolerance' parameter"),
+        (
+            lambda: make_bound_scorer("lipschitz", L=-1.0),
+            InvalidParameterError,
+            "'L' parameter",
+        ),
+        (
+            lambda: make_perturbation_scorer("accuracy"),
+            InvalidParameterError,
+            "'metric' parameter",
+        ),
+        (
+            lambda: make_perturbation_scorer("log_loss", h=-1.0),
+            InvalidParameterError,
+            "'h' parameter",
+        ),
+        (
+            lambda: largest_h_within_tolerance(-0.1),
+            InvalidParameterError,
+            "'tolerance' parameter",
+        ),
     ],
 )
 def test_bad_scorer_parameters_fail_when_the_scorer_is_made(call, error, match):
@@ -173,9 +204,14 @@ def test_bad_scorer_parameters_fail_when_the_scorer_is_made(call, error, match):
 def test_nw_scorer_on_an_unperturbed_classifier_asks_for_h(data):
     X_fit, y_fit, X, y = data
     model = LogisticRegression().fit(X_fit, y_fit)
-    with pytest.raises(ValueError, match=r"make_bound_scorer\('nw'\) needs .* got LogisticRegression\. Pass h or b1 or b2"):
+    with pytest.raises(
+        ValueError,
+        match=r"make_bound_scorer\('nw'\) needs .* got LogisticRegression\. Pass h or b1 or b2",
+    ):
         make_bound_scorer("nw")(model, X, y)
-    with pytest.raises(ValueError, match=r"make_perturbation_scorer\('log_loss'\) needs h"):
+    with pytest.raises(
+        ValueError, match=r"make_perturbation_scorer\('log_loss'\) needs h"
+    ):
         make_perturbation_scorer("log_loss")(model, X, y)
 
 
@@ -183,7 +219,9 @@ def test_scorers_take_no_metadata(data):
     model, _ = _fitted(data)
     _, _, X, y = data
     for scorer in (make_bound_scorer("tv"), make_perturbation_scorer("brier_score")):
-        with pytest.raises(TypeError, match=r"takes no metadata; got \['sample_weight'\]"):
+        with pytest.raises(
+            TypeError, match=r"takes no metadata; got \['sample_weight'\]"
+        ):
             scorer(model, X, y, sample_weight=np.ones(len(y)))
 
 
@@ -193,10 +231,12 @@ def test_perturbation_scorers_equal_the_metric_functions(data, pipeline):
     _, _, X, y = data
     inner = model[:-1].transform(X) if pipeline else X
     p = clf.estimator_.predict_proba(inner)[:, 1]
-    assert make_perturbation_scorer("log_loss")(model, X, y) == -perturbed_log_loss(y, p, h=2**-4)
-    assert make_perturbation_scorer("brier_score")(model, X, y) == -perturbed_brier_score_loss(
+    assert make_perturbation_scorer("log_loss")(model, X, y) == -perturbed_log_loss(
         y, p, h=2**-4
     )
+    assert make_perturbation_scorer("brier_score")(
+        model, X, y
+    ) == -perturbed_brier_score_loss(y, p, h=2**-4)
     state = clf.random_state_.get_state()
     auroc = make_perturbation_scorer("auroc_loss")(model, X, y)
     clf.random_state_.set_state(state)
@@ -206,7 +246,9 @@ def test_perturbation_scorers_equal_the_metric_functions(data, pipeline):
     plain = LogisticRegression().fit(*data[:2])
     q = plain.predict_proba(X)[:, 1]
     value = make_perturbation_scorer("auroc_loss", h=2**-3, random_state=5)(plain, X, y)
-    assert value == -(roc_auc_score(y, q) - roc_auc_score(y, perturb_scores(q, 2**-3, random_state=5)))
+    assert value == -(
+        roc_auc_score(y, q) - roc_auc_score(y, perturb_scores(q, 2**-3, random_state=5))
+    )
     assert value < 0  # h = 1/8 costs AUROC
 
 
@@ -220,8 +262,16 @@ def _cv_results(h, auroc_loss, name="h"):
 @pytest.mark.parametrize(
     "h, loss, expected",
     [
-        ([0.25, 0.125, 0.0625, 0.03125], [0.05, 0.002, 0.0009, 0.0001], 2),  # largest within
-        ([0.03125, 0.0625, 0.125], [0.0001, 0.0009, 0.002], 1),  # order of the grid is free
+        (
+            [0.25, 0.125, 0.0625, 0.03125],
+            [0.05, 0.002, 0.0009, 0.0001],
+            2,
+        ),  # largest within
+        (
+            [0.03125, 0.0625, 0.125],
+            [0.0001, 0.0009, 0.002],
+            1,
+        ),  # order of the grid is free
         ([0.25, 0.125], [0.05, 0.01], 1),  # none within: the smallest cost
         ([0.0625, 0.0625, 0.125], [0.0008, 0.0002, 0.004], 1),  # equal h: smaller cost
         ([0.5, 0.25], [-0.0005, 0.0004], 0),  # negative cost (noise) is within
@@ -233,7 +283,9 @@ def test_largest_h_rule_by_hand(h, loss, expected):
 
 def test_largest_h_rule_finds_the_pipeline_parameter_and_says_what_is_missing():
     rule = largest_h_within_tolerance(0.001)
-    results = _cv_results([0.25, 0.0625], [0.01, 0.0005], name="sechperturbedclassifier__h")
+    results = _cv_results(
+        [0.25, 0.0625], [0.01, 0.0005], name="sechperturbedclassifier__h"
+    )
     assert rule(results) == 1
     with pytest.raises(ValueError, match="cv_results_ has no 'mean_test_cost'"):
         largest_h_within_tolerance(0.001, scorer="cost")(results)
@@ -435,9 +487,10 @@ def test_pos_label_scores_the_probability_of_that_class(data, pipeline):
     original = clf.estimator_.predict_proba(inner)
     # Relabelled churn -> 1, stay -> 0, with the probability column of churn.
     churn = (names[y] == "churn").astype(int)
-    assert scores["nw"] == -NWCalibrationBound(h=2**-4, random_state=0).fit(
-        drawn[:, 0], churn
-    ).bound_
+    assert (
+        scores["nw"]
+        == -NWCalibrationBound(h=2**-4, random_state=0).fit(drawn[:, 0], churn).bound_
+    )
     tv = TVCalibrationBound(random_state=0).fit(drawn[:, 0], churn)
     assert scores["tv"] == -tv.bound_
     assert scores["auroc_loss"] == -(
@@ -466,11 +519,17 @@ def test_pos_label_on_a_plain_classifier_and_its_errors(data):
     assert scorer(model, X, y) == -(
         roc_auc_score(1 - y, proba[:, 0]) - roc_auc_score(1 - y, drawn)
     )
-    with pytest.raises(ValueError, match=r"pos_label='churn' is not a valid label: it "
-                       r"should be one of the estimator's classes_ \[0, 1\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"pos_label='churn' is not a valid label: it "
+        r"should be one of the estimator's classes_ \[0, 1\]",
+    ):
         make_bound_scorer("tv", pos_label="churn")(model, X, y)
-    with pytest.raises(ValueError, match=r"y_true has labels the estimator does not "
-                       r"know: \[2\]; its classes_ are \[0, 1\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"y_true has labels the estimator does not "
+        r"know: \[2\]; its classes_ are \[0, 1\]",
+    ):
         make_bound_scorer("tv")(model, X, np.where(y == 1, 2, y))
     with pytest.raises(InvalidParameterError, match="'pos_label' parameter"):
         make_bound_scorer("tv", pos_label=[1])

@@ -32,15 +32,22 @@ KS_BANDWIDTHS = [2.0**-2, 2.0**-6, 2.0**-12, 2.0**-20]
 KS_CENTRES = [0.0, 1e-12, 0.3, 1.0]
 EXTREME_BANDWIDTHS = [2.0**-30, 2.0**-20, 2.0**-6, 1.0, 1e3]
 EXTREME_CENTRES = [0.0, 5e-324, 1e-12, 0.3, 0.5, 1.0 - 2.0**-53, 1.0]
-QUAD_CELLS = [(0.3, 2.0**-2), (0.02, 2.0**-6), (1.0, 2.0**-4), (0.0, 2.0**-3),
-              (0.5, 2.0**-12), (0.7, 1.0)]
+QUAD_CELLS = [
+    (0.3, 2.0**-2),
+    (0.02, 2.0**-6),
+    (1.0, 2.0**-4),
+    (0.0, 2.0**-3),
+    (0.5, 2.0**-12),
+    (0.7, 1.0),
+]
 
 
 def quad_checked(func, a, b, points=(), tol=1e-10):
     """``quad`` on [a, b] with breakpoints; asserts its own error estimate."""
     inner = sorted({p for p in points if a < p < b})
-    value, error = integrate.quad(func, a, b, points=inner or None, limit=500,
-                                  epsabs=tol / 10, epsrel=1e-13)
+    value, error = integrate.quad(
+        func, a, b, points=inner or None, limit=500, epsabs=tol / 10, epsrel=1e-13
+    )
     assert error < tol, (value, error)
     return value
 
@@ -54,12 +61,23 @@ def kernel_points(s_orig, h):
 def moments_by_quadrature(s_orig, h):
     """Mean of ``s - s_orig`` and central moments 2 and 4 of ``k(. | s_orig)``."""
     points = kernel_points(s_orig, h)
-    mean = quad_checked(lambda s: (s - s_orig) * sech_pdf(s, s_orig, h), 0, 1,
-                        points, tol=1e-11 * h)
-    var = quad_checked(lambda s: (s - s_orig - mean) ** 2 * sech_pdf(s, s_orig, h),
-                       0, 1, points, tol=1e-11 * h * h)
-    m4 = quad_checked(lambda s: (s - s_orig - mean) ** 4 * sech_pdf(s, s_orig, h),
-                      0, 1, points, tol=1e-10 * h**4)
+    mean = quad_checked(
+        lambda s: (s - s_orig) * sech_pdf(s, s_orig, h), 0, 1, points, tol=1e-11 * h
+    )
+    var = quad_checked(
+        lambda s: (s - s_orig - mean) ** 2 * sech_pdf(s, s_orig, h),
+        0,
+        1,
+        points,
+        tol=1e-11 * h * h,
+    )
+    m4 = quad_checked(
+        lambda s: (s - s_orig - mean) ** 4 * sech_pdf(s, s_orig, h),
+        0,
+        1,
+        points,
+        tol=1e-10 * h**4,
+    )
     return mean, var, m4
 
 
@@ -107,8 +125,12 @@ def test_sech_has_no_overflow():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         values = sech(x)
-    assert_allclose(values, [1.0, 1 / np.cosh(1.0), 1 / np.cosh(3.0), 2 * np.exp(-710.0),
-                             0.0, 0.0, 0.0], rtol=1e-15, atol=0)
+    assert_allclose(
+        values,
+        [1.0, 1 / np.cosh(1.0), 1 / np.cosh(3.0), 2 * np.exp(-710.0), 0.0, 0.0, 0.0],
+        rtol=1e-15,
+        atol=0,
+    )
 
 
 # ----------------------------------------------------------------------------------
@@ -117,16 +139,23 @@ def test_sech_has_no_overflow():
 @pytest.mark.parametrize("s_orig, h", QUAD_CELLS)
 def test_normalizer_is_the_integral_of_the_unnormalised_kernel(s_orig, h):
     with np.errstate(over="ignore"):  # 1 / cosh(x) = 1 / inf = 0 far away
-        z = quad_checked(lambda s: 1.0 / np.cosh((s - s_orig) / h), 0, 1,
-                         kernel_points(s_orig, h), tol=1e-13)
+        z = quad_checked(
+            lambda s: 1.0 / np.cosh((s - s_orig) / h),
+            0,
+            1,
+            kernel_points(s_orig, h),
+            tol=1e-13,
+        )
     assert_allclose(sech_normalizer(s_orig, h), z, rtol=1e-11)
 
 
 def test_normalizer_closed_form_and_lemma_7_extremes():
     h = 0.5
-    assert_allclose(sech_normalizer(0.3, h),
-                    h * (np.arctan(np.sinh(0.7 / h)) + np.arctan(np.sinh(0.3 / h))),
-                    rtol=1e-15)
+    assert_allclose(
+        sech_normalizer(0.3, h),
+        h * (np.arctan(np.sinh(0.7 / h)) + np.arctan(np.sinh(0.3 / h))),
+        rtol=1e-15,
+    )
     s_orig = np.linspace(0, 1, 101)
     for h in [2.0**-30, 2.0**-6, 0.25, 1.0, 10.0]:
         z = sech_normalizer(s_orig, h)
@@ -140,8 +169,9 @@ def test_normalizer_closed_form_and_lemma_7_extremes():
 
 @pytest.mark.parametrize("s_orig, h", QUAD_CELLS)
 def test_pdf_integrates_to_one(s_orig, h):
-    total = quad_checked(lambda s: sech_pdf(s, s_orig, h), 0, 1,
-                         kernel_points(s_orig, h), tol=1e-11)
+    total = quad_checked(
+        lambda s: sech_pdf(s, s_orig, h), 0, 1, kernel_points(s_orig, h), tol=1e-11
+    )
     assert_allclose(total, 1.0, atol=1e-10)
 
 
@@ -150,8 +180,11 @@ def test_cdf_is_the_integral_of_the_pdf(s_orig, h):
     points = kernel_points(s_orig, h)
     for s in np.unique(np.concatenate([points, [0.0, 0.1, 0.55, 1.0]])):
         inner = points[points < s]
-        value = quad_checked(lambda t: sech_pdf(t, s_orig, h), 0, s, inner, tol=1e-11) \
-            if s > 0 else 0.0
+        value = (
+            quad_checked(lambda t: sech_pdf(t, s_orig, h), 0, s, inner, tol=1e-11)
+            if s > 0
+            else 0.0
+        )
         assert_allclose(sech_cdf(s, s_orig, h), value, atol=1e-10)
     assert sech_cdf(-0.5, s_orig, h) == 0.0
     assert sech_cdf(1.5, s_orig, h) == 1.0
@@ -170,10 +203,15 @@ def test_pdf_hand_values_and_support():
 def test_cdf_and_pdf_are_reflection_symmetric():
     s = np.linspace(0, 1, 201)
     for s_orig, h in [(0.2, 0.1), (0.0, 2.0**-6), (1e-12, 2.0**-20)]:
-        assert_allclose(sech_pdf(s, s_orig, h), sech_pdf(1 - s, 1 - s_orig, h),
-                        rtol=1e-9, atol=1e-300)
-        assert_allclose(sech_cdf(s, s_orig, h), 1 - sech_cdf(1 - s, 1 - s_orig, h),
-                        atol=1e-12)
+        assert_allclose(
+            sech_pdf(s, s_orig, h),
+            sech_pdf(1 - s, 1 - s_orig, h),
+            rtol=1e-9,
+            atol=1e-300,
+        )
+        assert_allclose(
+            sech_cdf(s, s_orig, h), 1 - sech_cdf(1 - s, 1 - s_orig, h), atol=1e-12
+        )
 
 
 @pytest.mark.parametrize("h", EXTREME_BANDWIDTHS)
@@ -255,8 +293,13 @@ def test_sampler_broadcasts():
 @pytest.mark.parametrize("h", [2.0**-2, 2.0**-6, 2.0**-12, 2.0**-20, 2.0**-30])
 @pytest.mark.parametrize("s_orig", KS_CENTRES + [0.5])
 def test_cdf_inverts_the_sampler(s_orig, h):
-    u = np.concatenate([[0.0, 2.0**-53, 1e-12], np.linspace(0, 1, 2001)[1:-1],
-                        [1 - 1e-12, 1 - 2.0**-53]])
+    u = np.concatenate(
+        [
+            [0.0, 2.0**-53, 1e-12],
+            np.linspace(0, 1, 2001)[1:-1],
+            [1 - 1e-12, 1 - 2.0**-53],
+        ]
+    )
     s = sech_inverse_cdf(u, s_orig, h)
     # Rounding s to a float moves the CDF by up to pdf(s) * spacing(s) / 2; that is
     # below 1e-9 for h >= 2^-20, but ~1e-8 at an interior s_orig for h = 2^-30.
@@ -275,15 +318,19 @@ def test_sorted_uniforms_give_the_sorted_sample():
         probs = np.array([0.01, 0.1, 0.5, 0.9, 0.99])
         quantiles = np.quantile(samples, probs)
         n = u.shape[0]
-        assert_allclose(sech_cdf(quantiles, s_orig, h), probs,
-                        atol=5 * np.sqrt(0.25 / n))
+        assert_allclose(
+            sech_cdf(quantiles, s_orig, h), probs, atol=5 * np.sqrt(0.25 / n)
+        )
 
 
 def test_sampler_is_reflection_symmetric():
     u = np.linspace(0, 1, 1001)[1:-1]
     for s_orig, h in [(0.2, 0.1), (0.0, 2.0**-6)]:
-        assert_allclose(sech_inverse_cdf(u, s_orig, h),
-                        1 - sech_inverse_cdf(1 - u, 1 - s_orig, h), atol=1e-12)
+        assert_allclose(
+            sech_inverse_cdf(u, s_orig, h),
+            1 - sech_inverse_cdf(1 - u, 1 - s_orig, h),
+            atol=1e-12,
+        )
 
 
 # ----------------------------------------------------------------------------------
@@ -328,8 +375,9 @@ def test_paper_b2_is_corollary_4_bit_for_bit():
     assert np.array_equal(b1, tau / (2.0 * h))
 
 
-@pytest.mark.parametrize("guarantee, constant",
-                         [("paper", 1.5), ("high_probability", 0.5)])
+@pytest.mark.parametrize(
+    "guarantee, constant", [("paper", 1.5), ("high_probability", 0.5)]
+)
 def test_derivative_bounds_limits_and_vectorisation(guarantee, constant):
     h = np.array([2.0**-30, 2.0**-10, 2.0**-6])
     b1, b2 = sech_derivative_bounds(h, guarantee=guarantee)
@@ -360,8 +408,10 @@ def test_derivative_bounds_overflow_to_inf_without_warning(guarantee):
     assert np.all(np.isinf(pointwise[:2])) and np.all(np.isfinite(pointwise[2]))
 
 
-@pytest.mark.parametrize("guarantee", ["Paper", "high-probability", "", None, 1.5,
-                                       ["paper"], np.array(["paper"])])
+@pytest.mark.parametrize(
+    "guarantee",
+    ["Paper", "high-probability", "", None, 1.5, ["paper"], np.array(["paper"])],
+)
 def test_derivative_bounds_reject_unknown_guarantee(guarantee):
     message = "guarantee must be 'high_probability' or 'paper'"
     with pytest.raises(ValueError, match=message):
@@ -379,10 +429,12 @@ def test_pointwise_second_derivative_bound():
     bound = sech_second_derivative_bound_at(s, h)
     expected = np.maximum(np.tanh(s / h), np.tanh((1 - s) / h)) ** 2 / (2 * h * h)
     assert_allclose(bound, expected, rtol=1e-15)
-    assert_allclose(sech_second_derivative_bound_at(0.5, h), 8 * np.tanh(2.0) ** 2,
-                    rtol=1e-15)
-    assert_allclose(sech_second_derivative_bound_at(0.1, 0.5), 2 * np.tanh(1.8) ** 2,
-                    rtol=1e-15)
+    assert_allclose(
+        sech_second_derivative_bound_at(0.5, h), 8 * np.tanh(2.0) ** 2, rtol=1e-15
+    )
+    assert_allclose(
+        sech_second_derivative_bound_at(0.1, 0.5), 2 * np.tanh(1.8) ** 2, rtol=1e-15
+    )
     # Symmetric, smallest at 1/2, equal to the uniform b2 at the ends.
     assert_allclose(bound, bound[::-1], rtol=1e-15)
     assert bound.min() == bound[200]
@@ -392,8 +444,11 @@ def test_pointwise_second_derivative_bound():
     # Broadcasting, and 0-d input gives a scalar.
     grid = sech_second_derivative_bound_at(s[None, :], np.array([[0.5], [2.0**-6]]))
     assert grid.shape == (2, 401)
-    assert_allclose(grid[1], np.maximum(np.tanh(64 * s), np.tanh(64 * (1 - s))) ** 2
-                    * 2048, rtol=1e-15)
+    assert_allclose(
+        grid[1],
+        np.maximum(np.tanh(64 * s), np.tanh(64 * (1 - s))) ** 2 * 2048,
+        rtol=1e-15,
+    )
     assert np.ndim(sech_second_derivative_bound_at(0.3, 0.1)) == 0
 
 
@@ -439,11 +494,19 @@ def attaining_law(h, s=0.5):
 
 
 FORMULA_LAWS = {
-    "four_atoms": (np.array([0.0, 0.3, 0.55, 1.0]), np.array([0.2, 0.3, 0.1, 0.4]),
-                   np.array([0.9, 0.1, 0.6, 0.3]), 0.2),
+    "four_atoms": (
+        np.array([0.0, 0.3, 0.55, 1.0]),
+        np.array([0.2, 0.3, 0.1, 0.4]),
+        np.array([0.9, 0.1, 0.6, 0.3]),
+        0.2,
+    ),
     "attaining": (*attaining_law(2.0**-4), 2.0**-4),
-    "two_atoms_inside": (np.array([0.4, 0.45]), np.array([0.7, 0.3]),
-                         np.array([0.0, 1.0]), 0.5),
+    "two_atoms_inside": (
+        np.array([0.4, 0.45]),
+        np.array([0.7, 0.3]),
+        np.array([0.0, 1.0]),
+        0.5,
+    ),
 }
 
 
@@ -456,23 +519,32 @@ def test_posterior_formulas_match_finite_differences(law):
     # Central differences, step h/1024: truncation ~ 4e-7 of the largest value,
     # rounding ~ 1e-10.
     step = h / 1024
-    up, down = (atom_law_eta(s + sign * step, atoms, probs, values, h)
-                for sign in (1, -1))
-    assert_allclose(first, (up - down) / (2 * step), rtol=0,
-                    atol=1e-6 * np.abs(first).max())
-    assert_allclose(second, (up - 2 * eta + down) / step**2, rtol=0,
-                    atol=1e-6 * np.abs(second).max())
+    up, down = (
+        atom_law_eta(s + sign * step, atoms, probs, values, h) for sign in (1, -1)
+    )
+    assert_allclose(
+        first, (up - down) / (2 * step), rtol=0, atol=1e-6 * np.abs(first).max()
+    )
+    assert_allclose(
+        second,
+        (up - 2 * eta + down) / step**2,
+        rtol=0,
+        atol=1e-6 * np.abs(second).max(),
+    )
     # Richardson from steps h/128 and h/256 (error O(step^4)): a sharper check.
     differences = []
     for step in (h / 128, h / 256):
-        up, down = (atom_law_eta(s + sign * step, atoms, probs, values, h)
-                    for sign in (1, -1))
+        up, down = (
+            atom_law_eta(s + sign * step, atoms, probs, values, h) for sign in (1, -1)
+        )
         differences.append(((up - down) / (2 * step), (up - 2 * eta + down) / step**2))
     (first_a, second_a), (first_b, second_b) = differences
-    assert_allclose(first, (4 * first_b - first_a) / 3, rtol=0,
-                    atol=1e-8 * np.abs(first).max())
-    assert_allclose(second, (4 * second_b - second_a) / 3, rtol=0,
-                    atol=1e-8 * np.abs(second).max())
+    assert_allclose(
+        first, (4 * first_b - first_a) / 3, rtol=0, atol=1e-8 * np.abs(first).max()
+    )
+    assert_allclose(
+        second, (4 * second_b - second_a) / 3, rtol=0, atol=1e-8 * np.abs(second).max()
+    )
     # And the theorem on these laws: within the pointwise and the uniform bound.
     b1, b2 = sech_derivative_bounds(h)
     assert np.all(np.abs(first) <= b1)
@@ -522,7 +594,7 @@ def law_from_coordinates(x, s, h, n):
     the prior directly is ill-conditioned: ``log k(s | u)`` falls off like
     ``-|u - s|/h``.)"""
     atoms = atoms_from_coordinates(x[:n], s, h)
-    log_q = x[n:2 * n]
+    log_q = x[n : 2 * n]
     kernel = sech((s - atoms) / h) / sech_normalizer(atoms, h)
     probs = np.exp(log_q - log_q.max()) / kernel
     return atoms, probs / probs.sum()
@@ -537,7 +609,7 @@ def ratio_objective(s, h, n, values=None, sign=None):
 
     def negative_ratio(x):
         atoms, probs = law_from_coordinates(x, s, h, n)
-        f = 1.0 / (1.0 + np.exp(-x[2 * n:])) if values is None else values
+        f = 1.0 / (1.0 + np.exp(-x[2 * n :])) if values is None else values
         second = atom_law_derivatives(s, atoms, probs, f, h)[2]
         return -(abs(second) if sign is None else sign * second) / bound
 
@@ -556,8 +628,9 @@ def maximise_second_derivative(s, h, values, starts, *, sign=None, tight=False):
     # loaded machine).
     with threadpool_limits(limits=1, user_api="blas"):
         for x0 in starts:
-            result = optimize.minimize(negative_ratio, x0, method="L-BFGS-B",
-                                       bounds=limits, options=options)
+            result = optimize.minimize(
+                negative_ratio, x0, method="L-BFGS-B", bounds=limits, options=options
+            )
             if -result.fun > best[0]:
                 best = -result.fun, result.x
     return best
@@ -567,11 +640,14 @@ def search_starts(s, h, n_random, seed, *, attaining=True):
     """Starts for three atoms: random ones, two with atoms at 0, 1 and ``s``, and
     (``attaining``) the law that attains the bound at 1/2, moved to ``s``."""
     rng = np.random.default_rng(seed)
-    starts = [np.concatenate([rng.uniform(size=3), rng.normal(0.0, 3.0, size=3)])
-              for _ in range(n_random)]
+    starts = [
+        np.concatenate([rng.uniform(size=3), rng.normal(0.0, 3.0, size=3)])
+        for _ in range(n_random)
+    ]
     corners = coordinates_from_atoms(np.array([0.0, 1.0, s]), s, h)
-    starts += [np.concatenate([corners, rng.normal(0.0, 1.0, size=3)])
-               for _ in range(2)]
+    starts += [
+        np.concatenate([corners, rng.normal(0.0, 1.0, size=3)]) for _ in range(2)
+    ]
     if attaining:
         starts.append(np.concatenate([corners, np.log([0.25, 0.25, 0.5])]))
     return starts
@@ -584,8 +660,11 @@ def test_search_coordinates_round_trip_and_reach_the_ends():
         assert z[0] == 0.0 and z[-1] == 1.0
         t = np.tanh((atoms_from_coordinates(z, s, h) - s) / h)
         assert_allclose(t, np.tanh((atoms - s) / h), atol=1e-15)
-    assert_allclose(atoms_from_coordinates(np.linspace(0, 1, 5), 0.5, 1e3),
-                    np.linspace(0, 1, 5), atol=1e-12)
+    assert_allclose(
+        atoms_from_coordinates(np.linspace(0, 1, 5), 0.5, 1e3),
+        np.linspace(0, 1, 5),
+        atol=1e-12,
+    )
     # The posterior weights 1/4, 1/4, 1/2 at 1/2 on atoms 0, 1, 1/2: the attaining law.
     for h in [0.5, 2.0**-4, 2.0**-6]:
         x = np.concatenate([[0.0, 1.0, 0.5], np.log([0.25, 0.25, 0.5])])
@@ -602,8 +681,12 @@ SEARCH_POINTS = [0.0, 0.02, 0.5, 0.98, 1.0]
 # the two between under slow, and every bandwidth in test_three_atom_search_thorough.
 @pytest.mark.parametrize(
     "h",
-    [0.5, pytest.param(0.2, marks=pytest.mark.slow),
-     pytest.param(2.0**-4, marks=pytest.mark.slow), 2.0**-6],
+    [
+        0.5,
+        pytest.param(0.2, marks=pytest.mark.slow),
+        pytest.param(2.0**-4, marks=pytest.mark.slow),
+        2.0**-6,
+    ],
     ids=lambda h: f"h={h:g}",
 )
 def test_three_atom_search_never_exceeds_the_bound_and_reaches_it_at_one_half(h):
@@ -622,8 +705,21 @@ def test_three_atom_search_never_exceeds_the_bound_and_reaches_it_at_one_half(h)
 
 
 SLOW_BANDWIDTHS = [0.5, 0.2, 2.0**-4, 2.0**-6]
-SLOW_POINTS = [0.0, 1e-3, 0.02, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 0.98, 1 - 1e-3,
-               1.0]
+SLOW_POINTS = [
+    0.0,
+    1e-3,
+    0.02,
+    0.1,
+    0.25,
+    0.4,
+    0.5,
+    0.6,
+    0.75,
+    0.9,
+    0.98,
+    1 - 1e-3,
+    1.0,
+]
 
 
 @pytest.mark.slow
@@ -640,18 +736,21 @@ def test_three_atom_search_thorough(h):
             values = np.array(pattern)
             constant = len(set(pattern)) == 1
             for sign in (1, -1):
-                starts = search_starts(s, h, 1 if constant else 8, (k, j, sign + 1),
-                                       attaining=False)
-                ratio, x = maximise_second_derivative(s, h, values, starts, sign=sign,
-                                                      tight=True)
+                starts = search_starts(
+                    s, h, 1 if constant else 8, (k, j, sign + 1), attaining=False
+                )
+                ratio, x = maximise_second_derivative(
+                    s, h, values, starts, sign=sign, tight=True
+                )
                 if constant:  # eta is constant: zero up to rounding
                     assert abs(ratio) <= 1e-12
                 assert ratio <= 1 + 1e-9, (s, pattern, sign, ratio, x)
                 best = max(best, ratio)
         negative_ratio, limits = ratio_objective(s, h, 3, np.array([1.0, 1.0, 0.0]))
         with threadpool_limits(limits=1, user_api="blas"):
-            result = optimize.differential_evolution(negative_ratio, limits, seed=k,
-                                                     tol=1e-12, maxiter=300)
+            result = optimize.differential_evolution(
+                negative_ratio, limits, seed=k, tol=1e-12, maxiter=300
+            )
         assert -result.fun <= 1 + 1e-9, (s, result)
         best = max(best, -result.fun)
         assert best * sech_second_derivative_bound_at(s, h) <= uniform * (1 + 1e-9)
@@ -675,8 +774,9 @@ def test_four_atom_search_with_values_in_the_unit_interval(h):
         with threadpool_limits(limits=1, user_api="blas"):
             for _ in range(40):
                 x0 = np.concatenate([rng.uniform(size=4), rng.normal(0, 3, size=8)])
-                result = optimize.minimize(negative_ratio, x0, method="L-BFGS-B",
-                                           bounds=limits)
+                result = optimize.minimize(
+                    negative_ratio, x0, method="L-BFGS-B", bounds=limits
+                )
                 best = max(best, -result.fun)
         assert best <= 1 + 1e-9, (s, best)
         if s == 0.5:
@@ -700,11 +800,22 @@ def second_difference_on_grid(problem, h, n_points):
 @pytest.mark.parametrize(
     "name, h",
     slow_except(
-        [["calibrated", "overconfident", "parabola", "discrete", "atoms", "oscillating"],
-         {"h=2^-3": 2.0**-3, "h=2^-6": 2.0**-6}],
-        default=[f"{name}-h=2^-3"
-                 for name in ("calibrated", "overconfident", "parabola", "discrete",
-                              "atoms")] + ["atoms-h=2^-6"],
+        [
+            [
+                "calibrated",
+                "overconfident",
+                "parabola",
+                "discrete",
+                "atoms",
+                "oscillating",
+            ],
+            {"h=2^-3": 2.0**-3, "h=2^-6": 2.0**-6},
+        ],
+        default=[
+            f"{name}-h=2^-3"
+            for name in ("calibrated", "overconfident", "parabola", "discrete", "atoms")
+        ]
+        + ["atoms-h=2^-6"],
     ),
 )
 def test_named_perturbed_problems_stay_below_the_sharper_b2(name, h):
@@ -716,8 +827,9 @@ def test_named_perturbed_problems_stay_below_the_sharper_b2(name, h):
     assert np.max(np.abs(second)) > 0.005 * sech_derivative_bounds(h)[1]  # not flat
 
 
-@pytest.mark.parametrize("h", [2.0**-3, 2.0**-4, 2.0**-6],
-                         ids=lambda h: f"h=2^{np.log2(h):g}")
+@pytest.mark.parametrize(
+    "h", [2.0**-3, 2.0**-4, 2.0**-6], ids=lambda h: f"h=2^{np.log2(h):g}"
+)
 def test_extremal_perturbed_problem_is_tight_for_the_sharper_b2(h):
     # The attaining law as a CustomProblem: the sharper b2 holds to rounding, and the
     # problem comes within tanh(1/(2h))^2 / tanh(1/h)^2 of it -- while Corollary 4's

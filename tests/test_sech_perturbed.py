@@ -12,7 +12,9 @@ from skcalbound._sech import sech_cdf, sech_inverse_cdf
 def test_perturb_scores_is_the_inverse_cdf_sampler_on_the_random_state_uniforms():
     s = np.array([0.0, 1e-12, 0.3, 1.0, 0.7])
     u = np.random.RandomState(5).uniform(size=s.size)
-    assert_array_equal(perturb_scores(s, 2**-6, random_state=5), sech_inverse_cdf(u, s, 2**-6))
+    assert_array_equal(
+        perturb_scores(s, 2**-6, random_state=5), sech_inverse_cdf(u, s, 2**-6)
+    )
 
 
 @pytest.mark.parametrize("h", [2**-2, 2**-6, 2**-12, 2**-20])
@@ -35,11 +37,14 @@ def test_perturb_scores_accepts_predict_proba_and_leaves_input_alone():
 
 def test_perturb_scores_reproducible_and_fresh():
     s = np.linspace(0, 1, 50)
-    assert_array_equal(perturb_scores(s, 0.05, random_state=3),
-                       perturb_scores(s, 0.05, random_state=3))
+    assert_array_equal(
+        perturb_scores(s, 0.05, random_state=3), perturb_scores(s, 0.05, random_state=3)
+    )
     rs = np.random.RandomState(0)
-    assert not np.array_equal(perturb_scores(s, 0.05, random_state=rs),
-                              perturb_scores(s, 0.05, random_state=rs))
+    assert not np.array_equal(
+        perturb_scores(s, 0.05, random_state=rs),
+        perturb_scores(s, 0.05, random_state=rs),
+    )
 
 
 @pytest.mark.parametrize(
@@ -47,7 +52,11 @@ def test_perturb_scores_reproducible_and_fresh():
     [
         ([0.2, 1.5], 0.1, r"Scores must be probabilities in \[0, 1\]"),
         ([0.2, np.nan], 0.1, "Scores contain 1 NaN"),
-        ([0.2, 0.3], 0.0, "'h' parameter of perturb_scores must be a float in the range \\(0"),
+        (
+            [0.2, 0.3],
+            0.0,
+            "'h' parameter of perturb_scores must be a float in the range \\(0",
+        ),
         ([0.2, 0.3], -1.0, "'h' parameter"),
     ],
 )
@@ -59,6 +68,7 @@ def test_perturb_scores_rejects_bad_input(scores, h, match):
 # ----------------------------------------------------------------------------------
 # SechPerturbedClassifier
 # ----------------------------------------------------------------------------------
+from _synthetic import ScoreAsProba  # noqa: E402
 from numpy.testing import assert_allclose  # noqa: E402
 from sklearn import config_context  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
@@ -69,7 +79,6 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 from sklearn.utils._param_validation import InvalidParameterError  # noqa: E402
 
-from _synthetic import ScoreAsProba  # noqa: E402
 from skcalbound import SechPerturbedClassifier  # noqa: E402
 from skcalbound._sech import sech_derivative_bounds  # noqa: E402
 
@@ -99,7 +108,9 @@ def test_fit_clones_and_copies_the_inner_attributes():
 def test_predict_proba_is_the_sech_sampler_on_the_inner_probabilities():
     # The documented generator: seeded in fit from random_state, one uniform per row.
     X, y = _data()
-    clf = SechPerturbedClassifier(LogisticRegression(), h=2**-4, random_state=3).fit(X, y)
+    clf = SechPerturbedClassifier(LogisticRegression(), h=2**-4, random_state=3).fit(
+        X, y
+    )
     seed = np.random.RandomState(3).randint(np.iinfo(np.int32).max)
     u = np.random.RandomState(seed).uniform(size=X.shape[0])
     inner = clf.estimator_.predict_proba(X)[:, 1]
@@ -113,8 +124,9 @@ def test_predict_proba_is_the_sech_sampler_on_the_inner_probabilities():
 @pytest.mark.parametrize("s_orig", [0.0, 0.3, 1.0])
 def test_perturbed_probabilities_follow_the_truncated_sech_law(s_orig):
     X = np.full((5000, 1), s_orig)
-    clf = SechPerturbedClassifier(FrozenEstimator(ScoreAsProba().fit(X, [0, 1] * 2500)),
-                                  h=2**-6, random_state=0).fit(X, [0, 1] * 2500)
+    clf = SechPerturbedClassifier(
+        FrozenEstimator(ScoreAsProba().fit(X, [0, 1] * 2500)), h=2**-6, random_state=0
+    ).fit(X, [0, 1] * 2500)
     draws = clf.predict_proba(X)[:, 1]
     p = stats.kstest(draws, lambda x: sech_cdf(x, s_orig, 2**-6)).pvalue
     assert p > 1e-3
@@ -135,7 +147,9 @@ def test_fresh_noise_per_call_reproducible_as_a_sequence():
 def test_predict_is_the_argmax_of_the_same_draw_and_keeps_the_labels():
     X, y = _data(n=2000)
     labels = np.where(y == 1, "yes", "no")
-    clf = SechPerturbedClassifier(LogisticRegression(), h=2**-2, random_state=0).fit(X, labels)
+    clf = SechPerturbedClassifier(LogisticRegression(), h=2**-2, random_state=0).fit(
+        X, labels
+    )
     assert_array_equal(clf.classes_, ["no", "yes"])
     state = clf.random_state_.get_state()
     proba = clf.predict_proba(X)
@@ -153,7 +167,9 @@ def test_frozen_estimator_is_not_refit():
     model = LogisticRegression().fit(X, y)
     coef = model.coef_.copy()
     X_other, y_other = _data(seed=1)
-    clf = SechPerturbedClassifier(FrozenEstimator(model), random_state=0).fit(X_other, y_other)
+    clf = SechPerturbedClassifier(FrozenEstimator(model), random_state=0).fit(
+        X_other, y_other
+    )
     assert clf.estimator_.estimator is model
     assert_array_equal(model.coef_, coef)
     assert_array_equal(clf.estimator_.predict_proba(X), model.predict_proba(X))
@@ -161,11 +177,15 @@ def test_frozen_estimator_is_not_refit():
 
 def test_inside_a_pipeline():
     X, y = _data()
-    pipe = make_pipeline(StandardScaler(), SechPerturbedClassifier(LogisticRegression(), random_state=0))
+    pipe = make_pipeline(
+        StandardScaler(), SechPerturbedClassifier(LogisticRegression(), random_state=0)
+    )
     proba = pipe.fit(X, y).predict_proba(X)
     assert proba.shape == (X.shape[0], 2)
     assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-15)
-    unperturbed = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y).predict_proba(X)
+    unperturbed = (
+        make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y).predict_proba(X)
+    )
     assert np.abs(proba - unperturbed).max() < 37 * 2**-6
     assert not np.array_equal(proba, unperturbed)
 
@@ -181,16 +201,23 @@ def test_metadata_routing_sends_sample_weight_to_the_inner_fit():
         assert_array_equal(clf.estimator_.coef_, weighted)
         # Not requested: scikit-learn's routing refuses it, naming the inner estimator.
         with pytest.raises(ValueError, match="sample_weight"):
-            SechPerturbedClassifier(LogisticRegression()).fit(X, y, sample_weight=weights)
+            SechPerturbedClassifier(LogisticRegression()).fit(
+                X, y, sample_weight=weights
+            )
     # Without routing, fit parameters go to the inner fit as they are.
     clf = SechPerturbedClassifier(LogisticRegression()).fit(X, y, sample_weight=weights)
     assert_array_equal(clf.estimator_.coef_, weighted)
 
 
 def test_multiclass_targets_are_rejected_before_fitting():
-    X, y = make_classification(n_samples=300, n_classes=3, n_informative=3, random_state=0)
+    X, y = make_classification(
+        n_samples=300, n_classes=3, n_informative=3, random_state=0
+    )
     inner = LogisticRegression()
-    with pytest.raises(ValueError, match="Only binary classification is supported. The type of the target is multiclass"):
+    with pytest.raises(
+        ValueError,
+        match="Only binary classification is supported. The type of the target is multiclass",
+    ):
         SechPerturbedClassifier(inner).fit(X, y)
     assert not hasattr(inner, "coef_")
 
@@ -212,7 +239,9 @@ def test_estimators_without_predict_proba_are_rejected(estimator):
 @pytest.mark.parametrize("h", [0.0, -1.0, "big"])
 def test_bad_h_is_rejected(h):
     X, y = _data()
-    with pytest.raises(InvalidParameterError, match="'h' parameter of SechPerturbedClassifier"):
+    with pytest.raises(
+        InvalidParameterError, match="'h' parameter of SechPerturbedClassifier"
+    ):
         SechPerturbedClassifier(LogisticRegression(), h=h).fit(X, y)
 
 
@@ -225,7 +254,9 @@ def test_bad_inner_probabilities_get_a_clear_error_and_input_is_untouched():
     X = np.random.default_rng(0).uniform(size=(50, 1))
     before = X.copy()
     clf = SechPerturbedClassifier(BrokenProba()).fit(X, [0, 1] * 25)
-    with pytest.raises(ValueError, match="the inner estimator's predict_proba has 2 columns"):
+    with pytest.raises(
+        ValueError, match="the inner estimator's predict_proba has 2 columns"
+    ):
         clf.predict_proba(X)
     assert_array_equal(X, before)
 

@@ -4,7 +4,6 @@ accepted (the split must not look at the labels or the scores, SPEC section 2)."
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
-
 from sklearn.model_selection import (
     GroupKFold,
     GroupShuffleSplit,
@@ -29,7 +28,9 @@ from skcalbound._splitting import SortedSample, make_folds, stable_argsort
         lambda rng: rng.uniform(size=1000),
         lambda rng: rng.choice([0.0, 0.25, 0.5, 1.0], size=1000),
         lambda rng: np.round(rng.uniform(size=5000), 2),
-        lambda rng: np.concatenate([np.zeros(300), rng.uniform(size=300), np.ones(300)]),
+        lambda rng: np.concatenate(
+            [np.zeros(300), rng.uniform(size=300), np.ones(300)]
+        ),
         lambda rng: np.full(50, 0.3),
         lambda rng: np.array([0.5]),
         lambda rng: np.array([], dtype=float),
@@ -95,7 +96,9 @@ def test_kfold_fast_path_gives_sklearn_kfold_folds(n, k, seed):
         # Subnormals, exact zeros of both signs and one.
         lambda rng: np.array([0.0, -0.0, 5e-324, 1e-310, 1.0, -0.0, 0.0, 5e-324, 1.0]),
         lambda rng: rng.uniform(size=100_000) * 1e-300,
-        lambda rng: np.concatenate([rng.uniform(size=10_000), rng.uniform(size=10_000)]),
+        lambda rng: np.concatenate(
+            [rng.uniform(size=10_000), rng.uniform(size=10_000)]
+        ),
     ],
 )
 def test_stable_argsort_adversarial(make):

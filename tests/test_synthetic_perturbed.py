@@ -11,9 +11,6 @@ import math
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
-from scipy import stats
-
 from _synthetic import (
     SechPerturbed,
     SmoothSine,
@@ -23,6 +20,9 @@ from _synthetic import (
     smooth_problems,
     zigzag_base,
 )
+from numpy.testing import assert_allclose
+from scipy import stats
+
 from skcalbound._sech import sech_derivative_bounds, sech_pdf
 
 BANDWIDTHS = (2.0**-4, 2.0**-6)
@@ -78,8 +78,10 @@ def quad_p_q(problem, s):
 @pytest.mark.parametrize("h", BANDWIDTHS, ids=H_IDS)
 def test_integration_error_estimate_is_small(h):
     problem = PROBLEMS[h]
-    print(f"{problem}: CE = {problem.true_ce:.15f}, "
-          f"integration error estimate {problem.ce_integration_error:.2e}")
+    print(
+        f"{problem}: CE = {problem.true_ce:.15f}, "
+        f"integration error estimate {problem.ce_integration_error:.2e}"
+    )
     assert problem.ce_integration_error < 1e-6
     assert 0.0 < problem.true_ce < 1.0
 
@@ -102,9 +104,15 @@ def test_true_ce_matches_monte_carlo(drawn):
 @pytest.mark.parametrize("h", BANDWIDTHS, ids=H_IDS)
 def test_outer_integral_matches_quad(h):
     problem = PROBLEMS[h]
-    points = np.unique(np.concatenate([
-        problem.base.knots, problem.sign_changes(), np.arange(0, 1, h),
-    ]))
+    points = np.unique(
+        np.concatenate(
+            [
+                problem.base.knots,
+                problem.sign_changes(),
+                np.arange(0, 1, h),
+            ]
+        )
+    )
     value = sum(
         checked_quad(lambda s: abs(problem.gap(s)[0]), lo, hi, tol=1e-12)
         for lo, hi in zip(points[:-1], points[1:])
@@ -126,8 +134,10 @@ def test_inner_integrals_match_quad(h):
 def test_density_integrates_to_one_and_matches_the_cdf(h):
     problem = PROBLEMS[h]
     points = np.unique(np.concatenate([problem.base.knots, np.arange(0, 1, h)]))
-    pieces = [checked_quad(lambda s: problem.density(s)[0], lo, hi, tol=1e-12)
-              for lo, hi in zip(points[:-1], points[1:])]
+    pieces = [
+        checked_quad(lambda s: problem.density(s)[0], lo, hi, tol=1e-12)
+        for lo, hi in zip(points[:-1], points[1:])
+    ]
     assert_allclose(sum(pieces), 1.0, atol=1e-10)
     assert_allclose(problem.cdf(points[1:]), np.cumsum(pieces), atol=1e-10)
     assert problem.cdf(0.0)[0] == 0.0 and abs(problem.cdf(1.0)[0] - 1.0) < 1e-14
@@ -216,8 +226,12 @@ def test_smooth_sine_hand_values():
     assert_allclose(problem.true_ce, 0.2 / math.pi, rtol=1e-15)
     assert_allclose(problem.b1, 1 + 0.2 * math.pi, rtol=1e-15)
     assert_allclose(problem.b2, 0.4 * math.pi**2, rtol=1e-15)
-    assert problem.assumptions == {"V": 1.0, "b1": problem.b1, "b2": problem.b2,
-                                   "L": problem.b1}
+    assert problem.assumptions == {
+        "V": 1.0,
+        "b1": problem.b1,
+        "b2": problem.b2,
+        "L": problem.b1,
+    }
     ce = checked_quad(lambda s: abs(s - problem.eta(s)), 0, 1, points=[0.5])
     assert_allclose(ce, problem.true_ce, atol=1e-10)
 
@@ -228,7 +242,9 @@ def test_smooth_sine_derivative_bounds_are_attained(amplitude, cycles):
     s = np.linspace(0, 1, 200_001)
     step = 1e-4
     first = (problem.eta(s + step) - problem.eta(s - step)) / (2 * step)
-    second = (problem.eta(s + step) - 2 * problem.eta(s) + problem.eta(s - step)) / step**2
+    second = (
+        problem.eta(s + step) - 2 * problem.eta(s) + problem.eta(s - step)
+    ) / step**2
     # Central differences are off by O(step^2 (2 pi c)^2) relative.
     assert_allclose(np.max(np.abs(first)), problem.b1, rtol=2e-6)
     assert_allclose(np.max(np.abs(second)), problem.b2, rtol=2e-6)

@@ -47,14 +47,18 @@ def test_population_variance_divides_by_m():
 def test_tv_t1_t2_hand_values():
     assert_allclose(tv_t1(0.01), math.sqrt(0.5 * math.log(400.0)), rtol=1e-15)
     # m = 1001, delta1 = 0.004: t2 = sqrt(1001 / 8 * ln(4 * 1000 / 0.004)) = sqrt(1001/8 * ln 1e6)
-    assert_allclose(tv_t2(1001, 0.004), math.sqrt(1001 / 8 * 6 * math.log(10.0)), rtol=1e-14)
+    assert_allclose(
+        tv_t2(1001, 0.004), math.sqrt(1001 / 8 * 6 * math.log(10.0)), rtol=1e-14
+    )
 
 
 def test_tv_denoising_term_hand_value():
     m, delta1, V = 400, 0.0125, 1.0
     t1 = math.sqrt(0.5 * math.log(4 / delta1))
     t2 = math.sqrt(m / 8 * math.log(4 * (m - 1) / delta1))
-    expected = math.sqrt((2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / m)
+    expected = math.sqrt(
+        (2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / m
+    )
     assert_allclose(tv_denoising_term(m, delta1, V), expected, rtol=1e-14)
     assert_allclose(tv_denoising_term(m, delta1, V), 0.5845835, atol=1e-7)
 
@@ -83,7 +87,8 @@ def test_tv_population_transfer_term_hand_value():
     )
     # The high-probability form has no Hoeffding part (SPEC section 3, step 5).
     assert_allclose(
-        tv_population_transfer_term(m, d2, V, V_hat), 1.4 * math.sqrt(math.log(200.0) / 500),
+        tv_population_transfer_term(m, d2, V, V_hat),
+        1.4 * math.sqrt(math.log(200.0) / 500),
         rtol=1e-15,
     )
     assert tv_population_transfer_term(m, d2, 0.0, 0.0) == 0.0
@@ -100,13 +105,16 @@ def test_tv_bound_terms_split_delta_in_three_or_four():
     assert_allclose(hp["bernstein_residual"], bernstein_term(4, d3, var), rtol=1e-15)
     assert_allclose(hp["tv_denoising"], tv_denoising_term(m, d3, V), rtol=1e-15)
     assert_allclose(
-        hp["population_transfer"], 1.5 * math.sqrt(math.log(2 / d3) / (2 * m)), rtol=1e-15
+        hp["population_transfer"],
+        1.5 * math.sqrt(math.log(2 / d3) / (2 * m)),
+        rtol=1e-15,
     )
     assert_allclose(paper["bernstein_residual"], bernstein_term(4, d4, var), rtol=1e-15)
     assert_allclose(paper["tv_denoising"], tv_denoising_term(m, d4, V), rtol=1e-15)
     assert_allclose(
         paper["population_transfer"],
-        1.5 * math.sqrt(math.log(2 / d4) / (2 * m)) + math.sqrt(math.log(2 / d4) / (2 * m)),
+        1.5 * math.sqrt(math.log(2 / d4) / (2 * m))
+        + math.sqrt(math.log(2 / d4) / (2 * m)),
         rtol=1e-15,
     )
     assert hp["validation_mean"] == paper["validation_mean"] == 0.25

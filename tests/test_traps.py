@@ -46,9 +46,9 @@ FUNCTIONS = {
         y, s, h=H, n_buckets=32, random_state=0, **kw
     ),
     "binned_ece": lambda y, s, **kw: binned_ece(y, s, **kw),
-    "calibration_test": lambda y, s, **kw: calibration_test(
-        y, s, h=H, random_state=0, **kw
-    ).upper_bound,
+    "calibration_test": lambda y, s, **kw: (
+        calibration_test(y, s, h=H, random_state=0, **kw).upper_bound
+    ),
     "perturbed_log_loss": lambda y, s, **kw: perturbed_log_loss(y, s, h=H, **kw),
     "perturbed_brier_score_loss": lambda y, s, **kw: perturbed_brier_score_loss(
         y, s, h=H, **kw
@@ -89,9 +89,12 @@ def test_wrong_positive_class_is_far_off(churn):
 @pytest.mark.parametrize("name", ["tv_bound", "nw_bound", "binned_ece"])
 def test_pos_label_not_among_labels(name, churn):
     s, _, words = churn
-    with pytest.raises(ValueError, match=re.escape(
-        "pos_label='Churn' is not a valid label. It should be one of ['churn', 'stay']."
-    )):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "pos_label='Churn' is not a valid label. It should be one of ['churn', 'stay']."
+        ),
+    ):
         FUNCTIONS[name](words, s, pos_label="Churn")
 
 
@@ -114,8 +117,12 @@ def test_pos_label_selects_the_predict_proba_column(churn):
     "Est, h, meant, direct",
     [
         (NWCalibrationBound, 64, "Did you mean h=1/64=0.015625?", "b1 and b2"),
-        (NWCalibrationBound, 6,
-         "Did you mean h=1/6=0.166667 or h=2**-6=0.015625?", "b1 and b2"),
+        (
+            NWCalibrationBound,
+            6,
+            "Did you mean h=1/6=0.166667 or h=2**-6=0.015625?",
+            "b1 and b2",
+        ),
         (LipschitzBucketBound, 0.75, "", "L"),
     ],
 )
@@ -134,17 +141,22 @@ def test_h_above_one_half_is_rejected(Est, h, meant, direct, churn):
     text = str(info.value)
     assert text.startswith(message)
     assert meant in text
-    assert text.endswith(f"To assume a weak smoothness on purpose, give {direct} directly.")
+    assert text.endswith(
+        f"To assume a weak smoothness on purpose, give {direct} directly."
+    )
     # h = 1/2 itself is accepted, and b1/b2 or L state a weak assumption on purpose.
     assert 0 < Est(h=0.5, random_state=0).fit(s, labels).bound_ <= 1
 
 
-@pytest.mark.parametrize("fit", [
-    lambda s, y: NWCalibrationBound(h=H).fit(s, y),
-    lambda s, y: LipschitzBucketBound(h=H).fit(s, y),
-    lambda s, y: nw_bound(y, s, h=H),
-    lambda s, y: calibration_test(y, s, h=H),
-])
+@pytest.mark.parametrize(
+    "fit",
+    [
+        lambda s, y: NWCalibrationBound(h=H).fit(s, y),
+        lambda s, y: LipschitzBucketBound(h=H).fit(s, y),
+        lambda s, y: nw_bound(y, s, h=H),
+        lambda s, y: calibration_test(y, s, h=H),
+    ],
+)
 def test_unperturbed_discrete_scores_with_h_are_rejected(fit):
     # The trap: forgetting to perturb. A tree model's scores take a few values; no
     # perturbation produces that, so h cannot describe them.
@@ -154,12 +166,15 @@ def test_unperturbed_discrete_scores_with_h_are_rejected(fit):
     y = (rng.uniform(size=3000) < s).astype(int)
     values, counts = np.unique(s, return_counts=True)
     largest = counts.argmax()
-    with pytest.raises(ValueError, match=re.escape(
-        f"h=0.015625 states that the scores were perturbed with the sech kernel, whose "
-        f"output is continuous, but {counts[largest]} of the 3000 scores equal "
-        f"{float(values[largest])!r} (5 distinct values in all): these scores were not "
-        "perturbed"
-    )):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"h=0.015625 states that the scores were perturbed with the sech kernel, whose "
+            f"output is continuous, but {counts[largest]} of the 3000 scores equal "
+            f"{float(values[largest])!r} (5 distinct values in all): these scores were not "
+            "perturbed"
+        ),
+    ):
         fit(s, y)
 
 
@@ -196,22 +211,37 @@ def test_held_out_scores_are_checked_too(churn):
 def test_low_confidence_level_warns(Est, churn):
     s, labels, _ = churn
     params = {"h": H} if Est is NWCalibrationBound else {}
-    with pytest.warns(UserWarning, match=re.escape(
-        "confidence_level=0.05 is the probability that the bound holds, not the "
-        "probability delta that it fails: with this value it holds only 5% of the "
-        "time. Did you mean confidence_level=0.95?"
-    )):
+    with pytest.warns(
+        UserWarning,
+        match=re.escape(
+            "confidence_level=0.05 is the probability that the bound holds, not the "
+            "probability delta that it fails: with this value it holds only 5% of the "
+            "time. Did you mean confidence_level=0.95?"
+        ),
+    ):
         Est(confidence_level=0.05, random_state=0, **params).fit(s, labels)
 
 
 def test_docstrings_say_assumptions_are_not_knobs():
-    for obj in (TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound,
-                tv_bound, nw_bound, lipschitz_bucket_bound):
+    for obj in (
+        TVCalibrationBound,
+        NWCalibrationBound,
+        LipschitzBucketBound,
+        tv_bound,
+        nw_bound,
+        lipschitz_bucket_bound,
+    ):
         doc = " ".join(obj.__doc__.split())
-        n_params = {"TVCalibrationBound": 1, "tv_bound": 1, "NWCalibrationBound": 3,
-                    "nw_bound": 3}.get(obj.__name__, 2)
-        phrase = ("**An assumption about how the scores were produced, not a tuning "
-                  "knob: never choose it from the data**")
+        n_params = {
+            "TVCalibrationBound": 1,
+            "tv_bound": 1,
+            "NWCalibrationBound": 3,
+            "nw_bound": 3,
+        }.get(obj.__name__, 2)
+        phrase = (
+            "**An assumption about how the scores were produced, not a tuning "
+            "knob: never choose it from the data**"
+        )
         assert doc.count(phrase) == n_params, obj.__name__
 
 
@@ -220,24 +250,42 @@ def test_docstrings_say_assumptions_are_not_knobs():
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name, call, order", [
-    ("tv_bound", lambda s, y: tv_bound(s, y),
-     "tv_bound takes the labels first: tv_bound(y_true, y_prob)."),
-    ("binned_ece", lambda s, y: binned_ece(s, y),
-     "binned_ece takes the labels first: binned_ece(y_true, y_prob)."),
-    ("calibration_test", lambda s, y: calibration_test(s, y, method="tv"),
-     "calibration_test takes the labels first: calibration_test(y_true, y_prob)."),
-    ("fit", lambda s, y: TVCalibrationBound().fit(y, s),
-     "fit takes the scores first: TVCalibrationBound(...).fit(y_prob, y_true)."),
-])
+@pytest.mark.parametrize(
+    "name, call, order",
+    [
+        (
+            "tv_bound",
+            lambda s, y: tv_bound(s, y),
+            "tv_bound takes the labels first: tv_bound(y_true, y_prob).",
+        ),
+        (
+            "binned_ece",
+            lambda s, y: binned_ece(s, y),
+            "binned_ece takes the labels first: binned_ece(y_true, y_prob).",
+        ),
+        (
+            "calibration_test",
+            lambda s, y: calibration_test(s, y, method="tv"),
+            "calibration_test takes the labels first: calibration_test(y_true, y_prob).",
+        ),
+        (
+            "fit",
+            lambda s, y: TVCalibrationBound().fit(y, s),
+            "fit takes the scores first: TVCalibrationBound(...).fit(y_prob, y_true).",
+        ),
+    ],
+)
 def test_swapped_arguments_are_named(name, call, order, churn):
     # The trap: tv_bound(scores, labels) failed with "got 5000 classes: [0.00019...]".
     s, labels, _ = churn
     n_distinct = np.unique(s).size
-    with pytest.raises(ValueError, match=re.escape(
-        f"The labels hold {n_distinct} distinct values in [0, 1] and the scores only "
-        f"0 and 1: the arguments look swapped. {order}"
-    )):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"The labels hold {n_distinct} distinct values in [0, 1] and the scores only "
+            f"0 and 1: the arguments look swapped. {order}"
+        ),
+    ):
         call(s, labels)
 
 

@@ -82,8 +82,13 @@ def test_tv_terms_by_hand_with_ties(guarantee):
         return terms, V_hat
 
     by_order = {"zero first": expected_terms(20), "one first": expected_terms(19)}
-    assert abs(by_order["zero first"][0]["validation_mean"]
-               - by_order["one first"][0]["validation_mean"]) > 1e-3
+    assert (
+        abs(
+            by_order["zero first"][0]["validation_mean"]
+            - by_order["one first"][0]["validation_mean"]
+        )
+        > 1e-3
+    )
 
     X = np.concatenate([train_s, val_s])
     y = np.concatenate([train_y, np.zeros(n_val)])
@@ -92,11 +97,18 @@ def test_tv_terms_by_hand_with_ties(guarantee):
     seen = set()
     for seed in range(20):  # until both orders have been checked
         est = TVCalibrationBound(
-            V=V, confidence_level=confidence_level, guarantee=guarantee, cv=split,
+            V=V,
+            confidence_level=confidence_level,
+            guarantee=guarantee,
+            cv=split,
             random_state=seed,
         ).fit(X, y)
-        order = min(by_order, key=lambda k: abs(
-            by_order[k][0]["validation_mean"] - est.terms_["validation_mean"]))
+        order = min(
+            by_order,
+            key=lambda k: abs(
+                by_order[k][0]["validation_mean"] - est.terms_["validation_mean"]
+            ),
+        )
         expected, V_hat = by_order[order]
         seen.add(order)
         assert list(est.terms_) == list(expected)
@@ -140,11 +152,20 @@ def _problem2_slsqp(y, lam):
         v, p, q = z[:m], z[m : 2 * m - 1], z[2 * m - 1 :]
         return 0.5 / m * np.sum((y - v) ** 2) + lam * np.sum(p + q)
 
-    cons = {"type": "eq", "fun": lambda z: np.diff(z[:m]) - z[m : 2 * m - 1] + z[2 * m - 1 :]}
+    cons = {
+        "type": "eq",
+        "fun": lambda z: np.diff(z[:m]) - z[m : 2 * m - 1] + z[2 * m - 1 :],
+    }
     bounds = [(0, 1)] * m + [(0, None)] * (2 * (m - 1))
     z0 = np.concatenate([np.full(m, y.mean()), np.zeros(2 * (m - 1))])
-    res = minimize(objective, z0, bounds=bounds, constraints=[cons], method="SLSQP",
-                   options={"ftol": 1e-14, "maxiter": 2000})
+    res = minimize(
+        objective,
+        z0,
+        bounds=bounds,
+        constraints=[cons],
+        method="SLSQP",
+        options={"ftol": 1e-14, "maxiter": 2000},
+    )
     return res.x[:m], res.fun
 
 
@@ -163,7 +184,9 @@ def test_tv_surrogate_matches_brute_force(seed):
     v_box, f_box = _problem2_slsqp(y, w / m)
     f_got = 0.5 / m * np.sum((y - got) ** 2) + w / m * np.abs(np.diff(got)).sum()
     assert f_got <= f_box + 1e-9
-    assert_allclose(surrogate.total_variation, np.abs(np.diff(expected)).sum(), atol=1e-9)
+    assert_allclose(
+        surrogate.total_variation, np.abs(np.diff(expected)).sum(), atol=1e-9
+    )
 
 
 def test_tv_surrogate_ties_are_block_means_of_the_prox():
@@ -226,7 +249,8 @@ def test_score_is_negated_fixed_split_bound(guarantee):
     V_hat = np.abs(np.diff(est.surrogate_.step.values)).sum()
     expected = (
         r.mean()
-        + math.sqrt(2 * r.var() * math.log(3 / d) / n_val) + 3 * math.log(3 / d) / n_val
+        + math.sqrt(2 * r.var() * math.log(3 / d) / n_val)
+        + 3 * math.log(3 / d) / n_val
         + math.sqrt((2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2) + 4 * t2) / m)
         + (1 + V_hat) * math.sqrt(math.log(2 / d) / (2 * m))
         + hoeffding * math.sqrt(math.log(2 / d) / (2 * m))
@@ -258,10 +282,16 @@ def test_step_function_sorted_evaluation_matches_searchsorted():
     from skcalbound._surrogates._step import StepFunction
 
     rng = np.random.default_rng(8)
-    step = StepFunction(knots=np.array([0.1, 0.3, 0.3000001, 0.8]),
-                        values=np.array([0.2, 0.5, 0.4, 0.9]))
-    for x in (np.sort(rng.uniform(size=1000)), np.array([0.0, 0.1, 0.1, 0.3, 0.8, 1.0]),
-              np.array([]), np.full(5, 0.05)):
+    step = StepFunction(
+        knots=np.array([0.1, 0.3, 0.3000001, 0.8]),
+        values=np.array([0.2, 0.5, 0.4, 0.9]),
+    )
+    for x in (
+        np.sort(rng.uniform(size=1000)),
+        np.array([0.0, 0.1, 0.1, 0.3, 0.8, 1.0]),
+        np.array([]),
+        np.full(5, 0.05),
+    ):
         assert_allclose(step.evaluate_sorted(x), step(x), rtol=0, atol=0)
 
 
@@ -293,7 +323,9 @@ def test_union_bound_splits_delta_over_folds():
         est = TVCalibrationBound(cv=cv, confidence_level=0.9, random_state=0).fit(s, y)
         assert est.n_splits_ == cv
         assert_allclose(est.fold_results_["delta"], 0.1 / cv, rtol=1e-15)
-        assert_allclose(est.fold_results_["n_train"] + est.fold_results_["n_validation"], 3000)
+        assert_allclose(
+            est.fold_results_["n_train"] + est.fold_results_["n_validation"], 3000
+        )
     mean = TVCalibrationBound(random_state=0).fit(s, y)
     low = TVCalibrationBound(random_state=0, aggregate="min").fit(s, y)
     assert_allclose(mean.bound_, mean.fold_results_["bound"].mean(), rtol=1e-15)
@@ -307,7 +339,9 @@ def test_score_checks_held_out_labels():
     est = TVCalibrationBound(random_state=0, pos_label="pos").fit(s, y)
     # One class only is fine on held-out data: the classes are known from fit.
     assert est.score(s[:50], np.full(50, "pos")) == est.score(s[:50], y[:50])
-    with pytest.raises(ValueError, match=r"labels \['maybe'\] that were not seen in fit"):
+    with pytest.raises(
+        ValueError, match=r"labels \['maybe'\] that were not seen in fit"
+    ):
         est.score(s[:3], ["pos", "neg", "maybe"])
     with pytest.raises(ValueError, match="inconsistent numbers of samples: \\[3, 2\\]"):
         est.score(s[:3], ["pos", "neg"])

@@ -80,23 +80,36 @@ _FUNCTIONAL_MESSAGES = {
     # check_consistent_length(y_true, y_prob): the numbers come in argument order.
     "fewer_labels": (ValueError, r"inconsistent numbers of samples: \[49, 50\]"),
     "more_labels": (ValueError, r"inconsistent numbers of samples: \[50, 49\]"),
-    "three_dimensional": (ValueError, r"y_prob must hold scores of shape "
-                          r".*got an array of shape \(50, 1, 1\)"),
+    "three_dimensional": (
+        ValueError,
+        r"y_prob must hold scores of shape "
+        r".*got an array of shape \(50, 1, 1\)",
+    ),
     "two_columns_not_summing_to_one": (
-        ValueError, r"y_prob has 2 columns, so it is read as a predict_proba output"
+        ValueError,
+        r"y_prob has 2 columns, so it is read as a predict_proba output",
     ),
     "one_row_not_summing_to_one": (
-        ValueError, r"y_prob has 2 columns.* but 1 row\(s\) do not \(row 7 sums to"
+        ValueError,
+        r"y_prob has 2 columns.* but 1 row\(s\) do not \(row 7 sums to",
     ),
-    "three_columns": (ValueError, r"y_prob must hold scores of shape "
-                      r".*got an array of shape \(50, 3\)"),
-    "ten_columns": (ValueError, r"y_prob must hold scores of shape "
-                    r".*got an array of shape \(50, 10\)"),
+    "three_columns": (
+        ValueError,
+        r"y_prob must hold scores of shape "
+        r".*got an array of shape \(50, 3\)",
+    ),
+    "ten_columns": (
+        ValueError,
+        r"y_prob must hold scores of shape "
+        r".*got an array of shape \(50, 10\)",
+    ),
 }
 OVERRIDES = {
-    **{(f, case): v
-       for f in ("binned_ece", "tv_bound", "nw_bound", "lipschitz_bucket_bound")
-       for case, v in _FUNCTIONAL_MESSAGES.items()},
+    **{
+        (f, case): v
+        for f in ("binned_ece", "tv_bound", "nw_bound", "lipschitz_bucket_bound")
+        for case, v in _FUNCTIONAL_MESSAGES.items()
+    },
     ("binned_ece", "too_few_samples_for_cv"): None,
     ("binned_ece", "too_few_samples_for_kfold"): None,
 }
@@ -146,73 +159,254 @@ _SHAPES = re.escape(
 # (id, X, y, exception, message regex, extra params). ``X``/``y`` are built once; each
 # test works on copies and checks the copies are untouched.
 BAD_DATA = [
-    ("nan_scores", _with(S, 3, np.nan), Y, ValueError,
-     r"Scores contain 1 NaN; expected finite probabilities in \[0, 1\]", {}),
-    ("nan_scores_2col", np.column_stack([1 - S, _with(S, [3, 9], np.nan)]), Y, ValueError,
-     r"Scores contain 2 NaN; expected finite probabilities in \[0, 1\]", {}),
-    ("inf_scores", _with(S, 3, np.inf), Y, ValueError,
-     r"Scores contain 1 infinite value\(s\); expected finite probabilities", {}),
-    ("minus_inf_scores", _with(S, 0, -np.inf), Y, ValueError,
-     r"Scores contain 1 infinite value\(s\)", {}),
-    ("nan_and_inf_scores", _with(_with(S, 1, np.nan), 2, np.inf), Y, ValueError,
-     r"Scores contain 1 NaN and 1 infinite value\(s\)", {}),
-    ("negative_scores", _with(S, 4, -0.25), Y, ValueError,
-     r"Scores must be probabilities in \[0, 1\]; got values in \[-0\.25, 0\.9\d*\]\. "
-     r"Pass predict_proba outputs, not decision_function values or logits\.", {}),
-    ("scores_above_one", _with(S, 4, 1.5), Y, ValueError,
-     r"Scores must be probabilities in \[0, 1\]; got values in \[0\.0\d*, 1\.5\]", {}),
-    ("logits", np.log(S / (1 - S)), Y, ValueError,
-     r"Scores must be probabilities in \[0, 1\]; got values in \[-2\.\d+, 2\.\d+\]", {}),
-    ("two_columns_not_summing_to_one", np.column_stack([S, S]), Y, ValueError,
-     r"X has 2 columns, so it is read as a predict_proba output whose rows sum to "
-     r"one, but 50 row\(s\) do not \(row 0 sums to [\d.]+\)\. Pass the positive-class "
-     r"column alone", {}),
-    ("one_row_not_summing_to_one", _with(PROBA, (7, 0), 0.9), Y, ValueError,
-     r"but 1 row\(s\) do not \(row 7 sums to 1\.[\d]+\)", {}),
-    ("three_columns", np.column_stack([S, S, S]) / 3, Y, ValueError,
-     _SHAPES + re.escape("(50, 3)."), {}),
-    ("ten_columns", np.full((N, 10), 0.1), Y, ValueError,
-     _SHAPES + re.escape("(50, 10)."), {}),
-    ("three_dimensional", S.reshape(N, 1, 1), Y, ValueError,
-     _SHAPES + re.escape("(50, 1, 1)."), {}),
-    ("zero_columns", np.empty((N, 0)), Y, ValueError,
-     r"0 feature\(s\) \(shape=\(50, 0\)\) while a minimum of 1 is required", {}),
-    ("three_classes", S, np.arange(N) % 3, ValueError,
-     r"y must contain exactly two classes \(binary labels\); got 3 classes: "
-     r"\[0, 1, 2\]\. Multiclass targets are not supported\.", {}),
-    ("twelve_classes", S, np.arange(N) % 12, ValueError,
-     r"got 12 classes: \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\], \.\.\.", {}),
-    ("three_string_classes", S, np.array(["a", "b", "c"] * 17)[:N], ValueError,
-     r"got 3 classes: \['a', 'b', 'c'\]", {}),
-    ("one_class", S, np.ones(N, dtype=np.int64), ValueError,
-     r"y contains a single class \(1\); calibration bounds need binary labels with "
-     r"both classes present", {}),
-    ("one_string_class", S, np.array(["pos"] * N), ValueError,
-     r"y contains a single class \('pos'\)", {}),
+    (
+        "nan_scores",
+        _with(S, 3, np.nan),
+        Y,
+        ValueError,
+        r"Scores contain 1 NaN; expected finite probabilities in \[0, 1\]",
+        {},
+    ),
+    (
+        "nan_scores_2col",
+        np.column_stack([1 - S, _with(S, [3, 9], np.nan)]),
+        Y,
+        ValueError,
+        r"Scores contain 2 NaN; expected finite probabilities in \[0, 1\]",
+        {},
+    ),
+    (
+        "inf_scores",
+        _with(S, 3, np.inf),
+        Y,
+        ValueError,
+        r"Scores contain 1 infinite value\(s\); expected finite probabilities",
+        {},
+    ),
+    (
+        "minus_inf_scores",
+        _with(S, 0, -np.inf),
+        Y,
+        ValueError,
+        r"Scores contain 1 infinite value\(s\)",
+        {},
+    ),
+    (
+        "nan_and_inf_scores",
+        _with(_with(S, 1, np.nan), 2, np.inf),
+        Y,
+        ValueError,
+        r"Scores contain 1 NaN and 1 infinite value\(s\)",
+        {},
+    ),
+    (
+        "negative_scores",
+        _with(S, 4, -0.25),
+        Y,
+        ValueError,
+        r"Scores must be probabilities in \[0, 1\]; got values in \[-0\.25, 0\.9\d*\]\. "
+        r"Pass predict_proba outputs, not decision_function values or logits\.",
+        {},
+    ),
+    (
+        "scores_above_one",
+        _with(S, 4, 1.5),
+        Y,
+        ValueError,
+        r"Scores must be probabilities in \[0, 1\]; got values in \[0\.0\d*, 1\.5\]",
+        {},
+    ),
+    (
+        "logits",
+        np.log(S / (1 - S)),
+        Y,
+        ValueError,
+        r"Scores must be probabilities in \[0, 1\]; got values in \[-2\.\d+, 2\.\d+\]",
+        {},
+    ),
+    (
+        "two_columns_not_summing_to_one",
+        np.column_stack([S, S]),
+        Y,
+        ValueError,
+        r"X has 2 columns, so it is read as a predict_proba output whose rows sum to "
+        r"one, but 50 row\(s\) do not \(row 0 sums to [\d.]+\)\. Pass the positive-class "
+        r"column alone",
+        {},
+    ),
+    (
+        "one_row_not_summing_to_one",
+        _with(PROBA, (7, 0), 0.9),
+        Y,
+        ValueError,
+        r"but 1 row\(s\) do not \(row 7 sums to 1\.[\d]+\)",
+        {},
+    ),
+    (
+        "three_columns",
+        np.column_stack([S, S, S]) / 3,
+        Y,
+        ValueError,
+        _SHAPES + re.escape("(50, 3)."),
+        {},
+    ),
+    (
+        "ten_columns",
+        np.full((N, 10), 0.1),
+        Y,
+        ValueError,
+        _SHAPES + re.escape("(50, 10)."),
+        {},
+    ),
+    (
+        "three_dimensional",
+        S.reshape(N, 1, 1),
+        Y,
+        ValueError,
+        _SHAPES + re.escape("(50, 1, 1)."),
+        {},
+    ),
+    (
+        "zero_columns",
+        np.empty((N, 0)),
+        Y,
+        ValueError,
+        r"0 feature\(s\) \(shape=\(50, 0\)\) while a minimum of 1 is required",
+        {},
+    ),
+    (
+        "three_classes",
+        S,
+        np.arange(N) % 3,
+        ValueError,
+        r"y must contain exactly two classes \(binary labels\); got 3 classes: "
+        r"\[0, 1, 2\]\. Multiclass targets are not supported\.",
+        {},
+    ),
+    (
+        "twelve_classes",
+        S,
+        np.arange(N) % 12,
+        ValueError,
+        r"got 12 classes: \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\], \.\.\.",
+        {},
+    ),
+    (
+        "three_string_classes",
+        S,
+        np.array(["a", "b", "c"] * 17)[:N],
+        ValueError,
+        r"got 3 classes: \['a', 'b', 'c'\]",
+        {},
+    ),
+    (
+        "one_class",
+        S,
+        np.ones(N, dtype=np.int64),
+        ValueError,
+        r"y contains a single class \(1\); calibration bounds need binary labels with "
+        r"both classes present",
+        {},
+    ),
+    (
+        "one_string_class",
+        S,
+        np.array(["pos"] * N),
+        ValueError,
+        r"y contains a single class \('pos'\)",
+        {},
+    ),
     ("nan_labels", S, _with(Y, 5, np.nan), ValueError, r"Input y contains NaN", {}),
-    ("inf_labels", S, _with(Y, 5, np.inf), ValueError, r"Input y contains infinity", {}),
-    ("none_among_labels", S, np.array([None, "a"] * 25, dtype=object), TypeError,
-     r"y must hold binary labels of one comparable type \(numbers, strings or "
-     r"booleans\); got labels of types \['NoneType', 'str'\]", {}),
-    ("int_and_str_labels", S, np.array([0, "a"] * 25, dtype=object), TypeError,
-     r"got labels of types \['int', 'str'\]", {}),
-    ("two_dimensional_labels", S, np.column_stack([Y, Y]), ValueError,
-     r"y should be a 1d array, got an array of shape \(50, 2\) instead", {}),
-    ("fewer_labels", S, Y[:-1], ValueError,
-     r"Found input variables with inconsistent numbers of samples: \[50, 49\]", {}),
-    ("more_labels", S[:-1], Y, ValueError,
-     r"Found input variables with inconsistent numbers of samples: \[49, 50\]", {}),
-    ("too_few_samples_for_cv", S[:3], np.array([0, 1, 0]), ValueError,
-     r"with cv=5 needs at least \d+ samples .*got n_samples=3", {}),
-    ("too_few_samples_for_kfold", S[:3], np.array([0, 1, 0]), ValueError,
-     r"3 samples .*5|n_splits=5 greater than the number of samples: n_samples=3",
-     {"cv": KFold(5)}),
-    ("empty", np.array([]), np.array([]), ValueError,
-     r"Found array with 0 sample\(s\) \(shape=\(0,\)\) while a minimum of 1 is "
-     r"required", {}),
-    ("empty_2d", np.empty((0, 2)), np.array([]), ValueError,
-     r"Found array with 0 sample\(s\) \(shape=\(0, 2\)\)", {}),
-    ("complex_scores", S.astype(complex), Y, ValueError, r"Complex data not supported", {}),
+    (
+        "inf_labels",
+        S,
+        _with(Y, 5, np.inf),
+        ValueError,
+        r"Input y contains infinity",
+        {},
+    ),
+    (
+        "none_among_labels",
+        S,
+        np.array([None, "a"] * 25, dtype=object),
+        TypeError,
+        r"y must hold binary labels of one comparable type \(numbers, strings or "
+        r"booleans\); got labels of types \['NoneType', 'str'\]",
+        {},
+    ),
+    (
+        "int_and_str_labels",
+        S,
+        np.array([0, "a"] * 25, dtype=object),
+        TypeError,
+        r"got labels of types \['int', 'str'\]",
+        {},
+    ),
+    (
+        "two_dimensional_labels",
+        S,
+        np.column_stack([Y, Y]),
+        ValueError,
+        r"y should be a 1d array, got an array of shape \(50, 2\) instead",
+        {},
+    ),
+    (
+        "fewer_labels",
+        S,
+        Y[:-1],
+        ValueError,
+        r"Found input variables with inconsistent numbers of samples: \[50, 49\]",
+        {},
+    ),
+    (
+        "more_labels",
+        S[:-1],
+        Y,
+        ValueError,
+        r"Found input variables with inconsistent numbers of samples: \[49, 50\]",
+        {},
+    ),
+    (
+        "too_few_samples_for_cv",
+        S[:3],
+        np.array([0, 1, 0]),
+        ValueError,
+        r"with cv=5 needs at least \d+ samples .*got n_samples=3",
+        {},
+    ),
+    (
+        "too_few_samples_for_kfold",
+        S[:3],
+        np.array([0, 1, 0]),
+        ValueError,
+        r"3 samples .*5|n_splits=5 greater than the number of samples: n_samples=3",
+        {"cv": KFold(5)},
+    ),
+    (
+        "empty",
+        np.array([]),
+        np.array([]),
+        ValueError,
+        r"Found array with 0 sample\(s\) \(shape=\(0,\)\) while a minimum of 1 is "
+        r"required",
+        {},
+    ),
+    (
+        "empty_2d",
+        np.empty((0, 2)),
+        np.array([]),
+        ValueError,
+        r"Found array with 0 sample\(s\) \(shape=\(0, 2\)\)",
+        {},
+    ),
+    (
+        "complex_scores",
+        S.astype(complex),
+        Y,
+        ValueError,
+        r"Complex data not supported",
+        {},
+    ),
 ]
 
 # Sparse scores: the estimator says dense data is required; the function's parameter
@@ -311,20 +505,47 @@ def test_lists_are_not_mutated_on_error():
 
 # Parameters every bound has.
 BAD_PARAMS = [
-    ({"confidence_level": 0}, r"The 'confidence_level' parameter of {owner} must be a "
-     r"float in the range \(0\.0, 1\.0\)\. Got 0 instead"),
-    ({"confidence_level": 1}, r"'confidence_level' parameter of {owner} .*Got 1 instead"),
-    ({"confidence_level": 1.5}, r"'confidence_level' parameter of {owner} .*Got 1\.5 instead"),
-    ({"confidence_level": -0.1}, r"'confidence_level' parameter of {owner} .*Got -0\.1 instead"),
-    ({"confidence_level": np.nan}, r"'confidence_level' parameter of {owner} .*Got nan instead"),
-    ({"confidence_level": "0.95"}, r"'confidence_level' parameter of {owner} .*Got '0\.95'"),
-    ({"aggregate": "median"}, r"The 'aggregate' parameter of {owner} must be a str among "
-     r"\{('mean', 'min'|'min', 'mean')\}\. Got 'median' instead"),
-    ({"guarantee": "exact"}, r"The 'guarantee' parameter of {owner} must be a str among "
-     r"\{('high_probability', 'paper'|'paper', 'high_probability')\}\. Got 'exact' "
-     r"instead"),
+    (
+        {"confidence_level": 0},
+        r"The 'confidence_level' parameter of {owner} must be a "
+        r"float in the range \(0\.0, 1\.0\)\. Got 0 instead",
+    ),
+    (
+        {"confidence_level": 1},
+        r"'confidence_level' parameter of {owner} .*Got 1 instead",
+    ),
+    (
+        {"confidence_level": 1.5},
+        r"'confidence_level' parameter of {owner} .*Got 1\.5 instead",
+    ),
+    (
+        {"confidence_level": -0.1},
+        r"'confidence_level' parameter of {owner} .*Got -0\.1 instead",
+    ),
+    (
+        {"confidence_level": np.nan},
+        r"'confidence_level' parameter of {owner} .*Got nan instead",
+    ),
+    (
+        {"confidence_level": "0.95"},
+        r"'confidence_level' parameter of {owner} .*Got '0\.95'",
+    ),
+    (
+        {"aggregate": "median"},
+        r"The 'aggregate' parameter of {owner} must be a str among "
+        r"\{('mean', 'min'|'min', 'mean')\}\. Got 'median' instead",
+    ),
+    (
+        {"guarantee": "exact"},
+        r"The 'guarantee' parameter of {owner} must be a str among "
+        r"\{('high_probability', 'paper'|'paper', 'high_probability')\}\. Got 'exact' "
+        r"instead",
+    ),
     ({"guarantee": None}, r"The 'guarantee' parameter of {owner} .*Got None instead"),
-    ({"cv": 1}, r"The 'cv' parameter of {owner} must be an int in the range \[2, inf\)"),
+    (
+        {"cv": 1},
+        r"The 'cv' parameter of {owner} must be an int in the range \[2, inf\)",
+    ),
     ({"cv": "five"}, r"The 'cv' parameter of {owner} .*Got 'five' instead"),
     ({"n_jobs": 1.5}, r"The 'n_jobs' parameter of {owner} .*Got 1\.5 instead"),
     ({"random_state": "seed"}, r"The 'random_state' parameter of {owner} .*Got 'seed'"),
@@ -357,34 +578,70 @@ _N_BUCKETS = (
 # LIPSCHITZ_CHECKED_AFTER_DATA likewise for L and h, and the n_buckets sequences.
 METHOD_BAD_PARAMS = {
     "TVCalibrationBound": [
-        ({"V": 0}, r"The 'V' parameter of {owner} must be a float in the range "
-         r"\(0\.0, inf\)\. Got 0 instead"),
+        (
+            {"V": 0},
+            r"The 'V' parameter of {owner} must be a float in the range "
+            r"\(0\.0, inf\)\. Got 0 instead",
+        ),
         ({"V": -1.0}, r"The 'V' parameter of {owner} .*Got -1\.0 instead"),
         ({"V": np.inf}, r"The 'V' parameter of {owner} .*Got inf instead"),
     ],
     "NWCalibrationBound": [
-        ({"h": 0}, r"The 'h' parameter of {owner} must be a float in the range "
-         r"\(0\.0, inf\) or None\. Got 0 instead"),
+        (
+            {"h": 0},
+            r"The 'h' parameter of {owner} must be a float in the range "
+            r"\(0\.0, inf\) or None\. Got 0 instead",
+        ),
         ({"h": -0.5}, r"The 'h' parameter of {owner} .*Got -0\.5 instead"),
         ({"h": np.inf}, r"The 'h' parameter of {owner} .*Got inf instead"),
         ({"h": "0.1"}, r"The 'h' parameter of {owner} .*Got '0\.1' instead"),
-        ({"h": None, "b1": -1.0, "b2": 1.0}, r"The 'b1' parameter of {owner} must be a "
-         r"float in the range \[0\.0, inf\) or None\. Got -1\.0 instead"),
-        ({"h": None, "b1": 1.0, "b2": -0.5}, r"The 'b2' parameter of {owner} must be a "
-         r"float in the range \[0\.0, inf\) or None\. Got -0\.5 instead"),
-        ({"h": None, "b1": np.nan, "b2": 1.0}, r"The 'b1' parameter of {owner} .*Got nan"),
-        ({"bandwidth": 0}, r"The 'bandwidth' parameter of {owner} must be a str among "
-         r"\{('auto', 'plugin'|'plugin', 'auto')\} or a float in the range \(0\.0, inf\)\. "
-         r"Got 0 instead"),
-        ({"bandwidth": -0.1}, r"The 'bandwidth' parameter of {owner} .*Got -0\.1 instead"),
-        ({"bandwidth": "silverman"}, r"The 'bandwidth' parameter of {owner} .*Got "
-         r"'silverman' instead"),
-        ({"tempering": -1}, r"The 'tempering' parameter of {owner} must be a float in the "
-         r"range \[0\.0, inf\)\. Got -1 instead"),
-        ({"max_validation": 0}, r"The 'max_validation' parameter of {owner} must be a str "
-         r"among \{'auto'\}, an int in the range \[1, inf\) or None\. Got 0 instead"),
-        ({"max_validation": 1.5}, r"The 'max_validation' parameter of {owner} .*Got 1\.5"),
-        ({"max_validation": "all"}, r"'max_validation' parameter of {owner} .*Got 'all'"),
+        (
+            {"h": None, "b1": -1.0, "b2": 1.0},
+            r"The 'b1' parameter of {owner} must be a "
+            r"float in the range \[0\.0, inf\) or None\. Got -1\.0 instead",
+        ),
+        (
+            {"h": None, "b1": 1.0, "b2": -0.5},
+            r"The 'b2' parameter of {owner} must be a "
+            r"float in the range \[0\.0, inf\) or None\. Got -0\.5 instead",
+        ),
+        (
+            {"h": None, "b1": np.nan, "b2": 1.0},
+            r"The 'b1' parameter of {owner} .*Got nan",
+        ),
+        (
+            {"bandwidth": 0},
+            r"The 'bandwidth' parameter of {owner} must be a str among "
+            r"\{('auto', 'plugin'|'plugin', 'auto')\} or a float in the range \(0\.0, inf\)\. "
+            r"Got 0 instead",
+        ),
+        (
+            {"bandwidth": -0.1},
+            r"The 'bandwidth' parameter of {owner} .*Got -0\.1 instead",
+        ),
+        (
+            {"bandwidth": "silverman"},
+            r"The 'bandwidth' parameter of {owner} .*Got "
+            r"'silverman' instead",
+        ),
+        (
+            {"tempering": -1},
+            r"The 'tempering' parameter of {owner} must be a float in the "
+            r"range \[0\.0, inf\)\. Got -1 instead",
+        ),
+        (
+            {"max_validation": 0},
+            r"The 'max_validation' parameter of {owner} must be a str "
+            r"among \{'auto'\}, an int in the range \[1, inf\) or None\. Got 0 instead",
+        ),
+        (
+            {"max_validation": 1.5},
+            r"The 'max_validation' parameter of {owner} .*Got 1\.5",
+        ),
+        (
+            {"max_validation": "all"},
+            r"'max_validation' parameter of {owner} .*Got 'all'",
+        ),
         ({"h": 0.1, "b1": 1.0, "b2": 1.0}, _NW_DERIVATIVES_TOO_MANY.format(b2=r"1\.0")),
         ({"h": 0.1, "b1": 1.0}, _NW_DERIVATIVES_TOO_MANY.format(b2="None")),
         ({"h": None}, _NW_DERIVATIVES_MISSING.format(b1="None", b2="None")),
@@ -392,22 +649,40 @@ METHOD_BAD_PARAMS = {
         ({"h": None, "b2": 1.0}, _NW_DERIVATIVES_MISSING.format(b1="None", b2=r"1\.0")),
     ],
     "LipschitzBucketBound": [
-        ({"L": -1.0}, r"The 'L' parameter of {owner} must be a float in the range "
-         r"\[0\.0, inf\) or None\. Got -1\.0 instead"),
+        (
+            {"L": -1.0},
+            r"The 'L' parameter of {owner} must be a float in the range "
+            r"\[0\.0, inf\) or None\. Got -1\.0 instead",
+        ),
         ({"L": np.inf}, r"The 'L' parameter of {owner} .*Got inf instead"),
         ({"L": np.nan}, r"The 'L' parameter of {owner} .*Got nan instead"),
         ({"L": "2"}, r"The 'L' parameter of {owner} .*Got '2' instead"),
-        ({"L": None, "h": 0}, r"The 'h' parameter of {owner} must be a float in the "
-         r"range \(0\.0, inf\) or None\. Got 0 instead"),
+        (
+            {"L": None, "h": 0},
+            r"The 'h' parameter of {owner} must be a float in the "
+            r"range \(0\.0, inf\) or None\. Got 0 instead",
+        ),
         ({"L": None, "h": -0.5}, r"The 'h' parameter of {owner} .*Got -0\.5 instead"),
         ({"L": None, "h": np.inf}, r"The 'h' parameter of {owner} .*Got inf instead"),
-        ({"n_buckets": 0}, r"The 'n_buckets' parameter of {owner} must be an int in the "
-         r"range \[1, inf\), an array-like or None\. Got 0 instead"),
+        (
+            {"n_buckets": 0},
+            r"The 'n_buckets' parameter of {owner} must be an int in the "
+            r"range \[1, inf\), an array-like or None\. Got 0 instead",
+        ),
         ({"n_buckets": -4}, r"The 'n_buckets' parameter of {owner} .*Got -4 instead"),
-        ({"n_buckets": 2.5}, r"The 'n_buckets' parameter of {owner} .*Got 2\.5 instead"),
-        ({"n_buckets": "16"}, r"The 'n_buckets' parameter of {owner} .*Got '16' instead"),
-        ({"n_shifts": 0}, r"The 'n_shifts' parameter of {owner} must be an int in the "
-         r"range \[1, inf\)\. Got 0 instead"),
+        (
+            {"n_buckets": 2.5},
+            r"The 'n_buckets' parameter of {owner} .*Got 2\.5 instead",
+        ),
+        (
+            {"n_buckets": "16"},
+            r"The 'n_buckets' parameter of {owner} .*Got '16' instead",
+        ),
+        (
+            {"n_shifts": 0},
+            r"The 'n_shifts' parameter of {owner} must be an int in the "
+            r"range \[1, inf\)\. Got 0 instead",
+        ),
         ({"n_shifts": 1.5}, r"The 'n_shifts' parameter of {owner} .*Got 1\.5 instead"),
         ({"n_shifts": None}, r"The 'n_shifts' parameter of {owner} .*Got None instead"),
         ({"L": 1.0, "h": 0.1}, _LIPSCHITZ_CONSTANT_TOO_MANY.format(L=r"1\.0")),
@@ -420,11 +695,13 @@ METHOD_BAD_PARAMS = {
     ],
 }
 NW_CHECKED_AFTER_DATA = [
-    case for case in METHOD_BAD_PARAMS["NWCalibrationBound"]
+    case
+    for case in METHOD_BAD_PARAMS["NWCalibrationBound"]
     if case[1].startswith(("Give either", "The NW bound needs"))
 ]
 LIPSCHITZ_CHECKED_AFTER_DATA = [
-    case for case in METHOD_BAD_PARAMS["LipschitzBucketBound"]
+    case
+    for case in METHOD_BAD_PARAMS["LipschitzBucketBound"]
     if case[1].startswith(("Give either", "The Lipschitz bucketing", "n_buckets must"))
 ]
 # The estimator whose hyperparameters each bound entry point takes.
@@ -446,9 +723,11 @@ def _bad_params():
     out = []
     for entry in BOUND_ENTRY_POINTS:
         for params, match in BAD_PARAMS + METHOD_BAD_PARAMS[ESTIMATOR_OF[entry[0]]]:
-            out.append(pytest.param(
-                entry, params, match, id=f"{entry[0]}-{_params_id(params)}"
-            ))
+            out.append(
+                pytest.param(
+                    entry, params, match, id=f"{entry[0]}-{_params_id(params)}"
+                )
+            )
     return out
 
 
@@ -531,11 +810,21 @@ def test_methods_before_fit_raise_not_fitted(Est, method):
 
 
 PREDICT_BAD = [
-    case for case in BAD_DATA
-    if case[0] in {
-        "nan_scores", "nan_scores_2col", "inf_scores", "negative_scores",
-        "scores_above_one", "logits", "two_columns_not_summing_to_one",
-        "one_row_not_summing_to_one", "three_columns", "three_dimensional", "empty",
+    case
+    for case in BAD_DATA
+    if case[0]
+    in {
+        "nan_scores",
+        "nan_scores_2col",
+        "inf_scores",
+        "negative_scores",
+        "scores_above_one",
+        "logits",
+        "two_columns_not_summing_to_one",
+        "one_row_not_summing_to_one",
+        "three_columns",
+        "three_dimensional",
+        "empty",
         "complex_scores",
     }
 ]
@@ -545,7 +834,9 @@ PREDICT_BAD = [
 def fitted():
     X, y = _scores_labels(400, seed=1)
     return {
-        Est.__name__: Est(random_state=0, **REQUIRED_PARAMS.get(Est.__name__, {})).fit(X, y)
+        Est.__name__: Est(random_state=0, **REQUIRED_PARAMS.get(Est.__name__, {})).fit(
+            X, y
+        )
         for Est in FITTED_ESTIMATORS
     }
 
@@ -582,8 +873,14 @@ def test_predict_rejects_sparse_scores(fitted, Est):
 @pytest.mark.parametrize(
     "y, match",
     [
-        (Y[:-1], r"Found input variables with inconsistent numbers of samples: \[50, 49\]"),
-        (np.column_stack([Y, Y]), r"y should be a 1d array, got an array of shape \(50, 2\)"),
+        (
+            Y[:-1],
+            r"Found input variables with inconsistent numbers of samples: \[50, 49\]",
+        ),
+        (
+            np.column_stack([Y, Y]),
+            r"y should be a 1d array, got an array of shape \(50, 2\)",
+        ),
     ],
     ids=["fewer_labels", "two_dimensional_labels"],
 )

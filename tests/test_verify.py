@@ -30,10 +30,19 @@ def data_file(tmp_path):
 
 
 def _record(data_file, capsys, *options):
-    code = main([
-        str(data_file), "--scores", "prob", "--labels", "churned", "--pos-label",
-        "yes", "--json", *options,
-    ])
+    code = main(
+        [
+            str(data_file),
+            "--scores",
+            "prob",
+            "--labels",
+            "churned",
+            "--pos-label",
+            "yes",
+            "--json",
+            *options,
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     path = data_file.parent / "record.json"
@@ -54,7 +63,8 @@ def test_json_holds_each_bounds_certificate(data_file, capsys):
     for r in certified:
         r["certificate"] = report["certificates"][r["method"]]
     assert [r["certificate"]["method"] for r in certified] == [
-        "TVCalibrationBound", "NWCalibrationBound",
+        "TVCalibrationBound",
+        "NWCalibrationBound",
     ]
     frame = pd.read_csv(data_file)
     s, y = frame["prob"].to_numpy(), (frame["churned"] == "yes").to_numpy()
@@ -62,8 +72,11 @@ def test_json_holds_each_bounds_certificate(data_file, capsys):
         cert = r["certificate"]
         assert cert["bound"] == r["bound"] and cert["lower_bound"] == r["lower_bound"]
         assert cert["source"] == {
-            "file": str(data_file), "scores_column": "prob",
-            "labels_column": "churned", "pos_label": "yes", "format": None,
+            "file": str(data_file),
+            "scores_column": "prob",
+            "labels_column": "churned",
+            "pos_label": "yes",
+            "format": None,
         }
     est = NWCalibrationBound(h=H, random_state=0).fit(s, y)
     cert = dict(certified[1]["certificate"])
@@ -92,8 +105,9 @@ def test_verify_a_bare_certificate(data_file, capsys, tmp_path):
     path = tmp_path / "cert.json"
     path.write_text(json.dumps(est.certificate_))
     # Columns not in the record: passed as options; pos_label from the record.
-    code, out, _ = _verify(capsys, path, data_file, "--scores", "prob", "--labels",
-                           "churned")
+    code, out, _ = _verify(
+        capsys, path, data_file, "--scores", "prob", "--labels", "churned"
+    )
     assert code == 0 and out.startswith("OK") and "(1 certificate)" in out
     assert f"recomputed bound {est.bound_:.6g}" in out
 
@@ -106,10 +120,12 @@ def test_verify_fails_when_one_label_is_flipped(data_file, capsys):
     code, out, err = _verify(capsys, record, data_file)
     assert code == 1 and out == ""
     assert err.startswith("FAIL TVCalibrationBound: ")
-    assert "the data differ from the data certified: same number of rows (800) but " \
+    assert (
+        "the data differ from the data certified: same number of rows (800) but "
         "the SHA-256 fingerprint of the scores and labels differs" in err
+    )
     n_pos = report["certificates"]["tv"]["n_positive"]
-    assert "positive labels here, " f"{n_pos} certified" in err
+    assert f"positive labels here, {n_pos} certified" in err
 
 
 def test_verify_fails_when_rows_are_missing(data_file, capsys):
@@ -117,7 +133,9 @@ def test_verify_fails_when_rows_are_missing(data_file, capsys):
     pd.read_csv(data_file).iloc[:-1].to_csv(data_file, index=False)
     code, _, err = _verify(capsys, record, data_file)
     assert code == 1
-    assert "the data differ from the data certified: 799 rows here, 800 certified" in err
+    assert (
+        "the data differ from the data certified: 799 rows here, 800 certified" in err
+    )
 
 
 @pytest.mark.parametrize("field", ["bound", "lower_bound", "terms"])
@@ -149,11 +167,22 @@ def test_verify_checks_only_the_data_of_a_non_reproducible_record(
     )
     path = tmp_path / "cert.json"
     path.write_text(json.dumps(est.certificate_))
-    code, out, _ = _verify(capsys, path, data_file, "--scores", "prob", "--labels",
-                           "churned", "--pos-label", "yes")
+    code, out, _ = _verify(
+        capsys,
+        path,
+        data_file,
+        "--scores",
+        "prob",
+        "--labels",
+        "churned",
+        "--pos-label",
+        "yes",
+    )
     assert code == 0
-    assert "data match" in out and "bound not recomputed (random_state is a " \
-        "RandomState instance" in out
+    assert (
+        "data match" in out
+        and "bound not recomputed (random_state is a RandomState instance" in out
+    )
 
 
 @pytest.mark.parametrize(
@@ -190,7 +219,8 @@ def test_a_data_file_named_verify_is_given_as_dot_slash(tmp_path, capsys, monkey
     rng = np.random.default_rng(0)
     s = rng.uniform(size=200)
     monkeypatch.chdir(tmp_path)
-    pd.DataFrame({"y_prob": s, "y_true": (rng.uniform(size=200) < s).astype(int)}
-                 ).to_csv("verify", index=False)
+    pd.DataFrame(
+        {"y_prob": s, "y_true": (rng.uniform(size=200) < s).astype(int)}
+    ).to_csv("verify", index=False)
     assert main(["./verify", "--format", "csv", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n_samples"] == 200

@@ -205,8 +205,12 @@ def cell_stats(scores, labels, groups, n_groups, n_cells):
     m2 = np.bincount(key, weights=np.square(t, out=t), minlength=size)
     positives = np.bincount(key, weights=labels, minlength=size)
     shape = (n_groups, K)
-    return CellStats(count.reshape(shape), positives.reshape(shape),
-                     tsum.reshape(shape), m2.reshape(shape))
+    return CellStats(
+        count.reshape(shape),
+        positives.reshape(shape),
+        tsum.reshape(shape),
+        m2.reshape(shape),
+    )
 
 
 @dataclass
@@ -364,7 +368,6 @@ class Buckets:
         return (cells - self.offset) // self.width + 1
 
 
-
 class BucketTable:
     """The buckets of every candidate ``(B, r)`` (``R`` shifts) on one
     :class:`Prepared`, concatenated (candidate ``i`` owns ``bounds[i]:bounds[i + 1]``;
@@ -403,11 +406,26 @@ class BucketTable:
         """One :class:`Buckets` per candidate."""
         b = self.bounds
         return [
-            Buckets(int(self.B[i]), r, int(self.w[i]), int(self.o[i]), *(
-                x[b[i] : b[i + 1]]
-                for x in (self.start, self.end, self.n_b, self.eta, self.alpha, self.root)
-            ), tuple(x[b[i] : b[i + 1]] for x in self.ends),
-                self.runs[b[i] : b[i + 1]], bool(self.bounded[i]))
+            Buckets(
+                int(self.B[i]),
+                r,
+                int(self.w[i]),
+                int(self.o[i]),
+                *(
+                    x[b[i] : b[i + 1]]
+                    for x in (
+                        self.start,
+                        self.end,
+                        self.n_b,
+                        self.eta,
+                        self.alpha,
+                        self.root,
+                    )
+                ),
+                tuple(x[b[i] : b[i + 1]] for x in self.ends),
+                self.runs[b[i] : b[i + 1]],
+                bool(self.bounded[i]),
+            )
             for i, (_, r) in enumerate(self.candidates)
         ]
 
@@ -422,12 +440,26 @@ class BucketTable:
     def bucket(self, i):
         """The :class:`Buckets` of candidate ``i``."""
         b = self.bounds
-        return Buckets(int(self.B[i]), self.candidates[i][1], int(self.w[i]),
-                       int(self.o[i]), *(
-            x[b[i] : b[i + 1]]
-            for x in (self.start, self.end, self.n_b, self.eta, self.alpha, self.root)
-        ), tuple(x[b[i] : b[i + 1]] for x in self.ends),
-            self.runs[b[i] : b[i + 1]], bool(self.bounded[i]))
+        return Buckets(
+            int(self.B[i]),
+            self.candidates[i][1],
+            int(self.w[i]),
+            int(self.o[i]),
+            *(
+                x[b[i] : b[i + 1]]
+                for x in (
+                    self.start,
+                    self.end,
+                    self.n_b,
+                    self.eta,
+                    self.alpha,
+                    self.root,
+                )
+            ),
+            tuple(x[b[i] : b[i + 1]] for x in self.ends),
+            self.runs[b[i] : b[i + 1]],
+            bool(self.bounded[i]),
+        )
 
     def terms(self, prep, rows, cells=None, s2=None):
         """:func:`prepared_terms` at every prepared cell for the candidates ``rows``
@@ -510,7 +542,9 @@ def _fall_back(prep, bk, L, cells, scores, midpoints, out, f):
             jj = bk.bucket_of(cell)  # a training score exists on the side used
             nj = bk.n_b[jj]
             aj = L / nj
-            gj = aj * (sign * ((c[side] * nj - M_b[jj]) / K - T_b[jj])) + 0.5 / np.sqrt(nj)
+            gj = aj * (sign * ((c[side] * nj - M_b[jj]) / K - T_b[jj])) + 0.5 / np.sqrt(
+                nj
+            )
             at = f[side]
             for array, value in zip(out, (jj, bk.eta[jj], aj, sign * L, gj)):
                 array[at] = value
@@ -529,8 +563,9 @@ def _crossing(prep, bk):
     pos = prep.index[np.clip(near + 1, 0, K + 1)]
     hit = inside & (pos >= 0)
     pos = pos[hit]
-    return np.unique(pos[np.abs(prep.centre[pos] - eta[:, None].repeat(3, 1)[hit])
-                         < 0.5 / K])
+    return np.unique(
+        pos[np.abs(prep.centre[pos] - eta[:, None].repeat(3, 1)[hit]) < 0.5 / K]
+    )
 
 
 def _flags(prep, bk):
@@ -648,27 +683,33 @@ class Plan:
             table = BucketTable(prep, self.candidates, self.n_shifts, self.L)
             tables.append((prep, table))
             buckets = table.buckets()
-            for j, (bk, pos) in enumerate(zip(buckets, _all_flags(prep, table, buckets))):
+            for j, (bk, pos) in enumerate(
+                zip(buckets, _all_flags(prep, table, buckets))
+            ):
                 flagged.append(prep.cells[pos])
                 if pos.size:
                     bucket, eta, alpha, beta, gamma = prepared_terms(prep, bk, pos)
-                    parts.append({
-                        "key": s * K + prep.cells[pos],
-                        "slot": np.full(pos.size, s * nc + j, dtype=np.intp),
-                        "served": self.served_offsets[s * nc + j] + bucket,
-                        "eta": eta,
-                        "alpha": alpha,
-                        "beta": beta,
-                        "gamma": gamma,
-                    })
+                    parts.append(
+                        {
+                            "key": s * K + prep.cells[pos],
+                            "slot": np.full(pos.size, s * nc + j, dtype=np.intp),
+                            "served": self.served_offsets[s * nc + j] + bucket,
+                            "eta": eta,
+                            "alpha": alpha,
+                            "beta": beta,
+                            "gamma": gamma,
+                        }
+                    )
         names = ("key", "slot", "served", "eta", "alpha", "beta", "gamma")
         if parts:
             triples = {n: np.concatenate([p[n] for p in parts]) for n in names}
             order = np.argsort(triples["key"], kind="stable")
             triples = {n: v[order] for n, v in triples.items()}
         else:
-            triples = {n: np.empty(0, dtype=np.intp if n in names[:3] else float)
-                       for n in names}
+            triples = {
+                n: np.empty(0, dtype=np.intp if n in names[:3] else float)
+                for n in names
+            }
         set_("triples", triples)
         # Transient (not pickled): finish_split reuses them when its cells agree.
         set_("_tables", tuple(tables))
@@ -788,11 +829,20 @@ def _evaluate_rows(plan, s, split, out, c, e):
         rows = np.flatnonzero(flagged)
         counts = np.take(plan.n_flags, key[rows])
         point = np.repeat(rows, counts)
-        within = np.arange(point.shape[0]) - np.repeat(np.cumsum(counts) - counts, counts)
+        within = np.arange(point.shape[0]) - np.repeat(
+            np.cumsum(counts) - counts, counts
+        )
         t = plan.first[key[point]] + within
         tr = plan.triples
-        r, g = _pointwise(s[point], e[point], D[point], tr["eta"][t], tr["alpha"][t],
-                          tr["beta"][t], tr["gamma"][t])
+        r, g = _pointwise(
+            s[point],
+            e[point],
+            D[point],
+            tr["eta"][t],
+            tr["alpha"][t],
+            tr["beta"][t],
+            tr["gamma"][t],
+        )
         _add_pointwise(out, tr["slot"][t], tr["served"][t], r, g)
     return kept
 
@@ -821,10 +871,14 @@ def training_extremes(plan, extremes, train_groups):
     merged = None
     for g in train_groups:
         part = {name: value[g * m : (g + 1) * m] for name, value in extremes.items()}
-        merged = part if merged is None else {
-            "hi": np.maximum(merged["hi"], part["hi"]),
-            "lo": np.minimum(merged["lo"], part["lo"]),
-        }
+        merged = (
+            part
+            if merged is None
+            else {
+                "hi": np.maximum(merged["hi"], part["hi"]),
+                "lo": np.minimum(merged["lo"], part["lo"]),
+            }
+        )
     return {"cells": plan.needed, **merged}
 
 
@@ -845,8 +899,11 @@ def finish_split(plan, s, sums, training):
     # too (the others' queries were kept), unless flagged for a candidate.
     cells = np.flatnonzero((moments[0] > 0) & (training.count > 0))
     cached = getattr(plan, "_tables", None)
-    if (cached is not None and cached[s][0].training is training
-            and np.array_equal(cached[s][0].cells, cells)):
+    if (
+        cached is not None
+        and cached[s][0].training is training
+        and np.array_equal(cached[s][0].cells, cells)
+    ):
         prep, table = cached[s]  # the plan's, on the same cells (no extremes read)
     else:
         prep = Prepared(training, cells)
@@ -944,12 +1001,21 @@ def finish_split(plan, s, sums, training):
                     prep, rows, kept_c, kept_s2
                 )
             kG -= bounds[rows.start : rows.stop, None]  # bucket id + 1
-            fallback = np.take(table.n_b, kG + bounds[rows.start : rows.stop, None]) <= 0
+            fallback = (
+                np.take(table.n_b, kG + bounds[rows.start : rows.stop, None]) <= 0
+            )
             for i in np.flatnonzero(fallback.any(axis=1)):
                 j = rows.start + i
-                _fall_back(prep, table.bucket(j), plan.L, kept_c, kept_s, midpoints,
-                           (kG[i], k_eta[i], k_alpha[i], k_beta[i], k_gamma[i]),
-                           np.flatnonzero(fallback[i]))
+                _fall_back(
+                    prep,
+                    table.bucket(j),
+                    plan.L,
+                    kept_c,
+                    kept_s,
+                    midpoints,
+                    (kG[i], k_eta[i], k_alpha[i], k_beta[i], k_gamma[i]),
+                    np.flatnonzero(fallback[i]),
+                )
             # _pointwise at D = 0, every candidate of the block at once.
             rr = np.subtract(kept_s, k_eta, out=k_eta)
             np.abs(rr, out=rr)
@@ -979,9 +1045,22 @@ def finish_split(plan, s, sums, training):
                 sum_g2 += np.dot(gg[i], gg[i])
                 n_fallback = int(n_fallbacks[i])
             part = served[bounds[j] : bounds[j + 1]]
-            c2 = float(np.sum(part * part / size[bounds[j] : bounds[j + 1]]) / (n * n)) if n else 0.0
-            out.append((float(n), float(sum_r), float(sum_r2), float(sum_g), float(sum_g2),
-                        n_fallback, c2))
+            c2 = (
+                float(np.sum(part * part / size[bounds[j] : bounds[j + 1]]) / (n * n))
+                if n
+                else 0.0
+            )
+            out.append(
+                (
+                    float(n),
+                    float(sum_r),
+                    float(sum_r2),
+                    float(sum_g),
+                    float(sum_g2),
+                    n_fallback,
+                    c2,
+                )
+            )
     return out
 
 
@@ -1032,8 +1111,18 @@ class BucketFit:
     n_positive: int
 
 
-def fit_design(source, design, *, n_buckets, n_shifts, L, min_train=1, check=None,
-               check_counts=None, refit=True):
+def fit_design(
+    source,
+    design,
+    *,
+    n_buckets,
+    n_shifts,
+    L,
+    min_train=1,
+    check=None,
+    check_counts=None,
+    refit=True,
+):
     """Run both passes of ``design`` over ``source`` (``_chunks``)."""
     candidates, grids = candidate_grids(n_buckets, n_shifts)
     p1 = source.map_reduce(lambda c: first_pass(c, design, grids, check))
@@ -1052,14 +1141,25 @@ def fit_design(source, design, *, n_buckets, n_shifts, L, min_train=1, check=Non
         if total is not None:
             needed.append(total.needed_cells())
         # Flags matter where a split has training points and queries.
-        cells = tuple(np.flatnonzero((t.count > 0) & (stats.count[validation] > 0))
-                      for t, (validation, _) in zip(split_trainings, design.splits))
-        plans.append(Plan(
-            K, tuple(candidates[j] for j in members), n_shifts, L,
-            tuple(split_trainings), design.split_of_group, design.n_groups,
-            np.unique(np.concatenate([*needed, np.empty(0, dtype=np.intp)])).astype(np.intp),
-            cells,
-        ))
+        cells = tuple(
+            np.flatnonzero((t.count > 0) & (stats.count[validation] > 0))
+            for t, (validation, _) in zip(split_trainings, design.splits)
+        )
+        plans.append(
+            Plan(
+                K,
+                tuple(candidates[j] for j in members),
+                n_shifts,
+                L,
+                tuple(split_trainings),
+                design.split_of_group,
+                design.n_groups,
+                np.unique(np.concatenate([*needed, np.empty(0, dtype=np.intp)])).astype(
+                    np.intp
+                ),
+                cells,
+            )
+        )
         trainings.append(split_trainings)
         totals.append(total)
     p2 = source.map_reduce(lambda c: second_pass(c, plans, design))
@@ -1103,8 +1203,11 @@ class BucketSurrogate:
                 prep = Prepared(training, np.empty(0, dtype=np.intp))
                 (bk,) = Buckets.every(prep, [(B, r)], self.n_shifts, L)
                 c = cell_of(x, K)
-                return training, c, coefficients_at(prep, bk, L, c, x,
-                                                    training.midpoints())
+                return (
+                    training,
+                    c,
+                    coefficients_at(prep, bk, L, c, x, training.midpoints()),
+                )
         raise IndexError(self.candidate)  # pragma: no cover
 
     def __call__(self, x):
@@ -1118,8 +1221,9 @@ class BucketSurrogate:
         x = np.asarray(x, dtype=np.float64)
         training, c, (_, eta, alpha, beta, gamma, fallback) = self._chosen(lipschitz, x)
         e = cell_offsets(x, c, training.n_cells)
-        D = own_cell_distance(training.count[c], e, training.mean_offset()[c],
-                              training.m2[c])
+        D = own_cell_distance(
+            training.count[c], e, training.mean_offset()[c], training.m2[c]
+        )
         g = alpha * D + beta * e + gamma
         return np.abs(x - eta), g, int(np.count_nonzero(fallback))
 
@@ -1131,8 +1235,13 @@ class BucketSurrogate:
         for (K, members), training in zip(self.grids, self.totals):
             queries = np.bincount(cell_of(x, K), minlength=K) > 0
             plan = Plan(
-                K, tuple(self.candidates[j] for j in members), self.n_shifts,
-                lipschitz, (training,), np.zeros(1, dtype=np.intp), 1,
+                K,
+                tuple(self.candidates[j] for j in members),
+                self.n_shifts,
+                lipschitz,
+                (training,),
+                np.zeros(1, dtype=np.intp),
+                1,
                 np.empty(0, dtype=np.intp),
                 (np.flatnonzero(queries & (training.count > 0)),),
             )

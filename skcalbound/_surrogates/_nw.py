@@ -62,4 +62,3 @@ class BinStats:
             self.s1 - other.s1,
             self.s2 - other.s2,
         )
-

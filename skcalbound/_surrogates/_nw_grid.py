@@ -160,17 +160,27 @@ class PaperTables:
                 out[f"w_{name}"] = _conv(n, k) * inv
                 out[f"p_{name}"] = (_conv(s1, k) - _conv(n, k * offset)) * inv
             w_own = ker[(ker.shape[0] - 1) // 2] * inv
-        return cls(out["w_lo"], out["p_lo"], out["w_hi"], out["p_hi"], w_own,
-                   n, s1, stats.s2)
+        return cls(
+            out["w_lo"], out["p_lo"], out["w_hi"], out["p_hi"], w_own, n, s1, stats.s2
+        )
 
     def records(self, centre):
         """Per cell, what a query reads, side by side (one cache line a row): count,
         ``s1``, ``s2``, ``w_own``, ``w_lo - w_hi``, ``p_hi - p_lo`` and the cell
         centre ``centre`` (padded to eight columns)."""
-        return np.stack([
-            self.count, self.s1, self.s2, self.w_own, self.w_lo - self.w_hi,
-            self.p_hi - self.p_lo, centre, np.zeros_like(centre),
-        ], axis=1)
+        return np.stack(
+            [
+                self.count,
+                self.s1,
+                self.s2,
+                self.w_own,
+                self.w_lo - self.w_hi,
+                self.p_hi - self.p_lo,
+                centre,
+                np.zeros_like(centre),
+            ],
+            axis=1,
+        )
 
     @staticmethod
     def first_moment(record, s):
@@ -345,14 +355,18 @@ class EvaluationSums:
     smoothing: np.ndarray  # per split: sums of min(g, 1) and of its square, (k, 2)
     per_cell: np.ndarray  # kernel queries per table cell (all splits' tables, stacked)
     fallback: tuple  # (scores, split) of the fallback queries, kept for the end
-    extremes: dict  # per (group, needed cell): hi, hi_count, hi_pos, lo, lo_count, lo_pos
+    extremes: (
+        dict  # per (group, needed cell): hi, hi_count, hi_pos, lo, lo_count, lo_pos
+    )
 
     def __add__(self, other):
         return EvaluationSums(
             self.residuals + other.residuals,
             self.smoothing + other.smoothing,
             self.per_cell + other.per_cell,
-            tuple(np.concatenate((a, b)) for a, b in zip(self.fallback, other.fallback)),
+            tuple(
+                np.concatenate((a, b)) for a, b in zip(self.fallback, other.fallback)
+            ),
             merge_extremes(self.extremes, other.extremes),
         )
 
@@ -365,9 +379,9 @@ def merge_extremes(a, b):
         best = better(x, y)
         out[side] = best
         for what in ("count", "pos"):
-            out[f"{side}_{what}"] = np.where(x == best, a[f"{side}_{what}"], 0.0) + np.where(
-                y == best, b[f"{side}_{what}"], 0.0
-            )
+            out[f"{side}_{what}"] = np.where(
+                x == best, a[f"{side}_{what}"], 0.0
+            ) + np.where(y == best, b[f"{side}_{what}"], 0.0)
     return out
 
 
@@ -396,7 +410,9 @@ class Plan:
     b1: float
     b2: float
     fine_bins: int
-    thresholds: np.ndarray = None  # per split: evaluate rows whose key <= it (None: all)
+    thresholds: np.ndarray = (
+        None  # per split: evaluate rows whose key <= it (None: all)
+    )
     needed: np.ndarray = None  # sorted fine cells
     # Kernel queries per table cell (stacked like ``eta``) when every row of a split's
     # validation group is evaluated: pass 1's counts, so pass 2 need not count them.
@@ -428,15 +444,19 @@ class Plan:
         # What a query reads of its cell, side by side: one cache line a row instead
         # of one per table (the tables are MBs at 10**7 rows, and the rows' cells are
         # random, so each separate gather would be a cache miss).
-        set_("records", np.stack(
-            [self.mean_score, self.const, self.eta, self.kernel.astype(np.float64)], axis=1
-        ))
+        set_(
+            "records",
+            np.stack(
+                [self.mean_score, self.const, self.eta, self.kernel.astype(np.float64)],
+                axis=1,
+            ),
+        )
         set_("shift", np.array([residual_shift(t) for t in tables] or [0.0]))
         paper = None
         if self.smoothers and self.smoothers[0].paper is not None:
-            paper = np.concatenate([
-                s.paper.records(bin_centres(s.n_bins)) for s in self.smoothers
-            ])
+            paper = np.concatenate(
+                [s.paper.records(bin_centres(s.n_bins)) for s in self.smoothers]
+            )
         set_("paper", paper)
         if self.needed is None:
             set_("needed", np.empty(0, dtype=np.intp))
@@ -472,8 +492,14 @@ class Plan:
             np.zeros((k, 2)),
             np.zeros(self.eta.shape[0]),
             (np.empty(0), np.empty(0, dtype=np.intp)),
-            {"hi": -inf, "lo": inf.copy(), "hi_count": zeros, "hi_pos": zeros.copy(),
-             "lo_count": zeros.copy(), "lo_pos": zeros.copy()},
+            {
+                "hi": -inf,
+                "lo": inf.copy(),
+                "hi_count": zeros,
+                "hi_pos": zeros.copy(),
+                "lo_count": zeros.copy(),
+                "lo_pos": zeros.copy(),
+            },
         )
 
 
@@ -489,7 +515,9 @@ def evaluation_sums(plan, scores, labels, groups, keys=None):
         at = np.flatnonzero((slot >= 0) & (groups >= 0))
         if at.size:
             key = groups[at].astype(np.intp) * plan.needed.shape[0] + slot[at]
-            out.extremes = _extremes(scores[at], labels[at], key, out.extremes["hi"].size)
+            out.extremes = _extremes(
+                scores[at], labels[at], key, out.extremes["hi"].size
+            )
     if plan.n_splits == 0:
         return out
     # The per-row arithmetic in blocks that stay in cache (2-3x faster at 10**7 rows).
@@ -506,10 +534,14 @@ def evaluation_sums(plan, scores, labels, groups, keys=None):
             # One count per table cell for the whole chunk (a count per block would
             # cost the size of the tables per block).
             cells = np.concatenate([p[2] for p in parts if p is not None])
-            out.per_cell = np.bincount(cells, minlength=plan.eta.shape[0]).astype(np.float64)
+            out.per_cell = np.bincount(cells, minlength=plan.eta.shape[0]).astype(
+                np.float64
+            )
         fallback = [p[3] for p in parts if p is not None and p[3] is not None]
         if fallback:
-            out.fallback = tuple(np.concatenate([f[j] for f in fallback]) for j in range(2))
+            out.fallback = tuple(
+                np.concatenate([f[j] for f in fallback]) for j in range(2)
+            )
     return out
 
 
@@ -632,7 +664,8 @@ def finish_split(plan, k, sums, smoother):
     return {
         "n": int(n),
         "residual_moments": (
-            float(plan.shift[k] + mean), max(float(residuals[1] / n - mean * mean), 0.0)
+            float(plan.shift[k] + mean),
+            max(float(residuals[1] / n - mean * mean), 0.0),
         ),
         "smoothing_mean": g_sum / n,
         "smoothing_moments": (g_sum / n, max(g2_sum / n - (g_sum / n) ** 2, 0.0)),
@@ -706,9 +739,23 @@ class GridFit:
     n_positive: int
 
 
-def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
-               min_train=1, cap_of=None, key_seed=None, refit_bandwidth=None,
-               check=None, check_counts=None, paper=False):
+def fit_design(
+    source,
+    design,
+    *,
+    fine_bins,
+    candidates,
+    tempering,
+    b1,
+    b2,
+    min_train=1,
+    cap_of=None,
+    key_seed=None,
+    refit_bandwidth=None,
+    check=None,
+    check_counts=None,
+    paper=False,
+):
     """Run both passes of ``design`` over ``source``.
 
     Parameters
@@ -743,20 +790,29 @@ def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
     for m, (_, train) in zip(sizes, design.splits):
         training = sums.training(train, total)
         smoothers.append(
-            fit_smoother(training, fine_bins, m, candidates(m), tempering, b1, b2, paper)
+            fit_smoother(
+                training, fine_bins, m, candidates(m), tempering, b1, b2, paper
+            )
         )
     refit = None
     if refit_bandwidth is not None:
         h = refit_bandwidth(n_samples, [(s.bandwidth, s.n_train) for s in smoothers])
         refit = smoother_at(
-            Pyramid(total), h, fine_bins, sum(group_sizes), tempering,
-            n_bins=grid_size(h), paper=paper,
+            Pyramid(total),
+            h,
+            fine_bins,
+            sum(group_sizes),
+            tempering,
+            n_bins=grid_size(h),
+            paper=paper,
         )
         refit.n_train = n_samples
     thresholds = None
     if p1.keys is not None:
         final_cap = cap_of(n_samples)
-        thresholds = np.full(len(design.splits), np.iinfo(np.uint64).max, dtype=np.uint64)
+        thresholds = np.full(
+            len(design.splits), np.iinfo(np.uint64).max, dtype=np.uint64
+        )
         for k, (validation, _) in enumerate(design.splits):
             keys = p1.keys[validation]
             if group_sizes[validation] > final_cap:
@@ -768,14 +824,23 @@ def fit_design(source, design, *, fine_bins, candidates, tempering, b1, b2,
     if thresholds is None:
         # Every row of a validation group is a query: its table cell's count is the
         # group's fine-cell counts summed over the cell (fallback cells excluded).
-        query_counts = np.concatenate([np.empty(0)] + [
-            sums.count[validation].reshape(s.tables.n_bins, -1).sum(axis=1)
-            * (s.tables.A0 > 0.0)
-            for s, (validation, _) in zip(smoothers, design.splits)
-        ])
+        query_counts = np.concatenate(
+            [np.empty(0)]
+            + [
+                sums.count[validation].reshape(s.tables.n_bins, -1).sum(axis=1)
+                * (s.tables.A0 > 0.0)
+                for s, (validation, _) in zip(smoothers, design.splits)
+            ]
+        )
     plan = Plan(
-        tuple(smoothers), design.split_of_group, design.n_groups, b1, b2, fine_bins,
-        thresholds=thresholds, needed=np.unique(np.concatenate(needed)).astype(np.intp),
+        tuple(smoothers),
+        design.split_of_group,
+        design.n_groups,
+        b1,
+        b2,
+        fine_bins,
+        thresholds=thresholds,
+        needed=np.unique(np.concatenate(needed)).astype(np.intp),
         query_counts=query_counts,
     )
     p2 = source.map_reduce(lambda c: second_pass(c, plan, design, key_seed))

@@ -116,7 +116,11 @@ class HPTables:
         A0 = _conv(n, ker)
         # Training point i in cell b = q - k: s_i - c_q = t_i - k / G.
         P1 = _conv(s1, ker) - _conv(n, ker * offset)
-        P2 = _conv(stats.s2, ker) - 2.0 * _conv(s1, ker * offset) + _conv(n, ker * offset**2)
+        P2 = (
+            _conv(stats.s2, ker)
+            - 2.0 * _conv(s1, ker * offset)
+            + _conv(n, ker * offset**2)
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             inv = 1.0 / A0
             m1 = P1 * inv

@@ -71,24 +71,47 @@ class CustomProblem(CalibrationProblem):
     0.1857
     """
 
-    def __init__(self, eta, scores=None, *, atoms=(), breakpoints=(), resolution=math.inf,
-                 V=None, b1=None, b2=None, L=None, name="custom"):
+    def __init__(
+        self,
+        eta,
+        scores=None,
+        *,
+        atoms=(),
+        breakpoints=(),
+        resolution=math.inf,
+        V=None,
+        b1=None,
+        b2=None,
+        L=None,
+        name="custom",
+    ):
         if not callable(eta):
-            raise TypeError(f"eta must be a callable mapping scores to [0, 1]; got {eta!r}")
+            raise TypeError(
+                f"eta must be a callable mapping scores to [0, 1]; got {eta!r}"
+            )
         self._eta = eta
         self.scores = stats.uniform(0.0, 1.0) if scores is None else scores
-        if not (hasattr(self.scores, "pdf") and hasattr(self.scores, "rvs")
-                and hasattr(self.scores, "support")):
-            raise TypeError("scores must be a frozen continuous scipy.stats distribution, "
-                            f"e.g. scipy.stats.beta(2, 5); got {scores!r}")
+        if not (
+            hasattr(self.scores, "pdf")
+            and hasattr(self.scores, "rvs")
+            and hasattr(self.scores, "support")
+        ):
+            raise TypeError(
+                "scores must be a frozen continuous scipy.stats distribution, "
+                f"e.g. scipy.stats.beta(2, 5); got {scores!r}"
+            )
         low, high = self.scores.support()
         if not (low >= 0.0 and high <= 1.0):
-            raise ValueError(f"scores must have support inside [0, 1]; got [{low}, {high}]")
+            raise ValueError(
+                f"scores must have support inside [0, 1]; got [{low}, {high}]"
+            )
         self.atoms = tuple((float(x), float(p), float(e)) for x, p, e in atoms)
         for x, p, e in self.atoms:
             if not (0.0 <= x <= 1.0 and 0.0 <= e <= 1.0 and p > 0.0):
-                raise ValueError(f"atom {(x, p, e)}: need location and eta value in [0, 1] "
-                                 "and a positive probability")
+                raise ValueError(
+                    f"atom {(x, p, e)}: need location and eta value in [0, 1] "
+                    "and a positive probability"
+                )
         if self.continuous_weight < -1e-12:
             raise ValueError("atom probabilities sum to more than one")
         self.breakpoints = tuple(float(b) for b in breakpoints)
@@ -101,14 +124,18 @@ class CustomProblem(CalibrationProblem):
         for key, value in zip(_CONSTANTS, (V, b1, b2, L)):
             if value is not None:
                 if not (np.isfinite(value) and value >= 0):
-                    raise ValueError(f"{key} must be a finite nonnegative float; got {value}")
+                    raise ValueError(
+                        f"{key} must be a finite nonnegative float; got {value}"
+                    )
                 self._constants[key] = float(value)
         self.name = name
         grid = np.linspace(max(low, 0.0), min(high, 1.0), 1001)
         values = np.asarray(eta(grid), dtype=float)
         if values.shape != grid.shape or not np.all((values >= 0.0) & (values <= 1.0)):
-            raise ValueError("eta must be vectorised and map [0, 1] into [0, 1]; on a grid of "
-                             "1001 scores it returned values outside [0, 1] or the wrong shape")
+            raise ValueError(
+                "eta must be vectorised and map [0, 1] into [0, 1]; on a grid of "
+                "1001 scores it returned values outside [0, 1] or the wrong shape"
+            )
 
     @property
     def continuous_weight(self):
@@ -129,7 +156,12 @@ class CustomProblem(CalibrationProblem):
         points = [b for b in self.breakpoints if low < b < high] or None
         value, error = integrate.quad(
             lambda s: abs(s - float(self._eta(np.array([s]))[0])) * self.scores.pdf(s),
-            low, high, points=points, epsabs=1e-11, epsrel=1e-11, limit=2000,
+            low,
+            high,
+            points=points,
+            epsabs=1e-11,
+            epsrel=1e-11,
+            limit=2000,
         )
         return atoms + weight * value, weight * error
 
@@ -149,8 +181,9 @@ class CustomProblem(CalibrationProblem):
         scores = np.empty(n)
         atom = component < x.shape[0]
         scores[atom] = x[component[atom]]
-        scores[~atom] = np.clip(self.scores.rvs(size=int((~atom).sum()), random_state=rng),
-                                0.0, 1.0)
+        scores[~atom] = np.clip(
+            self.scores.rvs(size=int((~atom).sum()), random_state=rng), 0.0, 1.0
+        )
         return scores
 
     def eta(self, s):
@@ -162,15 +195,18 @@ class CustomProblem(CalibrationProblem):
         return out
 
     def _atoms(self):
-        return tuple(np.array([a[i] for a in self.atoms], dtype=float) for i in range(3))
+        return tuple(
+            np.array([a[i] for a in self.atoms], dtype=float) for i in range(3)
+        )
 
     def _continuous_pdf(self, s):
         return self.scores.pdf(np.asarray(s, dtype=float))
 
     def _breakpoints(self):
         low, high = self.scores.support()
-        return np.unique(np.array([0.0, 1.0, max(low, 0.0), min(high, 1.0),
-                                   *self.breakpoints]))
+        return np.unique(
+            np.array([0.0, 1.0, max(low, 0.0), min(high, 1.0), *self.breakpoints])
+        )
 
     def __repr__(self):
         return f"CustomProblem(name={self.name!r}, atoms={self.atoms})"

@@ -32,7 +32,8 @@ def total_variation_up(values):
     understated by rounding.
     """
     exact = sum(
-        (abs(Fraction(b) - Fraction(a)) for a, b in zip(values, values[1:])), Fraction(0)
+        (abs(Fraction(b) - Fraction(a)) for a, b in zip(values, values[1:])),
+        Fraction(0),
     )
     out = float(exact)
     return out if Fraction(out) >= exact else math.nextafter(out, math.inf)
@@ -53,7 +54,9 @@ def gauss_legendre_panels(edges, order):
     x, w = np.polynomial.legendre.leggauss(order)
     edges = np.asarray(edges, dtype=float)
     lo, hi = edges[:-1, None], edges[1:, None]
-    return (0.5 * (lo + hi) + 0.5 * (hi - lo) * x).ravel(), (0.5 * (hi - lo) * w).ravel()
+    return (0.5 * (lo + hi) + 0.5 * (hi - lo) * x).ravel(), (
+        0.5 * (hi - lo) * w
+    ).ravel()
 
 
 def panel_edges(breakpoints, width):

@@ -6,14 +6,26 @@ import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
 from .._compat import HasMethods, Interval, StrOptions, validate_params
-from ._problems import CalibratedBeta, CalibrationProblem, DiscreteTies, atoms_and_linear
 from ._perturbed import SechPerturbed, perturbed_name
+from ._problems import (
+    CalibratedBeta,
+    CalibrationProblem,
+    DiscreteTies,
+    atoms_and_linear,
+)
 from ._smooth import Oscillating, Parabola, SmoothSine
 
 #: Largest integration error accepted for a returned true calibration error.
 MAX_INTEGRATION_ERROR = 1e-5
 
-PROBLEM_NAMES = ("calibrated", "overconfident", "parabola", "oscillating", "discrete", "atoms")
+PROBLEM_NAMES = (
+    "calibrated",
+    "overconfident",
+    "parabola",
+    "oscillating",
+    "discrete",
+    "atoms",
+)
 
 
 def get_problem(name, h=None):
@@ -27,14 +39,20 @@ def get_problem(name, h=None):
         "atoms": atoms_and_linear,
     }
     if name not in problems:
-        raise ValueError(f"unknown problem {name!r}; expected one of {list(PROBLEM_NAMES)}")
+        raise ValueError(
+            f"unknown problem {name!r}; expected one of {list(PROBLEM_NAMES)}"
+        )
     return problems[name]() if h is None else perturb_problem(problems[name](), h)
 
 
 def perturb_problem(problem, h):
     """``problem`` seen through the sech perturbation of bandwidth ``h``."""
-    return SechPerturbed(base=problem, h=float(h), name=perturbed_name(problem, h),
-                         assumption_names=("V", "b1", "b2", "L", "h"))
+    return SechPerturbed(
+        base=problem,
+        h=float(h),
+        name=perturbed_name(problem, h),
+        assumption_names=("V", "b1", "b2", "L", "h"),
+    )
 
 
 def _sample(problem, n_samples, random_state):
@@ -66,12 +84,17 @@ _COMMON = {
     "random_state": ["random_state"],
 }
 
+
 @validate_params(
-    {"problem": [StrOptions(set(PROBLEM_NAMES)), HasMethods(["sample", "eta"])], **_COMMON},
+    {
+        "problem": [StrOptions(set(PROBLEM_NAMES)), HasMethods(["sample", "eta"])],
+        **_COMMON,
+    },
     prefer_skip_nested_validation=True,
 )
-def make_calibration_problem(problem="overconfident", n_samples=1000, *, h=None,
-                             random_state=None):
+def make_calibration_problem(
+    problem="overconfident", n_samples=1000, *, h=None, random_state=None
+):
     """Generate scores and labels from a named or custom problem with known CE.
 
     The named problems are those of :func:`make_calibrated`,

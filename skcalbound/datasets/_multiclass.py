@@ -95,8 +95,9 @@ class _OneVsRestEta:
     },
     prefer_skip_nested_validation=True,
 )
-def make_multiclass(n_samples=1000, n_classes=3, *, a=2.0, b=2.0, power=2.0,
-                    random_state=None):
+def make_multiclass(
+    n_samples=1000, n_classes=3, *, a=2.0, b=2.0, power=2.0, random_state=None
+):
     """Generate multiclass probabilities with exactly known top-label and class-wise CE.
 
     With ``K = n_classes``, each sample draws a confidence
@@ -190,18 +191,32 @@ def make_multiclass(n_samples=1000, n_classes=3, *, a=2.0, b=2.0, power=2.0,
     b1 = p
     b2_top = p * (p - 1.0) / (1.0 - low)
     problem = CustomProblem(
-        eta, law, breakpoints=(low,), V=1.0, b1=b1, b2=b2_top, L=b1,
+        eta,
+        law,
+        breakpoints=(low,),
+        V=1.0,
+        b1=b1,
+        b2=b2_top,
+        L=b1,
         name=f"multiclass_top_label_K{K}",
     )
     classwise_problem = CustomProblem(
-        _OneVsRestEta(K, power), _OneVsRestScoreLaw(a=0.0, b=1.0, name="one_vs_rest")(
-            K, float(a), float(b)),
-        breakpoints=(low,), V=1.0, b1=b1, b2=(K - 1) * b2_top, L=b1,
+        _OneVsRestEta(K, power),
+        _OneVsRestScoreLaw(a=0.0, b=1.0, name="one_vs_rest")(K, float(a), float(b)),
+        breakpoints=(low,),
+        V=1.0,
+        b1=b1,
+        b2=(K - 1) * b2_top,
+        L=b1,
         name=f"multiclass_classwise_K{K}",
     )
     u_law = stats.beta(a, b)
     value, error = integrate.quad(
-        lambda u: abs(u - u**p) * u_law.pdf(u), 0.0, 1.0, epsabs=1e-12, epsrel=1e-12,
+        lambda u: abs(u - u**p) * u_law.pdf(u),
+        0.0,
+        1.0,
+        epsabs=1e-12,
+        epsrel=1e-12,
         limit=500,
     )
     true_top = (1.0 - low) * value

@@ -227,7 +227,9 @@ def make_parabola(n_samples=1000, *, bottom=0.1, top=0.9, h=None, random_state=N
     },
     prefer_skip_nested_validation=True,
 )
-def make_oscillating(n_samples=1000, *, amplitude=0.15, cycles=40, h=None, random_state=None):
+def make_oscillating(
+    n_samples=1000, *, amplitude=0.15, cycles=40, h=None, random_state=None
+):
     """Generate scores with a fast-oscillating calibration function (binned ECE fails).
 
     Scores ``s ~ U(0.2, 0.8)``, ``eta(s) = s + A sin(2 pi c s)`` (``c * 0.2`` and

@@ -112,15 +112,22 @@ class SechPerturbed(CalibrationProblem):
             raise ValueError("base must be an unperturbed problem")
         unknown = set(self.assumption_names) - {"h", "b1", "b2", "L", "V"}
         if unknown:
-            raise ValueError(f"unknown assumption names {sorted(unknown)}; use h, b1, b2, L, V")
+            raise ValueError(
+                f"unknown assumption names {sorted(unknown)}; use h, b1, b2, L, V"
+            )
 
     # -- assumptions ---------------------------------------------------------------
     @property
     def assumptions(self):
         """The constants of ``assumption_names`` among ``h, b1, b2, L, V``."""
         b1, b2 = sech_derivative_bounds(self.h)
-        constants = {"h": float(self.h), "b1": float(b1), "b2": float(b2), "L": float(b1),
-                     "V": float(b1)}
+        constants = {
+            "h": float(self.h),
+            "b1": float(b1),
+            "b2": float(b2),
+            "L": float(b1),
+            "V": float(b1),
+        }
         return {name: constants[name] for name in self.assumption_names}
 
     # -- sampling ------------------------------------------------------------------
@@ -138,8 +145,12 @@ class SechPerturbed(CalibrationProblem):
         labels = np.empty(n, dtype=np.int64)
         for start in range(0, n, SAMPLE_BLOCK):
             block = slice(start, start + SAMPLE_BLOCK)
-            np.less(label_draws[block], self.base.eta(s_orig[block]), out=labels[block],
-                    casting="unsafe")
+            np.less(
+                label_draws[block],
+                self.base.eta(s_orig[block]),
+                out=labels[block],
+                casting="unsafe",
+            )
             _sech_inverse_cdf_inplace(scores[block], s_orig[block], self.h)
         return scores, labels, s_orig
 
@@ -167,8 +178,12 @@ class SechPerturbed(CalibrationProblem):
             nodes, weights = gauss_legendre_panels(
                 panel_edges(self.base._breakpoints(), width * self._panel_scale), order
             )
-            weights = (self.base.continuous_weight * weights * self.base._continuous_pdf(nodes)
-                       / sech_normalizer(nodes, self.h))
+            weights = (
+                self.base.continuous_weight
+                * weights
+                * self.base._continuous_pdf(nodes)
+                / sech_normalizer(nodes, self.h)
+            )
             # Nodes are interior to the panels, never at a breakpoint, so never at an
             # atom.
             rules.append((nodes, weights, self.base.eta(nodes)))
@@ -194,10 +209,10 @@ class SechPerturbed(CalibrationProblem):
 
         p, q = np.empty_like(s), np.empty_like(s)
         for start in range(0, s.shape[0], chunk):
-            block = s[start:start + chunk, None]
+            block = s[start : start + chunk, None]
             k_c, k_a = unnormalised(block, nodes), unnormalised(block, x)
-            p[start:start + chunk] = k_c @ weights + k_a @ weight_atoms
-            q[start:start + chunk] = k_c @ (weights * eta_nodes) + k_a @ (
+            p[start : start + chunk] = k_c @ weights + k_a @ weight_atoms
+            q[start : start + chunk] = k_c @ (weights * eta_nodes) + k_a @ (
                 weight_atoms * eta_atoms
             )
         return p, q
@@ -231,16 +246,21 @@ class SechPerturbed(CalibrationProblem):
     # -- the calibration error -----------------------------------------------------
     def _outer_edges(self, rule, extra=()):
         width, _ = PERTURBED_RULES[rule]
-        breakpoints = np.concatenate([self.base._breakpoints(), np.asarray(extra, dtype=float)])
+        breakpoints = np.concatenate(
+            [self.base._breakpoints(), np.asarray(extra, dtype=float)]
+        )
         return panel_edges(breakpoints, width * self.h)
 
     def sign_changes(self, rule=0):
         """Roots of ``s p(s) - q(s)`` in (0, 1): the kinks of the CE integrand."""
         _, order = PERTURBED_RULES[rule]
         edges = self._outer_edges(rule)
-        grid = np.unique(np.concatenate([edges, gauss_legendre_panels(edges, order)[0]]))
+        grid = np.unique(
+            np.concatenate([edges, gauss_legendre_panels(edges, order)[0]])
+        )
         values = self.gap(grid, rule)
         roots = list(grid[1:-1][values[1:-1] == 0.0])
+
         def gap_at(t):
             return self.gap(t, rule)[0]
 
@@ -268,7 +288,9 @@ class SechPerturbed(CalibrationProblem):
         (ce_coarse, mass_coarse), (ce_fine, mass_fine) = (
             self._ce_by_rule(rule) for rule in range(len(PERTURBED_RULES))
         )
-        error = max(abs(ce_coarse - ce_fine), abs(mass_coarse - 1.0), abs(mass_fine - 1.0))
+        error = max(
+            abs(ce_coarse - ce_fine), abs(mass_coarse - 1.0), abs(mass_fine - 1.0)
+        )
         return ce_fine, error
 
     @property

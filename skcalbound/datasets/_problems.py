@@ -45,7 +45,9 @@ class CalibrationProblem:
         available = self.assumptions
         missing = [name for name in names if name not in available]
         if missing:
-            raise KeyError(f"{self}: no assumption {missing}; it has {sorted(available)}")
+            raise KeyError(
+                f"{self}: no assumption {missing}; it has {sorted(available)}"
+            )
         return {name: available[name] for name in names}
 
     def sample_scores(self, n, rng):
@@ -124,10 +126,14 @@ class CalibratedBeta(CalibrationProblem):
 
     def __post_init__(self):
         if not (self.a >= 1 and self.b >= 1):
-            raise ValueError(f"need a >= 1 and b >= 1 (bounded density); got {self.a}, {self.b}")
+            raise ValueError(
+                f"need a >= 1 and b >= 1 (bounded density); got {self.a}, {self.b}"
+            )
         unknown = set(self.assumption_names) - {"V", "b1", "b2", "L"}
         if unknown:
-            raise ValueError(f"unknown assumption names {sorted(unknown)}; use V, b1, b2, L")
+            raise ValueError(
+                f"unknown assumption names {sorted(unknown)}; use V, b1, b2, L"
+            )
 
     V = 1.0
     true_ce = 0.0
@@ -202,8 +208,11 @@ class DiscreteTies(CalibrationProblem):
         return np.asarray(self.eta_values)[np.clip(idx, 0, len(self.support) - 1)]
 
     def _atoms(self):
-        return (np.asarray(self.support, dtype=float), np.asarray(self.probs, dtype=float),
-                np.asarray(self.eta_values, dtype=float))
+        return (
+            np.asarray(self.support, dtype=float),
+            np.asarray(self.probs, dtype=float),
+            np.asarray(self.eta_values, dtype=float),
+        )
 
 
 @dataclass(frozen=True)
@@ -243,7 +252,9 @@ class PiecewiseLinear(CalibrationProblem):
         if min(values) < 0 or max(values) > 1:
             raise ValueError("eta values must lie in [0, 1]")
         locations = [a[0] for a in self.atoms]
-        if len(set(locations)) != len(locations) or not set(locations) <= set(self.knots):
+        if len(set(locations)) != len(locations) or not set(locations) <= set(
+            self.knots
+        ):
             raise ValueError("atoms must sit at distinct knots")
         if self.continuous_weight < 0:
             raise ValueError("atom probabilities exceed one")
@@ -289,7 +300,10 @@ class PiecewiseLinear(CalibrationProblem):
     def eta(self, s):
         s = np.asarray(s, dtype=float)
         knots = np.asarray(self.knots, dtype=float)
-        left, right = np.asarray(self.left, dtype=float), np.asarray(self.right, dtype=float)
+        left, right = (
+            np.asarray(self.left, dtype=float),
+            np.asarray(self.right, dtype=float),
+        )
         # Piece j = the number of inner knots <= s (piece 0 below 0, the last above 1):
         # a few comparisons are cheaper than a search. Then, with the per-piece tables
         # gathered by j, ``left + (s - x_j) / (x_{j+1} - x_j) * (right - left)``, the
@@ -306,7 +320,9 @@ class PiecewiseLinear(CalibrationProblem):
         return out
 
     def _atoms(self):
-        return tuple(np.array([a[i] for a in self.atoms], dtype=float) for i in range(3))
+        return tuple(
+            np.array([a[i] for a in self.atoms], dtype=float) for i in range(3)
+        )
 
     def _breakpoints(self):
         return np.asarray(self.knots, dtype=float)

@@ -143,7 +143,9 @@ class Oscillating(CalibrationProblem):
         k, width = self.k, self.high - self.low
         if k <= 1.0:
             return width
-        per_period = 4.0 * math.acos(-1.0 / k) - 2.0 * math.pi + 4.0 * math.sqrt(k * k - 1.0)
+        per_period = (
+            4.0 * math.acos(-1.0 / k) - 2.0 * math.pi + 4.0 * math.sqrt(k * k - 1.0)
+        )
         return width * per_period / (2.0 * math.pi) * (1.0 + 1e-12)
 
     @property
@@ -169,8 +171,12 @@ class Oscillating(CalibrationProblem):
         for a, b in zip(edges[:-1], edges[1:]):
             a, b = max(a, self.low), min(b, self.high)
             if b > a:
-                mean_sine = (math.cos(omega * a) - math.cos(omega * b)) / (omega * (b - a))
-                total += (b - a) / (self.high - self.low) * abs(self.amplitude * mean_sine)
+                mean_sine = (math.cos(omega * a) - math.cos(omega * b)) / (
+                    omega * (b - a)
+                )
+                total += (
+                    (b - a) / (self.high - self.low) * abs(self.amplitude * mean_sine)
+                )
         return total
 
     def sample_scores(self, n, rng):
@@ -214,7 +220,9 @@ class Parabola(CalibrationProblem):
 
     def __post_init__(self):
         if not (0.0 <= self.bottom <= 1.0 and 0.0 <= self.top <= 1.0):
-            raise ValueError(f"bottom and top must lie in [0, 1]; got {self.bottom}, {self.top}")
+            raise ValueError(
+                f"bottom and top must lie in [0, 1]; got {self.bottom}, {self.top}"
+            )
 
     @property
     def _coefficients(self):
@@ -227,15 +235,20 @@ class Parabola(CalibrationProblem):
     def true_ce(self):
         c2, c1, c0 = self._coefficients
         roots = np.roots([c2, c1, c0]) if c2 != 0 else np.roots([c1, c0])
-        inner = sorted(float(r.real) for r in np.atleast_1d(roots)
-                       if abs(r.imag) == 0 and 0.0 < r.real < 1.0)
+        inner = sorted(
+            float(r.real)
+            for r in np.atleast_1d(roots)
+            if abs(r.imag) == 0 and 0.0 < r.real < 1.0
+        )
         points = [0.0, *inner, 1.0]
 
         def antiderivative(s):
             return c2 * s**3 / 3.0 + c1 * s**2 / 2.0 + c0 * s
 
-        return math.fsum(abs(antiderivative(v) - antiderivative(u))
-                         for u, v in zip(points[:-1], points[1:]))
+        return math.fsum(
+            abs(antiderivative(v) - antiderivative(u))
+            for u, v in zip(points[:-1], points[1:])
+        )
 
     @property
     def b1(self):

@@ -19,14 +19,18 @@ def _aurocs(problem, n_samples, data_seed, perturbations):
     scores, labels = problem.sample(int(n_samples), np.random.default_rng(data_seed))
     out = []
     for h, noise in perturbations:
-        seen = scores if h is None else perturb_scores(
-            scores, h, random_state=int(noise.generate_state(1)[0]))
+        seen = (
+            scores
+            if h is None
+            else perturb_scores(scores, h, random_state=int(noise.generate_state(1)[0]))
+        )
         out.append(roc_auc_score(labels, seen))
     return out
 
 
-def auroc_vs_h(problems, bandwidths=BANDWIDTHS, n_samples=1_000_000, *, random_state=0,
-               n_jobs=None):
+def auroc_vs_h(
+    problems, bandwidths=BANDWIDTHS, n_samples=1_000_000, *, random_state=0, n_jobs=None
+):
     """AUROC of the perturbed scores for each ``h``, next to the unperturbed AUROC.
 
     For each problem one sample ``(s, y)`` is drawn; every bandwidth perturbs the same
@@ -60,9 +64,16 @@ def auroc_vs_h(problems, bandwidths=BANDWIDTHS, n_samples=1_000_000, *, random_s
     for index, problem in enumerate(problems):
         base, *perturbed = aurocs[index]
         for h, auroc in zip(bandwidths, perturbed):
-            rows.append({"problem": problem.name, "h": h, "log2_h": np.log2(h),
-                         "auroc": auroc, "auroc_unperturbed": base,
-                         "auroc_loss": base - auroc})
+            rows.append(
+                {
+                    "problem": problem.name,
+                    "h": h,
+                    "log2_h": np.log2(h),
+                    "auroc": auroc,
+                    "auroc_unperturbed": base,
+                    "auroc_loss": base - auroc,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -73,11 +84,19 @@ def plot_auroc(table, *, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
     for problem, group in table.groupby("problem", sort=False):
-        ax.plot(group["log2_h"], group["auroc_loss"], marker="o", ms=3,
-                label=f"{problem} (AUROC {group['auroc_unperturbed'].iloc[0]:.3f})")
+        ax.plot(
+            group["log2_h"],
+            group["auroc_loss"],
+            marker="o",
+            ms=3,
+            label=f"{problem} (AUROC {group['auroc_unperturbed'].iloc[0]:.3f})",
+        )
     ax.axvline(-6, color="0.5", ls=":", lw=1)
     ax.axhline(0, color="0.5", lw=0.8)
-    ax.set(xlabel="log2 h", ylabel="AUROC(unperturbed) - AUROC(perturbed)",
-           title="AUROC cost of the sech perturbation")
+    ax.set(
+        xlabel="log2 h",
+        ylabel="AUROC(unperturbed) - AUROC(perturbed)",
+        title="AUROC cost of the sech perturbation",
+    )
     ax.legend(fontsize="small")
     return ax

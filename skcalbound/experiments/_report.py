@@ -16,7 +16,9 @@ PAPER_RATES = {
 }
 #: Line colour of each bound in the figures (both guarantee modes).
 COLOURS = {
-    NWCalibrationBound: "C0", TVCalibrationBound: "C3", LipschitzBucketBound: "C2"
+    NWCalibrationBound: "C0",
+    TVCalibrationBound: "C3",
+    LipschitzBucketBound: "C2",
 }
 
 
@@ -34,8 +36,9 @@ def complete_results(results):
     results = results.copy()
     certified = results["method"].isin(BOUNDS)
     results.loc[certified, "method"] = results.loc[certified, "method"] + PAPER_SUFFIX
-    results["guarantee"] = pd.Series(np.where(certified, "paper", None),
-                                     index=results.index, dtype=object)
+    results["guarantee"] = pd.Series(
+        np.where(certified, "paper", None), index=results.index, dtype=object
+    )
     results["lower_bound"] = np.nan
     results["lower_gap"] = np.nan
     results["covered_lower"] = np.nan
@@ -114,12 +117,17 @@ def fit_slopes(summary, large_n=100_000):
         column = "mean_gap" if method in CERTIFIED else "mean_abs_error"
         slope, use = _slope(group, column, 0)
         slope_large, _ = _slope(group, column, large_n)
-        rows.append({
-            "problem": problem, "method": method, "slope": slope,
-            "slope_large_n": slope_large, "sizes_used": int(use.shape[0]),
-            "n_min": int(use["n"].min()) if use.shape[0] else np.nan,
-            "n_max": int(use["n"].max()) if use.shape[0] else np.nan,
-        })
+        rows.append(
+            {
+                "problem": problem,
+                "method": method,
+                "slope": slope,
+                "slope_large_n": slope_large,
+                "sizes_used": int(use.shape[0]),
+                "n_min": int(use["n"].min()) if use.shape[0] else np.nan,
+                "n_max": int(use["n"].max()) if use.shape[0] else np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -139,13 +147,19 @@ def rate_table(slopes):
             continue
         low, high, theory, assumption = PAPER_RATES[split_method(method)[0]]
         row = {
-            "method": method, "assumption": assumption,
-            "paper_low": low, "paper_high": high, "theory": theory,
-            "ours_low": ours["slope"].min(), "ours_high": ours["slope"].max(),
+            "method": method,
+            "assumption": assumption,
+            "paper_low": low,
+            "paper_high": high,
+            "theory": theory,
+            "ours_low": ours["slope"].min(),
+            "ours_high": ours["slope"].max(),
             "large_n_low": ours["slope_large_n"].min(),
             "large_n_high": ours["slope_large_n"].max(),
         }
-        for problem, slope, large in zip(ours["problem"], ours["slope"], ours["slope_large_n"]):
+        for problem, slope, large in zip(
+            ours["problem"], ours["slope"], ours["slope_large_n"]
+        ):
             row[problem] = f"{slope:.2f} / {large:.2f}"
         rows.append(row)
     return pd.DataFrame(rows)
@@ -165,8 +179,13 @@ def plot_gaps(summary, *, problems=None, axes=None):
     if problems is None:
         problems = list(dict.fromkeys(summary["problem"]))
     if axes is None:
-        _, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 3.8),
-                               squeeze=False, constrained_layout=True)
+        _, axes = plt.subplots(
+            1,
+            len(problems),
+            figsize=(4.2 * len(problems), 3.8),
+            squeeze=False,
+            constrained_layout=True,
+        )
         axes = axes[0]
     styles = {}
     for method in CERTIFIED:
@@ -186,17 +205,29 @@ def plot_gaps(summary, *, problems=None, axes=None):
             ax.plot(group["n"], y, line, color=color, marker="o", ms=3, label=label)
             if method in CERTIFIED:
                 band = 2 * group["sem_gap"].fillna(0.0).to_numpy()
-                ax.fill_between(group["n"], np.maximum(y - band, 1e-6), y + band,
-                                color=color, alpha=0.2, lw=0)
-        ax.set(xscale="log", yscale="log", xlabel="n",
-               title=f"{problem} (CE = {part['true_ce'].iloc[0]:.4f})")
+                ax.fill_between(
+                    group["n"],
+                    np.maximum(y - band, 1e-6),
+                    y + band,
+                    color=color,
+                    alpha=0.2,
+                    lw=0,
+                )
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="n",
+            title=f"{problem} (CE = {part['true_ce'].iloc[0]:.4f})",
+        )
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("bound - CE  (ECE: |ECE - CE|)")
     axes[0].legend(fontsize="small")
     return axes
 
 
-def plot_reconstruction(problem, sizes, *, random_state=0, confidence_level=0.95, axes=None):
+def plot_reconstruction(
+    problem, sizes, *, random_state=0, confidence_level=0.95, axes=None
+):
     """The paper's Figure 5: true ``eta`` against NW and TV surrogates for several n.
 
     For each size, one sample is drawn and the surrogate refit on all of it
@@ -206,8 +237,14 @@ def plot_reconstruction(problem, sizes, *, random_state=0, confidence_level=0.95
     import matplotlib.pyplot as plt
 
     if axes is None:
-        _, axes = plt.subplots(1, len(sizes), figsize=(4.0 * len(sizes), 3.4), sharey=True,
-                               squeeze=False, constrained_layout=True)
+        _, axes = plt.subplots(
+            1,
+            len(sizes),
+            figsize=(4.0 * len(sizes), 3.4),
+            sharey=True,
+            squeeze=False,
+            constrained_layout=True,
+        )
         axes = axes[0]
     grid = np.linspace(0.0, 1.0, 801)
     rng = np.random.default_rng(random_state)
@@ -216,9 +253,12 @@ def plot_reconstruction(problem, sizes, *, random_state=0, confidence_level=0.95
         titles = []
         for cls in (NWCalibrationBound, TVCalibrationBound):
             method, color = cls.paper_name, COLOURS[cls]
-            estimator = make_estimator(method, problem.assumptions,
-                                       confidence_level=confidence_level,
-                                       random_state=random_state)
+            estimator = make_estimator(
+                method,
+                problem.assumptions,
+                confidence_level=confidence_level,
+                random_state=random_state,
+            )
             if estimator is None:
                 continue
             estimator.fit(scores, labels)

@@ -56,18 +56,24 @@ def parse_problem(spec):
     """``"parabola"``, or ``"discrete:h=2^-6"`` / ``"atoms:h=0.01"`` (perturbed)."""
     name, _, option = spec.partition(":")
     if name not in PROBLEM_NAMES:
-        raise ValueError(f"unknown problem {name!r} in {spec!r}; expected one of "
-                         f"{list(PROBLEM_NAMES)}, optionally followed by ':h=<bandwidth>'")
+        raise ValueError(
+            f"unknown problem {name!r} in {spec!r}; expected one of "
+            f"{list(PROBLEM_NAMES)}, optionally followed by ':h=<bandwidth>'"
+        )
     if not option:
         return get_problem(name)
     key, _, value = option.partition("=")
     if key != "h" or not value:
-        raise ValueError(f"bad option {option!r} in {spec!r}; expected 'h=<bandwidth>', "
-                         "e.g. 'h=2^-6' or 'h=0.015625'")
+        raise ValueError(
+            f"bad option {option!r} in {spec!r}; expected 'h=<bandwidth>', "
+            "e.g. 'h=2^-6' or 'h=0.015625'"
+        )
     try:
         h = 2.0 ** float(value[2:]) if value.startswith("2^") else float(value)
     except ValueError:
-        raise ValueError(f"bad bandwidth {value!r} in {spec!r}; expected e.g. 2^-6 or 0.015625")
+        raise ValueError(
+            f"bad bandwidth {value!r} in {spec!r}; expected e.g. 2^-6 or 0.015625"
+        )
     if not h > 0:
         raise ValueError(f"bandwidth must be positive; got {value!r} in {spec!r}")
     return get_problem(name, h=h)
@@ -84,8 +90,13 @@ def coverage_table(summary):
     upper bound (``coverage``), of the lower bound (``coverage_lower``) and of both
     at once (``coverage_joint``), in the order of :data:`CERTIFIED`."""
     certified = summary[summary["method"].isin(CERTIFIED)]
-    table = (certified.groupby(["problem", "method"], sort=False)
-             [["coverage", "coverage_lower", "coverage_joint"]].min().reset_index())
+    table = (
+        certified.groupby(["problem", "method"], sort=False)[
+            ["coverage", "coverage_lower", "coverage_joint"]
+        ]
+        .min()
+        .reset_index()
+    )
     order = {method: k for k, method in enumerate(CERTIFIED)}
     problems = {problem: k for k, problem in enumerate(dict.fromkeys(table["problem"]))}
     key = table["problem"].map(problems) * len(order) + table["method"].map(order)
@@ -103,8 +114,9 @@ def doc_tables(summary, rates, timing):
     if not ece.empty:
         gaps = [method for method in CERTIFIED if method in ece.columns]
         ece = ece[gaps].rename(columns={method: f"{method} gap" for method in gaps})
-        ece["ECE error abs(ECE - CE)"] = oscillating[oscillating["method"] == "ECE"].set_index(
-            "n")["mean_abs_error"]
+        ece["ECE error abs(ECE - CE)"] = oscillating[
+            oscillating["method"] == "ECE"
+        ].set_index("n")["mean_abs_error"]
         ece = ece.round(4).reset_index()
         ece.columns.name = None
     wall = timing[["problem", "wall_seconds"]].copy()
@@ -113,18 +125,34 @@ def doc_tables(summary, rates, timing):
     for column in ("load_1min_start", "load_1min_end"):
         if column in timing:
             wall[column] = timing[column].round(2)
-    return {"doc_coverage": coverage, "doc_rates": table, "doc_oscillating": ece,
-            "doc_timing": wall}
+    return {
+        "doc_coverage": coverage,
+        "doc_rates": table,
+        "doc_oscillating": ece,
+        "doc_timing": wall,
+    }
 
 
 def _load():
     return os.getloadavg() if hasattr(os, "getloadavg") else (np.nan,) * 3
 
 
-def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats, *,
-              output_dir="reproduce_output", confidence_level=0.95, random_state=0,
-              n_jobs=None, reconstruction_sizes=FULL.reconstruction_sizes, plots=True,
-              auroc_samples=1_000_000, progress=True, methods=METHODS, log=print):
+def reproduce(
+    problems=FULL.problems,
+    sizes=FULL.sizes,
+    n_repeats=FULL.n_repeats,
+    *,
+    output_dir="reproduce_output",
+    confidence_level=0.95,
+    random_state=0,
+    n_jobs=None,
+    reconstruction_sizes=FULL.reconstruction_sizes,
+    plots=True,
+    auroc_samples=1_000_000,
+    progress=True,
+    methods=METHODS,
+    log=print,
+):
     """Run the paper's synthetic study, write its files and return its tables.
 
     For every problem, size and repeat a fresh sample is drawn from a problem whose
@@ -240,35 +268,82 @@ def reproduce(problems=FULL.problems, sizes=FULL.sizes, n_repeats=FULL.n_repeats
     for problem in objects:
         load_start = _load()
         start = time.perf_counter()
-        frames.append(run_study(problem, sizes, n_repeats, methods=methods,
-                                confidence_level=confidence_level, random_state=random_state,
-                                n_jobs=n_jobs, progress=progress))
+        frames.append(
+            run_study(
+                problem,
+                sizes,
+                n_repeats,
+                methods=methods,
+                confidence_level=confidence_level,
+                random_state=random_state,
+                n_jobs=n_jobs,
+                progress=progress,
+            )
+        )
         wall = time.perf_counter() - start
         # Written after every problem, so a long run that stops keeps what it did.
-        pd.concat(frames, ignore_index=True).to_csv(output / "results.csv.gz", index=False)
-        timing.append({
-            "problem": problem.name, "wall_seconds": wall, "n_repeats": n_repeats,
-            "sizes": " ".join(str(int(n)) for n in sizes), "n_jobs": n_jobs,
-            "cpu_count": os.cpu_count(), "load_1min_start": load_start[0],
-            "load_1min_end": _load()[0], "machine": platform.machine(),
-        })
-        log(f"{problem.name}: {wall:.1f} s wall time "
-            f"(load average {load_start[0]:.2f} -> {_load()[0]:.2f})")
-    timing.append({"problem": "TOTAL", "wall_seconds": time.perf_counter() - total_start,
-                   "n_repeats": n_repeats, "n_jobs": n_jobs, "cpu_count": os.cpu_count()})
+        pd.concat(frames, ignore_index=True).to_csv(
+            output / "results.csv.gz", index=False
+        )
+        timing.append(
+            {
+                "problem": problem.name,
+                "wall_seconds": wall,
+                "n_repeats": n_repeats,
+                "sizes": " ".join(str(int(n)) for n in sizes),
+                "n_jobs": n_jobs,
+                "cpu_count": os.cpu_count(),
+                "load_1min_start": load_start[0],
+                "load_1min_end": _load()[0],
+                "machine": platform.machine(),
+            }
+        )
+        log(
+            f"{problem.name}: {wall:.1f} s wall time "
+            f"(load average {load_start[0]:.2f} -> {_load()[0]:.2f})"
+        )
+    timing.append(
+        {
+            "problem": "TOTAL",
+            "wall_seconds": time.perf_counter() - total_start,
+            "n_repeats": n_repeats,
+            "n_jobs": n_jobs,
+            "cpu_count": os.cpu_count(),
+        }
+    )
     results = pd.concat(frames, ignore_index=True)
     timing = pd.DataFrame(timing)
     timing.to_csv(output / "timing.csv", index=False)
-    tables = report(results, timing, output_dir=output, confidence_level=confidence_level,
-                    problems=objects, reconstruction_sizes=reconstruction_sizes,
-                    random_state=random_state, plots=plots, auroc_samples=auroc_samples,
-                    log=log, n_jobs=n_jobs)
+    tables = report(
+        results,
+        timing,
+        output_dir=output,
+        confidence_level=confidence_level,
+        problems=objects,
+        reconstruction_sizes=reconstruction_sizes,
+        random_state=random_state,
+        plots=plots,
+        auroc_samples=auroc_samples,
+        log=log,
+        n_jobs=n_jobs,
+    )
     return tables
 
 
-def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
-           reconstruction_sizes=FULL.reconstruction_sizes, random_state=0, plots=True,
-           auroc_samples=1_000_000, log=print, n_jobs=None):
+def report(
+    results,
+    timing,
+    *,
+    output_dir,
+    confidence_level=0.95,
+    problems=(),
+    reconstruction_sizes=FULL.reconstruction_sizes,
+    random_state=0,
+    plots=True,
+    auroc_samples=1_000_000,
+    log=print,
+    n_jobs=None,
+):
     """Tables, figures and the printed report from the tidy ``results`` of a run.
 
     Also what ``python -m skcalbound.experiments --from-results DIR`` runs: it redraws
@@ -298,30 +373,61 @@ def report(results, timing, *, output_dir, confidence_level=0.95, problems=(),
         axes[0].figure.savefig(output / "figure3_gaps.png", dpi=110)
         plt.close(axes[0].figure)
         parabola = [p for p in objects if p.name == "parabola"]
-        target = parabola[0] if parabola else (objects[0] if objects else get_problem("parabola"))
-        axes = plot_reconstruction(target, reconstruction_sizes, random_state=random_state,
-                                   confidence_level=confidence_level)
+        target = (
+            parabola[0]
+            if parabola
+            else (objects[0] if objects else get_problem("parabola"))
+        )
+        axes = plot_reconstruction(
+            target,
+            reconstruction_sizes,
+            random_state=random_state,
+            confidence_level=confidence_level,
+        )
         axes[0].figure.savefig(output / "figure5_reconstruction.png", dpi=110)
         plt.close(axes[0].figure)
-        unperturbed = [p for p in objects if not hasattr(p, "h")] or [get_problem("parabola")]
-        auroc = auroc_vs_h(unperturbed, n_samples=auroc_samples, random_state=random_state,
-                           n_jobs=n_jobs)
+        unperturbed = [p for p in objects if not hasattr(p, "h")] or [
+            get_problem("parabola")
+        ]
+        auroc = auroc_vs_h(
+            unperturbed,
+            n_samples=auroc_samples,
+            random_state=random_state,
+            n_jobs=n_jobs,
+        )
         auroc.to_csv(output / "auroc.csv", index=False)
         ax = plot_auroc(auroc)
         ax.figure.savefig(output / "figure2_auroc.png", dpi=110)
         plt.close(ax.figure)
-    with pd.option_context("display.width", 160, "display.max_columns", 20,
-                           "display.float_format", "{:.4g}".format):
-        log("\nCoverage, worst size per method: of the upper bound (fraction of "
+    with pd.option_context(
+        "display.width",
+        160,
+        "display.max_columns",
+        20,
+        "display.float_format",
+        "{:.4g}".format,
+    ):
+        log(
+            "\nCoverage, worst size per method: of the upper bound (fraction of "
             "repeats with bound >= CE), of the lower bound (lower_bound <= CE), "
-            "of both:")
+            "of both:"
+        )
         log(coverage_table(summary).to_string(index=False))
-        log("\nFitted slopes of log(mean gap) against log(n) "
-            "(ECE: log mean |ECE - CE|), all sizes / n >= 1e5:")
+        log(
+            "\nFitted slopes of log(mean gap) against log(n) "
+            "(ECE: log mean |ECE - CE|), all sizes / n >= 1e5:"
+        )
         log(slopes.to_string(index=False))
         log("\nRates next to the paper's Table 1:")
         log(rates.to_string(index=False))
-        log(f"\nWall time: {timing['wall_seconds'].iloc[-1]:.1f} s in total; "
-            f"files in {output.resolve()}")
-    return {"results": results, "summary": summary, "slopes": slopes, "rates": rates,
-            "timing": timing}
+        log(
+            f"\nWall time: {timing['wall_seconds'].iloc[-1]:.1f} s in total; "
+            f"files in {output.resolve()}"
+        )
+    return {
+        "results": results,
+        "summary": summary,
+        "slopes": slopes,
+        "rates": rates,
+        "timing": timing,
+    }

@@ -79,8 +79,13 @@ def make_estimator(method, assumptions, *, confidence_level, random_state, cv=5)
         needed = [name for name in cls.smoothness_params if name != "h"]
         if not constants or any(name not in constants for name in needed):
             return None
-    return cls(**constants, confidence_level=confidence_level,
-               random_state=random_state, cv=cv, guarantee=guarantee)
+    return cls(
+        **constants,
+        confidence_level=confidence_level,
+        random_state=random_state,
+        cv=cv,
+        guarantee=guarantee,
+    )
 
 
 def task_seed(random_state, name, n, repeat):
@@ -90,8 +95,9 @@ def task_seed(random_state, name, n, repeat):
     )
 
 
-def run_task(problem, n, repeat, *, methods, confidence_level, random_state, cv=5,
-             true_ce=None):
+def run_task(
+    problem, n, repeat, *, methods, confidence_level, random_state, cv=5, true_ce=None
+):
     """One repeat at one size: ``(scores, labels)`` drawn once, all methods fit on them.
 
     ``true_ce`` is ``problem.true_ce`` when the caller has it (a perturbed or custom
@@ -112,9 +118,13 @@ def run_task(problem, n, repeat, *, methods, confidence_level, random_state, cv=
             value = float(binned_ece(labels, scores, n_bins=15))
             lower, guarantee = np.nan, None
         else:
-            estimator = make_estimator(method, problem.assumptions,
-                                       confidence_level=confidence_level,
-                                       random_state=fold_state, cv=cv)
+            estimator = make_estimator(
+                method,
+                problem.assumptions,
+                confidence_level=confidence_level,
+                random_state=fold_state,
+                cv=cv,
+            )
             if estimator is None:
                 continue
             with warnings.catch_warnings():
@@ -124,30 +134,42 @@ def run_task(problem, n, repeat, *, methods, confidence_level, random_state, cv=
             value, lower = float(estimator.bound_), float(estimator.lower_bound_)
             guarantee = estimator.guarantee
         seconds = time.perf_counter() - start
-        rows.append({
-            "problem": problem.name,
-            "n": int(n),
-            "repeat": int(repeat),
-            "method": method,
-            "certified": certified,
-            "guarantee": guarantee,
-            "value": value,
-            "lower_bound": lower,
-            "true_ce": true_ce,
-            "gap": value - true_ce,
-            "lower_gap": true_ce - lower,
-            "abs_error": abs(value - true_ce),
-            "covered": (value >= true_ce) if certified else np.nan,
-            "covered_lower": (lower <= true_ce) if certified else np.nan,
-            "covered_both": (lower <= true_ce <= value) if certified else np.nan,
-            "seconds": seconds,
-            "sample_seconds": sample_seconds,
-        })
+        rows.append(
+            {
+                "problem": problem.name,
+                "n": int(n),
+                "repeat": int(repeat),
+                "method": method,
+                "certified": certified,
+                "guarantee": guarantee,
+                "value": value,
+                "lower_bound": lower,
+                "true_ce": true_ce,
+                "gap": value - true_ce,
+                "lower_gap": true_ce - lower,
+                "abs_error": abs(value - true_ce),
+                "covered": (value >= true_ce) if certified else np.nan,
+                "covered_lower": (lower <= true_ce) if certified else np.nan,
+                "covered_both": (lower <= true_ce <= value) if certified else np.nan,
+                "seconds": seconds,
+                "sample_seconds": sample_seconds,
+            }
+        )
     return rows
 
 
-def run_study(problem, sizes, n_repeats, *, methods=METHODS, confidence_level=0.95,
-              random_state=0, n_jobs=None, cv=5, progress=True):
+def run_study(
+    problem,
+    sizes,
+    n_repeats,
+    *,
+    methods=METHODS,
+    confidence_level=0.95,
+    random_state=0,
+    n_jobs=None,
+    cv=5,
+    progress=True,
+):
     """All repeats of all sizes of one problem, as a tidy DataFrame.
 
     Parameters
@@ -182,9 +204,16 @@ def run_study(problem, sizes, n_repeats, *, methods=METHODS, confidence_level=0.
     # Once per study, not per task: a perturbed or custom problem integrates it.
     true_ce = float(problem.true_ce)
     jobs = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-        delayed(run_task)(problem, n, r, methods=tuple(methods),
-                          confidence_level=confidence_level, random_state=random_state, cv=cv,
-                          true_ce=true_ce)
+        delayed(run_task)(
+            problem,
+            n,
+            r,
+            methods=tuple(methods),
+            confidence_level=confidence_level,
+            random_state=random_state,
+            cv=cv,
+            true_ce=true_ce,
+        )
         for n, r in tasks
     )
     if progress:
@@ -198,4 +227,6 @@ def run_study(problem, sizes, n_repeats, *, methods=METHODS, confidence_level=0.
         jobs = tqdm(jobs, total=len(tasks), desc=problem.name, unit="fit", leave=True)
     rows = [row for task_rows in jobs for row in task_rows]
     frame = pd.DataFrame(rows)
-    return frame.sort_values(["n", "repeat", "method"], kind="stable").reset_index(drop=True)
+    return frame.sort_values(["n", "repeat", "method"], kind="stable").reset_index(
+        drop=True
+    )
