@@ -15,7 +15,8 @@ s = rng.uniform(size=200_000)  # scores of a binary classifier
 y = rng.uniform(size=200_000) < s**2  # E[y|s] = s^2: true CE = 1/6
 est = TVCalibrationBound(V=1.0, confidence_level=0.95, random_state=0).fit(s, y)
 print(
-    f"certified: {est.lower_bound_:.3f} <= CE <= {est.bound_:.3f}  (true CE = {1 / 6:.3f})"
+    f"certified: {est.lower_bound_:.3f} <= CE <= {est.bound_:.3f}"
+    f"  (true CE = {1 / 6:.3f})"
 )
 print(f"plug-in estimate {est.estimate_:.3f}, 15-bin ECE {binned_ece(y, s):.3f}")
 print({k: round(v, 4) for k, v in est.terms_.items()})

@@ -14,7 +14,8 @@ import pytest
 
 
 def check_name(check):
-    """The name of a check as scikit-learn yields it: ``partial(check_function, name)``."""
+    """The name of a check as scikit-learn yields it:
+    ``partial(check_function, name)``."""
     return check.func.__name__
 
 

@@ -129,7 +129,8 @@ def fitted_bound(estimator):
 
 @dataclass(frozen=True)
 class CoverageResult:
-    """Outcome of :func:`coverage`: ``values[r]`` is the quantity on repetition ``r``."""
+    """Outcome of :func:`coverage`: ``values[r]`` is the quantity on repetition
+    ``r``."""
 
     problem: str
     n: int
@@ -157,7 +158,8 @@ class CoverageResult:
     def summary(self):
         return (
             f"{self.problem} n={self.n} level={self.confidence_level}: "
-            f"{self.failures}/{self.repetitions} failures (tolerance {self.tolerance}), "
+            f"{self.failures}/{self.repetitions} failures "
+            f"(tolerance {self.tolerance}), "
             f"true CE {self.true_ce:.4f}, min value {self.values.min():.4f}, "
             f"median value {np.median(self.values):.4f}"
         )

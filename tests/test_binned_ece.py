@@ -14,7 +14,8 @@ from skcalbound import binned_ece
 
 
 def _calibration_curve_edges(s, n_bins, strategy):
-    """The bin edges exactly as ``calibration_curve`` computes them (sklearn 1.9 source)."""
+    """The bin edges exactly as ``calibration_curve`` computes them (sklearn 1.9
+    source)."""
     if strategy == "uniform":
         return np.linspace(0.0, 1.0, n_bins + 1)
     quantiles = np.linspace(0, 1, n_bins + 1)
@@ -22,7 +23,8 @@ def _calibration_curve_edges(s, n_bins, strategy):
 
 
 def _ece_from_calibration_curve(y, s, n_bins, strategy):
-    """ECE from ``calibration_curve``'s per-bin means, weighted by independent bin counts.
+    """ECE from ``calibration_curve``'s per-bin means, weighted by independent bin
+    counts.
 
     ``calibration_curve`` drops empty bins and does not return counts, so each score's
     bin is derived here by explicit comparisons: bin 0 is ``[e_0, e_1]`` and bin ``j``
@@ -95,7 +97,8 @@ def test_binned_ece_matches_calibration_curve_with_scores_on_the_uniform_edges(
 
 @pytest.mark.parametrize("n_bins", [3, 5, 15, 40])
 def test_binned_ece_matches_calibration_curve_with_massive_ties(n_bins):
-    """Scores on 6 values only: quantile edges land on (repeated) scores, bins go empty."""
+    """Scores on 6 values only: quantile edges land on (repeated) scores, bins go
+    empty."""
     rng = np.random.default_rng(10 + n_bins)
     support = np.array([0.05, 0.2, 0.35, 0.5, 0.8, 1.0])
     s = rng.choice(support, size=3000, p=[0.3, 0.25, 0.2, 0.1, 0.1, 0.05])

@@ -624,7 +624,8 @@ def test_other_labels_need_pos_label(Est, negative, positive, shown, data):
     with pytest.raises(
         ValueError,
         match=re.escape(
-            f"pos_label='x' is not a valid label. It should be one of {sorted([negative, positive])}."
+            f"pos_label='x' is not a valid label. It should be one of "
+            f"{sorted([negative, positive])}."
         ),
     ):
         _make(Est, pos_label="x").fit(scores, y)

@@ -32,7 +32,8 @@ def test_user_guide_explains_what_is_certified():
 
 
 def test_large_data_examples():
-    # Chunks, the in-memory fit and Dask give the same certificate (docs/large_data.rst).
+    # Chunks, the in-memory fit and Dask give the same certificate
+    # (docs/large_data.rst).
     result = doctest.testfile(
         str(ROOT / "docs" / "large_data.rst"),
         module_relative=False,

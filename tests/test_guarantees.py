@@ -21,8 +21,9 @@ sech-perturbed classifiers (``h`` given, ``b1, b2`` follow) and a smooth sine
 The Lipschitz bucketing bound runs on the same problems (``h`` for the perturbed
 classifiers, so ``L = tanh(1/h) / (2h)``; ``L = b1`` for the sine), at the same sizes,
 and in the slow suite also on :class:`Oscillating` at ``n = 20000``, where ``L ~ 38.7``.
-Its power tests use :class:`Oscillating`: bucketing coarser than the oscillation averages
-it out, so a plug-in estimate or a bound with ``L`` far too small falls below CE.
+Its power tests use :class:`Oscillating`: bucketing coarser than the oscillation
+averages it out, so a plug-in estimate or a bound with ``L`` far too small falls below
+CE.
 """
 
 import zlib
@@ -187,7 +188,8 @@ def test_abs_linear_integral_matches_quadrature(u, v, fu, fv):
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=PROBLEM_IDS)
 def test_true_ce_matches_quadrature(problem):
-    """An independent route to CE: quadrature of ``|s - eta(s)|`` against the score law."""
+    """An independent route to CE: quadrature of ``|s - eta(s)|`` against the score
+    law."""
 
     def residual(s):
         return abs(s - float(problem.eta(np.array([s]))[0]))
@@ -408,7 +410,8 @@ def nw_assumptions(problem):
 
 
 def nw_factory(aggregate, guarantee="high_probability", **params):
-    """Estimator factory for :func:`coverage`: the NW bound with the problem's constants."""
+    """Estimator factory for :func:`coverage`: the NW bound with the problem's
+    constants."""
 
     def make(problem, confidence_level, random_state):
         return NWCalibrationBound(
@@ -549,8 +552,8 @@ def lipschitz_assumptions(problem, scale=1.0):
 
 
 def lipschitz_factory(aggregate, scale=1.0, **params):
-    """Estimator factory for :func:`coverage`: the Lipschitz bound with the problem's ``L``
-    (``params`` may set ``guarantee``)."""
+    """Estimator factory for :func:`coverage`: the Lipschitz bound with the problem's
+    ``L`` (``params`` may set ``guarantee``)."""
 
     def make(problem, confidence_level, random_state):
         return LipschitzBucketBound(
@@ -655,10 +658,10 @@ def test_lipschitz_bound_coverage_oscillating_slow(
 
 # Power of the harness for the Lipschitz bound. On the coverage problems above the label
 # noise pushes the plug-in estimate up and the 1/(2 sqrt(n_b)) term keeps even a bound
-# with L/50 above CE (0/20 failures each at n = 2000 and 5000 in a pilot run; the plug-in
-# estimate failed 1-8/20 there), so the power cases use Oscillating (CE = 0.3/pi ~ 0.0955,
-# 40 periods per unit score): buckets of whole periods average the oscillation out,
-# leaving mean |s - eta_hat| ~ bucket width / 4.
+# with L/50 above CE (0/20 failures each at n = 2000 and 5000 in a pilot run; the
+# plug-in estimate failed 1-8/20 there), so the power cases use Oscillating
+# (CE = 0.3/pi ~ 0.0955, 40 periods per unit score): buckets of whole periods average
+# the oscillation out, leaving mean |s - eta_hat| ~ bucket width / 4.
 # - "estimate": the plug-in estimate with 40 buckets (one period each) at n = 5000:
 #   ~0.028 < CE in every repeat, while the certified bound from the same fits (true L)
 #   is ~0.44: valid and not clipped.
@@ -760,8 +763,9 @@ def test_staircase_truth_is_integrated_accurately():
     for h in (2.0**-4, 2.0**-6):
         problem = step_problem(h)
         assert problem.ce_integration_error < 1e-9
-        # Unperturbed CE of the staircase: sum over pieces of int |s - c| ds (x 0.8) plus
-        # the atom's 0.2 * |0.5 - 0.5| = 0; the perturbed classifier's CE is below it.
+        # Unperturbed CE of the staircase: sum over pieces of int |s - c| ds (x 0.8)
+        # plus the atom's 0.2 * |0.5 - 0.5| = 0; the perturbed classifier's CE is below
+        # it.
         pieces = [
             (0.0, 0.25, 0.8),
             (0.25, 0.5, 0.1),

@@ -113,7 +113,8 @@ IMPORTS = {
 
 
 def _group(module, names):
-    """The entry of ``names`` that ``module`` belongs to (``_surrogates._tv`` -> ``_surrogates``)."""
+    """The entry of ``names`` that ``module`` belongs to (``_surrogates._tv`` ->
+    ``_surrogates``)."""
     parts = module.split(".")
     if parts[0] != PACKAGE or len(parts) < 2:
         return None

@@ -276,7 +276,8 @@ def test_one_candidate_one_fold_by_hand(guarantee, path):
     assert (row["n_buckets"], row["shift"], row["n_candidates"]) == (4, 0, 1)
     assert row["n_fallback"] == n_fallback
     # 0.5, 0.51, 0.6, 0.7 and 0.74 fall in the empty bucket [1/2, 3/4); 0.5 uses the
-    # bucket of 1/4 (at the midpoint of 1/4 and 3/4 in the subset split), 0.6 that of 3/4.
+    # bucket of 1/4 (at the midpoint of 1/4 and 3/4 in the subset split), 0.6 that of
+    # 3/4.
     assert n_fallback == 5
     assert np.count_nonzero(g == 1.0) >= 2 and np.count_nonzero(g < 1.0) >= 10
     assert est.n_splits_ == 1

@@ -257,7 +257,8 @@ def _bad_inputs():
             "1-D",
             P[:, 0].copy(),
             y,
-            r"shape \(n_samples, n_classes\) with n_classes >= 2; got an array of shape \(60,\)",
+            r"shape \(n_samples, n_classes\) with n_classes >= 2; "
+            r"got an array of shape \(60,\)",
         ),
         ("K=1", P[:, :1].copy(), y, r"n_classes >= 2; got an array of shape \(60, 1\)"),
         ("3-D", P[:, :, None].copy(), y, r"got an array of shape \(60, 3, 1\)"),
@@ -279,7 +280,8 @@ def _bad_inputs():
             "too few labels",
             P,
             np.minimum(y, 1),
-            r"y has 2 distinct label\(s\) \[0, 1\] but X has 3 columns.*exactly 3 classes",
+            r"y has 2 distinct label\(s\) \[0, 1\] but X has 3 columns"
+            r".*exactly 3 classes",
         ),
         (
             "too many labels",
@@ -497,7 +499,8 @@ def test_nw_h_recipe_on_the_perturbed_confidence_is_covered(K):
     h = 2.0**-3
     failures, truth, bounds = _nw_h_recipe_failures(K, h, repeats=30, n=2000)
     print(
-        f"h recipe K={K}: {failures} of 30, truth {truth:.4f}, mean bound {bounds.mean():.3f}"
+        f"h recipe K={K}: {failures} of 30, truth {truth:.4f}, "
+        f"mean bound {bounds.mean():.3f}"
     )
     assert failures <= binomial_tolerance(30, LEVEL), (failures, truth)
     assert np.all(bounds < 1.0)  # informative, so the check is not vacuous

@@ -54,7 +54,8 @@ def _bin(s, G):
 
 
 def _weights(train_s, query, bandwidth, tempering, G):
-    """Normalised weights of the training points for one query, and the fallback flag."""
+    """Normalised weights of the training points for one query, and the fallback
+    flag."""
     q = _bin(query, G)
     w = []
     for s in train_s:
@@ -268,7 +269,8 @@ def test_one_fold_by_hand(guarantee, path, bandwidth):
 
 @pytest.mark.parametrize("guarantee", GUARANTEES)
 def test_refit_predict_and_score_by_hand(guarantee):
-    """``predict`` is the smoother on all fitted data; ``score`` its fixed-split bound."""
+    """``predict`` is the smoother on all fitted data; ``score`` its fixed-split
+    bound."""
     X, y, train, val, _ = _tiny_problem()
     confidence_level, b1, b2, bandwidth, tempering = 0.9, 0.5, 1.0, 0.05, 1.2
     est = NWCalibrationBound(
@@ -646,7 +648,8 @@ def test_score_is_a_negated_bound_above_the_held_out_residual():
     ).fit(s, y)
     assert other.score(held_s, held_y) == score
     # The fixed split evaluates 20000 points at the full delta with a surrogate fitted
-    # on 20000; each of the 5 folds evaluates 4000 at delta / 5 with one fitted on 16000.
+    # on 20000; each of the 5 folds evaluates 4000 at delta / 5 with one fitted on
+    # 16000.
     assert -score < est.bound_
 
 

@@ -1,4 +1,5 @@
-"""The grid NW smoother against a slow, obviously correct loop over every training point.
+"""The grid NW smoother against a slow, obviously correct loop over every training
+point.
 
 The grid of both certificates (``_surrogates/_nw_hp.py`` and ``_nw_grid.py``, SPEC
 sections 4, 10 and 12) is checked against weights built one query at a time (the

@@ -177,12 +177,13 @@ def test_binned_ece_stays_far_from_ce_while_certified_bounds_approach_it():
     4e5    0.0086  0.1396     0.1173    0.4618
     ====== ======= ========== ========= =========
 
-    so ``|ECE - CE|`` goes 0.085 -> 0.086 -> 0.087 (it tends to ``CE - 0.0090 = 0.0865``,
-    the population binned ECE being ``0.0090``), while the Lipschitz gap goes
-    0.221 -> 0.078 -> 0.044 and the NW gap 0.141 -> 0.040 -> 0.022. (The published
-    forms, ``guarantee="paper"``, gave 0.169 -> 0.063 -> 0.037 for Lipschitz and
-    0.147 -> 0.055 -> 0.033 for NW: the certified Lipschitz form pays for the training
-    labels, the certified NW form is tighter by its expanded Lemma 6.) About 2 s.
+    so ``|ECE - CE|`` goes 0.085 -> 0.086 -> 0.087 (it tends to
+    ``CE - 0.0090 = 0.0865``, the population binned ECE being ``0.0090``), while the
+    Lipschitz gap goes 0.221 -> 0.078 -> 0.044 and the NW gap 0.141 -> 0.040 -> 0.022.
+    (The published forms, ``guarantee="paper"``, gave 0.169 -> 0.063 -> 0.037 for
+    Lipschitz and 0.147 -> 0.055 -> 0.033 for NW: the certified Lipschitz form pays for
+    the training labels, the certified NW form is tighter by its expanded Lemma 6.)
+    About 2 s.
 
     The TV bound is included for validity only: here ``V ~ 14.4`` (24 periods of a
     large oscillation), and its denoising term ``TVB ~ sqrt(4 t2 V / m)`` with

@@ -206,7 +206,10 @@ def test_nw_scorer_on_an_unperturbed_classifier_asks_for_h(data):
     model = LogisticRegression().fit(X_fit, y_fit)
     with pytest.raises(
         ValueError,
-        match=r"make_bound_scorer\('nw'\) needs .* got LogisticRegression\. Pass h or b1 or b2",
+        match=(
+            r"make_bound_scorer\('nw'\) needs .* got LogisticRegression\. "
+            r"Pass h or b1 or b2"
+        ),
     ):
         make_bound_scorer("nw")(model, X, y)
     with pytest.raises(
@@ -320,7 +323,8 @@ def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data, grid):
     assert within.size and search.best_index_ == within[np.argmax(h[within])]
     assert search.best_params_["h"] == h[search.best_index_]
     assert search.best_estimator_.h == search.best_params_["h"]
-    # Costs grow with h, and the NW bound tightens with h: the trade-off the rule settles.
+    # Costs grow with h, and the NW bound tightens with h: the trade-off the rule
+    # settles.
     assert cost[0] > 0.01 > cost[-1]
     assert res["mean_test_nw"][0] > res["mean_test_nw"][-1]
     # The other documented choice: the h with the smallest certified bound.

@@ -255,7 +255,8 @@ def test_sampler_mean_and_variance_match_quadrature(s_orig, h):
 
 
 def test_sampler_moments_far_from_the_ends_are_the_untruncated_ones():
-    # sech(x)/pi is the hyperbolic secant law scaled by pi/2: variance pi^2/4 (units h^2).
+    # sech(x)/pi is the hyperbolic secant law scaled by pi/2: variance pi^2/4
+    # (units h^2).
     h = 2.0**-12
     mean, var, _ = moments_by_quadrature(0.5, h)
     assert abs(mean) < 1e-12 * h

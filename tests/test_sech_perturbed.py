@@ -1,4 +1,5 @@
-"""``perturb_scores``: the public face of the exact sech sampler (``skcalbound._sech``)."""
+"""``perturb_scores``: the public face of the exact sech sampler
+(``skcalbound._sech``)."""
 
 import numpy as np
 import pytest
@@ -216,7 +217,10 @@ def test_multiclass_targets_are_rejected_before_fitting():
     inner = LogisticRegression()
     with pytest.raises(
         ValueError,
-        match="Only binary classification is supported. The type of the target is multiclass",
+        match=(
+            "Only binary classification is supported. "
+            "The type of the target is multiclass"
+        ),
     ):
         SechPerturbedClassifier(inner).fit(X, y)
     assert not hasattr(inner, "coef_")
@@ -231,7 +235,10 @@ def test_estimators_without_predict_proba_are_rejected(estimator):
     X, y = _data()
     with pytest.raises(
         InvalidParameterError,
-        match="'estimator' parameter of SechPerturbedClassifier must be an object implementing 'fit' and 'predict_proba'",
+        match=(
+            "'estimator' parameter of SechPerturbedClassifier must be an object "
+            "implementing 'fit' and 'predict_proba'"
+        ),
     ):
         SechPerturbedClassifier(estimator).fit(X, y)
 

@@ -43,7 +43,8 @@ N_MC_DEFAULT = 2 * 10**4
     ids=[*H_IDS, *(f"{i}-n=10^5" for i in H_IDS)],
 )
 def drawn(request):
-    """``(problem, s, y, s_orig, eta(s))`` for ``n`` draws, shared by the tests below."""
+    """``(problem, s, y, s_orig, eta(s))`` for ``n`` draws, shared by the tests
+    below."""
     h, n = request.param
     problem = PROBLEMS[h]
     rng = np.random.default_rng(int(1 / h))
@@ -58,7 +59,8 @@ def inner_points(problem, s):
 
 
 def quad_p_q(problem, s):
-    """``p(s)``, ``q(s)`` by ``quad`` over each piece of the continuous part, plus atoms."""
+    """``p(s)``, ``q(s)`` by ``quad`` over each piece of the continuous part, plus
+    atoms."""
     base, h = problem.base, problem.h
     p = sum(w * sech_pdf(s, x, h) for x, w, _ in base.atoms)
     q = sum(w * e * sech_pdf(s, x, h) for x, w, e in base.atoms)

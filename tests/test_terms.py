@@ -46,7 +46,8 @@ def test_population_variance_divides_by_m():
 
 def test_tv_t1_t2_hand_values():
     assert_allclose(tv_t1(0.01), math.sqrt(0.5 * math.log(400.0)), rtol=1e-15)
-    # m = 1001, delta1 = 0.004: t2 = sqrt(1001 / 8 * ln(4 * 1000 / 0.004)) = sqrt(1001/8 * ln 1e6)
+    # m = 1001, delta1 = 0.004:
+    # t2 = sqrt(1001 / 8 * ln(4 * 1000 / 0.004)) = sqrt(1001/8 * ln 1e6)
     assert_allclose(
         tv_t2(1001, 0.004), math.sqrt(1001 / 8 * 6 * math.log(10.0)), rtol=1e-14
     )

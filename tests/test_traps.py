@@ -32,7 +32,8 @@ H = 2.0**-6
 
 @pytest.fixture(scope="module")
 def churn():
-    """A well-calibrated model of P(churn): scores, 0/1 labels, "churn"/"stay" labels."""
+    """A well-calibrated model of P(churn): scores, 0/1 labels, "churn"/"stay"
+    labels."""
     rng = np.random.default_rng(0)
     s = perturb_scores(rng.beta(2, 5, size=5000), H, random_state=1)
     churned = rng.uniform(size=s.shape[0]) < s
@@ -92,7 +93,8 @@ def test_pos_label_not_among_labels(name, churn):
     with pytest.raises(
         ValueError,
         match=re.escape(
-            "pos_label='Churn' is not a valid label. It should be one of ['churn', 'stay']."
+            "pos_label='Churn' is not a valid label. "
+            "It should be one of ['churn', 'stay']."
         ),
     ):
         FUNCTIONS[name](words, s, pos_label="Churn")
@@ -169,10 +171,10 @@ def test_unperturbed_discrete_scores_with_h_are_rejected(fit):
     with pytest.raises(
         ValueError,
         match=re.escape(
-            f"h=0.015625 states that the scores were perturbed with the sech kernel, whose "
-            f"output is continuous, but {counts[largest]} of the 3000 scores equal "
-            f"{float(values[largest])!r} (5 distinct values in all): these scores were not "
-            "perturbed"
+            "h=0.015625 states that the scores were perturbed with the sech kernel, "
+            f"whose output is continuous, but {counts[largest]} of the 3000 scores "
+            f"equal {float(values[largest])!r} (5 distinct values in all): "
+            "these scores were not perturbed"
         ),
     ):
         fit(s, y)
@@ -266,7 +268,8 @@ def test_docstrings_say_assumptions_are_not_knobs():
         (
             "calibration_test",
             lambda s, y: calibration_test(s, y, method="tv"),
-            "calibration_test takes the labels first: calibration_test(y_true, y_prob).",
+            "calibration_test takes the labels first: "
+            "calibration_test(y_true, y_prob).",
         ),
         (
             "fit",
@@ -282,8 +285,8 @@ def test_swapped_arguments_are_named(name, call, order, churn):
     with pytest.raises(
         ValueError,
         match=re.escape(
-            f"The labels hold {n_distinct} distinct values in [0, 1] and the scores only "
-            f"0 and 1: the arguments look swapped. {order}"
+            f"The labels hold {n_distinct} distinct values in [0, 1] and the scores "
+            f"only 0 and 1: the arguments look swapped. {order}"
         ),
     ):
         call(s, labels)

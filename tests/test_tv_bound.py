@@ -1,4 +1,5 @@
-"""TVCalibrationBound: every term recomputed by hand, and the surrogate against brute force."""
+"""TVCalibrationBound: every term recomputed by hand, and the surrogate against brute
+force."""
 
 import math
 
@@ -49,7 +50,8 @@ def test_tv_terms_by_hand_with_ties(guarantee):
     # residual runs linearly from 0 to -t2 and back to 0) is, for t2 < 9.5:
     # zero first, two pieces t2 / 20 and 1 - t2 / 20 of 20 points each; one first,
     # three pieces t2 / 19, 1/2 (the tie block: its residuals 1/2 and -1/2 cancel) and
-    # 1 - t2 / 19. The tie block's value is the mean of its fitted values: 1/2 both ways.
+    # 1 - t2 / 19. The tie block's value is the mean of its fitted values: 1/2 both
+    # ways.
     assert t2 < 9.5
 
     def expected_terms(k):

@@ -204,7 +204,8 @@ BAD_DATA = [
         _with(S, 4, -0.25),
         Y,
         ValueError,
-        r"Scores must be probabilities in \[0, 1\]; got values in \[-0\.25, 0\.9\d*\]\. "
+        r"Scores must be probabilities in \[0, 1\]; "
+        r"got values in \[-0\.25, 0\.9\d*\]\. "
         r"Pass predict_proba outputs, not decision_function values or logits\.",
         {},
     ),
@@ -230,7 +231,8 @@ BAD_DATA = [
         Y,
         ValueError,
         r"X has 2 columns, so it is read as a predict_proba output whose rows sum to "
-        r"one, but 50 row\(s\) do not \(row 0 sums to [\d.]+\)\. Pass the positive-class "
+        r"one, but 50 row\(s\) do not \(row 0 sums to [\d.]+\)\. "
+        r"Pass the positive-class "
         r"column alone",
         {},
     ),
@@ -481,7 +483,10 @@ def test_missing_labels_are_reported():
     for function in (tv_bound, nw_bound, lipschitz_bucket_bound, binned_ece):
         with pytest.raises(
             ValueError,
-            match=rf"The 'y_true' parameter of {function.__name__} must be an array-like",
+            match=(
+                rf"The 'y_true' parameter of {function.__name__} "
+                r"must be an array-like"
+            ),
         ):
             function(None, X)
     assert_array_equal(X, S, strict=True)
@@ -612,7 +617,8 @@ METHOD_BAD_PARAMS = {
         (
             {"bandwidth": 0},
             r"The 'bandwidth' parameter of {owner} must be a str among "
-            r"\{('auto', 'plugin'|'plugin', 'auto')\} or a float in the range \(0\.0, inf\)\. "
+            r"\{('auto', 'plugin'|'plugin', 'auto')\} "
+            r"or a float in the range \(0\.0, inf\)\. "
             r"Got 0 instead",
         ),
         (
