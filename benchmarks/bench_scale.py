@@ -69,7 +69,10 @@ def _binning(y_prob, y_true, n_bins=15):
 
     parts = [
         dask.delayed(per_block)(s, y)
-        for s, y in zip(y_prob.to_delayed().ravel(), y_true.to_delayed().ravel())
+        for s, y in zip(
+            y_prob.to_delayed(optimize_graph=False).ravel(),
+            y_true.to_delayed(optimize_graph=False).ravel(),
+        )
     ]
     total = dask.delayed(sum)(parts)
     count, sum_s, sum_y = dask.compute(total)[0]

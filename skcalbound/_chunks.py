@@ -258,12 +258,15 @@ class DaskSource:
         def add(a, b):
             return (a[0] + b[0], a[1] | b[1])
 
+        # The blocks unoptimised: optimising each array's graph on its own would
+        # inline what they share (two columns of one DataFrame, or of one generated
+        # block) into both, and compute it twice per pass.
         parts = [
             dask.delayed(block)(y, s, start, k)
             for k, (y, s, start) in enumerate(
                 zip(
-                    self.y_true.to_delayed().ravel(),
-                    self.y_prob.to_delayed().ravel(),
+                    self.y_true.to_delayed(optimize_graph=False).ravel(),
+                    self.y_prob.to_delayed(optimize_graph=False).ravel(),
                     starts,
                 )
             )

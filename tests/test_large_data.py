@@ -288,6 +288,34 @@ def test_dask_dataframe_columns():
     _assert_same_fit(a, b)
 
 
+def test_dask_blocks_shared_by_both_arrays_are_computed_once_per_pass():
+    # Scores and labels cut from one block (as two columns of one DataFrame share a
+    # partition): each of the two passes computes every block once, not once per
+    # array (dask's per-array graph optimisation inlines a shared block into both).
+    dask = pytest.importorskip("dask")
+    da = pytest.importorskip("dask.array")
+    calls = []
+
+    def draw(k):
+        calls.append(k)
+        rng = np.random.default_rng(k)
+        s = rng.uniform(size=500)
+        return np.stack([s, (rng.uniform(size=500) < s).astype(float)], axis=1)
+
+    both = da.concatenate(
+        [
+            da.from_delayed(dask.delayed(draw)(k), shape=(500, 2), dtype=float)
+            for k in range(4)
+        ]
+    )
+    with dask.config.set(scheduler="synchronous"):
+        est = NWCalibrationBound(b1=2.0, b2=4.0, random_state=0)
+        est.fit(both[:, 0], both[:, 1])
+    assert sorted(calls) == [0, 0, 1, 1, 2, 2, 3, 3]
+    s, y = both.compute().T
+    _assert_same_fit(NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit(s, y), est)
+
+
 @pytest.mark.parametrize("block", [997, 4096])
 @pytest.mark.parametrize(
     "Est, params",
