@@ -404,30 +404,7 @@ class BucketTable:
 
     def buckets(self):
         """One :class:`Buckets` per candidate."""
-        b = self.bounds
-        return [
-            Buckets(
-                int(self.B[i]),
-                r,
-                int(self.w[i]),
-                int(self.o[i]),
-                *(
-                    x[b[i] : b[i + 1]]
-                    for x in (
-                        self.start,
-                        self.end,
-                        self.n_b,
-                        self.eta,
-                        self.alpha,
-                        self.root,
-                    )
-                ),
-                tuple(x[b[i] : b[i + 1]] for x in self.ends),
-                self.runs[b[i] : b[i + 1]],
-                bool(self.bounded[i]),
-            )
-            for i, (_, r) in enumerate(self.candidates)
-        ]
+        return [self.bucket(i) for i in range(len(self.candidates))]
 
     def blocks(self, n_cells):
         """Runs of consecutive candidates, as slices, of about ``_BLOCK`` (candidate,
