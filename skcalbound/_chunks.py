@@ -56,9 +56,14 @@ class Chunk:
 
 
 def _merge(results):
+    """The sum of ``results`` (in place into the first, which the caller's ``fn``
+    made for this merge)."""
     total = None
     for result in results:
-        total = result if total is None else total + result
+        if total is None:
+            total = result
+        else:
+            total += result
     return total
 
 

@@ -72,6 +72,12 @@ class GroupCellSums:
     def __add__(self, other):
         return GroupCellSums(*(a + b for a, b in zip(self._arrays(), other._arrays())))
 
+    def __iadd__(self, other):
+        # In place: the merge of in-memory blocks adds MBs of grids per block.
+        for a, b in zip(self._arrays(), other._arrays()):
+            a += b
+        return self
+
     def _arrays(self):
         return (self.count, self.positives, self.s1, self.s2)
 
@@ -428,6 +434,11 @@ class Plan:
     # Per table cell, :meth:`PaperTables.records` of the smoothers (None: Lemma 6
     # expanded at the query).
     paper: np.ndarray = field(init=False)
+    # Facts about the plan that every block of pass 2 asks (computed once: the
+    # kernel flag alone has one entry per table cell).
+    no_fallback: bool = field(init=False)
+    same_grid: bool = field(init=False)
+    identity_splits: bool = field(init=False)
 
     def __post_init__(self):
         sizes = [s.tables.n_bins for s in self.smoothers] or [0]
@@ -460,27 +471,23 @@ class Plan:
         set_("paper", paper)
         if self.needed is None:
             set_("needed", np.empty(0, dtype=np.intp))
+        # Every table cell has training points within the kernel.
+        set_("no_fallback", bool(self.kernel.all()))
+        set_(
+            "same_grid",
+            bool(self.n_splits) and bool(np.all(self.shifts == self.shifts[0])),
+        )
+        # Group ``g`` is split ``g``'s validation part (a partition: rows of group -1
+        # do not occur).
+        set_(
+            "identity_splits",
+            self.n_groups == self.n_splits
+            and np.array_equal(self.split_of_group, np.arange(self.n_groups)),
+        )
 
     @property
     def n_splits(self):
         return len(self.smoothers)
-
-    @property
-    def no_fallback(self):
-        """Every table cell has training points within the kernel."""
-        return bool(self.kernel.all())
-
-    @property
-    def same_grid(self):
-        return bool(self.n_splits) and bool(np.all(self.shifts == self.shifts[0]))
-
-    @property
-    def identity_splits(self):
-        """Group ``g`` is split ``g``'s validation part (a partition: rows of group
-        -1 do not occur)."""
-        return self.n_groups == self.n_splits and np.array_equal(
-            self.split_of_group, np.arange(self.n_groups)
-        )
 
     def empty(self):
         k = self.n_splits
@@ -692,14 +699,21 @@ class FirstPass:
     keys: list = None
     cap: int = None
 
+    def _merged_keys(self, other):
+        if self.keys is None:
+            return None
+        return [
+            _smallest(np.concatenate((a, b)), self.cap)
+            for a, b in zip(self.keys, other.keys)
+        ]
+
     def __add__(self, other):
-        keys = None
-        if self.keys is not None:
-            keys = [
-                _smallest(np.concatenate((a, b)), self.cap)
-                for a, b in zip(self.keys, other.keys)
-            ]
-        return FirstPass(self.sums + other.sums, keys, self.cap)
+        return FirstPass(self.sums + other.sums, self._merged_keys(other), self.cap)
+
+    def __iadd__(self, other):
+        self.keys = self._merged_keys(other)
+        self.sums += other.sums
+        return self
 
 
 def first_pass(chunk, design, fine_bins, cap=None, key_seed=None, check=None):
