@@ -228,3 +228,53 @@ def test_fold_statistics_match_the_reference(case, tempering, bandwidth, paper):
         assert_allclose(got["sum_c_squared"], C2, rtol=1e-12, err_msg=label)
     if case == "gaps":
         assert n_fallback > 10  # the fallback, and its weights in C2, are exercised
+
+
+def test_residuals_summed_by_cell_match_the_rows_in_crossing_cells():
+    # Pass 2 sums r = |s - eta_hat| by cell from pass 1's sums wherever eta_hat is
+    # outside the query's cell (sign known), and row by row in the cells it crosses.
+    # Queries on both sides of eta_hat inside every crossing cell, and at its edges.
+    rng = np.random.default_rng(7)
+    train = rng.uniform(size=3000)
+    labels = (rng.uniform(size=train.size) < train).astype(float)
+    bandwidth = 0.02
+    G = nw_hp.grid_size(bandwidth)
+
+    def fit(queries):
+        rows = np.concatenate([train, queries])
+        ids = np.repeat([0, 1], [train.size, queries.size])
+        y = np.concatenate([labels, np.zeros(queries.size)])
+        ((smoother, got),) = _nw_grid.fit_design(
+            ArraySource(rows, y),
+            GroupDesign(2, ((1, (0,)),), ids=ids),
+            fine_bins=4 * G,
+            candidates=lambda m: (bandwidth,),
+            tempering=1.2,
+            b1=1.0,
+            b2=2.0,
+        ).splits
+        return smoother, got
+
+    smoother, _ = fit(rng.uniform(size=50))
+    tables = smoother.tables
+    cells = np.flatnonzero(_nw_grid.crossing(tables))
+    assert cells.size >= 5  # eta_hat follows the diagonal: it crosses cells
+    eta = tables.eta[cells]
+    width = 1.0 / tables.n_bins
+    inside = np.concatenate(
+        [
+            eta,
+            np.nextafter(eta, 0.0),
+            eta + 0.3 * (cells * width - eta),  # between the lower edge and eta
+            eta + 0.3 * ((cells + 1) * width - eta),  # between eta and the upper edge
+            cells * width,
+        ]
+    )
+    queries = np.concatenate([inside, rng.uniform(size=400), [0.0, 1.0]])
+    smoother_again, got = fit(queries)
+    assert_allclose(smoother_again.tables.eta, tables.eta, rtol=0, atol=0)
+    q = np.minimum(np.floor(queries * tables.n_bins), tables.n_bins - 1).astype(int)
+    assert np.isin(q, cells).sum() >= 5 * cells.size
+    r = np.abs(smoother(queries) - queries)
+    assert got["n"] == queries.size and got["n_fallback"] == 0
+    assert_allclose(got["residual_moments"], [r.mean(), r.var()], rtol=1e-12)

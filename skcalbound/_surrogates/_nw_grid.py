@@ -14,12 +14,15 @@ pass 1 (:func:`cell_sums`)
     the kernel (nearest-neighbour fallback).
 pass 2 (:func:`evaluation_sums`)
     per validation point, ``r = |s - eta_hat|`` and ``min(g, 1)`` from the tables of
-    its fold, reduced to count, mean and centred second moment of ``r`` (merged with
-    Chan et al.'s pairwise rule), the sum of ``min(g, 1)`` and the query count per
-    table cell (for ``C2``); and, for the few cells next to a fallback region, the
-    largest and smallest training score with its count and positives (merged by max /
-    min). Fallback queries are kept (they are points with no training score within a
-    bandwidth, so few) and finished once the extremes are known.
+    its fold, reduced to sums of ``r - shift`` and its square and of ``min(g, 1)`` and
+    its square, and the query count per table cell (for ``C2``). When every
+    validation row is evaluated, ``r`` is summed by cell from pass 1's sums instead
+    (``eta_hat - s`` has one sign over a cell that ``eta_hat`` does not cross), and
+    only the rows of crossing cells row by row. And, for the few cells next to a
+    fallback region, the largest and smallest training score with its count and
+    positives (merged by max / min). Fallback queries are kept (they are points with
+    no training score within a bandwidth, so few) and finished once the extremes are
+    known.
 
 Every number equals the in-memory one up to the order of the additions.
 
@@ -41,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._nw import BinStats, _kernel, bin_centres, bin_of
-from ._nw_hp import HPTables, Pyramid, _conv, choose_bandwidth, grid_size
+from ._nw_hp import HPTables, Pyramid, _conv, choose_bandwidth, coarsen, grid_size
 
 # Rows per block of the per-row arithmetic: its temporaries (and pass 2's gathered
 # records, 32 bytes a row) stay in the core's cache.
@@ -422,6 +425,9 @@ class Plan:
     needed: np.ndarray = None  # sorted fine cells
     # Kernel queries per table cell (stacked like ``eta``) when every row of a split's
     # validation group is evaluated: pass 1's counts, so pass 2 need not count them.
+    # Then the residuals ``|s - eta|`` are summed by cell from pass 1's sums too
+    # (:func:`cell_residual_sums`), and pass 2 sums only the rows of the few cells
+    # whose ``eta`` lies inside the cell (``crossing``).
     query_counts: np.ndarray = None
     offsets: np.ndarray = field(init=False)
     shifts: np.ndarray = field(init=False)
@@ -440,6 +446,10 @@ class Plan:
     same_grid: bool = field(init=False)
     identity_splits: bool = field(init=False)
 
+    @property
+    def cell_residuals(self):
+        return self.query_counts is not None
+
     def __post_init__(self):
         sizes = [s.tables.n_bins for s in self.smoothers] or [0]
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -452,15 +462,17 @@ class Plan:
         set_("mean_score", stack(p[0] for p in parts))
         set_("const", stack(p[1] for p in parts))
         set_("kernel", stack(t.A0 for t in tables) > 0.0)
+        # Column 3: 0 outside the kernel (fallback), 1 inside, 2 inside and crossing
+        # (residuals summed per row; only with ``query_counts``).
+        flag = self.kernel.astype(np.float64)
+        if self.cell_residuals:
+            flag += stack(crossing(t) for t in tables)
         # What a query reads of its cell, side by side: one cache line a row instead
         # of one per table (the tables are MBs at 10**7 rows, and the rows' cells are
         # random, so each separate gather would be a cache miss).
         set_(
             "records",
-            np.stack(
-                [self.mean_score, self.const, self.eta, self.kernel.astype(np.float64)],
-                axis=1,
-            ),
+            np.stack([self.mean_score, self.const, self.eta, flag], axis=1),
         )
         set_("shift", np.array([residual_shift(t) for t in tables] or [0.0]))
         paper = None
@@ -552,6 +564,31 @@ def evaluation_sums(plan, scores, labels, groups, keys=None):
     return out
 
 
+def crossing(tables):
+    """Per table cell: ``eta`` inside the cell's score range ``[q / G, (q + 1) / G]``
+    (then ``s - eta`` changes sign within the cell); False where ``eta`` is NaN."""
+    G = tables.n_bins
+    edges = np.arange(G + 1) / G
+    with np.errstate(invalid="ignore"):
+        return (tables.eta >= edges[:-1]) & (tables.eta <= edges[1:])
+
+
+def cell_residual_sums(tables, stats, shift):
+    """Sums of ``r - shift`` and of its square, ``r = |s - eta_hat|``, over the points
+    of ``stats`` (their cell sums on the tables' grid) in kernel cells that are not
+    :func:`crossing`. There ``eta - s`` has the sign ``sigma`` of ``eta - c_q`` for
+    every point of the cell, so ``r - shift = a - sigma t`` with ``a = |eta - c_q| -
+    shift``: ``N a - sigma s1`` and ``N a**2 - 2 a sigma s1 + s2`` per cell."""
+    use = (tables.A0 > 0.0) & (stats.count > 0) & ~crossing(tables)
+    diff = tables.eta[use] - bin_centres(tables.n_bins)[use]
+    sign = np.sign(diff)
+    a = np.abs(diff) - shift
+    n, s1 = stats.count[use], sign * stats.s1[use]
+    first = n * a - s1
+    second = (n * a - 2.0 * s1) * a + stats.s2[use]
+    return np.array([first.sum(), second.sum()])
+
+
 def _shifted_sums(r, split, shift, k):
     """Per split, the sums of ``r - shift`` and of its square, ``(k, 2)``."""
     r -= shift[split]
@@ -597,6 +634,20 @@ def _evaluate_block(plan, s, groups, keys):
             f = ~kernel
             fallback = (s[f], sp[f])
             s, sp, idx, record = s[kernel], sp[kernel], idx[kernel], record[kernel]
+    if plan.cell_residuals:
+        # Only the rows of crossing cells, where the smoother crosses the diagonal
+        # (53 of 10**7 rows in the benchmark, so one test per block first): the
+        # others are summed by cell.
+        residuals = np.zeros((k, 2))
+        flag = record[:, 3]
+        if flag.size and flag.max() > 1.0:
+            cross = np.flatnonzero(flag > 1.0)
+            r = np.abs(record[cross, 2] - s[cross])
+            residuals = _shifted_sums(r, sp[cross], plan.shift, k)
+    else:
+        r = np.subtract(record[:, 2], s)
+        np.abs(r, out=r)
+        residuals = _shifted_sums(r, sp, plan.shift, k)
     d = np.subtract(record[:, 0], s)
     if plan.paper is None:
         g = np.abs(d)
@@ -608,13 +659,11 @@ def _evaluate_block(plan, s, groups, keys):
     g += d
     g += record[:, 1]
     np.minimum(g, 1.0, out=g)
-    r = np.subtract(record[:, 2], s)
-    np.abs(r, out=r)
     smoothing = np.empty((k, 2))
     smoothing[:, 0] = np.bincount(sp, weights=g, minlength=k)
     smoothing[:, 1] = np.bincount(sp, weights=np.square(g, out=g), minlength=k)
     return (
-        _shifted_sums(r, sp, plan.shift, k),
+        residuals,
         smoothing,
         idx,
         fallback,
@@ -860,6 +909,12 @@ def fit_design(
     p2 = source.map_reduce(lambda c: second_pass(c, plan, design, key_seed))
     if p2 is None:
         p2 = plan.empty()
+    if plan.cell_residuals:
+        for k, (smoother, (validation, _)) in enumerate(zip(smoothers, design.splits)):
+            queries = coarsen(sums.group(validation), fine_bins // smoother.n_bins)
+            p2.residuals[k] += cell_residual_sums(
+                smoother.tables, queries, plan.shift[k]
+            )
     everyone = tuple(range(design.n_groups))
     results = []
     for k, (smoother, (_, train)) in enumerate(zip(smoothers, design.splits)):
