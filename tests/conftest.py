@@ -5,7 +5,6 @@ from collections import namedtuple
 
 import numpy as np
 import pytest
-from _synthetic import PowerMiscalibrated
 from threadpoolctl import threadpool_limits
 
 
@@ -17,6 +16,18 @@ def pytest_configure(config):
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers is not None:
         threadpool_limits(max(1, (os.cpu_count() or 1) // int(workers)))
+    # Many tests bound small samples on purpose (tests/test_traps.py checks the
+    # warning). This filter names a class, so pytest imports it, and with it
+    # skcalbound._validation and scikit-learn (~1.6 s of CPU), when it reads the
+    # filter: it is added here, where tests run, and not in pyproject.toml, where
+    # pytest-xdist's controller, which runs none, read it before starting the workers.
+    controller = not hasattr(config, "workerinput") and config.getoption(
+        "numprocesses", default=None
+    )
+    if not controller:
+        config.addinivalue_line(
+            "filterwarnings", "ignore::skcalbound.VacuousBoundWarning"
+        )
 
 
 Sample = namedtuple("Sample", ["scores", "labels", "true_ce", "V"])
@@ -31,6 +42,11 @@ def rng():
 @pytest.fixture
 def miscalibrated_sample():
     """2000 draws of ``s ~ U(0, 1)``, ``eta(s) = s**2``: ``CE = 1/6``, ``V = 1``."""
+    # Imported here, not at the top: pytest-xdist's controller process loads this file
+    # too, before it starts the workers, and never runs a test; _synthetic imports
+    # scikit-learn and SciPy (~1.5 s of CPU).
+    from _synthetic import PowerMiscalibrated
+
     problem = PowerMiscalibrated(k=2.0, name="square")
     scores, labels = problem.sample(2000, np.random.default_rng(7))
     return Sample(scores, labels, problem.true_ce, problem.V)
