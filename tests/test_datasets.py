@@ -8,6 +8,7 @@ check uses the labels of the generative process: ``E[(s - y) g(s)] <= CE`` for e
 of ``s - eta(s)`` (piecewise constant between the roots), not the integral itself.
 """
 
+import functools
 import inspect
 import math
 import re
@@ -171,10 +172,18 @@ def test_monte_carlo_check_can_fail():
 # ----------------------------------------------------------------------------------
 # Through the sech perturbation
 # ----------------------------------------------------------------------------------
+@functools.cache
+def perturbed_data(name, h):
+    """``GENERATORS[name](1_000, h=h, random_state=0)``, made once per process: its
+    truth costs up to ~1.5 s of numerical integration (oscillating, h = 2^-6), and the
+    tests below read it several times (nothing mutates it)."""
+    return GENERATORS[name](1_000, h=h, random_state=0)
+
+
 @pytest.mark.parametrize("h", [2.0**-4, 2.0**-6])
 @pytest.mark.parametrize("name", list(GENERATORS))
 def test_perturbed_problems_report_a_small_integration_error(name, h):
-    data = GENERATORS[name](1_000, h=h, random_state=0)
+    data = perturbed_data(name, h)
     assert 0.0 <= data.ce_integration_error < 1e-5
     b1, b2 = sech_derivative_bounds(h)
     assert data.assumptions == {"V": b1, "b1": b1, "b2": b2, "L": b1, "h": h}
@@ -188,7 +197,12 @@ def test_perturbed_problems_report_a_small_integration_error(name, h):
 
 def check_perturbed_truth_through_the_labels(name, draws):
     h = 2.0**-6
-    data = GENERATORS[name](draws, h=h, random_state=7)
+    # The numbers of GENERATORS[name](draws, h=h, random_state=7), bit for bit (the
+    # same problem through the same generator), with the problem's truth computed once.
+    data = make_calibration_problem(
+        perturbed_data(name, h).problem, draws, random_state=7
+    )
+    assert data.problem.name == f"{name}_h=2^-6"
     problem = data.problem
     roots = problem.sign_changes()
     cells = np.concatenate([[0.0], roots, [1.0]])
@@ -222,7 +236,7 @@ def test_perturbing_a_calibrated_model_miscalibrates_it_near_the_ends():
 
 def test_perturbed_oscillation_is_damped():
     # A period of 1/40 is averaged out by h = 2^-6 and partly kept by h = 2^-7.
-    damped = make_oscillating(10, h=2.0**-6).true_ce
+    damped = perturbed_data("oscillating", 2.0**-6).true_ce
     kept = make_oscillating(10, h=2.0**-7).true_ce
     assert damped < 0.1 * 0.3 / math.pi
     assert 2 * damped < kept < 0.3 / math.pi
