@@ -18,6 +18,7 @@ certified quantity falls below the truth. It takes an estimator *factory*, so an
 bound with a ``bound_`` attribute plugs in.
 """
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -97,10 +98,19 @@ def default_problems():
 
 
 def perturbed_problems(bandwidths=(2.0**-4, 2.0**-6)):
-    """:func:`zigzag_base` perturbed with each bandwidth (for NW / Lipschitz tests)."""
-    return tuple(
-        SechPerturbed(base=zigzag_base(), h=h, name=f"perturbed_h=2^{math.log2(h):g}")
-        for h in bandwidths
+    """:func:`zigzag_base` perturbed with each bandwidth (for NW / Lipschitz tests).
+
+    One object per bandwidth and process, shared by every caller: the problems are
+    frozen, and the truth, integrated on first use (~0.5 s at ``h = 2^-6``), is then
+    cached on the object instead of being integrated again by each test.
+    """
+    return tuple(_perturbed_zigzag(float(h)) for h in bandwidths)
+
+
+@functools.cache
+def _perturbed_zigzag(h):
+    return SechPerturbed(
+        base=zigzag_base(), h=h, name=f"perturbed_h=2^{math.log2(h):g}"
     )
 
 

@@ -40,7 +40,6 @@ from skcalbound import (
     TVCalibrationBound,
     calibration_test,
 )
-from skcalbound.datasets._problems import zigzag_base
 
 
 @dataclass(frozen=True)
@@ -454,7 +453,7 @@ def test_power_on_the_perturbed_problem_at_a_million():
     """A 'Done when' of the certificate issue: at n = 10**6 on the perturbed problem
     with h = 2**-6, the lower bound is within 0.025 of CE and a tolerance of 0.05 is
     rejected with p < 1e-6."""
-    problem = SechPerturbed(base=zigzag_base(), h=2.0**-6, name="perturbed_h=2^-6")
+    (problem,) = perturbed_problems((2.0**-6,))  # zigzag_base() perturbed, h = 2^-6
     s, y = problem.sample(10**6, np.random.default_rng(8))
     result = calibration_test(
         y, s, h=problem.h, tolerance=0.05, alternative="greater", random_state=0
