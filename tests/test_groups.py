@@ -249,7 +249,7 @@ def _any_miss_count(repetitions, confidence_level, seed):
     return misses
 
 
-@pytest.mark.parametrize("repetitions", [20, pytest.param(60, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("repetitions", [12, pytest.param(60, marks=pytest.mark.slow)])
 def test_simultaneous_coverage_small(repetitions):
     level = 0.8
     assert _any_miss_count(repetitions, level, 0) <= binomial_tolerance(

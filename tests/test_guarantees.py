@@ -463,11 +463,13 @@ def test_nw_problems_carry_the_constants_the_bound_needs():
 
 
 # The default suite's cell, in both guarantee modes: the h = 2^-6 perturbed classifier,
-# whose bound is the largest multiple of CE (~4x at n = 2000), with fewer repeats.
+# whose bound is the largest multiple of CE (~4x at n = 2000), with fewer repeats (12,
+# as the Lipschitz cell below: a valid bound exceeds the tolerance of 7 misses with
+# probability <= 1e-3; 60 and 100 repeats run under slow).
 @pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
 def test_nw_bound_coverage_small(guarantee):
     problem = next(p for p in NW_PROBLEMS if getattr(p, "h", None) == 2.0**-6)
-    check_nw_coverage(problem, 2000, "mean", 0.8, 20, guarantee)
+    check_nw_coverage(problem, 2000, "mean", 0.8, 12, guarantee)
 
 
 @pytest.mark.slow

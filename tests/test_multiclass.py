@@ -467,13 +467,16 @@ def _assert_coverage(failures, repeats):
     )
 
 
-# The default suite runs K = 3 for each inner bound; K = 10 is slow.
-@pytest.mark.parametrize("K", [3, pytest.param(10, marks=pytest.mark.slow)])
+# The default suite runs K = 3 for each inner bound, 20 repeats; K = 10 (30 repeats)
+# and the 500-repeat cells are slow.
+@pytest.mark.parametrize(
+    "K, repeats", [(3, 20), pytest.param(10, 30, marks=pytest.mark.slow)]
+)
 @pytest.mark.parametrize("method", ["tv", "nw"])
-def test_coverage_small(method, K):
-    failures = _coverage(method, K, repeats=30, n=2000)
-    print(f"coverage {method} K={K}: {failures} of 30")
-    _assert_coverage(failures, 30)
+def test_coverage_small(method, K, repeats):
+    failures = _coverage(method, K, repeats=repeats, n=2000)
+    print(f"coverage {method} K={K}: {failures} of {repeats}")
+    _assert_coverage(failures, repeats)
 
 
 def _nw_h_recipe_failures(K, h, repeats, n, seed=0):
@@ -494,15 +497,17 @@ def _nw_h_recipe_failures(K, h, repeats, n, seed=0):
     return failures, truth, np.array(bounds)
 
 
-@pytest.mark.parametrize("K", [3, pytest.param(10, marks=pytest.mark.slow)])
-def test_nw_h_recipe_on_the_perturbed_confidence_is_covered(K):
+@pytest.mark.parametrize(
+    "K, repeats", [(3, 20), pytest.param(10, 30, marks=pytest.mark.slow)]
+)
+def test_nw_h_recipe_on_the_perturbed_confidence_is_covered(K, repeats):
     h = 2.0**-3
-    failures, truth, bounds = _nw_h_recipe_failures(K, h, repeats=30, n=2000)
+    failures, truth, bounds = _nw_h_recipe_failures(K, h, repeats=repeats, n=2000)
     print(
-        f"h recipe K={K}: {failures} of 30, truth {truth:.4f}, "
+        f"h recipe K={K}: {failures} of {repeats}, truth {truth:.4f}, "
         f"mean bound {bounds.mean():.3f}"
     )
-    assert failures <= binomial_tolerance(30, LEVEL), (failures, truth)
+    assert failures <= binomial_tolerance(repeats, LEVEL), (failures, truth)
     assert np.all(bounds < 1.0)  # informative, so the check is not vacuous
 
 
@@ -582,15 +587,17 @@ def _nw_h_classwise_failures(K, h, repeats, n, seed=0):
     return failures, truth, np.array(bounds)
 
 
-@pytest.mark.parametrize("K", [3, pytest.param(10, marks=pytest.mark.slow)])
-def test_nw_h_classwise_recipe_on_perturbed_columns_is_covered(K):
+@pytest.mark.parametrize(
+    "K, repeats", [(3, 12), pytest.param(10, 20, marks=pytest.mark.slow)]
+)
+def test_nw_h_classwise_recipe_on_perturbed_columns_is_covered(K, repeats):
     h = 2.0**-3
-    failures, truth, bounds = _nw_h_classwise_failures(K, h, repeats=20, n=2000)
+    failures, truth, bounds = _nw_h_classwise_failures(K, h, repeats=repeats, n=2000)
     print(
-        f"h classwise K={K}: {failures} of 20, truth {truth:.4f}, "
+        f"h classwise K={K}: {failures} of {repeats}, truth {truth:.4f}, "
         f"mean bound {bounds.mean():.3f}"
     )
-    assert failures <= binomial_tolerance(20, LEVEL), (failures, truth)
+    assert failures <= binomial_tolerance(repeats, LEVEL), (failures, truth)
     assert np.all(bounds < 1.0)  # informative, so the check is not vacuous
 
 
