@@ -47,7 +47,7 @@ from ._nw import BinStats, _kernel, bin_centres, bin_of
 from ._nw_hp import HPTables, Pyramid, _conv, choose_bandwidth, coarsen, grid_size
 
 # Rows per block of the per-row arithmetic: its temporaries (and pass 2's gathered
-# records, 32 bytes a row) stay in the core's cache.
+# records, 16 bytes a row) stay in the core's cache.
 _BLOCK = 2**13
 
 
@@ -462,18 +462,17 @@ class Plan:
         set_("mean_score", stack(p[0] for p in parts))
         set_("const", stack(p[1] for p in parts))
         set_("kernel", stack(t.A0 for t in tables) > 0.0)
-        # Column 3: 0 outside the kernel (fallback), 1 inside, 2 inside and crossing
-        # (residuals summed per row; only with ``query_counts``).
-        flag = self.kernel.astype(np.float64)
+        # What a query reads of its cell, side by side (16 bytes, one cache line,
+        # instead of one line per table: the tables are MBs at 10**7 rows and the
+        # rows' cells are random): the mean score, and the constant part of g (> 0
+        # inside the kernel, since sum w**2 > 0), whose sign and NaN carry the cell's
+        # kind: NaN outside the kernel (fallback), negated where ``eta`` crosses the
+        # cell (residuals summed per row; only with ``query_counts``). ``eta`` itself
+        # is read for those rows only.
+        const = np.where(self.kernel, self.const, np.nan)
         if self.cell_residuals:
-            flag += stack(crossing(t) for t in tables)
-        # What a query reads of its cell, side by side: one cache line a row instead
-        # of one per table (the tables are MBs at 10**7 rows, and the rows' cells are
-        # random, so each separate gather would be a cache miss).
-        set_(
-            "records",
-            np.stack([self.mean_score, self.const, self.eta, flag], axis=1),
-        )
+            const[stack(crossing(t) for t in tables).astype(bool)] *= -1.0
+        set_("records", np.stack([self.mean_score, const], axis=1))
         set_("shift", np.array([residual_shift(t) for t in tables] or [0.0]))
         paper = None
         if self.smoothers and self.smoothers[0].paper is not None:
@@ -627,9 +626,9 @@ def _evaluate_block(plan, s, groups, keys):
         idx >>= plan.shifts[sp]
         idx += plan.offsets[sp]
     fallback = None
-    record = np.take(plan.records, idx, axis=0)  # mean score, constant, eta, kernel
+    record = np.take(plan.records, idx, axis=0)  # mean score, signed constant
     if not plan.no_fallback:
-        kernel = record[:, 3] > 0.0
+        kernel = ~np.isnan(record[:, 1])
         if not kernel.all():
             f = ~kernel
             fallback = (s[f], sp[f])
@@ -639,13 +638,13 @@ def _evaluate_block(plan, s, groups, keys):
         # (53 of 10**7 rows in the benchmark, so one test per block first): the
         # others are summed by cell.
         residuals = np.zeros((k, 2))
-        flag = record[:, 3]
-        if flag.size and flag.max() > 1.0:
-            cross = np.flatnonzero(flag > 1.0)
-            r = np.abs(record[cross, 2] - s[cross])
+        const = record[:, 1]
+        if const.size and const.min() < 0.0:
+            cross = np.flatnonzero(const < 0.0)
+            r = np.abs(plan.eta.take(idx[cross]) - s[cross])
             residuals = _shifted_sums(r, sp[cross], plan.shift, k)
     else:
-        r = np.subtract(record[:, 2], s)
+        r = np.subtract(plan.eta.take(idx), s)
         np.abs(r, out=r)
         residuals = _shifted_sums(r, sp, plan.shift, k)
     d = np.subtract(record[:, 0], s)
@@ -657,7 +656,7 @@ def _evaluate_block(plan, s, groups, keys):
     d *= d
     d *= 0.5 * plan.b2
     g += d
-    g += record[:, 1]
+    g += np.abs(record[:, 1], out=d)
     np.minimum(g, 1.0, out=g)
     smoothing = np.empty((k, 2))
     smoothing[:, 0] = np.bincount(sp, weights=g, minlength=k)
