@@ -15,6 +15,10 @@ def pytest_configure(config):
     # worker, as scikit-learn's conftest does.
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers is not None:
+        # threadpoolctl limits the libraries already loaded: scikit-learn's import
+        # loads SciPy's OpenBLAS (numpy has its own) and OpenMP.
+        import sklearn  # noqa: F401
+
         threadpool_limits(max(1, (os.cpu_count() or 1) // int(workers)))
     # Many tests bound small samples on purpose (tests/test_traps.py checks the
     # warning). This filter names a class, so pytest imports it, and with it
