@@ -125,31 +125,45 @@ def _fast(train_s, train_y, queries, n_buckets, R, L):
     """``{(B, r): (sums, eta_hat, K)}``: the two passes with the training rows as group
     0 and the queries as group 1 (validated by a surrogate trained on group 0), and
     ``eta_hat`` from the surrogate of the training rows alone."""
+    return _fast_many(train_s, train_y, queries, n_buckets, R, [L])[L]
+
+
+def _fast_many(train_s, train_y, queries, n_buckets, R, L_values):
+    """``{L: _fast(..., L)}`` for each ``L`` of ``L_values``. The surrogate of the
+    training rows alone, whose ``eta_hat`` does not depend on ``L`` (the bucket's mean
+    label), is fitted once (at the first ``L``) and serves every ``L``."""
     candidates, grids = candidate_grids(n_buckets, R)
     scores = np.concatenate([train_s, queries])
     labels = np.concatenate([train_y, np.zeros(queries.size)]).astype(np.float64)
     ids = np.repeat([0, 1], [train_s.size, queries.size])
     design = GroupDesign(2, ((1, (0,)),), ids=ids)
-    fit = fit_design(
-        ArraySource(scores, labels),
-        design,
-        n_buckets=n_buckets,
-        n_shifts=R,
-        L=L,
-        refit=False,
-    )
     alone = fit_design(
         ArraySource(np.asarray(train_s, dtype=float), train_y.astype(np.float64)),
         GroupDesign(1, ((0, (0,)),), ids=np.zeros(train_s.size, dtype=np.intp)),
         n_buckets=n_buckets,
         n_shifts=R,
-        L=L,
+        L=L_values[0],
     )
+    eta = {
+        j: BucketSurrogate(alone.totals, n_buckets, R, j, train_s.size)(queries)
+        for _, members in grids
+        for j in members
+    }
     out = {}
-    for K, members in grids:
-        for j in members:
-            surrogate = BucketSurrogate(alone.totals, n_buckets, R, j, train_s.size)
-            out[candidates[j]] = (fit.sums[0][j], surrogate(queries), K)
+    for L in L_values:
+        fit = fit_design(
+            ArraySource(scores, labels),
+            design,
+            n_buckets=n_buckets,
+            n_shifts=R,
+            L=L,
+            refit=False,
+        )
+        out[L] = {
+            candidates[j]: (fit.sums[0][j], eta[j], K)
+            for K, members in grids
+            for j in members
+        }
     return out
 
 
@@ -278,8 +292,9 @@ def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
         for K, members in grids
         for j in members
     }
-    for L in L_VALUES:
-        fast = _fast(train, labels, queries, n_buckets, n_shifts, L)
+    for L, fast in _fast_many(
+        train, labels, queries, n_buckets, n_shifts, L_VALUES
+    ).items():
         assert sorted(fast) == sorted(candidates)
         for (B, r), (sums, eta, K) in fast.items():
             assert K % (B * n_shifts) == 0
@@ -365,8 +380,9 @@ def test_runs_that_cross_the_clip_and_eta_hat(n_buckets, n_shifts):
         for j in members
     }
     crossing_clip = crossing_eta = 0
-    for L in [300.0, 1000.0]:
-        fast = _fast(train, labels, queries, n_buckets, n_shifts, L)
+    for L, fast in _fast_many(
+        train, labels, queries, n_buckets, n_shifts, [300.0, 1000.0]
+    ).items():
         for (B, r), (sums, eta, K) in fast.items():
             rows = refs[(B, r)]
             _check(sums, eta, rows, queries, L, f"B={B} r={r} L={L}")
@@ -517,7 +533,7 @@ def test_large_cluster_sums_keep_their_digits(spread):
     n_buckets, R = [2, 64, 4096, 2**16], 4
     candidates, grids = candidate_grids(n_buckets, R)
     distance = {}
-    fast = {L: _fast(train, labels, queries, n_buckets, R, L) for L in [0.0, 32.0, 1e6]}
+    fast = _fast_many(train, labels, queries, n_buckets, R, [0.0, 32.0, 1e6])
     for K, members in grids:
         train_cells = cell_of(train, K)
         for j in members:
