@@ -184,26 +184,33 @@ def _scores_with_ties(n):
     return rng.permutation(np.concatenate([tied, rng.uniform(size=n // 3)]))
 
 
+# The reference calls calibration_curve once per score: the 1000 continuous scores
+# (~0.7 s a strategy) are slow; by default the quantile edges at positions 333 and 666
+# of those scores are checked in test_binned_ece_quantile_edges_default_bins.
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
 @pytest.mark.parametrize(
     "s, y, n_bins",
     [
-        (np.array([0.1, 0.2, 0.6, 0.9]), np.array([0, 1, 1, 1]), 3),
-        (_scores_with_ties(23), None, 4),
-        (_scores_with_ties(37), None, 5),
-        (_scores_with_ties(101), None, 7),
-        (_scores_with_ties(250), None, 15),
-        (np.random.default_rng(0).uniform(size=1000), None, 15),
-        (np.round(np.random.default_rng(1).beta(2, 5, size=403), 2), None, 10),
-    ],
-    ids=[
-        "4-in-3",
-        "ties-23-in-4",
-        "ties-37-in-5",
-        "ties-101-in-7",
-        "ties-250-in-15",
-        "uniform-1000-in-15",
-        "rounded-403-in-10",
+        pytest.param(
+            np.array([0.1, 0.2, 0.6, 0.9]), np.array([0, 1, 1, 1]), 3, id="4-in-3"
+        ),
+        pytest.param(_scores_with_ties(23), None, 4, id="ties-23-in-4"),
+        pytest.param(_scores_with_ties(37), None, 5, id="ties-37-in-5"),
+        pytest.param(_scores_with_ties(101), None, 7, id="ties-101-in-7"),
+        pytest.param(_scores_with_ties(250), None, 15, id="ties-250-in-15"),
+        pytest.param(
+            np.random.default_rng(0).uniform(size=1000),
+            None,
+            15,
+            id="uniform-1000-in-15",
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            np.round(np.random.default_rng(1).beta(2, 5, size=403), 2),
+            None,
+            10,
+            id="rounded-403-in-10",
+        ),
     ],
 )
 def test_binned_ece_equals_hand_sum_over_calibration_curve_bins(s, y, n_bins, strategy):

@@ -172,8 +172,17 @@ def test_lipschitz_chunks_give_the_in_memory_numbers(kind, params):
         assert b.certificate_["fingerprint"] == a.certificate_["fingerprint"]
 
 
-@pytest.mark.parametrize("chunks", [1000, (3000, 1000, 1500, 500)])
-@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+# Each guarantee and each chunking once by default; the other two cells under slow.
+@pytest.mark.parametrize(
+    "guarantee, chunks",
+    slow_except(
+        [
+            ["high_probability", "paper"],
+            {"1000": 1000, "uneven": (3000, 1000, 1500, 500)},
+        ],
+        default=["high_probability-1000", "paper-uneven"],
+    ),
+)
 def test_lipschitz_dask_gives_the_in_memory_numbers(chunks, guarantee):
     da = pytest.importorskip("dask.array")
     s, y = _data("atoms")
