@@ -467,12 +467,18 @@ def _assert_coverage(failures, repeats):
     )
 
 
-# The default suite runs K = 3 for each inner bound, 20 repeats; K = 10 (30 repeats)
-# and the 500-repeat cells are slow.
+# The default suite runs K = 3 for each inner bound (20 repeats of TV, 12 of NW, whose
+# four fits a repeat cost ~4x more); K = 10 (30 repeats) and the 500-repeat cells are
+# slow.
 @pytest.mark.parametrize(
-    "K, repeats", [(3, 20), pytest.param(10, 30, marks=pytest.mark.slow)]
+    "method, K, repeats",
+    [
+        ("tv", 3, 20),
+        ("nw", 3, 12),
+        pytest.param("tv", 10, 30, marks=pytest.mark.slow),
+        pytest.param("nw", 10, 30, marks=pytest.mark.slow),
+    ],
 )
-@pytest.mark.parametrize("method", ["tv", "nw"])
 def test_coverage_small(method, K, repeats):
     failures = _coverage(method, K, repeats=repeats, n=2000)
     print(f"coverage {method} K={K}: {failures} of {repeats}")
