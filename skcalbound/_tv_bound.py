@@ -84,12 +84,15 @@ class _TVMethod(_BoundMethod):
             )
             for validation, train in design.splits
         ]
-        # One task per worker, each running a contiguous group of splits.
+        # One task per worker, each running a contiguous group of splits. With
+        # several tasks each writes its own buffers: under a threading backend the
+        # tasks share this process's sample, and with it ``sample.buffers``.
         groups = np.array_split(np.arange(len(specs)), effective_n_jobs(source.n_jobs))
+        groups = [g for g in groups if g.size]
+        private = len(groups) > 1
         parts = Parallel(n_jobs=source.n_jobs)(
-            delayed(_tv_splits)(self, sample, [specs[k] for k in g], delta)
+            delayed(_tv_splits)(self, sample, [specs[k] for k in g], delta, private)
             for g in groups
-            if g.size
         )
         splits = tuple(split for part in parts for split in part)
         return Passes(splits, int(np.count_nonzero(source.labels)), sample)
@@ -123,7 +126,9 @@ class _Sample:
     ``buffers`` (training scores, training labels, validation scores, prox
     solution: float64, one row per row) are made on first use, in the process that
     uses them: without workers, the folds and the refit on all rows reuse the same
-    pages (at 10**7 rows a fresh 80 MB array costs ~12 ms more than a used one).
+    pages (at 10**7 rows a fresh 80 MB array costs ~12 ms more than a used one);
+    parallel tasks, which may share one process (threads), make their own
+    (``new_buffers``).
     A fold's surrogate does not outlive its fold (only its numbers are kept), and
     no surrogate keeps a reference into the buffers.
     """
@@ -135,6 +140,9 @@ class _Sample:
 
     @cached_property
     def buffers(self):
+        return self.new_buffers()
+
+    def new_buffers(self):
         n = self.scores.shape[0]
         return np.empty(n), np.empty(n), np.empty(n), np.empty(n)
 
@@ -180,11 +188,11 @@ def _statistics(surrogate, scores, fitted):
 _GATHER_BLOCK = 1 << 16
 
 
-def _split_data(sample, split):
+def _split_data(sample, split, buffers):
     """The training scores and float64 labels and the validation scores of one split,
-    in score order, written into the sample's buffers."""
+    in score order, written into ``buffers`` (as ``_Sample.buffers``)."""
     groups, scores, labels = sample.groups, sample.scores, sample.labels
-    train_scores, train_labels, validation, _ = sample.buffers
+    train_scores, train_labels, validation, _ = buffers
     mask = np.empty(min(_GATHER_BLOCK, groups.shape[0]), dtype=bool)
     label_bytes = np.empty(mask.shape[0], dtype=np.uint8)
     m = n_validation = 0
@@ -215,13 +223,16 @@ def _split_data(sample, split):
     return train_scores[:m], train_labels[:m], validation[:n_validation]
 
 
-def _tv_splits(method, sample, splits, delta):
+def _tv_splits(method, sample, splits, delta, private=False):
     """``(statistics, info)`` of each split of a ``_Sample``: a per-split worker that
-    ``Parallel`` can ship, reusing the sample's buffers for the data of every split."""
-    prox = sample.buffers[3]
+    ``Parallel`` can ship, reusing buffers for the data of every split: the
+    sample's, or (``private``, when other tasks may run in the same process) its
+    own."""
+    buffers = sample.new_buffers() if private else sample.buffers
+    prox = buffers[3]
     out = []
     for split in splits:
-        scores, labels, validation = _split_data(sample, split)
+        scores, labels, validation = _split_data(sample, split, buffers)
         surrogate = method.fit_surrogate(
             scores, labels, delta, out=prox[: scores.shape[0]], tied=sample.tied
         )

@@ -18,6 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import brentq
 from sklearn.base import clone
@@ -275,6 +276,17 @@ def test_n_jobs_does_not_change_the_result(Est, data):
         _make(Est, random_state=0).fit(X, y),
         _make(Est, random_state=0, n_jobs=2).fit(X, y),
     )
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_n_jobs_with_threads_does_not_change_the_result(Est, data):
+    # Under a threading backend the parallel tasks share the process: no task may
+    # write into scratch arrays another one uses (TV's fold buffers did).
+    X, y = data
+    expected = _make(Est, random_state=0).fit(X, y)
+    with parallel_config(backend="threading"):
+        for _ in range(3):
+            _assert_same_fit(expected, _make(Est, random_state=0, n_jobs=2).fit(X, y))
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
