@@ -358,6 +358,8 @@ def test_calibration_test_level(alpha, n, repetitions):
         ),
     ],
 )
+# Levels up to 0.6: confidence levels below 1/2 warn, as they should.
+@pytest.mark.filterwarnings("ignore:confidence_level=.* is the probability:UserWarning")
 def test_pvalue_is_the_smallest_rejecting_level(
     method, alternative, tolerance, n_levels
 ):
