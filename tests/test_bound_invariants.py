@@ -269,7 +269,17 @@ def test_fit_is_idempotent(Est, data):
     assert first.score(X2, y2) == est.score(X2, y2)
 
 
-@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+@pytest.mark.parametrize(
+    "Est",
+    [
+        # TV runs its folds in processes (joblib's default backend): starting the
+        # pool costs two interpreter start-ups, so by default the process path is
+        # checked once, in test_tv_bound.py, and threads below; here under slow.
+        pytest.param(TVCalibrationBound, marks=pytest.mark.slow),
+        NWCalibrationBound,
+        LipschitzBucketBound,
+    ],
+)
 def test_n_jobs_does_not_change_the_result(Est, data):
     X, y = data
     _assert_same_fit(

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from joblib import parallel_config
 from numpy.testing import assert_allclose
 from numpydoc.validate import validate
 
@@ -403,10 +404,16 @@ def test_the_true_ce_of_a_problem_is_computed_once_per_study():
     assert row["true_ce"] == 0.25 and row["gap"] == row["value"] - 0.25
 
 
-def test_auroc_study_in_parallel_gives_the_same_numbers():
+@pytest.mark.parametrize(
+    "backend",
+    # Processes (joblib's default) cost two interpreter start-ups: under slow.
+    ["threading", pytest.param("loky", marks=pytest.mark.slow)],
+)
+def test_auroc_study_in_parallel_gives_the_same_numbers(backend):
     problems = [parse_problem("overconfident"), parse_problem("calibrated")]
     serial = auroc_vs_h(problems, n_samples=5_000, random_state=3)
-    parallel = auroc_vs_h(problems, n_samples=5_000, random_state=3, n_jobs=2)
+    with parallel_config(backend=backend):
+        parallel = auroc_vs_h(problems, n_samples=5_000, random_state=3, n_jobs=2)
     pd.testing.assert_frame_equal(parallel, serial, check_exact=True)
     assert serial.shape[0] == 2 * 10
     assert serial["auroc"].nunique() == serial.shape[0]
