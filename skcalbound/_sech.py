@@ -44,8 +44,20 @@ def gd(x):
     the normaliser (Lemma 7, Appendix D). The ``tanh`` form avoids the overflow of
     ``sinh`` for :math:`|x| > 710` and is odd to the last bit.
     """
-    x = np.asarray(x, dtype=float)
-    return _result(2.0 * np.arctan(np.tanh(0.5 * x)))
+    return _result(_gd_inplace(np.array(x, dtype=float)))
+
+
+def _gd_inplace(x):
+    """:func:`gd` of the float array ``x``, written into ``x`` and returned.
+
+    The operations of ``2 arctan(tanh(x / 2))`` in the same order, so bit for bit the
+    values of :func:`gd`, without its temporaries.
+    """
+    x *= 0.5
+    np.tanh(x, out=x)
+    np.arctan(x, out=x)
+    x *= 2.0
+    return x
 
 
 def gd_inverse(theta):
@@ -104,8 +116,24 @@ def sech(x):
     the kernel of equation (8) of the paper; ``cosh`` itself overflows for
     :math:`|x| > 710`, while :math:`e^{-|x|}` only underflows to zero.
     """
-    e = np.exp(-np.abs(np.asarray(x, dtype=float)))
-    return _result(2.0 * e / (1.0 + e * e))
+    return _result(_sech_inplace(np.array(x, dtype=float)))
+
+
+def _sech_inplace(x, work=None):
+    """:func:`sech` of the float array ``x``, written into ``x`` and returned.
+
+    ``e = exp(-|x|)``, then ``2 e / (1 + e e)``: the operations of :func:`sech` in the
+    same order, so bit for bit its values, without its temporaries. ``work``, if
+    given, is a float buffer of the shape of ``x`` for ``1 + e e``.
+    """
+    np.abs(x, out=x)
+    np.negative(x, out=x)
+    np.exp(x, out=x)
+    work = np.multiply(x, x, out=work)
+    work += 1.0
+    x *= 2.0
+    x /= work
+    return x
 
 
 def sech_normalizer(s_orig, h):

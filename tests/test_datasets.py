@@ -8,10 +8,12 @@ check uses the labels of the generative process: ``E[(s - y) g(s)] <= CE`` for e
 of ``s - eta(s)`` (piecewise constant between the roots), not the integral itself.
 """
 
+import collections
 import functools
 import inspect
 import math
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -25,6 +27,7 @@ import skcalbound.datasets as datasets
 from skcalbound._sech import sech_derivative_bounds, sech_inverse_cdf
 from skcalbound.datasets import (
     CustomProblem,
+    _perturbed,
     make_atoms,
     make_calibrated,
     make_calibration_problem,
@@ -35,7 +38,13 @@ from skcalbound.datasets import (
 )
 from skcalbound.datasets._generators import get_problem
 from skcalbound.datasets._perturbed import SechPerturbed
-from skcalbound.datasets._problems import atoms_and_linear, zigzag_base, zigzag_steps
+from skcalbound.datasets._problems import (
+    PiecewiseLinear,
+    atoms_and_linear,
+    zigzag_base,
+    zigzag_steps,
+)
+from skcalbound.datasets._smooth import Parabola
 
 GENERATORS = {
     "calibrated": make_calibrated,
@@ -253,6 +262,121 @@ def test_finer_perturbation_keeps_part_of_the_oscillation():
 def test_perturbed_sampler_uses_the_exact_kernel():
     data = make_discrete(200_000, h=2.0**-5, random_state=3)
     assert stats.kstest(data.scores, data.problem.cdf).pvalue > 1e-3
+
+
+@pytest.fixture
+def integrations(monkeypatch):
+    """An empty truth cache for the test; the problems integrated are listed."""
+    monkeypatch.setattr(_perturbed, "_TRUTH_CACHE", collections.OrderedDict())
+    integrated = []
+    integrate_truth = SechPerturbed._integrate_truth
+
+    def counting(problem):
+        integrated.append(problem)
+        return integrate_truth(problem)
+
+    monkeypatch.setattr(SechPerturbed, "_integrate_truth", counting)
+    return integrated
+
+
+def test_repeated_generator_calls_integrate_the_truth_once(integrations):
+    h = 2.0**-3
+    first = make_parabola(50, h=h, random_state=0)
+    assert len(integrations) == 1
+    # The same definition through every door: no new integration, the same values.
+    again = [
+        make_parabola(50, h=h, random_state=0),
+        make_calibration_problem("parabola", 50, h=h, random_state=0),
+        make_calibration_problem(Parabola(), 50, h=h, random_state=0),
+    ]
+    problems = [get_problem("parabola", h=h), SechPerturbed(base=Parabola(), h=h)]
+    for data in again:
+        assert data.true_ce == first.true_ce
+        assert data.ce_integration_error == first.ce_integration_error
+        assert_array_equal(data.scores, first.scores)
+        assert_array_equal(data.labels, first.labels)
+    for problem in problems:
+        assert problem.true_ce == first.true_ce
+        assert problem.ce_integration_error == first.ce_integration_error
+        for rule in (0, 1):
+            assert_array_equal(
+                problem.sign_changes(rule), first.problem.sign_changes(rule)
+            )
+    assert len(integrations) == 1
+    # ... the values of an integration from scratch, bit for bit.
+    truth = SechPerturbed._integrate_truth(problems[1])
+    assert len(integrations) == 2  # that one, asked for explicitly
+    assert truth.true_ce == first.true_ce
+    assert truth.ce_integration_error == first.ce_integration_error
+    assert_array_equal(truth.sign_changes[0], first.problem.sign_changes(0))
+    # The roots handed out are copies: writing into them changes nothing shared.
+    roots = first.problem.sign_changes()
+    assert roots.shape == (1,) and roots.flags.writeable
+    roots[:] = -1.0
+    assert_array_equal(problems[0].sign_changes(), truth.sign_changes[0])
+    # Another bandwidth, or another base, is another problem.
+    make_parabola(50, h=2.0**-2, random_state=0)
+    make_parabola(50, top=0.8, h=h, random_state=0)
+    assert len(integrations) == 4
+
+
+@dataclass(frozen=True)
+class _FlatParabola(Parabola):
+    """A subclass with the fields of ``Parabola()`` but another calibration function."""
+
+    def eta(self, s):
+        return np.full_like(np.asarray(s, dtype=float), 0.5)
+
+
+def test_user_defined_problems_are_integrated_afresh(integrations):
+    h = 2.0**-3
+    # A custom problem's eta may depend on state that changes between calls.
+    state = {"amplitude": 0.1}
+    custom = CustomProblem(
+        lambda s: s + state["amplitude"] * np.sin(2 * np.pi * s), name="sine"
+    )
+    before = make_calibration_problem(custom, 10, h=h).true_ce
+    state["amplitude"] = 0.05
+    after = make_calibration_problem(custom, 10, h=h).true_ce
+    assert len(integrations) == 2
+    smaller = CustomProblem(lambda s: s + 0.05 * np.sin(2 * np.pi * s))
+    assert after == SechPerturbed(base=smaller, h=h).true_ce != before
+    # A subclass of a built-in problem, equal fields, another eta: not shared either.
+    parabola = make_parabola(10, h=h).true_ce
+    flat = SechPerturbed(base=_FlatParabola(), h=h).true_ce
+    assert len(integrations) == 5 and flat != parabola
+    # Nor a base whose fields could change (lists), nor a subclass of SechPerturbed.
+    listed = PiecewiseLinear(left=[0.0], right=[1.0])
+    assert _perturbed._truth_key(SechPerturbed(base=listed, h=h)) is None
+    sub = type("SubPerturbed", (SechPerturbed,), {})(base=Parabola(), h=h)
+    assert _perturbed._truth_key(sub) is None
+    assert _perturbed._truth_key(SechPerturbed(base=Parabola(), h=h)) is not None
+
+
+@pytest.mark.parametrize("n", [1, 7, 200])
+@pytest.mark.parametrize("name", ["atoms", "oscillating"])
+def test_blocked_kernel_sums_are_the_plain_ones(name, n, monkeypatch):
+    # _p_q forms the kernel in place by blocks of scores; against the plain
+    # composition of sech and gd over all scores at once (blocks of 16 rows here, so
+    # that n = 200 ends on a partial block).
+    from skcalbound._sech import gd, sech
+
+    problem = get_problem(name, h=2.0**-5)
+    nodes, weights, eta_nodes = problem._inner_rules[0]
+    monkeypatch.setattr(_perturbed, "KERNEL_BLOCK", 16 * nodes.shape[0])
+    x, weight_atoms, eta_atoms = problem._atoms()
+    h = problem.h
+    s = np.concatenate([[0.0, 1.0], np.random.default_rng(n).uniform(size=n - 1)])[:n]
+    for cumulative in (False, True):
+        if cumulative:
+            k_c = h * (gd((s[:, None] - nodes) / h) - gd(-nodes / h))
+            k_a = h * (gd((s[:, None] - x) / h) - gd(-x / h))
+        else:
+            k_c, k_a = sech((s[:, None] - nodes) / h), sech((s[:, None] - x) / h)
+        p = k_c @ weights + k_a @ weight_atoms
+        q = k_c @ (weights * eta_nodes) + k_a @ (weight_atoms * eta_atoms)
+        got = problem._p_q(s, cumulative=cumulative)
+        assert_allclose(got, [p, q], rtol=1e-14, atol=0)
 
 
 def _reference_piecewise_eta(problem, s):

@@ -1,15 +1,26 @@
 """Any problem seen through the sech perturbation (SPEC section 6, paper eq. (7))."""
 
+import dataclasses
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize
 
-from .._sech import gd, sech, sech_derivative_bounds, sech_normalizer
+from .._sech import _gd_inplace, _sech_inplace, sech_derivative_bounds, sech_normalizer
 from ._exact import gauss_legendre_panels, panel_edges
-from ._problems import CalibrationProblem, PiecewiseLinear
+from ._problems import (
+    CalibratedBeta,
+    CalibrationProblem,
+    DiscreteTies,
+    PiecewiseLinear,
+    PowerMiscalibrated,
+)
+from ._smooth import Oscillating, Parabola, SmoothSine
 
 # Inner and outer rules of the two refinements of SechPerturbed.true_ce:
 # (panel width in units of min(h, the base problem's resolution), nodes per panel).
@@ -18,6 +29,78 @@ PERTURBED_RULES = ((1.0, 16), (0.5, 24))
 
 #: Rows per block of :meth:`SechPerturbed.sample_with_original`.
 SAMPLE_BLOCK = 1 << 14
+
+#: Kernel values per block of :meth:`SechPerturbed._p_q` (the kernel and a work
+#: buffer, 512 KiB each).
+KERNEL_BLOCK = 1 << 16
+
+#: Base problems whose truth through the perturbation is shared between equal
+#: definitions (:func:`_truth_key`): frozen dataclasses of this package whose every
+#: field is a number, a string or a tuple of them. Subclasses (which may override
+#: ``eta``) and user-defined problems such as ``CustomProblem`` are left out.
+CACHEABLE_BASES = (
+    CalibratedBeta,
+    DiscreteTies,
+    Oscillating,
+    Parabola,
+    PiecewiseLinear,
+    PowerMiscalibrated,
+    SmoothSine,
+)
+
+#: Most truths kept by the process-wide cache (each a few floats and two short
+#: arrays of roots); the least recently used goes first.
+TRUTH_CACHE_SIZE = 256
+
+_TRUTH_CACHE = OrderedDict()
+_TRUTH_LOCK = threading.Lock()
+
+
+class _PerturbedTruth(NamedTuple):
+    """What ``SechPerturbed`` integrates once: the CE, its error, the roots per rule."""
+
+    true_ce: float
+    ce_integration_error: float
+    sign_changes: tuple  # of read-only float arrays, one per PERTURBED_RULES entry
+
+
+def _exact_key(value):
+    """``value`` as a hashable key that tells apart every value that could compute
+    differently (``0.0`` and ``-0.0``, ``1`` and ``1.0``), or ``TypeError``."""
+    kind = type(value)
+    if kind is tuple:
+        return ("tuple", tuple(_exact_key(item) for item in value))
+    if kind in (float, np.float64):
+        return (kind.__name__, float(value).hex())
+    if kind in (int, bool, str) or value is None:
+        return (kind.__name__, value)
+    raise TypeError(f"not an immutable scalar or tuple: {kind.__name__}")
+
+
+def _truth_key(problem):
+    """The key of ``problem``'s truth in the process-wide cache, or ``None``.
+
+    Only a plain :class:`SechPerturbed` of a base of exactly one of the classes in
+    :data:`CACHEABLE_BASES` gets a key: its truth is then a pure function of the base's
+    class and field values, ``h`` and :data:`PERTURBED_RULES`, all immutable. The
+    perturbed problem's ``name`` and ``assumption_names`` play no part in it.
+    """
+    base = problem.base
+    if type(problem) is not SechPerturbed or type(base) not in CACHEABLE_BASES:
+        return None
+    try:
+        fields = tuple(
+            (f.name, _exact_key(getattr(base, f.name)))
+            for f in dataclasses.fields(base)
+        )
+        return (
+            type(base),
+            fields,
+            _exact_key(problem.h),
+            _exact_key(tuple(tuple(rule) for rule in PERTURBED_RULES)),
+        )
+    except TypeError:
+        return None
 
 
 def _sech_inverse_cdf_inplace(u, s_orig, h):
@@ -90,7 +173,10 @@ class SechPerturbed(CalibrationProblem):
 
     ``true_ce`` is the finer of two refinements (``PERTURBED_RULES``);
     ``ce_integration_error`` is ``max(|CE_coarse - CE_fine|, |int p - 1|)`` over both,
-    an estimate of the integration error.
+    an estimate of the integration error. Both, and the roots of ``sign_changes``, are
+    integrated once per instance; with a base of this package (``CACHEABLE_BASES``,
+    fields of numbers, strings and tuples) once per process for every equal
+    definition, through a cache keyed by the base's class and fields and ``h``.
 
     Assumptions (Corollary 3 and the sharp second-derivative bound of SPEC section 12,
     whatever ``base`` is): ``b1 = tanh(1/h) / (2h)``, ``b2 = tanh(1/h)^2 / (2 h^2)``
@@ -193,28 +279,56 @@ class SechPerturbed(CalibrationProblem):
         x, p, e = self.base._atoms()
         return x, p / sech_normalizer(x, self.h), e
 
-    def _p_q(self, s, rule=0, *, cumulative=False, chunk=2048):
-        """``(p(s), q(s))``; with ``cumulative=True`` their integrals on ``[0, s]``."""
+    def _p_q(self, s, rule=0, *, cumulative=False):
+        """``(p(s), q(s))``; with ``cumulative=True`` their integrals on ``[0, s]``.
+
+        ``p = k_c @ w_c + k_a @ w_a`` and ``q = k_c @ (w_c eta_c) + k_a @ (w_a eta_a)``
+        with the kernel ``k = sech((s - so) / h)``, or its integral over ``[0, s]``,
+        ``h (gd((s - so) / h) - gd(-so / h))``, between the scores ``s`` and the
+        centres ``so`` (``c``: the inner nodes, ``a``: the atoms). The kernel is formed
+        in place, with the floating-point operations of :func:`sech` and :func:`gd`, by
+        blocks of scores of about ``KERNEL_BLOCK`` values that stay in the cache.
+        """
         s = np.atleast_1d(np.asarray(s, dtype=float))
         nodes, weights, eta_nodes = self._inner_rules[rule]
         x, weight_atoms, eta_atoms = self._atoms()
         h = self.h
+        weights_q, weight_atoms_q = weights * eta_nodes, weight_atoms * eta_atoms
+        rows = max(1, KERNEL_BLOCK // max(nodes.shape[0], x.shape[0], 1))
+        rows = min(rows, max(s.shape[0], 1))
+        buffers = {
+            "nodes": (
+                np.empty((rows, nodes.shape[0])),
+                np.empty((rows, nodes.shape[0])),
+            ),
+            "atoms": (np.empty((rows, x.shape[0])), np.empty((rows, x.shape[0]))),
+        }
+        # gd(-so / h): the antiderivative at s = 0.
+        at_zero = (
+            {"nodes": _gd_inplace(-nodes / h), "atoms": _gd_inplace(-x / h)}
+            if cumulative
+            else None
+        )
 
-        def unnormalised(block, centres):
-            # sech((s - so)/h), or its integral over [0, s]:
-            # h (gd((s-so)/h) - gd(-so/h)).
+        def unnormalised(block, centres, which):
+            buffer, work = buffers[which]
+            k = np.subtract(block, centres, out=buffer[: block.shape[0]])
+            k /= h
             if cumulative:
-                return h * (gd((block - centres) / h) - gd(-centres / h))
-            return sech((block - centres) / h)
+                _gd_inplace(k)
+                k -= at_zero[which]
+                k *= h
+            else:
+                _sech_inplace(k, work[: block.shape[0]])
+            return k
 
         p, q = np.empty_like(s), np.empty_like(s)
-        for start in range(0, s.shape[0], chunk):
-            block = s[start : start + chunk, None]
-            k_c, k_a = unnormalised(block, nodes), unnormalised(block, x)
-            p[start : start + chunk] = k_c @ weights + k_a @ weight_atoms
-            q[start : start + chunk] = k_c @ (weights * eta_nodes) + k_a @ (
-                weight_atoms * eta_atoms
-            )
+        for start in range(0, s.shape[0], rows):
+            block = s[start : start + rows, None]
+            k_c = unnormalised(block, nodes, "nodes")
+            k_a = unnormalised(block, x, "atoms")
+            p[start : start + rows] = k_c @ weights + k_a @ weight_atoms
+            q[start : start + rows] = k_c @ weights_q + k_a @ weight_atoms_q
         return p, q
 
     def density(self, s):
@@ -252,7 +366,16 @@ class SechPerturbed(CalibrationProblem):
         return panel_edges(breakpoints, width * self.h)
 
     def sign_changes(self, rule=0):
-        """Roots of ``s p(s) - q(s)`` in (0, 1): the kinks of the CE integrand."""
+        """Roots of ``s p(s) - q(s)`` in (0, 1): the kinks of the CE integrand.
+
+        For the built-in problems (:func:`_truth_key`) a copy of the roots found once
+        with the truth; otherwise computed on each call.
+        """
+        if _truth_key(self) is not None:
+            return self._truth.sign_changes[rule].copy()
+        return self._find_sign_changes(rule)
+
+    def _find_sign_changes(self, rule):
         _, order = PERTURBED_RULES[rule]
         edges = self._outer_edges(rule)
         grid = np.unique(
@@ -275,32 +398,63 @@ class SechPerturbed(CalibrationProblem):
                 roots.append(a if abs(fa) <= abs(fb) else b)
         return np.sort(np.asarray(roots, dtype=float))
 
-    def _ce_by_rule(self, rule):
+    def _ce_by_rule(self, rule, roots):
+        """``(int |s p - q|, int p)`` by rule ``rule``, with edges at ``roots``."""
         _, order = PERTURBED_RULES[rule]
-        nodes, weights = gauss_legendre_panels(
-            self._outer_edges(rule, self.sign_changes(rule)), order
-        )
+        nodes, weights = gauss_legendre_panels(self._outer_edges(rule, roots), order)
         p, q = self._p_q(nodes, rule)
         return float(weights @ np.abs(nodes * p - q)), float(weights @ p)
 
-    @cached_property
-    def _ce_quadrature(self):
+    def _integrate_truth(self):
+        """The CE by both rules of ``PERTURBED_RULES`` and its error estimate."""
+        roots = [self._find_sign_changes(rule) for rule in range(len(PERTURBED_RULES))]
         (ce_coarse, mass_coarse), (ce_fine, mass_fine) = (
-            self._ce_by_rule(rule) for rule in range(len(PERTURBED_RULES))
+            self._ce_by_rule(rule, roots[rule]) for rule in range(len(PERTURBED_RULES))
         )
         error = max(
             abs(ce_coarse - ce_fine), abs(mass_coarse - 1.0), abs(mass_fine - 1.0)
         )
-        return ce_fine, error
+        for r in roots:
+            r.flags.writeable = False
+        return _PerturbedTruth(ce_fine, error, tuple(roots))
+
+    @cached_property
+    def _truth(self):
+        """The truth of this problem: integrated once per process and definition.
+
+        A problem with a :func:`_truth_key` (a built-in base, immutable fields) shares
+        it with every equal definition through a process-wide least-recently-used
+        cache, so that repeated generator calls (``make_*(..., h=h)``,
+        ``get_problem(name, h)``) integrate it once; any other problem integrates it
+        once per instance.
+        """
+        key = _truth_key(self)
+        if key is None:
+            return self._integrate_truth()
+        with _TRUTH_LOCK:
+            truth = _TRUTH_CACHE.get(key)
+            if truth is not None:
+                _TRUTH_CACHE.move_to_end(key)
+                return truth
+        truth = self._integrate_truth()
+        with _TRUTH_LOCK:
+            _TRUTH_CACHE[key] = truth
+            while len(_TRUTH_CACHE) > TRUTH_CACHE_SIZE:
+                _TRUTH_CACHE.popitem(last=False)
+        return truth
+
+    @property
+    def _ce_quadrature(self):
+        return self._truth.true_ce, self._truth.ce_integration_error
 
     @property
     def true_ce(self):
-        return self._ce_quadrature[0]
+        return self._truth.true_ce
 
     @property
     def ce_integration_error(self):
         """Estimated error of :attr:`true_ce` (two refinements, and ``int p = 1``)."""
-        return self._ce_quadrature[1]
+        return self._truth.ce_integration_error
 
 
 def perturbed_name(base, h):
