@@ -81,8 +81,15 @@ _MOMENTS = 6  # count, e, e**2, D, D**2, D e
 # A bucket whose bound on g stays below this has no clipped or large cells (Buckets);
 # the room covers the rounding of the computed g.
 _BOUNDED = 0.999
+# A bucket whose lower bound on g stays above this has every cell clipped, and one
+# whose upper bound stays below 2 - _CLIPPED none (BucketTable._status); the room
+# covers the rounding of the computed g.
+_CLIPPED = 1.0 + 1e-6
+_UNDECIDED, _EXPANDED, _CLIPPED_ALL = 0, 1, 2
 # (candidate, cell) pairs per block of candidates finished at once (in cache).
-_BLOCK = 2**16
+_BLOCK = 2**14
+# Segments longer than this are summed pairwise (np.sum), shorter ones in order.
+_LONG_SEGMENT = 1024
 
 
 def candidate_grids(n_buckets, n_shifts):
@@ -175,17 +182,49 @@ class CellStats:
 
     def merged(self, groups):
         """The statistics of the union of ``groups`` (rows of the arrays), 1-D."""
-        groups = list(groups)
-        count = self.count[groups].sum(axis=0)
-        tsum = self.tsum[groups].sum(axis=0)
+        return self.merged_many([groups])[0]
+
+    def merged_many(self, unions):
+        """:meth:`merged` of every list of groups in ``unions``: the rows added in
+        order (as ``sum(axis=0)`` adds them), each group's mean offset computed
+        once."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            mean = np.where(count > 0, tsum / count, 0.0)
-            part = np.where(
-                self.count[groups] > 0, self.tsum[groups] / self.count[groups], 0.0
-            )
-        spread = self.count[groups] * np.square(part - mean)
-        m2 = (self.m2[groups] + spread).sum(axis=0)
-        return Training(count, self.positives[groups].sum(axis=0), tsum, m2)
+            part = {}
+            out = []
+            for groups in unions:
+                groups = list(groups)
+                if not groups:
+                    zero = np.zeros(self.count.shape[1])
+                    out.append(Training(zero, zero.copy(), zero.copy(), zero.copy()))
+                    continue
+                count, tsum, positives = (
+                    _add_rows(x, groups)
+                    for x in (self.count, self.tsum, self.positives)
+                )
+                mean = np.where(count > 0, tsum / count, 0.0)
+                m2 = None
+                for g in groups:
+                    if g not in part:
+                        c = self.count[g]
+                        part[g] = np.where(c > 0, self.tsum[g] / c, 0.0)
+                    spread = part[g] - mean
+                    np.square(spread, out=spread)
+                    spread *= self.count[g]
+                    spread = np.add(self.m2[g], spread, out=spread)
+                    if m2 is None:
+                        m2 = spread
+                    else:
+                        m2 += spread
+                out.append(Training(count, positives, tsum, m2))
+        return out
+
+
+def _add_rows(x, rows):
+    """``x[rows].sum(axis=0)``: the rows added one after another, in order."""
+    out = x[rows[0]].copy()
+    for g in rows[1:]:
+        out += x[g]
+    return out
 
 
 def cell_stats(scores, labels, groups, n_groups, n_cells):
@@ -237,15 +276,40 @@ class Training:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.count > 0, self.tsum / self.count, 0.0)
 
+    def needed_mask(self):
+        """Occupied cells next to an empty one (the nearest occupied cells below and
+        above every empty cell): their extremes give the midpoints between the
+        training scores around every empty cell."""
+        occupied = self.count > 0
+        out = np.zeros_like(occupied)
+        out[:-1] = ~occupied[1:]
+        out[1:] |= ~occupied[:-1]
+        out &= occupied
+        return out
+
     def needed_cells(self):
-        """Occupied cells next to an empty one: their extremes give the midpoints
-        between the training scores around every empty cell."""
-        empty = np.flatnonzero(self.count <= 0)
-        if not empty.size:
-            return np.empty(0, dtype=np.intp)
-        below, above = occupied_neighbours(self.count)
-        cells = np.concatenate((below[empty], above[empty]))
-        return np.unique(cells[(cells >= 0) & (cells < self.n_cells)])
+        """:meth:`needed_mask`'s cells, ascending."""
+        return np.flatnonzero(self.needed_mask())
+
+    def midpoints_at(self, cells, neighbours):
+        """:meth:`midpoints` at ``cells`` only (``neighbours``: the occupied cells at
+        or below / above every cell), with the same operations."""
+        below, above = (x[cells] for x in neighbours)
+        e = self.extremes
+        K = self.n_cells
+        s_below = np.full(cells.shape, np.nan)
+        s_above = np.full(cells.shape, np.nan)
+        if e is not None and e["cells"].size:
+            for near, side, out in ((below, "hi", s_below), (above, "lo", s_above)):
+                at = np.minimum(np.searchsorted(e["cells"], near), e["cells"].size - 1)
+                hit = e["cells"][at] == near
+                out[hit] = e[side][at[hit]]
+        s_below = np.where(below >= 0, s_below, -np.inf)
+        s_above = np.where(above < K, s_above, np.inf)
+        mid = 0.5 * (s_below + s_above)
+        mid[below < 0] = -np.inf
+        mid[above >= K] = np.inf
+        return mid
 
     def midpoints(self):
         """Per cell, the midpoint (as a double) of the training scores around it:
@@ -306,6 +370,7 @@ class Prepared:
         self.training = training
         self.n_cells = K
         self.cells = cells
+        self.cells_f = cells.astype(np.float64)  # exact: cells < 2**53
         self.centre = (cells + 0.5) / K
         self.cN = _exclusive_cumsum(N)
         self.cP = _exclusive_cumsum(training.positives)
@@ -392,8 +457,10 @@ class BucketTable:
             eta = (cP[end] - cP[start]) / n_b
             root = 0.5 / np.sqrt(n_b)
         ends = tuple(x[start] + x[end] for x in (cN, prep.cM, prep.cT))
-        # The prepared cells in [start, end): their count below end minus below start.
-        runs = prep.below[end] - prep.below[start]
+        # The prepared cells in [start, end): their count below end minus below
+        # start, the first of them at position below[start].
+        self.first_pos = prep.below[start]
+        runs = prep.below[end] - self.first_pos
         bounded = np.logical_and.reduceat(
             (L * w_j / K + root <= _BOUNDED) | (runs == 0), bounds[:-1]
         )
@@ -401,18 +468,98 @@ class BucketTable:
         self.start, self.end, self.n_b, self.eta = start, end, n_b, eta
         self.alpha, self.root, self.ends, self.runs = alpha, root, ends, runs
         self.bounded = bounded
+        # Per candidate: 0 if no cell is clipped (bounded, or every bucket expanded),
+        # 2 if every cell is, 1 otherwise.
+        self.status = np.full(bounds[-1], _EXPANDED, dtype=np.int8)
+        self.kind = np.zeros(B.shape[0], dtype=np.intp)
+        loose = np.flatnonzero(~bounded)
+        if loose.size:
+            sizes = B[loose] + 1
+            owner = np.repeat(loose, sizes)
+            at = np.arange(owner.shape[0]) + np.repeat(
+                bounds[loose] - np.cumsum(sizes) + sizes, sizes
+            )
+            held = runs[at] > 0
+            at, owner = at[held], owner[held]
+            status = self._status(prep, L, at, start, end, n_b, root, runs)
+            self.status[at] = status
+            mixed = np.zeros(B.shape[0], dtype=bool)
+            mixed[owner[status != _EXPANDED]] = True
+            clipped = np.zeros(B.shape[0], dtype=bool)
+            clipped[loose] = True
+            clipped[owner[status != _CLIPPED_ALL]] = False
+            self.kind[mixed] = 1
+            self.kind[clipped] = 2
+
+    def _status(self, prep, L, at, start, end, n_b, root, runs):
+        """Per bucket ``at`` (of unbounded candidates, holding prepared cells):
+        ``_EXPANDED`` if ``g < 1`` on all of it and the terms of ``g`` are small (as in
+        every bucket of a bounded candidate), ``_CLIPPED_ALL`` if ``g >= 1`` on every
+        cell, ``_UNDECIDED`` otherwise: proven from the bucket's training
+        cells, with room for the rounding of the computed ``g``; every cell of a
+        decided bucket passes :func:`_flag_mask`'s tests of expansion or clipping, so
+        only its crossing cells are flagged.
+
+        With ``a_c = N_lo - N_hi`` and ``k_c`` the distance sum from the centre of cell
+        ``c`` to the bucket's training points outside it, ``g`` on the cell lies
+        between ``alpha (k_c - |a_c| / (2K)) + root`` and ``alpha (D_max + k_c + |a_c| /
+        (2K)) + root``, ``D_max <= 1.25 N_c / K``. Above: ``k_c + |a_c| / (2K) <=
+        sum_i (|c - c_i| + 1) / K``, an integer sum that is convex in ``c``, so at most
+        its value at the bucket's first or last prepared cell (``g`` and its terms are
+        then at most 1: small). Below: ``k_c - |a_c| / (2K) >= sum_i |x_c - s_i| - n_b /
+        (2K) >= MAD_b - n_b / (2K)``, ``MAD_b = min_x sum_i |x - s_i|`` the sum of the
+        upper half of the bucket's training scores less that of the lower half,
+        bounded below from their cells (the upper half at its cells' lower edges, the
+        lower half at their upper edges) in exact integer sums."""
+        if not (at.size and math.isfinite(L)):
+            return np.full(at.shape[0], _UNDECIDED, dtype=np.int8)
+        status = np.full(start.shape[0], _UNDECIDED, dtype=np.int8)
+        j = at
+        K = prep.n_cells
+        cN, cM = prep.cN, prep.cM
+        n = n_b[j]
+        s, e = start[j], end[j]
+        # Above: sum_i |c - c_i| at the first and last prepared cells of the bucket.
+        first = self.first_pos[j]
+        ends = prep.cells[np.stack((first, first + runs[j] - 1))]
+        lo_n, lo_m = cN[ends] - cN[s], cM[ends] - cM[s]
+        hi_n, hi_m = cN[e] - cN[ends + 1], cM[e] - cM[ends + 1]
+        spread = (ends * lo_n - lo_m + hi_m - ends * hi_n).max(axis=0)
+        g_high = L * (2.25 + spread / n) / K + root[j]
+        status[j[g_high <= 2.0 - _CLIPPED]] = _EXPANDED
+        # Below, with two training scores at least (MAD_b = 0 with one).
+        j, n, s, e = (x[n >= 2] for x in (j, n, s, e))
+        h = np.floor(0.5 * n)
+        base = cN[s]
+        # The last score of the lower half and the first of the upper half, by rank.
+        r_lo = base + h - 1.0
+        r_hi = base + n - h
+        c_lo = np.searchsorted(cN, r_lo, side="right") - 1
+        c_hi = np.searchsorted(cN, r_hi, side="right") - 1
+        lower = cM[c_lo] - cM[s] + (cN[c_lo] - base)
+        lower += (r_lo - cN[c_lo] + 1.0) * (c_lo + 1)
+        upper = cM[e] - cM[c_hi + 1] + (cN[c_hi + 1] - r_hi) * c_hi
+        g_low = L * ((upper - lower) / K / n - 0.5 / K) + root[j]
+        status[j[g_low >= _CLIPPED]] = _CLIPPED_ALL
+        return status[at]
 
     def buckets(self):
         """One :class:`Buckets` per candidate."""
         return [self.bucket(i) for i in range(len(self.candidates))]
 
-    def blocks(self, n_cells):
-        """Runs of consecutive candidates, as slices, of about ``_BLOCK`` (candidate,
-        cell) pairs for ``n_cells`` cells (at least one candidate): arrays that stay
-        in cache, few numpy calls."""
+    def blocks(self, n_cells, kind=None):
+        """Runs of consecutive candidates (of the same ``kind``, if given), as
+        slices, of about ``_BLOCK`` (candidate, cell) pairs for ``n_cells`` cells (at
+        least one candidate): arrays that stay in cache, few numpy calls."""
         n = self.B.shape[0]
         step = max(1, _BLOCK // max(int(n_cells), 1))
-        return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+        if kind is None:
+            return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+        cuts = np.flatnonzero(np.diff(kind)) + 1
+        out = []
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), n]):
+            out.extend(slice(i, min(i + step, b)) for i in range(a, b, step))
+        return out
 
     def bucket(self, i):
         """The :class:`Buckets` of candidate ``i``."""
@@ -438,16 +585,64 @@ class BucketTable:
             bool(self.bounded[i]),
         )
 
-    def terms(self, prep, rows, cells=None, s2=None):
-        """:func:`prepared_terms` at every prepared cell for the candidates ``rows``
-        (a slice), as ``(n_rows, n_cells)`` arrays: ``(bucket, eta_hat, alpha, beta,
-        gamma)``, ``bucket`` indexing the concatenated tables. The same operations
-        on the same operands as :func:`_affine`, element by element."""
-        if cells is None:
-            cells, s2 = prep.cells, prep.s2
-        G = cells - self.o[rows, None]
-        G //= self.w[rows, None]
-        G += (self.bounds[:-1][rows] + 1)[:, None]
+    @property
+    def per_bucket(self):
+        """``(E_N, E_M, E_T, alpha, root, eta)`` of every bucket: what a prepared cell
+        reads of its bucket."""
+        return (*self.ends, self.alpha, self.root, self.eta)
+
+    def bucket_index(self, owner, cells):
+        """Index into the concatenated tables of the bucket of ``cells`` for the
+        candidates ``owner`` (broadcast), ``bounds[i] + floor((c - o) / w) + 1``."""
+        G = cells - self.o[owner]
+        G //= self.w[owner]
+        G += self.bounds[owner] + 1
+        return G
+
+    def gather(self, prep, rows, which=slice(None)):
+        """``per_bucket[which]`` at every prepared cell for the candidates ``rows`` (a
+        slice), ``(n_which, n_rows, n_cells)``: every bucket is a run of ``runs``
+        consecutive prepared cells, repeated (few long runs) or taken by bucket
+        index (many short ones)."""
+        lo, hi = self.bounds[rows.start], self.bounds[rows.stop]
+        arrays = self.per_bucket[which]
+        shape = (rows.stop - rows.start, prep.cells.shape[0])
+        if (hi - lo) * 8 <= shape[0] * shape[1]:
+            values = np.stack([x[lo:hi] for x in arrays])
+            return np.repeat(values, self.runs[lo:hi], axis=1).reshape(
+                (len(arrays), *shape)
+            )
+        owner = np.arange(rows.start, rows.stop)[:, None]
+        index = self.bucket_index(owner, prep.cells)
+        out = np.empty((len(arrays), *shape))
+        for x, o in zip(arrays, out):
+            np.take(x, index, out=o, mode="clip")  # in range: unbuffered
+        return out
+
+    def terms(self, prep, rows):
+        """:func:`_affine` at every prepared cell for the candidates ``rows`` (a
+        slice), as ``(n_rows, n_cells)`` arrays ``(eta_hat, alpha, beta, gamma)``:
+        the same operations on the same operands, element by element. Every bucket is
+        a run of ``runs`` consecutive prepared cells, so its values are repeated, not
+        gathered."""
+        E_N, E_M, E_T, alpha, root, eta = self.gather(prep, rows)
+        s2 = prep.s2
+        a = np.subtract(s2[0], E_N, out=E_N)  # N_lo - N_hi
+        k = np.subtract(s2[1], E_M, out=E_M)  # M_lo - M_hi
+        k -= prep.cells_f * a
+        k *= -1.0 / prep.n_cells
+        k -= np.subtract(s2[2], E_T, out=E_T)  # T_lo - T_hi
+        beta = np.multiply(alpha, a, out=a)
+        gamma = np.multiply(alpha, k, out=k)
+        gamma += root
+        return eta, alpha, beta, gamma
+
+    def terms_at(self, prep, owner, cells, s2):
+        """``(bucket, eta_hat, alpha, beta, gamma)`` at ``cells`` (any, with their
+        ``s2`` sums) for the candidates ``owner`` (broadcast against ``cells``),
+        ``bucket`` indexing the concatenated tables: :func:`_affine`'s operations on
+        the same operands, element by element."""
+        G = self.bucket_index(owner, cells)
         E_N, E_M, E_T = (np.take(x, G) for x in self.ends)
         a = np.subtract(s2[0], E_N, out=E_N)  # N_lo - N_hi
         k = np.subtract(s2[1], E_M, out=E_M)  # M_lo - M_hi
@@ -459,6 +654,25 @@ class BucketTable:
         gamma = np.multiply(alpha, k, out=k)
         gamma += np.take(self.root, G)
         return G, np.take(self.eta, G), alpha, beta, gamma
+
+    def fall_back(self, prep, L, owner, cells, scores, midpoints):
+        """:func:`_fall_back` for the queries at ``scores`` in ``cells`` (with the
+        ``midpoints`` there) whose bucket for candidate ``owner`` (same shape) is
+        empty, every pair at once: ``(bucket, eta_hat, alpha, beta, gamma)``, element
+        by element the same operations."""
+        K = prep.n_cells
+        below, above = prep.neighbours
+        up = scores > midpoints
+        neighbour = np.where(up, above[cells], below[cells])
+        sign = np.where(up, -1.0, 1.0)
+        jj = self.bucket_index(owner, neighbour)  # a training score exists there
+        end, start = self.end[jj], self.start[jj]
+        M_b = prep.cM[end] - prep.cM[start]
+        T_b = prep.cT[end] - prep.cT[start]
+        nj = self.n_b[jj]
+        aj = L / nj
+        gj = aj * (sign * ((cells * nj - M_b) / K - T_b)) + 0.5 / np.sqrt(nj)
+        return jj, self.eta[jj], aj, sign * L, gj
 
 
 def _affine(prep, bk, cells, s2, j):
@@ -475,17 +689,6 @@ def _affine(prep, bk, cells, s2, j):
     gamma = alpha * k
     gamma += bk.root[j]
     return bk.eta[j], alpha, beta, gamma
-
-
-def prepared_terms(prep, bk, pos=None):
-    """``(bucket, eta_hat, alpha, beta, gamma)`` at the prepared cells (all, or those
-    at positions ``pos``)."""
-    if pos is None:
-        j = np.repeat(np.arange(bk.B + 1), bk.runs)
-        return (j, *_affine(prep, bk, prep.cells, prep.s2, j))
-    cells = prep.cells[pos]
-    j = bk.bucket_of(cells)
-    return (j, *_affine(prep, bk, cells, [x[pos] for x in prep.s2], j))
 
 
 def coefficients_at(prep, bk, L, cells, scores, midpoints, s2=None):
@@ -527,90 +730,68 @@ def _fall_back(prep, bk, L, cells, scores, midpoints, out, f):
                 array[at] = value
 
 
-def _crossing(prep, bk):
-    """Prepared cells (positions) whose bucket's ``eta_hat`` lies inside them,
-    ``|c_centre - eta_hat| < 1 / (2K)``: per bucket, the cell of ``eta_hat`` and its
-    neighbours (rounding), if they are prepared cells of that bucket."""
-    K = prep.n_cells
-    j = np.flatnonzero(bk.runs)
-    eta = bk.eta[j]
-    near = np.minimum(np.multiply(eta, K).astype(np.intp), K - 1)[:, None] + [-1, 0, 1]
-    inside = (near >= bk.start[j, None]) & (near < bk.end[j, None])
-    # near lies in [-1, K]; outside [start, end) (within [0, K)) it is not looked up.
-    pos = prep.index[np.clip(near + 1, 0, K + 1)]
-    hit = inside & (pos >= 0)
-    pos = pos[hit]
-    return np.unique(
-        pos[np.abs(prep.centre[pos] - eta[:, None].repeat(3, 1)[hit]) < 0.5 / K]
-    )
-
-
-def _flags(prep, bk):
-    """Prepared cells (positions) whose sums do not follow from the moments
-    (``eta_hat`` inside the cell, ``g`` crossing 1, or terms too large to expand)."""
-    if bk.bounded:
-        return _crossing(prep, bk)
-    _, eta, a, b, c = prepared_terms(prep, bk)
-    return np.flatnonzero(_flag_mask(prep, eta, a, b, c))
-
-
-def _flag_mask(prep, eta, a, b, c):
-    """:func:`_flags`' test of unbounded candidates, element by element (any shape
-    ending in the prepared cells)."""
+def _flag_mask(prep, eta, a, b, c, at=slice(None)):
+    """The flag test of unbounded candidates, element by element at the prepared
+    cells ``at``: ``eta_hat`` inside the cell, ``g`` crossing 1, or terms too large
+    to expand."""
     half = 0.5 / prep.n_cells
-    crossing = np.abs(prep.centre - eta) < half
+    crossing = np.abs(prep.centre[at] - eta) < half
     bh = np.abs(b) * half
-    ad_lo, ad_hi = a * prep.d_lo, a * prep.d_hi
+    ad_lo, ad_hi = a * prep.d_lo[at], a * prep.d_hi[at]
     g_max = np.maximum(ad_lo - b * half, ad_hi + b * half) + c
-    scale = np.maximum(a * prep.d_max, np.maximum(np.abs(c), bh))
+    scale = np.maximum(a * prep.d_max[at], np.maximum(np.abs(c), bh))
     expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
     clipped = c - bh >= 1.0
     return crossing | ~(expanded | clipped)
 
 
-def _all_crossings(prep, table):
-    """:func:`_crossing` of every bounded candidate of ``table`` at once (None for
-    the others): the same cells, tests and sorted unique positions."""
+def _all_crossings(prep, table, which):
+    """The crossing cells of the buckets ``which`` (a mask) of ``table``: per bucket
+    holding prepared cells, the cell of its ``eta_hat`` and that cell's neighbours
+    (rounding), if they are prepared cells of that bucket with ``|c_centre - eta_hat|
+    < 1 / (2K)``. Returns ``(candidate, position)`` pairs sorted by both."""
     K = prep.n_cells
     nc = table.B.shape[0]
-    out = [None] * nc
-    bounded = np.flatnonzero(table.bounded)
-    if not bounded.size:
-        return out
     owner = np.repeat(np.arange(nc), table.B + 1)
-    j = np.flatnonzero((table.runs > 0) & table.bounded[owner])
+    j = np.flatnonzero((table.runs > 0) & which)
     eta = table.eta[j]
     near = np.minimum(np.multiply(eta, K).astype(np.intp), K - 1)[:, None] + [-1, 0, 1]
     inside = (near >= table.start[j, None]) & (near < table.end[j, None])
+    # near lies in [-1, K]; outside [start, end) (within [0, K)) it is not looked up.
     pos = prep.index[np.clip(near + 1, 0, K + 1)]
     hit = inside & (pos >= 0)
     pos = pos[hit]
     keep = np.abs(prep.centre[pos] - eta[:, None].repeat(3, 1)[hit]) < 0.5 / K
     m = max(prep.cells.shape[0], 1)
     key = np.unique(owner[j][:, None].repeat(3, 1)[hit][keep] * m + pos[keep])
-    edges = np.searchsorted(key, np.arange(nc + 1) * m)
-    for i in bounded:
-        out[i] = key[edges[i] : edges[i + 1]] - i * m
-    return out
+    return key // m, key % m
 
 
-def _all_flags(prep, table, buckets):
-    """:func:`_flags` of every candidate of ``table`` (``buckets``: its
-    :class:`Buckets`), the unbounded ones of a block at once."""
-    out = _all_crossings(prep, table)
-    for rows in table.blocks(prep.cells.shape[0]):
-        loose = [i for i in range(rows.start, rows.stop) if not buckets[i].bounded]
-        if len(loose) > 1 and prep.cells.shape[0]:
-            sub = slice(loose[0], loose[-1] + 1)
-            _, eta, a, b, c = table.terms(prep, sub)
-            with np.errstate(over="ignore", invalid="ignore"):
-                mask = _flag_mask(prep, eta, a, b, c)
-            for i in loose:
-                out[i] = np.flatnonzero(mask[i - sub.start])
-        for i in range(rows.start, rows.stop):
-            if out[i] is None:
-                out[i] = _flags(prep, buckets[i])
-    return out
+def _all_flags(prep, table):
+    """Prepared cells whose sums do not follow from the moments, for every candidate
+    of ``table``: the crossing cells of the buckets where :attr:`BucketTable.status`
+    decides every cell's expansion or clipping (every bucket of a bounded candidate),
+    and where :func:`_flag_mask` holds on the cells of the others (all at once).
+    Returns ``(candidate, position)`` pairs sorted by both."""
+    undecided = (table.status == _UNDECIDED) & (table.runs > 0)
+    owner, pos = _all_crossings(prep, table, ~undecided)
+    j = np.flatnonzero(undecided)
+    if not j.size:
+        return owner, pos
+    # The prepared cells of the undecided buckets (runs of positions), in order.
+    runs = table.runs[j]
+    first = table.first_pos[j]
+    at = np.arange(runs.sum()) + np.repeat(first - np.cumsum(runs) + runs, runs)
+    by = np.repeat(np.arange(table.B.shape[0]), table.B + 1)[np.repeat(j, runs)]
+    cells = prep.cells[at]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, eta, a, b, c = table.terms_at(prep, by, cells, [x[at] for x in prep.s2])
+    with np.errstate(over="ignore", invalid="ignore"):
+        mask = _flag_mask(prep, eta, a, b, c, at)
+    m = max(prep.cells.shape[0], 1)
+    key = np.concatenate((owner * m + pos, by[mask] * m + at[mask]))
+    key.sort()
+    return key // m, key % m
 
 
 # ------------------------------------------------------------------------ the plan
@@ -642,7 +823,8 @@ class Plan:
     first: np.ndarray = field(init=False)
     n_flags: np.ndarray = field(init=False)
     has_flags: np.ndarray = field(init=False)
-    flagged: tuple = field(init=False)  # per slot (split * n_candidates + j): cells
+    # per split: (candidate, cell) of every flagged pair, sorted by both
+    flagged: tuple = field(init=False)
 
     def __post_init__(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -659,24 +841,24 @@ class Plan:
             prep = Prepared(training, cells)
             table = BucketTable(prep, self.candidates, self.n_shifts, self.L)
             tables.append((prep, table))
-            buckets = table.buckets()
-            for j, (bk, pos) in enumerate(
-                zip(buckets, _all_flags(prep, table, buckets))
-            ):
-                flagged.append(prep.cells[pos])
-                if pos.size:
-                    bucket, eta, alpha, beta, gamma = prepared_terms(prep, bk, pos)
-                    parts.append(
-                        {
-                            "key": s * K + prep.cells[pos],
-                            "slot": np.full(pos.size, s * nc + j, dtype=np.intp),
-                            "served": self.served_offsets[s * nc + j] + bucket,
-                            "eta": eta,
-                            "alpha": alpha,
-                            "beta": beta,
-                            "gamma": gamma,
-                        }
-                    )
+            owner, pos = _all_flags(prep, table)
+            flagged.append((owner, prep.cells[pos]))
+            if pos.size:
+                cells = prep.cells[pos]
+                bucket, eta, alpha, beta, gamma = table.terms_at(
+                    prep, owner, cells, [x[pos] for x in prep.s2]
+                )
+                parts.append(
+                    {
+                        "key": s * K + cells,
+                        "slot": s * nc + owner,
+                        "served": self.served_offsets[s * nc] + bucket,
+                        "eta": eta,
+                        "alpha": alpha,
+                        "beta": beta,
+                        "gamma": gamma,
+                    }
+                )
         names = ("key", "slot", "served", "eta", "alpha", "beta", "gamma")
         if parts:
             triples = {n: np.concatenate([p[n] for p in parts]) for n in names}
@@ -862,6 +1044,120 @@ def training_extremes(plan, extremes, train_groups):
 # ------------------------------------------------------------------------ finishing
 
 
+def _segment_sums(values, bounds):
+    """``values[bounds[i]:bounds[i + 1]].sum()`` for every ``i`` (no empty segment):
+    ``np.add.reduceat``, and ``np.sum`` (pairwise) for long segments."""
+    out = np.add.reduceat(values, bounds[:-1]) if values.size else np.zeros(0)
+    for i in np.flatnonzero(np.diff(bounds) > _LONG_SEGMENT):
+        out[i] = np.sum(values[bounds[i] : bounds[i + 1]])
+    return out
+
+
+def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
+    """Per candidate, the sums over the prepared cells not flagged for it of
+    ``|x_e + x_n d|``, ``x_e2 + 2 d x_e + x_n d**2`` (``d = c_centre - eta_hat``) and
+    the sums of ``min(g, 1)`` and its square from the cell moments ``x``;
+    ``(n_candidates, 4)``.
+
+    Candidates with the same B at once, as (candidates, cells) arrays: element by
+    element the operations of one candidate, and every row summed as a contiguous
+    row (np.sum along the last axis adds a row exactly as it adds a 1-D array; a row
+    with flagged cells is summed again without them). On a cell from the moments (not
+    flagged) ``s - eta_hat`` keeps its sign and ``g <= 1`` on all of it (its sums
+    expand) or ``g >= 1`` (clipped: every query counts 1). The terms are computed at
+    every prepared cell, then the flagged ones (whose terms may overflow) are left
+    out. A candidate clipped on every cell (:attr:`BucketTable.kind` 2) has the
+    counts ``n_moments`` as its sums of ``min(g, 1)`` and its square (a sum of
+    integers, exact in any order), and its terms of ``g`` are not computed."""
+    K = prep.n_cells
+    m = prep.cells.shape[0]
+    nc = table.B.shape[0]
+    x_n, x_e, x_e2, x_D, x_D2, x_De = x
+    # Doubled once (exact): 2 x y == x (2 y) and 2 (x + y) == 2 x + 2 y to the bit.
+    x_e_2, x_D_2, x_De_2 = 2.0 * x_e, 2.0 * x_D, 2.0 * x_De
+    half = 0.5 / K
+    totals = np.empty((nc, 4))
+    # 0: no cell clipped, 1: some, 2: every one (BucketTable.kind).
+    kind = table.kind
+    if nc * m <= _BLOCK:
+        # One block (few numpy calls): a candidate of kind 0 or 2 computed as kind 1
+        # gives the same sums (its clip test is false, or true, on every cell).
+        blocks = [slice(0, nc)]
+        kind = np.full(nc, kind[0] if (kind == kind[0]).all() else 1)
+    else:
+        blocks = table.blocks(m, kind)
+    size = max((rows.stop - rows.start for rows in blocks), default=0) * m
+    work = np.empty((6, size))
+    for rows in blocks:
+        nb = rows.stop - rows.start
+        k = int(kind[rows.start])
+        buffers = work[:, : nb * m].reshape(6, nb, m)
+        terms = buffers[:4].transpose(1, 0, 2)  # (nb, 4, m) views
+        t0, t1, g1, g2 = buffers[:4]
+        tmp, u = buffers[4], buffers[5]
+        with np.errstate(over="ignore", invalid="ignore"):
+            if k == 2:
+                (eta,) = table.gather(prep, rows, slice(5, 6))
+            else:
+                eta, a, b, c = table.terms(prep, rows)
+            d = np.subtract(prep.centre, eta, out=eta)
+            # |x_e + x_n d|
+            np.multiply(x_n, d, out=u)
+            np.add(x_e, u, out=t0)
+            np.abs(t0, out=t0)
+            # x_e2 + d x_e_2 + x_n d d
+            np.multiply(d, x_e_2, out=t1)
+            t1 += x_e2
+            u *= d
+            t1 += u
+            if k != 2:
+                # a x_D + b x_e + c x_n
+                np.multiply(a, x_D, out=g1)
+                np.multiply(b, x_e, out=tmp)
+                g1 += tmp
+                np.multiply(c, x_n, out=tmp)
+                g1 += tmp
+                # a (a x_D2) + b (b x_e2) + c c x_n
+                #   + (a (b x_De_2) + a (c x_D_2) + b (c x_e_2));
+                # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
+                np.multiply(a, x_D2, out=g2)
+                g2 *= a
+                np.multiply(b, x_e2, out=tmp)
+                tmp *= b
+                g2 += tmp
+                np.multiply(c, c, out=tmp)
+                tmp *= x_n
+                g2 += tmp
+                cross = np.multiply(b, x_De_2, out=d)  # d is no longer needed
+                cross *= a
+                np.multiply(c, x_D_2, out=tmp)
+                tmp *= a
+                cross += tmp
+                np.multiply(c, x_e_2, out=tmp)
+                tmp *= b
+                cross += tmp
+                g2 += cross
+            if k == 1:
+                clipped = np.abs(b, out=tmp)
+                clipped *= half
+                clipped = np.subtract(c, clipped, out=clipped) >= 1.0
+                np.copyto(g1, x_n, where=clipped)
+                np.copyto(g2, x_n, where=clipped)
+        used = 4 if k != 2 else 2
+        terms[:, :used].sum(axis=2, out=totals[rows, :used])
+        if k == 2:
+            totals[rows, 2] = totals[rows, 3] = n_moments[rows]
+        for i in range(rows.start, rows.stop):
+            if f_edges[i + 1] > f_edges[i]:
+                use = np.ones(m, dtype=bool)
+                use[f_pos[f_edges[i] : f_edges[i + 1]]] = False
+                # compress: C-contiguous rows (terms[i][:, use] is F-ordered, whose
+                # sum along axis 1 would not be pairwise).
+                kept = np.compress(use, terms[i - rows.start, :used], axis=1)
+                kept.sum(axis=1, out=totals[i, :used])
+    return totals
+
+
 def finish_split(plan, s, sums, training):
     """Per candidate of the grid, ``(n, sum r, sum r**2, sum g~, sum g~**2,
     n_fallback, C2)`` of split ``s`` (``training`` with its extremes set)."""
@@ -869,9 +1165,6 @@ def finish_split(plan, s, sums, training):
     nc = len(plan.candidates)
     moments = sums.moments[:, s * K : (s + 1) * K]
     kept_s = sums.kept[0][sums.kept[1] == s]
-    kept_c = cell_of(kept_s, K)
-    kept_e = cell_offsets(kept_s, kept_c, K)
-    midpoints = training.midpoints() if kept_s.size else None
     # The cells whose sums come from the moments: queries there and training points
     # too (the others' queries were kept), unless flagged for a candidate.
     cells = np.flatnonzero((moments[0] > 0) & (training.count > 0))
@@ -886,113 +1179,60 @@ def finish_split(plan, s, sums, training):
         prep = Prepared(training, cells)
         table = BucketTable(prep, plan.candidates, plan.n_shifts, plan.L)
     m = prep.cells.shape[0]
-    x_n, x_e, x_e2, x_D, x_D2, x_De = moments[:, prep.cells]
-    # Doubled once (exact): 2 x y == x (2 y) and 2 (x + y) == 2 x + 2 y to the bit.
-    x_e_2, x_D_2, x_De_2 = 2.0 * x_e, 2.0 * x_D, 2.0 * x_De
-    half = 0.5 / K
-    kept_s2 = [x[kept_c] + x[kept_c + 1] for x in (prep.cN, prep.cM, prep.cT)]
+    x_n = moments[0, prep.cells]
     bounds = table.bounds
     first = s * nc
-    # Every candidate's served counts of this split, concatenated like the table.
+    # The flagged (candidate, position) pairs, sorted by both.
+    f_owner, f_cells = plan.flagged[s]
+    f_pos = prep.index[f_cells + 1]
+    f_owner, f_pos = f_owner[f_pos >= 0], f_pos[f_pos >= 0]
+    f_edges = np.searchsorted(f_owner, np.arange(nc + 1))
+    # Every candidate's served counts of this split, concatenated like the table:
+    # counts, added exactly in any order. The moments' share: per bucket the queries
+    # of its run of prepared cells, less those of its flagged cells.
     served = sums.served[plan.served_offsets[first] : plan.served_offsets[first + nc]]
-    served = served.copy()
-    size = np.where(table.n_b > 0, table.n_b, 1.0)
-    out = []
-    # Candidates with the same B at once, as (candidates, cells) arrays: element by
-    # element the operations of one candidate, and every row summed as a contiguous
-    # row (np.sum along the last axis adds a row exactly as it adds a 1-D array).
-    for rows in table.blocks(m):
-        nb = rows.stop - rows.start
-        # Cells from the moments: not flagged, so s - eta_hat keeps its sign on the
-        # cell and g <= 1 on all of it (its sums expand) or g >= 1 (clipped: every
-        # query counts 1). Computed at every prepared cell, then the flagged ones
-        # (whose terms may overflow) are left out.
-        G, eta, a, b, c = table.terms(prep, rows)
-        terms = np.empty((nb, 5, m))
-        t0, t1, g1, g2, t4 = (terms[:, k] for k in range(5))
-        tmp = np.empty((nb, m))
-        with np.errstate(over="ignore", invalid="ignore"):
-            d = np.subtract(prep.centre, eta, out=eta)
-            # |x_e + x_n d|
-            np.multiply(x_n, d, out=tmp)
-            np.add(x_e, tmp, out=tmp)
-            np.abs(tmp, out=t0)
-            # x_e2 + d x_e_2 + x_n d d
-            np.multiply(d, x_e_2, out=t1)
-            np.add(x_e2, t1, out=t1)
-            np.multiply(x_n, d, out=tmp)
-            tmp *= d
-            t1 += tmp
-            # a x_D + b x_e + c x_n
-            np.multiply(a, x_D, out=g1)
-            np.multiply(b, x_e, out=tmp)
-            g1 += tmp
-            np.multiply(c, x_n, out=tmp)
-            g1 += tmp
-            # a (a x_D2) + b (b x_e2) + c c x_n
-            #   + (a (b x_De_2) + a (c x_D_2) + b (c x_e_2));
-            # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
-            np.multiply(a, x_D2, out=g2)
-            g2 *= a
-            np.multiply(b, x_e2, out=tmp)
-            tmp *= b
-            g2 += tmp
-            np.multiply(c, c, out=tmp)
-            tmp *= x_n
-            g2 += tmp
-            cross = np.multiply(b, x_De_2, out=d)  # d is no longer needed
-            cross *= a
-            np.multiply(c, x_D_2, out=tmp)
-            tmp *= a
-            cross += tmp
-            np.multiply(c, x_e_2, out=tmp)
-            tmp *= b
-            cross += tmp
-            g2 += cross
-            loose = ~table.bounded[rows]
-            if loose.any():
-                clipped = np.abs(b, out=tmp)
-                clipped *= half
-                clipped = np.subtract(c, clipped, out=clipped) >= 1.0
-                clipped &= loose[:, None]
-                np.copyto(g1, x_n, where=clipped)
-                np.copyto(g2, x_n, where=clipped)
-        t4[...] = x_n
-        totals = terms.sum(axis=2)
-        for i in range(nb):
-            pos = prep.index[plan.flagged[first + rows.start + i] + 1]
-            pos = pos[pos >= 0]
-            if pos.size:
-                use = np.ones(m, dtype=bool)
-                use[pos] = False
-                # compress: C-contiguous rows (terms[i][:, use] is F-ordered,
-                # whose sum along axis 1 would not be pairwise).
-                totals[i] = np.compress(use, terms[i], axis=1).sum(axis=1)
-                t4[i, pos] = 0.0  # adds +0.0 to its bucket: exact
-        lo, hi = bounds[rows.start], bounds[rows.stop]
-        G -= lo
-        served[lo:hi] += np.bincount(G.ravel(), weights=t4.ravel(), minlength=hi - lo)
-        if kept_s.size:
+    cx = _exclusive_cumsum(x_n)
+    start = table.first_pos
+    served = served + (cx[start + table.runs] - cx[start])
+    f_n = x_n[f_pos]
+    served -= np.bincount(
+        table.bucket_index(f_owner, prep.cells[f_pos]),
+        weights=f_n,
+        minlength=bounds[-1],
+    )
+    n_moments = cx[m] - np.bincount(f_owner, weights=f_n, minlength=nc)
+    totals = _moment_totals(
+        prep, table, moments[:, prep.cells], f_owner, f_pos, f_edges, n_moments
+    )
+    nk = kept_s.shape[0]
+    k_sums = np.zeros((4, nc))
+    n_fallback = np.zeros(nc, dtype=np.intp)
+    if nk:
+        kept_c = cell_of(kept_s, K)
+        kept_e = cell_offsets(kept_s, kept_c, K)
+        kept_s2 = [x[kept_c] + x[kept_c + 1] for x in (prep.cN, prep.cM, prep.cT)]
+        mid = None
+        for rows in table.blocks(nk):
+            owner = np.arange(rows.start, rows.stop)[:, None]
             with np.errstate(divide="ignore", invalid="ignore"):
-                kG, k_eta, k_alpha, k_beta, k_gamma = table.terms(
-                    prep, rows, kept_c, kept_s2
+                kG, k_eta, k_alpha, k_beta, k_gamma = table.terms_at(
+                    prep, owner, kept_c, kept_s2
                 )
-            kG -= bounds[rows.start : rows.stop, None]  # bucket id + 1
-            fallback = (
-                np.take(table.n_b, kG + bounds[rows.start : rows.stop, None]) <= 0
-            )
-            for i in np.flatnonzero(fallback.any(axis=1)):
-                j = rows.start + i
-                _fall_back(
+            fallback = np.take(table.n_b, kG) <= 0
+            f_row, f_query = np.nonzero(fallback)
+            if f_row.size:
+                if mid is None:
+                    mid = training.midpoints_at(kept_c, prep.neighbours)
+                values = table.fall_back(
                     prep,
-                    table.bucket(j),
                     plan.L,
-                    kept_c,
-                    kept_s,
-                    midpoints,
-                    (kG[i], k_eta[i], k_alpha[i], k_beta[i], k_gamma[i]),
-                    np.flatnonzero(fallback[i]),
+                    f_row + rows.start,
+                    kept_c[f_query],
+                    kept_s[f_query],
+                    mid[f_query],
                 )
+                for array, value in zip((kG, k_eta, k_alpha, k_beta, k_gamma), values):
+                    array[f_row, f_query] = value
             # _pointwise at D = 0, every candidate of the block at once.
             rr = np.subtract(kept_s, k_eta, out=k_eta)
             np.abs(rr, out=rr)
@@ -1001,57 +1241,36 @@ def finish_split(plan, s, sums, training):
             gg += k_beta
             gg += k_gamma
             np.minimum(gg, 1.0, out=gg)
-            k_sum_r, k_sum_g = rr.sum(axis=1), gg.sum(axis=1)
-            kG += (bounds[rows.start : rows.stop] - lo)[:, None]
+            k_sums[0, rows] = rr.sum(axis=1)
+            k_sums[2, rows] = gg.sum(axis=1)
+            for i in range(rows.stop - rows.start):
+                k_sums[1, rows.start + i] = np.dot(rr[i], rr[i])
+                k_sums[3, rows.start + i] = np.dot(gg[i], gg[i])
+            lo, hi = bounds[rows.start], bounds[rows.stop]
+            kG -= lo
             served[lo:hi] += np.bincount(kG.ravel(), minlength=hi - lo)
-            n_fallbacks = np.count_nonzero(fallback, axis=1)
-        for i in range(nb):
-            j = rows.start + i
-            n, sum_r, sum_r2, sum_g, sum_g2 = sums.pointwise[:, first + j]
-            n += totals[i, 4]
-            sum_r += totals[i, 0]
-            sum_r2 += totals[i, 1]
-            sum_g += totals[i, 2]
-            sum_g2 += totals[i, 3]
-            n_fallback = 0
-            if kept_s.size:
-                n += kept_s.size
-                sum_r += k_sum_r[i]
-                sum_r2 += np.dot(rr[i], rr[i])
-                sum_g += k_sum_g[i]
-                sum_g2 += np.dot(gg[i], gg[i])
-                n_fallback = int(n_fallbacks[i])
-            part = served[bounds[j] : bounds[j + 1]]
-            c2 = (
-                float(np.sum(part * part / size[bounds[j] : bounds[j + 1]]) / (n * n))
-                if n
-                else 0.0
-            )
-            out.append(
-                (
-                    float(n),
-                    float(sum_r),
-                    float(sum_r2),
-                    float(sum_g),
-                    float(sum_g2),
-                    n_fallback,
-                    c2,
-                )
-            )
-    return out
-
-
-def _unflagged(cells, flagged):
-    """The mask of ``cells`` (ascending) not in ``flagged``, or None if none is."""
-    if not (flagged.size and cells.size):
-        return None
-    pos = np.minimum(np.searchsorted(cells, flagged), cells.shape[0] - 1)
-    pos = pos[cells[pos] == flagged]
-    if not pos.size:
-        return None
-    use = np.ones(cells.shape[0], dtype=bool)
-    use[pos] = False
-    return use
+            n_fallback[rows] = np.count_nonzero(fallback, axis=1)
+    pointwise = sums.pointwise[:, first : first + nc]
+    n = pointwise[0] + n_moments
+    n += nk
+    sum_r = pointwise[1] + totals[:, 0]
+    sum_r2 = pointwise[2] + totals[:, 1]
+    sum_g = pointwise[3] + totals[:, 2]
+    sum_g2 = pointwise[4] + totals[:, 3]
+    if nk:
+        sum_r += k_sums[0]
+        sum_r2 += k_sums[1]
+        sum_g += k_sums[2]
+        sum_g2 += k_sums[3]
+    size = np.where(table.n_b > 0, table.n_b, 1.0)
+    served *= served
+    served /= size
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c2 = np.where(n > 0, _segment_sums(served, bounds) / (n * n), 0.0)
+    return [
+        tuple(map(float, row[:5])) + (int(row[5]), float(row[6]))
+        for row in zip(n, sum_r, sum_r2, sum_g, sum_g2, n_fallback, c2)
+    ]
 
 
 # ---------------------------------------------------------------------- the two passes
@@ -1112,11 +1331,13 @@ def fit_design(
     n_train = design.training_sizes(group_sizes, min_train)
     plans, trainings, totals = [], [], []
     for (K, members), stats in zip(grids, p1):
-        split_trainings = [stats.merged(train) for _, train in design.splits]
-        total = stats.merged(everyone) if refit else None
-        needed = [t.needed_cells() for t in split_trainings]
-        if total is not None:
-            needed.append(total.needed_cells())
+        unions = [train for _, train in design.splits]
+        merged = stats.merged_many(unions + [everyone] if refit else unions)
+        split_trainings = merged[: len(unions)]
+        total = merged[-1] if refit else None
+        needed = np.zeros(K, dtype=bool)
+        for t in merged:
+            needed |= t.needed_mask()
         # Flags matter where a split has training points and queries.
         cells = tuple(
             np.flatnonzero((t.count > 0) & (stats.count[validation] > 0))
@@ -1131,9 +1352,7 @@ def fit_design(
                 tuple(split_trainings),
                 design.split_of_group,
                 design.n_groups,
-                np.unique(np.concatenate([*needed, np.empty(0, dtype=np.intp)])).astype(
-                    np.intp
-                ),
+                np.flatnonzero(needed),
                 cells,
             )
         )
