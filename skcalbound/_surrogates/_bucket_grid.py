@@ -60,6 +60,7 @@ Why hand-written: no library evaluates box-kernel smoothing bounds for many buck
 from one set of cell sums (the reductions are ``np.bincount``).
 """
 
+import functools
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -433,69 +434,99 @@ class Buckets:
         return (cells - self.offset) // self.width + 1
 
 
+@functools.lru_cache(maxsize=8)
+def _bucket_edges(candidates, R, K):
+    """What the buckets of ``candidates`` on a grid of ``K`` cells are, whatever the
+    data (read-only, shared): per candidate ``B``, ``w``, ``o`` and ``bounds``; per
+    bucket its cells ``[start, end)`` and ``w``."""
+    B = np.array([b for b, _ in candidates], dtype=np.intp)
+    w = K // B
+    o = np.array([r for _, r in candidates], dtype=np.intp) * (K // (B * R))
+    bounds = np.concatenate(([0], np.cumsum(B + 1))).astype(np.intp)
+    first = np.repeat(bounds[:-1], B + 1)
+    j = np.arange(bounds[-1]) - first  # bucket id + 1
+    w_j, o_j = np.repeat(w, B + 1), np.repeat(o, B + 1)
+    start = np.clip((j - 1) * w_j + o_j, 0, K)
+    end = np.clip(j * w_j + o_j, 0, K)
+    out = (B, w, o, bounds, start, end, w_j)
+    for x in out:
+        x.flags.writeable = False
+    return out
+
+
 class BucketTable:
     """The buckets of every candidate ``(B, r)`` (``R`` shifts) on one
     :class:`Prepared`, concatenated (candidate ``i`` owns ``bounds[i]:bounds[i + 1]``;
-    the fields of :class:`Buckets`), computed at once."""
+    the fields of :class:`Buckets`): every bucket's cells ``[start, end)`` and the run
+    of prepared cells it holds (``first_pos``, ``runs``), its other fields computed
+    where needed (:meth:`values`), the same operations at every bucket."""
 
     def __init__(self, prep, candidates, R, L):
         K = prep.n_cells
         self.candidates = list(candidates)
-        B = np.array([b for b, _ in candidates], dtype=np.intp)
-        w = K // B
-        o = np.array([r for _, r in candidates], dtype=np.intp) * (K // (B * R))
-        bounds = np.concatenate(([0], np.cumsum(B + 1))).astype(np.intp)
-        first = np.repeat(bounds[:-1], B + 1)
-        j = np.arange(bounds[-1]) - first  # bucket id + 1
-        w_j, o_j = np.repeat(w, B + 1), np.repeat(o, B + 1)
-        start = np.clip((j - 1) * w_j + o_j, 0, K)
-        end = np.clip(j * w_j + o_j, 0, K)
-        cN, cP = prep.cN, prep.cP
-        n_b = cN[end] - cN[start]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            alpha = L / n_b
-            eta = (cP[end] - cP[start]) / n_b
-            root = 0.5 / np.sqrt(n_b)
-        ends = tuple(x[start] + x[end] for x in (cN, prep.cM, prep.cT))
+        self.prep, self.L = prep, L
+        B, w, o, bounds, start, end, w_j = _bucket_edges(
+            tuple(tuple(int(v) for v in c) for c in candidates), int(R), K
+        )
+        self.B, self.w, self.o, self.bounds = B, w, o, bounds
+        self.start, self.end = start, end
         # The prepared cells in [start, end): their count below end minus below
         # start, the first of them at position below[start].
         self.first_pos = prep.below[start]
-        runs = prep.below[end] - self.first_pos
-        bounded = np.logical_and.reduceat(
-            (L * w_j / K + root <= _BOUNDED) | (runs == 0), bounds[:-1]
-        )
-        self.B, self.w, self.o, self.bounds = B, w, o, bounds
-        self.start, self.end, self.n_b, self.eta = start, end, n_b, eta
-        self.alpha, self.root, self.ends, self.runs = alpha, root, ends, runs
+        self.runs = prep.below[end] - self.first_pos
+        nc = B.shape[0]
+        # bounded: every bucket holding prepared cells has L w / K + root <= 0.999.
+        held = np.flatnonzero(self.runs > 0)
+        owner = np.searchsorted(bounds, held, side="right") - 1
+        root = 0.5 / np.sqrt(self.n_b(held))
+        bounded = np.ones(nc, dtype=bool)
+        bounded[owner[~(L * w_j[held] / K + root <= _BOUNDED)]] = False
         self.bounded = bounded
         # Per candidate: 0 if no cell is clipped (bounded, or every bucket expanded),
         # 2 if every cell is, 1 otherwise.
         self.status = np.full(bounds[-1], _EXPANDED, dtype=np.int8)
-        self.kind = np.zeros(B.shape[0], dtype=np.intp)
-        loose = np.flatnonzero(~bounded)
-        if loose.size:
-            sizes = B[loose] + 1
-            owner = np.repeat(loose, sizes)
-            at = np.arange(owner.shape[0]) + np.repeat(
-                bounds[loose] - np.cumsum(sizes) + sizes, sizes
-            )
-            held = runs[at] > 0
-            at, owner = at[held], owner[held]
-            status = self._status(prep, L, at, start, end, n_b, root, runs)
+        self.kind = np.zeros(nc, dtype=np.intp)
+        loose = ~bounded[owner]
+        if loose.any():
+            at, owner, root = held[loose], owner[loose], root[loose]
+            status = self._status(prep, L, at, root)
             self.status[at] = status
-            mixed = np.zeros(B.shape[0], dtype=bool)
+            mixed = np.zeros(nc, dtype=bool)
             mixed[owner[status != _EXPANDED]] = True
-            clipped = np.zeros(B.shape[0], dtype=bool)
-            clipped[loose] = True
+            clipped = np.zeros(nc, dtype=bool)
+            clipped[owner] = True
             clipped[owner[status != _CLIPPED_ALL]] = False
             self.kind[mixed] = 1
             self.kind[clipped] = 2
 
-    def _status(self, prep, L, at, start, end, n_b, root, runs):
-        """Per bucket ``at`` (of unbounded candidates, holding prepared cells):
-        ``_EXPANDED`` if ``g < 1`` on all of it and the terms of ``g`` are small (as in
-        every bucket of a bounded candidate), ``_CLIPPED_ALL`` if ``g >= 1`` on every
-        cell, ``_UNDECIDED`` otherwise: proven from the bucket's training
+    def n_b(self, J):
+        """The training counts of the buckets ``J`` (indices or a slice)."""
+        cN = self.prep.cN
+        return cN[self.end[J]] - cN[self.start[J]]
+
+    def values(self, J):
+        """``(E_N, E_M, E_T, alpha, root, eta, n_b)`` of the buckets ``J`` (indices,
+        any shape, or a slice): the prefix sums of ``N``, ``M = N c`` and ``T`` at
+        both ends added, ``L / n_b``, ``1 / (2 sqrt(n_b))``, ``eta_hat`` and the
+        training count."""
+        prep = self.prep
+        s, e = self.start[J], self.end[J]
+        N_s, N_e = prep.cN[s], prep.cN[e]
+        n_b = N_e - N_s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alpha = self.L / n_b
+            eta = (prep.cP[e] - prep.cP[s]) / n_b
+            root = 0.5 / np.sqrt(n_b)
+        N_s += N_e
+        E_M = prep.cM[s] + prep.cM[e]
+        E_T = prep.cT[s] + prep.cT[e]
+        return N_s, E_M, E_T, alpha, root, eta, n_b
+
+    def _status(self, prep, L, at, root):
+        """Per bucket ``at`` (of unbounded candidates, holding prepared cells; ``root``
+        there): ``_EXPANDED`` if ``g < 1`` on all of it and the terms of ``g`` are
+        small (as in every bucket of a bounded candidate), ``_CLIPPED_ALL`` if ``g >=
+        1`` on every cell, ``_UNDECIDED`` otherwise: proven from the bucket's training
         cells, with room for the rounding of the computed ``g``; every cell of a
         decided bucket passes :func:`_flag_mask`'s tests of expansion or clipping, so
         only its crossing cells are flagged.
@@ -511,24 +542,24 @@ class BucketTable:
         upper half of the bucket's training scores less that of the lower half,
         bounded below from their cells (the upper half at its cells' lower edges, the
         lower half at their upper edges) in exact integer sums."""
+        status = np.full(at.shape[0], _UNDECIDED, dtype=np.int8)
         if not (at.size and math.isfinite(L)):
-            return np.full(at.shape[0], _UNDECIDED, dtype=np.int8)
-        status = np.full(start.shape[0], _UNDECIDED, dtype=np.int8)
-        j = at
+            return status
         K = prep.n_cells
         cN, cM = prep.cN, prep.cM
-        n = n_b[j]
-        s, e = start[j], end[j]
+        s, e = self.start[at], self.end[at]
+        n = cN[e] - cN[s]
         # Above: sum_i |c - c_i| at the first and last prepared cells of the bucket.
-        first = self.first_pos[j]
-        ends = prep.cells[np.stack((first, first + runs[j] - 1))]
+        first = self.first_pos[at]
+        ends = prep.cells[np.stack((first, first + self.runs[at] - 1))]
         lo_n, lo_m = cN[ends] - cN[s], cM[ends] - cM[s]
         hi_n, hi_m = cN[e] - cN[ends + 1], cM[e] - cM[ends + 1]
         spread = (ends * lo_n - lo_m + hi_m - ends * hi_n).max(axis=0)
-        g_high = L * (2.25 + spread / n) / K + root[j]
-        status[j[g_high <= 2.0 - _CLIPPED]] = _EXPANDED
+        g_high = L * (2.25 + spread / n) / K + root
+        status[g_high <= 2.0 - _CLIPPED] = _EXPANDED
         # Below, with two training scores at least (MAD_b = 0 with one).
-        j, n, s, e = (x[n >= 2] for x in (j, n, s, e))
+        i = np.flatnonzero(n >= 2)
+        n, s, e = n[i], s[i], e[i]
         h = np.floor(0.5 * n)
         base = cN[s]
         # The last score of the lower half and the first of the upper half, by rank.
@@ -539,9 +570,9 @@ class BucketTable:
         lower = cM[c_lo] - cM[s] + (cN[c_lo] - base)
         lower += (r_lo - cN[c_lo] + 1.0) * (c_lo + 1)
         upper = cM[e] - cM[c_hi + 1] + (cN[c_hi + 1] - r_hi) * c_hi
-        g_low = L * ((upper - lower) / K / n - 0.5 / K) + root[j]
-        status[j[g_low >= _CLIPPED]] = _CLIPPED_ALL
-        return status[at]
+        g_low = L * ((upper - lower) / K / n - 0.5 / K) + root[i]
+        status[i[g_low >= _CLIPPED]] = _CLIPPED_ALL
+        return status
 
     def buckets(self):
         """One :class:`Buckets` per candidate."""
@@ -563,33 +594,23 @@ class BucketTable:
 
     def bucket(self, i):
         """The :class:`Buckets` of candidate ``i``."""
-        b = self.bounds
+        J = slice(self.bounds[i], self.bounds[i + 1])
+        E_N, E_M, E_T, alpha, root, eta, n_b = self.values(J)
         return Buckets(
             int(self.B[i]),
             self.candidates[i][1],
             int(self.w[i]),
             int(self.o[i]),
-            *(
-                x[b[i] : b[i + 1]]
-                for x in (
-                    self.start,
-                    self.end,
-                    self.n_b,
-                    self.eta,
-                    self.alpha,
-                    self.root,
-                )
-            ),
-            tuple(x[b[i] : b[i + 1]] for x in self.ends),
-            self.runs[b[i] : b[i + 1]],
+            self.start[J],
+            self.end[J],
+            n_b,
+            eta,
+            alpha,
+            root,
+            (E_N, E_M, E_T),
+            self.runs[J],
             bool(self.bounded[i]),
         )
-
-    @property
-    def per_bucket(self):
-        """``(E_N, E_M, E_T, alpha, root, eta)`` of every bucket: what a prepared cell
-        reads of its bucket."""
-        return (*self.ends, self.alpha, self.root, self.eta)
 
     def bucket_index(self, owner, cells):
         """Index into the concatenated tables of the bucket of ``cells`` for the
@@ -599,32 +620,25 @@ class BucketTable:
         G += self.bounds[owner] + 1
         return G
 
-    def gather(self, prep, rows, which=slice(None)):
-        """``per_bucket[which]`` at every prepared cell for the candidates ``rows`` (a
-        slice), ``(n_which, n_rows, n_cells)``: every bucket is a run of ``runs``
-        consecutive prepared cells, repeated (few long runs) or taken by bucket
-        index (many short ones)."""
+    def gather(self, prep, rows, which=slice(0, 6)):
+        """``values(...)[which]`` at every prepared cell for the candidates ``rows``
+        (a slice), ``(n_which, n_rows, n_cells)``: every bucket is a run of ``runs``
+        consecutive prepared cells, its values repeated (few long runs) or computed
+        at every cell's bucket (many short ones)."""
         lo, hi = self.bounds[rows.start], self.bounds[rows.stop]
-        arrays = self.per_bucket[which]
         shape = (rows.stop - rows.start, prep.cells.shape[0])
         if (hi - lo) * 8 <= shape[0] * shape[1]:
-            values = np.stack([x[lo:hi] for x in arrays])
+            values = np.stack(self.values(slice(lo, hi))[which])
             return np.repeat(values, self.runs[lo:hi], axis=1).reshape(
-                (len(arrays), *shape)
+                (values.shape[0], *shape)
             )
         owner = np.arange(rows.start, rows.stop)[:, None]
-        index = self.bucket_index(owner, prep.cells)
-        out = np.empty((len(arrays), *shape))
-        for x, o in zip(arrays, out):
-            np.take(x, index, out=o, mode="clip")  # in range: unbuffered
-        return out
+        return np.stack(self.values(self.bucket_index(owner, prep.cells))[which])
 
     def terms(self, prep, rows):
         """:func:`_affine` at every prepared cell for the candidates ``rows`` (a
         slice), as ``(n_rows, n_cells)`` arrays ``(eta_hat, alpha, beta, gamma)``:
-        the same operations on the same operands, element by element. Every bucket is
-        a run of ``runs`` consecutive prepared cells, so its values are repeated, not
-        gathered."""
+        the same operations on the same operands, element by element."""
         E_N, E_M, E_T, alpha, root, eta = self.gather(prep, rows)
         s2 = prep.s2
         a = np.subtract(s2[0], E_N, out=E_N)  # N_lo - N_hi
@@ -638,22 +652,21 @@ class BucketTable:
         return eta, alpha, beta, gamma
 
     def terms_at(self, prep, owner, cells, s2):
-        """``(bucket, eta_hat, alpha, beta, gamma)`` at ``cells`` (any, with their
-        ``s2`` sums) for the candidates ``owner`` (broadcast against ``cells``),
+        """``(bucket, eta_hat, alpha, beta, gamma, n_b)`` at ``cells`` (any, with
+        their ``s2`` sums) for the candidates ``owner`` (broadcast against ``cells``),
         ``bucket`` indexing the concatenated tables: :func:`_affine`'s operations on
         the same operands, element by element."""
         G = self.bucket_index(owner, cells)
-        E_N, E_M, E_T = (np.take(x, G) for x in self.ends)
+        E_N, E_M, E_T, alpha, root, eta, n_b = self.values(G)
         a = np.subtract(s2[0], E_N, out=E_N)  # N_lo - N_hi
         k = np.subtract(s2[1], E_M, out=E_M)  # M_lo - M_hi
         k -= cells * a
         k *= -1.0 / prep.n_cells
         k -= np.subtract(s2[2], E_T, out=E_T)  # T_lo - T_hi
-        alpha = np.take(self.alpha, G)
         beta = np.multiply(alpha, a, out=a)
         gamma = np.multiply(alpha, k, out=k)
-        gamma += np.take(self.root, G)
-        return G, np.take(self.eta, G), alpha, beta, gamma
+        gamma += root
+        return G, eta, alpha, beta, gamma, n_b
 
     def fall_back(self, prep, L, owner, cells, scores, midpoints):
         """:func:`_fall_back` for the queries at ``scores`` in ``cells`` (with the
@@ -669,10 +682,10 @@ class BucketTable:
         end, start = self.end[jj], self.start[jj]
         M_b = prep.cM[end] - prep.cM[start]
         T_b = prep.cT[end] - prep.cT[start]
-        nj = self.n_b[jj]
+        _, _, _, _, _, eta, nj = self.values(jj)
         aj = L / nj
         gj = aj * (sign * ((cells * nj - M_b) / K - T_b)) + 0.5 / np.sqrt(nj)
-        return jj, self.eta[jj], aj, sign * L, gj
+        return jj, eta, aj, sign * L, gj
 
 
 def _affine(prep, bk, cells, s2, j):
@@ -733,16 +746,29 @@ def _fall_back(prep, bk, L, cells, scores, midpoints, out, f):
 def _flag_mask(prep, eta, a, b, c, at=slice(None)):
     """The flag test of unbounded candidates, element by element at the prepared
     cells ``at``: ``eta_hat`` inside the cell, ``g`` crossing 1, or terms too large
-    to expand."""
+    to expand. (Overwrites ``eta``.)"""
     half = 0.5 / prep.n_cells
-    crossing = np.abs(prep.centre[at] - eta) < half
-    bh = np.abs(b) * half
-    ad_lo, ad_hi = a * prep.d_lo[at], a * prep.d_hi[at]
-    g_max = np.maximum(ad_lo - b * half, ad_hi + b * half) + c
-    scale = np.maximum(a * prep.d_max[at], np.maximum(np.abs(c), bh))
-    expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
-    clipped = c - bh >= 1.0
-    return crossing | ~(expanded | clipped)
+    t = np.subtract(prep.centre[at], eta, out=eta)
+    crossing = np.abs(t, out=t) < half
+    bh = np.abs(b)
+    bh *= half
+    b_half = b * half
+    # g_max = max(a d_lo - b half, a d_hi + b half) + c
+    g_max = np.multiply(a, prep.d_lo[at])
+    g_max -= b_half
+    u = np.multiply(a, prep.d_hi[at], out=t)
+    u += b_half
+    np.maximum(g_max, u, out=g_max)
+    g_max += c
+    # scale = max(a d_max, max(|c|, bh))
+    scale = np.abs(c, out=b_half)
+    np.maximum(scale, bh, out=scale)
+    np.maximum(np.multiply(a, prep.d_max[at], out=u), scale, out=scale)
+    expanded = g_max <= 1.0
+    expanded &= scale <= _EXPANDED_SCALE
+    np.subtract(c, bh, out=bh)
+    expanded |= bh >= 1.0  # or clipped
+    return np.logical_or(crossing, ~expanded, out=crossing)
 
 
 def _all_crossings(prep, table, which):
@@ -751,19 +777,23 @@ def _all_crossings(prep, table, which):
     (rounding), if they are prepared cells of that bucket with ``|c_centre - eta_hat|
     < 1 / (2K)``. Returns ``(candidate, position)`` pairs sorted by both."""
     K = prep.n_cells
-    nc = table.B.shape[0]
-    owner = np.repeat(np.arange(nc), table.B + 1)
-    j = np.flatnonzero((table.runs > 0) & which)
-    eta = table.eta[j]
-    near = np.minimum(np.multiply(eta, K).astype(np.intp), K - 1)[:, None] + [-1, 0, 1]
-    inside = (near >= table.start[j, None]) & (near < table.end[j, None])
-    # near lies in [-1, K]; outside [start, end) (within [0, K)) it is not looked up.
-    pos = prep.index[np.clip(near + 1, 0, K + 1)]
-    hit = inside & (pos >= 0)
-    pos = pos[hit]
-    keep = np.abs(prep.centre[pos] - eta[:, None].repeat(3, 1)[hit]) < 0.5 / K
     m = max(prep.cells.shape[0], 1)
-    key = np.unique(owner[j][:, None].repeat(3, 1)[hit][keep] * m + pos[keep])
+    j = np.flatnonzero((table.runs > 0) & which)
+    eta = table.values(j)[5]
+    cell = np.minimum(np.multiply(eta, K).astype(np.intp), K - 1)
+    start, end = table.start[j], table.end[j]
+    keys = []
+    for near in (cell - 1, cell, cell + 1):
+        # Inside the bucket (so inside [0, K)) and a prepared cell.
+        at = np.flatnonzero((near >= start) & (near < end))
+        pos = prep.index[near[at] + 1]
+        held = pos >= 0
+        at, pos = at[held], pos[held]
+        keep = np.abs(prep.centre[pos] - eta[at]) < 0.5 / K
+        at, pos = at[keep], pos[keep]
+        keys.append((np.searchsorted(table.bounds, j[at], side="right") - 1) * m + pos)
+    # A cell lies in one bucket of a candidate: no pair twice.
+    key = np.sort(np.concatenate(keys))
     return key // m, key % m
 
 
@@ -778,16 +808,23 @@ def _all_flags(prep, table):
     j = np.flatnonzero(undecided)
     if not j.size:
         return owner, pos
-    # The prepared cells of the undecided buckets (runs of positions), in order.
+    # The prepared cells of the undecided buckets (runs of positions), in order,
+    # each bucket's values repeated over its run: _affine's operations there.
     runs = table.runs[j]
     first = table.first_pos[j]
     at = np.arange(runs.sum()) + np.repeat(first - np.cumsum(runs) + runs, runs)
-    by = np.repeat(np.arange(table.B.shape[0]), table.B + 1)[np.repeat(j, runs)]
-    cells = prep.cells[at]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        _, eta, a, b, c = table.terms_at(prep, by, cells, [x[at] for x in prep.s2])
+    by = np.repeat(np.searchsorted(table.bounds, j, side="right") - 1, runs)
+    E_N, E_M, E_T, alpha, root, eta = (np.repeat(x, runs) for x in table.values(j)[:6])
     with np.errstate(over="ignore", invalid="ignore"):
-        mask = _flag_mask(prep, eta, a, b, c, at)
+        a = np.subtract(prep.s2[0][at], E_N, out=E_N)  # N_lo - N_hi
+        k = np.subtract(prep.s2[1][at], E_M, out=E_M)  # M_lo - M_hi
+        k -= prep.cells_f[at] * a
+        k *= -1.0 / prep.n_cells
+        k -= np.subtract(prep.s2[2][at], E_T, out=E_T)  # T_lo - T_hi
+        beta = np.multiply(alpha, a, out=a)
+        gamma = np.multiply(alpha, k, out=k)
+        gamma += root
+        mask = _flag_mask(prep, eta, alpha, beta, gamma, at)
     m = max(prep.cells.shape[0], 1)
     key = np.concatenate((owner * m + pos, by[mask] * m + at[mask]))
     key.sort()
@@ -820,6 +857,7 @@ class Plan:
     m2: np.ndarray = field(init=False)
     served_offsets: np.ndarray = field(init=False)
     triples: dict = field(init=False)
+    served_keys: np.ndarray = field(init=False)
     first: np.ndarray = field(init=False)
     n_flags: np.ndarray = field(init=False)
     has_flags: np.ndarray = field(init=False)
@@ -845,7 +883,7 @@ class Plan:
             flagged.append((owner, prep.cells[pos]))
             if pos.size:
                 cells = prep.cells[pos]
-                bucket, eta, alpha, beta, gamma = table.terms_at(
+                bucket, eta, alpha, beta, gamma, _ = table.terms_at(
                     prep, owner, cells, [x[pos] for x in prep.s2]
                 )
                 parts.append(
@@ -869,6 +907,11 @@ class Plan:
                 n: np.empty(0, dtype=np.intp if n in names[:3] else float)
                 for n in names
             }
+        # The served buckets of the flagged triples, numbered compactly (pass 2 counts
+        # its served queries there only).
+        keys, compact = np.unique(triples["served"], return_inverse=True)
+        triples["served"] = compact.reshape(-1).astype(np.intp)
+        set_("served_keys", keys.astype(np.intp))
         set_("triples", triples)
         # Transient (not pickled): finish_split reuses them when its cells agree.
         set_("_tables", tuple(tables))
@@ -892,9 +935,9 @@ class Plan:
         S, K, nc = self.n_splits, self.n_cells, len(self.candidates)
         size = self.n_groups * self.needed.shape[0]
         return EvaluationSums(
-            np.zeros((_MOMENTS, S * K)),
+            tuple(np.zeros(S * K) for _ in range(_MOMENTS)),
             np.zeros((5, S * nc)),
-            np.zeros(self.served_offsets[-1]),
+            np.zeros(self.served_keys.shape[0]),
             (np.empty(0), np.empty(0, dtype=np.intp)),
             {"hi": np.full(size, -np.inf), "lo": np.full(size, np.inf)},
         )
@@ -902,12 +945,13 @@ class Plan:
 
 @dataclass
 class EvaluationSums:
-    """Pass 2's mergeable result for one grid: per (split, cell) query moments, per
-    (split, candidate) the point-by-point sums of the flagged cells (count, ``r``,
-    ``r**2``, ``min(g, 1)``, its square) and their served-bucket counts, the kept
-    queries of empty cells, and the extremes of the needed cells per group."""
+    """Pass 2's mergeable result for one grid: per (split, cell) query moments (one
+    array per moment), per (split, candidate) the point-by-point sums of the flagged
+    cells (count, ``r``, ``r**2``, ``min(g, 1)``, its square) and their served-bucket
+    counts (at the plan's ``served_keys``), the kept queries of empty cells, and the
+    extremes of the needed cells per group."""
 
-    moments: np.ndarray
+    moments: tuple
     pointwise: np.ndarray
     served: np.ndarray
     kept: tuple  # (scores, split)
@@ -915,7 +959,7 @@ class EvaluationSums:
 
     def __add__(self, other):
         return EvaluationSums(
-            self.moments + other.moments,
+            tuple(a + b for a, b in zip(self.moments, other.moments)),
             self.pointwise + other.pointwise,
             self.served + other.served,
             tuple(np.concatenate((a, b)) for a, b in zip(self.kept, other.kept)),
@@ -980,9 +1024,12 @@ def _evaluate_rows(plan, s, split, out, c, e):
     np.maximum(D, 0.0, out=D)
     D *= N
     np.sqrt(D, out=D)
-    size = out.moments.shape[1]
-    for k, weights in enumerate((None, e, e * e, D, D * D, D * e)):
-        out.moments[k] += np.bincount(key, weights=weights, minlength=size)
+    size = out.moments[0].shape[0]
+    # Fresh sums (out is new: 0 + x == x), the counts as doubles.
+    out.moments = tuple(
+        np.bincount(key, weights=weights, minlength=size).astype(np.float64, copy=False)
+        for weights in (None, e, e * e, D, D * D, D * e)
+    )
     flagged = np.take(plan.has_flags, key)
     if flagged.any():
         rows = np.flatnonzero(flagged)
@@ -1020,7 +1067,7 @@ def _add_pointwise(out, slot, served, r, g):
     n = out.pointwise.shape[1]
     for k, weights in enumerate((None, r, r * r, g, g * g)):
         out.pointwise[k] += np.bincount(slot, weights=weights, minlength=n)
-    out.served += np.bincount(served, minlength=out.served.shape[0])
+    out.served += np.bincount(served, minlength=out.served.shape[0])  # compact keys
 
 
 def training_extremes(plan, extremes, train_groups):
@@ -1163,7 +1210,7 @@ def finish_split(plan, s, sums, training):
     n_fallback, C2)`` of split ``s`` (``training`` with its extremes set)."""
     K = plan.n_cells
     nc = len(plan.candidates)
-    moments = sums.moments[:, s * K : (s + 1) * K]
+    moments = [x[s * K : (s + 1) * K] for x in sums.moments]
     kept_s = sums.kept[0][sums.kept[1] == s]
     # The cells whose sums come from the moments: queries there and training points
     # too (the others' queries were kept), unless flagged for a candidate.
@@ -1179,7 +1226,12 @@ def finish_split(plan, s, sums, training):
         prep = Prepared(training, cells)
         table = BucketTable(prep, plan.candidates, plan.n_shifts, plan.L)
     m = prep.cells.shape[0]
-    x_n = moments[0, prep.cells]
+    # The moments at the prepared cells, each one contiguous (an advanced index on
+    # the second axis of a 2-D array would give strided rows, slower in every op).
+    x = np.empty((_MOMENTS, m))
+    for moment, row in zip(moments, x):
+        np.take(moment, prep.cells, out=row, mode="clip")  # in range: unbuffered
+    x_n = x[0]
     bounds = table.bounds
     first = s * nc
     # The flagged (candidate, position) pairs, sorted by both.
@@ -1190,10 +1242,11 @@ def finish_split(plan, s, sums, training):
     # Every candidate's served counts of this split, concatenated like the table:
     # counts, added exactly in any order. The moments' share: per bucket the queries
     # of its run of prepared cells, less those of its flagged cells.
-    served = sums.served[plan.served_offsets[first] : plan.served_offsets[first + nc]]
     cx = _exclusive_cumsum(x_n)
     start = table.first_pos
-    served = served + (cx[start + table.runs] - cx[start])
+    served = cx[start + table.runs] - cx[start]
+    lo, hi = np.searchsorted(plan.served_keys, plan.served_offsets[[first, first + nc]])
+    served[plan.served_keys[lo:hi] - plan.served_offsets[first]] += sums.served[lo:hi]
     f_n = x_n[f_pos]
     served -= np.bincount(
         table.bucket_index(f_owner, prep.cells[f_pos]),
@@ -1201,9 +1254,7 @@ def finish_split(plan, s, sums, training):
         minlength=bounds[-1],
     )
     n_moments = cx[m] - np.bincount(f_owner, weights=f_n, minlength=nc)
-    totals = _moment_totals(
-        prep, table, moments[:, prep.cells], f_owner, f_pos, f_edges, n_moments
-    )
+    totals = _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments)
     nk = kept_s.shape[0]
     k_sums = np.zeros((4, nc))
     n_fallback = np.zeros(nc, dtype=np.intp)
@@ -1215,10 +1266,10 @@ def finish_split(plan, s, sums, training):
         for rows in table.blocks(nk):
             owner = np.arange(rows.start, rows.stop)[:, None]
             with np.errstate(divide="ignore", invalid="ignore"):
-                kG, k_eta, k_alpha, k_beta, k_gamma = table.terms_at(
+                kG, k_eta, k_alpha, k_beta, k_gamma, k_n = table.terms_at(
                     prep, owner, kept_c, kept_s2
                 )
-            fallback = np.take(table.n_b, kG) <= 0
+            fallback = k_n <= 0
             f_row, f_query = np.nonzero(fallback)
             if f_row.size:
                 if mid is None:
@@ -1262,9 +1313,14 @@ def finish_split(plan, s, sums, training):
         sum_r2 += k_sums[1]
         sum_g += k_sums[2]
         sum_g2 += k_sums[3]
-    size = np.where(table.n_b > 0, table.n_b, 1.0)
-    served *= served
-    served /= size
+    # served**2 / max(n_b, 1) where served (a zero elsewhere, as 0 / size).
+    held = np.flatnonzero(served)
+    size = table.n_b(held)
+    part = served[held]
+    part *= part
+    part /= np.where(size > 0, size, 1.0)
+    served[:] = 0.0
+    served[held] = part
     with np.errstate(divide="ignore", invalid="ignore"):
         c2 = np.where(n > 0, _segment_sums(served, bounds) / (n * n), 0.0)
     return [
