@@ -118,10 +118,11 @@ class _LipschitzMethod(_BoundMethod):
     def fitted_attributes(self, surrogate, folds, key_seed):
         bounds, best = self._candidate_bounds(folds)  # the surrogate's candidate
         mean = bounds.mean(axis=0)
-        frame = pd.DataFrame(surrogate.candidates, columns=["n_buckets", "shift"])
-        for k in range(bounds.shape[0]):
-            frame[f"fold{k}_bound"] = bounds[k]
-        frame["mean_bound"] = mean
+        B, r = np.array(surrogate.candidates, dtype=np.int64).reshape(-1, 2).T
+        columns = {"n_buckets": B, "shift": r}
+        columns.update((f"fold{k}_bound", bounds[k]) for k in range(bounds.shape[0]))
+        columns["mean_bound"] = mean
+        frame = pd.DataFrame(columns)  # one constructor call, not one per column
         B, r = surrogate.candidates[best]
         return {"L_": self.L, "candidates_": frame, "n_buckets_": B, "shift_": r}
 

@@ -88,7 +88,7 @@ _BOUNDED = 0.999
 _CLIPPED = 1.0 + 1e-6
 _UNDECIDED, _EXPANDED, _CLIPPED_ALL = 0, 1, 2
 # (candidate, cell) pairs per block of candidates finished at once (in cache).
-_BLOCK = 2**14
+_BLOCK = 2**15
 # Segments longer than this are summed pairwise (np.sum), shorter ones in order.
 _LONG_SEGMENT = 1024
 
@@ -504,6 +504,13 @@ class BucketTable:
         cN = self.prep.cN
         return cN[self.end[J]] - cN[self.start[J]]
 
+    def eta(self, J):
+        """``eta_hat`` of the buckets ``J`` (as in :meth:`values`)."""
+        prep = self.prep
+        s, e = self.start[J], self.end[J]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (prep.cP[e] - prep.cP[s]) / (prep.cN[e] - prep.cN[s])
+
     def values(self, J):
         """``(E_N, E_M, E_T, alpha, root, eta, n_b)`` of the buckets ``J`` (indices,
         any shape, or a slice): the prefix sums of ``N``, ``M = N c`` and ``T`` at
@@ -633,7 +640,13 @@ class BucketTable:
                 (values.shape[0], *shape)
             )
         owner = np.arange(rows.start, rows.stop)[:, None]
-        return np.stack(self.values(self.bucket_index(owner, prep.cells))[which])
+        index = self.bucket_index(owner, prep.cells)
+        index -= lo
+        values = self.values(slice(lo, hi))[which]
+        out = np.empty((len(values), *shape))
+        for x, o in zip(values, out):
+            np.take(x, index, out=o, mode="clip")  # in range: unbuffered
+        return out
 
     def terms(self, prep, rows):
         """:func:`_affine` at every prepared cell for the candidates ``rows`` (a
@@ -779,7 +792,7 @@ def _all_crossings(prep, table, which):
     K = prep.n_cells
     m = max(prep.cells.shape[0], 1)
     j = np.flatnonzero((table.runs > 0) & which)
-    eta = table.values(j)[5]
+    eta = table.eta(j)
     cell = np.minimum(np.multiply(eta, K).astype(np.intp), K - 1)
     start, end = table.start[j], table.end[j]
     keys = []
@@ -809,25 +822,36 @@ def _all_flags(prep, table):
     if not j.size:
         return owner, pos
     # The prepared cells of the undecided buckets (runs of positions), in order,
-    # each bucket's values repeated over its run: _affine's operations there.
-    runs = table.runs[j]
-    first = table.first_pos[j]
-    at = np.arange(runs.sum()) + np.repeat(first - np.cumsum(runs) + runs, runs)
-    by = np.repeat(np.searchsorted(table.bounds, j, side="right") - 1, runs)
-    E_N, E_M, E_T, alpha, root, eta = (np.repeat(x, runs) for x in table.values(j)[:6])
-    with np.errstate(over="ignore", invalid="ignore"):
-        a = np.subtract(prep.s2[0][at], E_N, out=E_N)  # N_lo - N_hi
-        k = np.subtract(prep.s2[1][at], E_M, out=E_M)  # M_lo - M_hi
-        k -= prep.cells_f[at] * a
-        k *= -1.0 / prep.n_cells
-        k -= np.subtract(prep.s2[2][at], E_T, out=E_T)  # T_lo - T_hi
-        beta = np.multiply(alpha, a, out=a)
-        gamma = np.multiply(alpha, k, out=k)
-        gamma += root
-        mask = _flag_mask(prep, eta, alpha, beta, gamma, at)
+    # each bucket's values repeated over its run: _affine's operations there. By
+    # groups of buckets of about _BLOCK cells (small temporaries).
     m = max(prep.cells.shape[0], 1)
-    key = np.concatenate((owner * m + pos, by[mask] * m + at[mask]))
-    key.sort()
+    keys = [owner * m + pos]
+    runs = table.runs[j]
+    edges = np.searchsorted(np.cumsum(runs), np.arange(_BLOCK, runs.sum(), _BLOCK))
+    for group in np.split(np.arange(j.shape[0]), np.unique(edges + 1)):
+        if not group.size:
+            continue
+        jg, rg = j[group], runs[group]
+        first = table.first_pos[jg]
+        at = np.arange(rg.sum()) + np.repeat(first - np.cumsum(rg) + rg, rg)
+        values = table.values(jg)[:6]
+        E_N, E_M, E_T, alpha, root, eta = (np.repeat(x, rg) for x in values)
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = np.subtract(prep.s2[0][at], E_N, out=E_N)  # N_lo - N_hi
+            k = np.subtract(prep.s2[1][at], E_M, out=E_M)  # M_lo - M_hi
+            k -= prep.cells_f[at] * a
+            k *= -1.0 / prep.n_cells
+            k -= np.subtract(prep.s2[2][at], E_T, out=E_T)  # T_lo - T_hi
+            beta = np.multiply(alpha, a, out=a)
+            gamma = np.multiply(alpha, k, out=k)
+            gamma += root
+            mask = _flag_mask(prep, eta, alpha, beta, gamma, at)
+        hit = np.flatnonzero(mask)
+        by = np.searchsorted(np.cumsum(rg), hit, side="right")  # bucket in group
+        keys.append(
+            (np.searchsorted(table.bounds, jg[by], side="right") - 1) * m + at[hit]
+        )
+    key = np.sort(np.concatenate(keys))
     return key // m, key % m
 
 
@@ -1020,16 +1044,20 @@ def _evaluate_rows(plan, s, split, out, c, e):
     np.subtract(e, D, out=D)
     D *= D
     D *= N
-    D += np.take(plan.m2, key)
+    w = np.take(plan.m2, key)
+    D += w
     np.maximum(D, 0.0, out=D)
     D *= N
+    del N
     np.sqrt(D, out=D)
     size = out.moments[0].shape[0]
-    # Fresh sums (out is new: 0 + x == x), the counts as doubles.
-    out.moments = tuple(
-        np.bincount(key, weights=weights, minlength=size).astype(np.float64, copy=False)
-        for weights in (None, e, e * e, D, D * D, D * e)
-    )
+    # Fresh sums (out is new: 0 + x == x), as doubles (np.bincount gives integers
+    # without weights, or with no rows); the products in one buffer.
+    moments = [np.bincount(key, minlength=size)]
+    for x, y in ((e, None), (e, e), (D, None), (D, D), (D, e)):
+        weights = x if y is None else np.multiply(x, y, out=w)
+        moments.append(np.bincount(key, weights=weights, minlength=size))
+    out.moments = tuple(x.astype(np.float64, copy=False) for x in moments)
     flagged = np.take(plan.has_flags, key)
     if flagged.any():
         rows = np.flatnonzero(flagged)
@@ -1196,11 +1224,20 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
             totals[rows, 2] = totals[rows, 3] = n_moments[rows]
         for i in range(rows.start, rows.stop):
             if f_edges[i + 1] > f_edges[i]:
-                use = np.ones(m, dtype=bool)
-                use[f_pos[f_edges[i] : f_edges[i + 1]]] = False
-                # compress: C-contiguous rows (terms[i][:, use] is F-ordered, whose
-                # sum along axis 1 would not be pairwise).
-                kept = np.compress(use, terms[i - rows.start, :used], axis=1)
+                pos = f_pos[f_edges[i] : f_edges[i + 1]]
+                row = terms[i - rows.start, :used]
+                # C-contiguous rows without the flagged cells (terms[i][:, use] is
+                # F-ordered, whose sum along axis 1 would not be pairwise): the runs
+                # between them joined (few), or compressed.
+                if pos.shape[0] <= 16:
+                    starts, stops = [0, *(pos + 1).tolist()], [*pos.tolist(), m]
+                    kept = np.concatenate(
+                        [row[:, a:b] for a, b in zip(starts, stops)], axis=1
+                    )
+                else:
+                    use = np.ones(m, dtype=bool)
+                    use[pos] = False
+                    kept = np.compress(use, row, axis=1)
                 kept.sum(axis=1, out=totals[i, :used])
     return totals
 
