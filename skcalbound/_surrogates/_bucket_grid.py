@@ -823,11 +823,12 @@ def _all_flags(prep, table):
         return owner, pos
     # The prepared cells of the undecided buckets (runs of positions), in order,
     # each bucket's values repeated over its run: _affine's operations there. By
-    # groups of buckets of about _BLOCK cells (small temporaries).
+    # groups of buckets of about _BLOCK / 4 cells (small temporaries, reused).
     m = max(prep.cells.shape[0], 1)
     keys = [owner * m + pos]
     runs = table.runs[j]
-    edges = np.searchsorted(np.cumsum(runs), np.arange(_BLOCK, runs.sum(), _BLOCK))
+    size = _BLOCK // 4
+    edges = np.searchsorted(np.cumsum(runs), np.arange(size, runs.sum(), size))
     for group in np.split(np.arange(j.shape[0]), np.unique(edges + 1)):
         if not group.size:
             continue
@@ -1002,10 +1003,10 @@ def evaluation_sums(plan, scores, groups):
     if plan.needed.shape[0]:
         lookup = np.full(K, -1, dtype=np.intp)
         lookup[plan.needed] = np.arange(plan.needed.shape[0])
-        slot = np.take(lookup, cells)
-        at = np.flatnonzero((slot >= 0) & (groups >= 0))
+        at = np.flatnonzero(np.take(lookup >= 0, cells) & (groups >= 0))
         if at.size:
-            key = groups[at].astype(np.intp) * plan.needed.shape[0] + slot[at]
+            slot = np.take(lookup, cells[at])
+            key = groups[at].astype(np.intp) * plan.needed.shape[0] + slot
             np.maximum.at(out.extremes["hi"], key, scores[at])
             np.minimum.at(out.extremes["lo"], key, scores[at])
     if not plan.n_splits or not groups.shape[0]:
@@ -1030,15 +1031,16 @@ def evaluation_sums(plan, scores, groups):
 
 def _evaluate_rows(plan, s, split, out, c, e):
     K = plan.n_cells
+    kept = None
     key = c
     key += np.multiply(split, K, dtype=np.intp)
     N = np.take(plan.count, key)
-    kept = None
     empty = N <= 0
     if empty.any():
         kept = (s[empty], split[empty])
-        full = ~empty
-        s, e, key, N = s[full], e[full], key[full], N[full]
+    # Every row's moments, those of the kept rows too: they fall in cells without
+    # training points, where N = mean = m2 = 0 (so D = 0), which nothing reads (the
+    # other cells' sums are those of their rows, in the same order).
     # own_cell_distance(N, e, mean, m2), its operations in place on the gathers.
     D = np.take(plan.mean, key)
     np.subtract(e, D, out=D)
