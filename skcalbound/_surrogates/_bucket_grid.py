@@ -641,6 +641,8 @@ class BucketTable:
             )
         owner = np.arange(rows.start, rows.stop)[:, None]
         index = self.bucket_index(owner, prep.cells)
+        if shape[0] * shape[1] * 4 <= hi - lo:  # fewer cells than buckets
+            return np.stack(self.values(index)[which])
         index -= lo
         values = self.values(slice(lo, hi))[which]
         out = np.empty((len(values), *shape))
@@ -883,6 +885,10 @@ class Plan:
     served_offsets: np.ndarray = field(init=False)
     triples: dict = field(init=False)
     served_keys: np.ndarray = field(init=False)
+    # The (split, cell) pairs with training points, numbered in order (the others,
+    # whose queries are kept, all at the last number): pass 2 sums moments there.
+    slot: np.ndarray = field(init=False)
+    slot_base: np.ndarray = field(init=False)  # per split, its first number
     first: np.ndarray = field(init=False)
     n_flags: np.ndarray = field(init=False)
     has_flags: np.ndarray = field(init=False)
@@ -898,6 +904,12 @@ class Plan:
         set_("m2", stack(t.m2 for t in self.trainings))
         sizes = [B + 1 for B, _ in self.candidates] * len(self.trainings)
         set_("served_offsets", np.concatenate(([0], np.cumsum(sizes))).astype(np.intp))
+        occupied = self.count > 0
+        slot = np.cumsum(occupied) - 1
+        slot[~occupied] = slot[-1] + 1 if slot.size else 0
+        set_("slot", slot.astype(np.intp, copy=False))
+        per_split = occupied.reshape(len(self.trainings), K).sum(axis=1)
+        set_("slot_base", np.concatenate(([0], np.cumsum(per_split))).astype(np.intp))
         parts, flagged, tables = [], [], []
         nc = len(self.candidates)
         for s, (training, cells) in enumerate(zip(self.trainings, self.cells)):
@@ -957,10 +969,10 @@ class Plan:
         return len(self.trainings)
 
     def empty(self):
-        S, K, nc = self.n_splits, self.n_cells, len(self.candidates)
+        S, nc = self.n_splits, len(self.candidates)
         size = self.n_groups * self.needed.shape[0]
         return EvaluationSums(
-            tuple(np.zeros(S * K) for _ in range(_MOMENTS)),
+            tuple(np.zeros(self.slot_base[-1] + 1) for _ in range(_MOMENTS)),
             np.zeros((5, S * nc)),
             np.zeros(self.served_keys.shape[0]),
             (np.empty(0), np.empty(0, dtype=np.intp)),
@@ -1039,8 +1051,9 @@ def _evaluate_rows(plan, s, split, out, c, e):
     if empty.any():
         kept = (s[empty], split[empty])
     # Every row's moments, those of the kept rows too: they fall in cells without
-    # training points, where N = mean = m2 = 0 (so D = 0), which nothing reads (the
-    # other cells' sums are those of their rows, in the same order).
+    # training points, where N = mean = m2 = 0 (so D = 0), all summed at the last
+    # slot, which nothing reads (the other cells' sums are those of their rows, in
+    # the same order).
     # own_cell_distance(N, e, mean, m2), its operations in place on the gathers.
     D = np.take(plan.mean, key)
     np.subtract(e, D, out=D)
@@ -1053,12 +1066,14 @@ def _evaluate_rows(plan, s, split, out, c, e):
     del N
     np.sqrt(D, out=D)
     size = out.moments[0].shape[0]
+    slot = np.take(plan.slot, key)
     # Fresh sums (out is new: 0 + x == x), as doubles (np.bincount gives integers
     # without weights, or with no rows); the products in one buffer.
-    moments = [np.bincount(key, minlength=size)]
+    moments = [np.bincount(slot, minlength=size)]
     for x, y in ((e, None), (e, e), (D, None), (D, D), (D, e)):
         weights = x if y is None else np.multiply(x, y, out=w)
-        moments.append(np.bincount(key, weights=weights, minlength=size))
+        moments.append(np.bincount(slot, weights=weights, minlength=size))
+    del slot
     out.moments = tuple(x.astype(np.float64, copy=False) for x in moments)
     flagged = np.take(plan.has_flags, key)
     if flagged.any():
@@ -1249,11 +1264,15 @@ def finish_split(plan, s, sums, training):
     n_fallback, C2)`` of split ``s`` (``training`` with its extremes set)."""
     K = plan.n_cells
     nc = len(plan.candidates)
-    moments = [x[s * K : (s + 1) * K] for x in sums.moments]
+    # The split's moments, at its cells with training points (in order).
+    occupied = np.flatnonzero(training.count > 0)
+    base = plan.slot_base[s]
+    moments = [x[base : base + occupied.shape[0]] for x in sums.moments]
     kept_s = sums.kept[0][sums.kept[1] == s]
     # The cells whose sums come from the moments: queries there and training points
     # too (the others' queries were kept), unless flagged for a candidate.
-    cells = np.flatnonzero((moments[0] > 0) & (training.count > 0))
+    at = np.flatnonzero(moments[0] > 0)
+    cells = occupied[at]
     cached = getattr(plan, "_tables", None)
     if (
         cached is not None
@@ -1267,9 +1286,9 @@ def finish_split(plan, s, sums, training):
     m = prep.cells.shape[0]
     # The moments at the prepared cells, each one contiguous (an advanced index on
     # the second axis of a 2-D array would give strided rows, slower in every op).
-    x = np.empty((_MOMENTS, m))
+    x = np.empty((_MOMENTS, m))  # prep.cells is cells: at gives their moments
     for moment, row in zip(moments, x):
-        np.take(moment, prep.cells, out=row, mode="clip")  # in range: unbuffered
+        np.take(moment, at, out=row, mode="clip")  # in range: unbuffered
     x_n = x[0]
     bounds = table.bounds
     first = s * nc
