@@ -25,9 +25,16 @@ from numpy.testing import assert_allclose, assert_array_equal
 from skcalbound._chunks import ArraySource
 from skcalbound._splitting import GroupDesign
 from skcalbound._surrogates._bucket_grid import (
+    _CLIPPED_ALL,
+    _EXPANDED,
+    _EXPANDED_SCALE,
     BucketSurrogate,
+    BucketTable,
+    Prepared,
+    _all_flags,
     candidate_grids,
     cell_of,
+    cell_stats,
     fit_design,
 )
 
@@ -465,6 +472,56 @@ def test_partition_equals_one_design_per_split(case):
                             got[1:5], expected[1:5], rtol=1e-12, err_msg=label
                         )
                         assert_allclose(got[6], expected[6], rtol=1e-12, err_msg=label)
+
+
+# ----------------------------------------------------------------------------------
+# Flags decided per bucket against the per-cell tests
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("L", [4.0, 32.0, 300.0, 5000.0])
+@pytest.mark.parametrize("case", ["random", "clusters", "gaps", "ends"])
+def test_bucket_statuses_and_flags_match_the_per_cell_tests(case, L):
+    """Unbounded candidates: a bucket whose cells all have ``g >= 1`` (clipped) or all
+    ``g < 1`` with small terms (expanded), proven from its training cells, only needs
+    the crossing test; the others are tested cell by cell. Every proven status must
+    hold for the per-cell floating-point tests of the fast path, and the flags must
+    equal those of the per-cell tests on every candidate (the default 48)."""
+    rng = np.random.default_rng(5)
+    train, _ = CASES[case](rng)
+    train = np.concatenate([train, rng.beta(2, 5, 3000), np.full(500, 0.8125)])
+    labels = (rng.uniform(size=train.size) < train).astype(np.float64)
+    candidates, ((K, _),) = candidate_grids([2**k for k in range(1, 13)], 4)
+    stats = cell_stats(train, labels, np.zeros(train.size, dtype=np.intp), 1, K)
+    prep = Prepared(stats.merged([0]))  # every occupied cell
+    table = BucketTable(prep, candidates, 4, L)
+    nc, m = len(candidates), prep.cells.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        eta, a, b, c = table.terms(prep, slice(0, nc))
+        half = 0.5 / K
+        bh = np.abs(b) * half
+        g_max = np.maximum(a * prep.d_lo - b * half, a * prep.d_hi + b * half) + c
+        scale = np.maximum(a * prep.d_max, np.maximum(np.abs(c), bh))
+        expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
+        clipped = c - bh >= 1.0
+        crossing = np.abs(prep.centre - eta) < half
+    status = np.repeat(table.status, table.runs).reshape(nc, m)
+    loose = np.repeat(~table.bounded[:, None], m, axis=1)
+    claimed_expanded = loose & (status == _EXPANDED)
+    claimed_clipped = loose & (status == _CLIPPED_ALL)
+    assert expanded[claimed_expanded].all() and not clipped[claimed_expanded].any()
+    assert clipped[claimed_clipped].all()
+    want = crossing | (loose & ~(expanded | clipped))
+    owner, pos = _all_flags(prep, table)
+    got = np.zeros((nc, m), dtype=bool)
+    got[owner, pos] = True
+    assert_array_equal(got, want)
+    # Whole candidates: clipped on every cell (kind 2), or never (kind 0).
+    for i in np.flatnonzero(table.kind == 2):
+        assert clipped[i].all(), i
+    for i in np.flatnonzero((table.kind == 0) & ~table.bounded):
+        assert not clipped[i].any(), i
+    if L == 32.0:  # the statuses decide buckets of both kinds here
+        assert claimed_expanded.any() and claimed_clipped.any()
+        assert (loose & ~claimed_expanded & ~claimed_clipped).any()
 
 
 # ----------------------------------------------------------------------------------

@@ -1045,11 +1045,12 @@ def _evaluate_rows(plan, s, split, out, c, e):
     K = plan.n_cells
     kept = None
     key = c
-    key += np.multiply(split, K, dtype=np.intp)
+    key += np.multiply(split, K, out=split)  # split is ours (no longer needed)
+    del split
     N = np.take(plan.count, key)
     empty = N <= 0
     if empty.any():
-        kept = (s[empty], split[empty])
+        kept = (s[empty], key[empty] // K)  # the split of each kept row
     # Every row's moments, those of the kept rows too: they fall in cells without
     # training points, where N = mean = m2 = 0 (so D = 0), all summed at the last
     # slot, which nothing reads (the other cells' sums are those of their rows, in
@@ -1066,7 +1067,9 @@ def _evaluate_rows(plan, s, split, out, c, e):
     del N
     np.sqrt(D, out=D)
     size = out.moments[0].shape[0]
-    slot = np.take(plan.slot, key)
+    flagged = np.flatnonzero(np.take(plan.has_flags, key))
+    flagged_key = key[flagged]
+    slot = np.take(plan.slot, key, out=key)  # key is no longer needed
     # Fresh sums (out is new: 0 + x == x), as doubles (np.bincount gives integers
     # without weights, or with no rows); the products in one buffer.
     moments = [np.bincount(slot, minlength=size)]
@@ -1075,15 +1078,14 @@ def _evaluate_rows(plan, s, split, out, c, e):
         moments.append(np.bincount(slot, weights=weights, minlength=size))
     del slot
     out.moments = tuple(x.astype(np.float64, copy=False) for x in moments)
-    flagged = np.take(plan.has_flags, key)
-    if flagged.any():
-        rows = np.flatnonzero(flagged)
-        counts = np.take(plan.n_flags, key[rows])
+    if flagged.size:
+        rows = flagged
+        counts = np.take(plan.n_flags, flagged_key)
         point = np.repeat(rows, counts)
         within = np.arange(point.shape[0]) - np.repeat(
             np.cumsum(counts) - counts, counts
         )
-        t = plan.first[key[point]] + within
+        t = plan.first[np.repeat(flagged_key, counts)] + within
         tr = plan.triples
         r, g = _pointwise(
             s[point],
