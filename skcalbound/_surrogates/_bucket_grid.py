@@ -56,6 +56,17 @@ pass 2 (:func:`evaluation_sums`)
 Every sum is exact for these weights up to the order of the additions, so chunked, Dask
 and in-memory input give the same numbers to rounding.
 
+Cost. Finishing a split is element-wise work per (candidate, cell with training points
+and queries), by blocks of candidates; a bucket's values are repeated over its run of
+cells, not gathered cell by cell (:meth:`BucketTable.gather`), and computed only where
+asked for (:meth:`BucketTable.values`). For a candidate whose ``g`` may exceed 1, the
+flag test per cell is skipped in the buckets proven, from exact integer sums of their
+training cells, to have ``g >= 1`` on every cell or ``g < 1`` with small terms on every
+cell (:meth:`BucketTable._status`); a candidate clipped on every cell has the query
+counts as its sums of ``min(g, 1)`` and its square. Fresh memory costs page faults, so
+the fit keeps few large arrays alive (pass 2 sums its moments at the (split, cell)
+pairs with training points only).
+
 Why hand-written: no library evaluates box-kernel smoothing bounds for many bucketings
 from one set of cell sums (the reductions are ``np.bincount``).
 """
@@ -438,7 +449,7 @@ class Buckets:
 def _bucket_edges(candidates, R, K):
     """What the buckets of ``candidates`` on a grid of ``K`` cells are, whatever the
     data (read-only, shared): per candidate ``B``, ``w``, ``o`` and ``bounds``; per
-    bucket its cells ``[start, end)`` and ``w``."""
+    bucket its cells ``[start, end)``, ``w`` and its candidate."""
     B = np.array([b for b, _ in candidates], dtype=np.intp)
     w = K // B
     o = np.array([r for _, r in candidates], dtype=np.intp) * (K // (B * R))
@@ -448,7 +459,8 @@ def _bucket_edges(candidates, R, K):
     w_j, o_j = np.repeat(w, B + 1), np.repeat(o, B + 1)
     start = np.clip((j - 1) * w_j + o_j, 0, K)
     end = np.clip(j * w_j + o_j, 0, K)
-    out = (B, w, o, bounds, start, end, w_j)
+    owner = np.repeat(np.arange(B.shape[0]), B + 1)
+    out = (B, w, o, bounds, start, end, w_j, owner)
     for x in out:
         x.flags.writeable = False
     return out
@@ -465,7 +477,7 @@ class BucketTable:
         K = prep.n_cells
         self.candidates = list(candidates)
         self.prep, self.L = prep, L
-        B, w, o, bounds, start, end, w_j = _bucket_edges(
+        B, w, o, bounds, start, end, w_j, self.owner = _bucket_edges(
             tuple(tuple(int(v) for v in c) for c in candidates), int(R), K
         )
         self.B, self.w, self.o, self.bounds = B, w, o, bounds
@@ -477,7 +489,7 @@ class BucketTable:
         nc = B.shape[0]
         # bounded: every bucket holding prepared cells has L w / K + root <= 0.999.
         held = np.flatnonzero(self.runs > 0)
-        owner = np.searchsorted(bounds, held, side="right") - 1
+        owner = self.owner[held]
         root = 0.5 / np.sqrt(self.n_b(held))
         bounded = np.ones(nc, dtype=bool)
         bounded[owner[~(L * w_j[held] / K + root <= _BOUNDED)]] = False
@@ -806,7 +818,7 @@ def _all_crossings(prep, table, which):
         at, pos = at[held], pos[held]
         keep = np.abs(prep.centre[pos] - eta[at]) < 0.5 / K
         at, pos = at[keep], pos[keep]
-        keys.append((np.searchsorted(table.bounds, j[at], side="right") - 1) * m + pos)
+        keys.append(table.owner[j[at]] * m + pos)
     # A cell lies in one bucket of a candidate: no pair twice.
     key = np.sort(np.concatenate(keys))
     return key // m, key % m
@@ -851,9 +863,7 @@ def _all_flags(prep, table):
             mask = _flag_mask(prep, eta, alpha, beta, gamma, at)
         hit = np.flatnonzero(mask)
         by = np.searchsorted(np.cumsum(rg), hit, side="right")  # bucket in group
-        keys.append(
-            (np.searchsorted(table.bounds, jg[by], side="right") - 1) * m + at[hit]
-        )
+        keys.append(table.owner[jg[by]] * m + at[hit])
     key = np.sort(np.concatenate(keys))
     return key // m, key % m
 
