@@ -662,15 +662,16 @@ class BucketTable:
             np.take(x, index, out=o, mode="clip")  # in range: unbuffered
         return out
 
-    def terms(self, prep, rows):
+    def terms(self, prep, rows, tmp=None):
         """:func:`_affine` at every prepared cell for the candidates ``rows`` (a
         slice), as ``(n_rows, n_cells)`` arrays ``(eta_hat, alpha, beta, gamma)``:
-        the same operations on the same operands, element by element."""
+        the same operations on the same operands, element by element (``tmp``: a
+        scratch array of that shape)."""
         E_N, E_M, E_T, alpha, root, eta = self.gather(prep, rows)
         s2 = prep.s2
         a = np.subtract(s2[0], E_N, out=E_N)  # N_lo - N_hi
         k = np.subtract(s2[1], E_M, out=E_M)  # M_lo - M_hi
-        k -= prep.cells_f * a
+        k -= np.multiply(prep.cells_f, a, out=tmp)
         k *= -1.0 / prep.n_cells
         k -= np.subtract(s2[2], E_T, out=E_T)  # T_lo - T_hi
         beta = np.multiply(alpha, a, out=a)
@@ -1203,7 +1204,7 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
             if k == 2:
                 (eta,) = table.gather(prep, rows, slice(5, 6))
             else:
-                eta, a, b, c = table.terms(prep, rows)
+                eta, a, b, c = table.terms(prep, rows, tmp)
             d = np.subtract(prep.centre, eta, out=eta)
             # |x_e + x_n d|
             np.multiply(x_n, d, out=u)
