@@ -278,3 +278,146 @@ def test_residuals_summed_by_cell_match_the_rows_in_crossing_cells():
     r = np.abs(smoother(queries) - queries)
     assert got["n"] == queries.size and got["n_fallback"] == 0
     assert_allclose(got["residual_moments"], [r.mean(), r.var()], rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------
+# Kernel sums by pairs of nonempty cells (few points on a fine grid)
+# ----------------------------------------------------------------------------------
+def _sparse_cells(G, rng):
+    """Cell arrays like a small sample's on a fine grid: ~1% of the cells nonempty,
+    alone and in a run, at both edges, with signed offset sums; and, alone in an empty
+    stretch, a cell with an offset sum left over by a subtraction but no point (its
+    terms must still be summed)."""
+    cells = np.concatenate(
+        [rng.choice(G, G // 100, replace=False), np.arange(G // 3, G // 3 + 12)]
+    )
+    cells = np.unique(np.concatenate([cells, [0, 1, G - 1]]))
+    cells = cells[np.abs(cells - G // 2) > G // 20]
+    count = np.zeros(G)
+    count[cells] = rng.integers(1, 50, cells.size)
+    s1 = np.zeros(G)
+    s1[cells] = rng.normal(0.0, 0.3 / G, cells.size) * count[cells]
+    s2 = np.zeros(G)
+    s2[cells] = count[cells] * rng.uniform(0.0, 0.25 / G**2, cells.size)
+    positives = np.floor(count * rng.uniform(size=G))
+    s1[G // 2] = 1e-19
+    return nw_hp.BinStats(count, positives, s1, s2)
+
+
+def _direct_sums(x, v, cells):
+    """``sum_b x[b] v[q - b + K]`` at ``cells``, and the sums of the absolute terms,
+    from every tap of every output."""
+    K = (v.shape[0] - 1) // 2
+    padded = np.concatenate([np.zeros(K), x, np.zeros(K)])
+    taps = np.arange(-K, K + 1)
+    sums, scale = [], []
+    for part in np.array_split(cells, max(1, cells.size // 512)):
+        terms = padded[part[:, None] + K - taps] * v[taps + K]
+        sums.append(terms.sum(axis=1))
+        scale.append(np.abs(terms).sum(axis=1))
+    return np.concatenate(sums), np.concatenate(scale)
+
+
+@pytest.mark.parametrize("bandwidth, tempering", [(2**-7, 1.0), (0.003, 1.7)])
+@pytest.mark.parametrize("block", [None, 64])
+def test_kernel_sums_by_pairs_match_the_direct_sums(
+    bandwidth, tempering, block, monkeypatch
+):
+    # By pairs (forced, and chosen by the cost model on this grid) and by direct
+    # convolution (forced), against every tap of every output summed here: within
+    # 1e-13 of the sum of the output's absolute terms, at some cells and at every
+    # cell (exact zeros out of every nonempty cell's reach); in blocks of 64 pairs too.
+    rng = np.random.default_rng(11)
+    G = 2**13
+    stats = _sparse_cells(G, rng)
+    offset, ker = nw_hp._kernel(G, bandwidth, tempering)
+    inputs = [stats.count, stats.s1, stats.s2, stats.positives]
+    kernels = [ker, ker * offset, ker * offset**2, ker * ker]
+    products = [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (0, 3), (3, 0)]
+    cells = stats.count != 0.0
+    cells[rng.choice(G, 200, replace=False)] = True  # and some empty cells
+    cells[G // 2 - 1 : G // 2 + 2] = True  # next to the leftover offset sum
+    if block is not None:
+        monkeypatch.setattr(nw_hp, "_PAIR_BLOCK", block)
+    chosen = nw_hp.KernelSums(inputs, kernels, products, cells)
+    assert chosen.sources is not None  # the cost model picks pairs here
+    assert chosen.n_pairs < 0.05 * cells.sum() * ker.size
+    real_cost = nw_hp._pair_cost
+    for mask in (cells, None):
+        out = np.arange(G) if mask is None else np.flatnonzero(mask)
+        got = {}
+        for path, cost in (("pairs", 0.0), ("direct", np.inf)):
+            monkeypatch.setattr(nw_hp, "_pair_cost", lambda *a, c=cost: c)
+            sums = nw_hp.KernelSums(inputs, kernels, products, mask)
+            assert (sums.sources is not None) == (path == "pairs")
+            got[path] = [sums(p) for p in range(len(products))]
+        monkeypatch.setattr(nw_hp, "_pair_cost", real_cost)
+        for p, (i, k) in enumerate(products):
+            want, scale = _direct_sums(inputs[i], kernels[k], out)
+            if i == 1:  # the leftover offset sum is reached
+                assert (scale[out == G // 2 + 1] > 0).all()
+            for path, values in got.items():
+                assert values[p].shape == want.shape, path
+                err = np.abs(values[p] - want)
+                assert np.all(err <= 1e-13 * scale), (path, p, err.max())
+                assert np.all(values[p][scale == 0.0] == 0.0), (path, p)
+
+
+def test_tables_at_some_cells_then_completed_match_the_whole_tables(monkeypatch):
+    # HPTables (and the published form's tables) computed at the cells of the rows
+    # first: equal to the whole tables there, NaN elsewhere except A0 == 0 at every
+    # fallback cell; completed on demand (a smoother queried anywhere) to the whole
+    # tables. And the search's objective by pairs equals the direct one.
+    rng = np.random.default_rng(12)
+    scores = np.concatenate([rng.uniform(0.1, 0.3, 150), rng.uniform(0.6, 0.9, 150)])
+    labels = (rng.uniform(size=scores.size) < scores).astype(float)
+    bandwidth, G = 0.004, 2**14
+    stats = _nw_grid.cell_sums(
+        scores, labels, np.zeros(scores.size, dtype=np.intp), 1, G
+    ).group(0)
+    rows = np.zeros(G, dtype=bool)
+    rows[_nw_grid.bin_of(np.concatenate([scores, rng.uniform(size=50)]), G)] = True
+    whole = nw_hp.HPTables.from_stats(stats, bandwidth, 1.3)
+    some = nw_hp.HPTables.from_stats(stats, bandwidth, 1.3, cells=rows)
+    assert whole.computed is None and np.array_equal(some.computed, rows)
+    fallback = whole.A0 <= 0.0
+    assert 0 < fallback.sum() < G - rows.sum()
+    assert np.array_equal(some.A0 <= 0.0, fallback)  # exact, computed or not
+    names = ("A0", "eta", "m1", "var", "W2")
+    for name in names:
+        a, b = getattr(whole, name), getattr(some, name)
+        assert_allclose(b[rows & ~fallback], a[rows & ~fallback], rtol=1e-12)
+        assert np.isnan(b[~rows & ~fallback]).all()
+    paper_whole = _nw_grid.PaperTables.from_stats(stats, whole)
+    paper_some = _nw_grid.PaperTables.from_stats(stats, some)
+    below, above = _nw_grid.occupied_neighbours(stats.count)
+    smoother = _nw_grid.Smoother(some, G, scores.size, below, above, paper=paper_some)
+    smoother.table_cells(np.arange(G) / G)  # every cell queried
+    assert some.computed.all() and paper_some.computed.all()
+    for name in names:
+        a, b = getattr(whole, name), getattr(some, name)
+        assert_allclose(b[~fallback], a[~fallback], rtol=1e-12)
+    for name in ("w_lo", "p_lo", "w_hi", "p_hi", "w_own"):
+        a, b = getattr(paper_whole, name), getattr(paper_some, name)
+        assert_allclose(b[~fallback], a[~fallback], rtol=1e-12, atol=1e-300)
+    pyramid = nw_hp.Pyramid(stats)
+    values = []
+    for cost in (0.0, np.inf):
+        monkeypatch.setattr(nw_hp, "_pair_cost", lambda *a, c=cost: c)
+        values.append(nw_hp.search_objective(pyramid, 0.002, 1.0, 3.0, 40.0))
+    assert_allclose(values[0], values[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("taps", [11, 13, 15, 21, 23])
+@pytest.mark.parametrize("G", [8, 256, 512, 4096])
+def test_direct_convolution_in_two_halves_matches_the_direct_sums(taps, G):
+    # From 12 to 21 taps (the search's kernels) on 512 cells or more, the direct
+    # convolution sums the two halves of the kernel separately: every output within
+    # 1e-14 of the sum of its absolute terms, the first and last ones included.
+    rng = np.random.default_rng(taps * G)
+    x = rng.normal(size=G) * (rng.uniform(size=G) < 0.7)
+    v = rng.uniform(size=taps)
+    got = nw_hp._conv(x, v)
+    want, scale = _direct_sums(x, v, np.arange(G))
+    assert got.shape == (G,)
+    assert np.all(np.abs(got - want) <= 1e-14 * scale)

@@ -44,7 +44,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._nw import BinStats, _kernel, bin_centres, bin_of
-from ._nw_hp import HPTables, Pyramid, _conv, choose_bandwidth, coarsen, grid_size
+from ._nw_hp import (
+    HPTables,
+    KernelSums,
+    Pyramid,
+    choose_bandwidth,
+    coarsen,
+    grid_size,
+)
 
 # Rows per block of the per-row arithmetic: its temporaries (and pass 2's gathered
 # records, 16 bytes a row) stay in the core's cache.
@@ -143,7 +150,10 @@ class PaperTables:
     of ``s_i - c_q`` there (``p_lo``, ``p_hi``), the weight of one point of the cell
     itself (``w_own``) and the cell's count and offset sums. For a query at offset
     ``e`` from ``c_q``: ``sum_i w_i |s' - s_i| <= (e w_lo - p_lo) + (p_hi - e w_hi) +
-    w_own sqrt(N (N e**2 - 2 e s1 + s2))``."""
+    w_own sqrt(N (N e**2 - 2 e s1 + s2))``.
+
+    Built at the computed cells of its :class:`HPTables`, NaN elsewhere until
+    :meth:`complete` (``computed``: None when every cell is)."""
 
     w_lo: np.ndarray
     p_lo: np.ndarray
@@ -153,25 +163,59 @@ class PaperTables:
     count: np.ndarray
     s1: np.ndarray
     s2: np.ndarray
+    computed: np.ndarray = field(default=None, repr=False, compare=False)
+
+    @staticmethod
+    def _sides(count, s1, tables, cells=None):
+        """``w_lo``, ``p_lo``, ``w_hi``, ``p_hi`` and ``w_own`` at the cells of the
+        mask ``cells`` (None: every cell), and whether they cover every cell."""
+        offset, ker = _kernel(tables.n_bins, tables.bandwidth, tables.tempering)
+        # Training cell b = q - k: offset k / G > 0 below the query's cell.
+        below = np.where(offset > 0, ker, 0.0)
+        above = np.where(offset < 0, ker, 0.0)
+        kernels = [below, below * offset, above, above * offset]
+        products = [(0, 0), (1, 0), (0, 1), (0, 2), (1, 2), (0, 3)]
+        sums = KernelSums([count, s1], kernels, products, cells, full_ok=True)
+        A0 = tables.A0 if sums.full else tables.A0[cells]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / A0
+            out = {
+                "w_lo": sums(0) * inv,
+                "p_lo": (sums(1) - sums(2)) * inv,
+                "w_hi": sums(3) * inv,
+                "p_hi": (sums(4) - sums(5)) * inv,
+                "w_own": ker[(ker.shape[0] - 1) // 2] * inv,
+            }
+        return out, sums.full
 
     @classmethod
     def from_stats(cls, stats, tables):
         G = stats.count.shape[0]
-        offset, ker = _kernel(G, tables.bandwidth, tables.tempering)
-        # Training cell b = q - k: offset k / G > 0 below the query's cell.
-        below = np.where(offset > 0, ker, 0.0)
-        above = np.where(offset < 0, ker, 0.0)
         n, s1 = stats.count, stats.s1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = 1.0 / tables.A0
-            out = {}
-            for name, k in (("lo", below), ("hi", above)):
-                out[f"w_{name}"] = _conv(n, k) * inv
-                out[f"p_{name}"] = (_conv(s1, k) - _conv(n, k * offset)) * inv
-            w_own = ker[(ker.shape[0] - 1) // 2] * inv
-        return cls(
-            out["w_lo"], out["p_lo"], out["w_hi"], out["p_hi"], w_own, n, s1, stats.s2
-        )
+        computed = tables.computed
+        out, full = cls._sides(n, s1, tables, computed)
+        if not full:
+            for name, values in out.items():
+                out[name] = np.full(G, np.nan)
+                out[name][computed] = values
+        if computed is not None:
+            computed = computed.copy()
+        return cls(**out, count=n, s1=s1, s2=stats.s2, computed=computed)
+
+    def complete(self, cells, tables):
+        """Compute the entries at ``cells`` not computed yet (``tables``: computed
+        there)."""
+        if self.computed is None:
+            return
+        missing = np.zeros(self.computed.shape[0], dtype=bool)
+        missing[cells] = True
+        missing &= ~self.computed
+        if not missing.any():
+            return
+        out, full = self._sides(self.count, self.s1, tables, missing)
+        for name, values in out.items():
+            getattr(self, name)[missing] = values[missing] if full else values
+        self.computed[missing] = True
 
     def records(self, centre):
         """Per cell, what a query reads, side by side (one cache line a row): count,
@@ -281,7 +325,13 @@ class Smoother:
         return eta, g, blocks
 
     def table_cells(self, queries):
-        return bin_of(queries, self.tables.n_bins)
+        """The table cells of ``queries``, the tables computed there."""
+        q = bin_of(queries, self.tables.n_bins)
+        if self.tables.computed is not None:
+            self.tables.complete(q)
+            if self.paper is not None:
+                self.paper.complete(q, self.tables)
+        return q
 
     def __call__(self, x):
         """The surrogate ``eta_hat`` at ``x`` (any order)."""
@@ -321,20 +371,36 @@ def _query_tables(tables, b2):
         return tables.m1 + bin_centres(tables.n_bins), tables.constant(b2)
 
 
-def fit_smoother(training, fine_bins, m, candidates, tempering, b1, b2, paper=False):
+def fit_smoother(
+    training, fine_bins, m, candidates, tempering, b1, b2, paper=False, occupied=None
+):
     """The smoother of one training set from its fine-grid :class:`BinStats`:
     bandwidth by the label-free search among ``candidates``, then its tables."""
     pyramid = Pyramid(training)
     h = choose_bandwidth(pyramid, candidates, tempering, b1, b2)
-    return smoother_at(pyramid, h, fine_bins, m, tempering, paper=paper)
+    return smoother_at(
+        pyramid, h, fine_bins, m, tempering, paper=paper, occupied=occupied
+    )
 
 
-def smoother_at(pyramid, bandwidth, fine_bins, m, tempering, n_bins=None, paper=False):
+def smoother_at(
+    pyramid,
+    bandwidth,
+    fine_bins,
+    m,
+    tempering,
+    n_bins=None,
+    paper=False,
+    occupied=None,
+):
     """The smoother with a given bandwidth (grid: ``grid_size`` unless given); with
-    ``paper``, the tables of the published Lemma 6 too."""
+    ``paper``, the tables of the published Lemma 6 too. With ``occupied`` (a
+    :class:`Pyramid` of every row of the passes), the tables are computed at the
+    cells of those rows first, and at other cells when they are queried."""
     G = min(n_bins or grid_size(bandwidth), fine_bins)
     stats = pyramid.at(G)
-    tables = HPTables.from_stats(stats, bandwidth, tempering)
+    cells = None if occupied is None else occupied.at(G).count != 0.0
+    tables = HPTables.from_stats(stats, bandwidth, tempering, cells=cells)
     below, above = occupied_neighbours(pyramid.at(fine_bins).count)
     extra = PaperTables.from_stats(stats, tables) if paper else None
     return Smoother(tables, fine_bins, int(m), below, above, paper=extra)
@@ -706,7 +772,15 @@ def finish_split(plan, k, sums, smoother):
     mean = residuals[0] / n
     with np.errstate(divide="ignore", invalid="ignore"):
         load = np.where(per_cell > 0, per_cell / tables.A0, 0.0)
-    c_cell = _conv(load, tables.ker) / n
+    # c is read at the training points' cells only.
+    trained = tables.count != 0.0
+    sums = KernelSums([load], [tables.ker], [(0, 0)], trained, full_ok=True)
+    kernel_load = sums(0)
+    if sums.full:
+        c_cell = kernel_load / n
+    else:
+        c_cell = np.zeros(tables.n_bins)
+        c_cell[trained] = kernel_load / n
     c2 = float(np.dot(tables.count, c_cell * c_cell))
     if blocks is not None:
         values, sizes, weights = blocks
@@ -849,18 +923,28 @@ def fit_design(
         check_counts(total.count)
     smoothers = []
     sizes = design.training_sizes(group_sizes, min_train)
+    # The splits' tables are read in the passes at the rows' cells only.
+    all_rows = Pyramid(total)
     for m, (_, train) in zip(sizes, design.splits):
         training = sums.training(train, total)
         smoothers.append(
             fit_smoother(
-                training, fine_bins, m, candidates(m), tempering, b1, b2, paper
+                training,
+                fine_bins,
+                m,
+                candidates(m),
+                tempering,
+                b1,
+                b2,
+                paper,
+                occupied=all_rows,
             )
         )
     refit = None
     if refit_bandwidth is not None:
         h = refit_bandwidth(n_samples, [(s.bandwidth, s.n_train) for s in smoothers])
         refit = smoother_at(
-            Pyramid(total),
+            all_rows,
             h,
             fine_bins,
             sum(group_sizes),
