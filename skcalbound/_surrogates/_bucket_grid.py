@@ -639,35 +639,36 @@ class BucketTable:
         G += self.bounds[owner] + 1
         return G
 
-    def gather(self, prep, rows, which=slice(0, 6)):
+    def gather(self, prep, rows, which=slice(0, 6), out=None):
         """``values(...)[which]`` at every prepared cell for the candidates ``rows``
-        (a slice), ``(n_which, n_rows, n_cells)``: every bucket is a run of ``runs``
-        consecutive prepared cells, its values repeated (few long runs) or computed
-        at every cell's bucket (many short ones)."""
+        (a slice), ``(n_which, n_rows, n_cells)`` (into ``out`` if given): every
+        bucket is a run of ``runs`` consecutive prepared cells, its values taken by
+        bucket (the index repeated over the runs) or, with fewer cells than buckets,
+        computed at every cell's bucket."""
         lo, hi = self.bounds[rows.start], self.bounds[rows.stop]
         shape = (rows.stop - rows.start, prep.cells.shape[0])
-        if (hi - lo) * 8 <= shape[0] * shape[1]:
-            values = np.stack(self.values(slice(lo, hi))[which])
-            return np.repeat(values, self.runs[lo:hi], axis=1).reshape(
-                (values.shape[0], *shape)
-            )
-        owner = np.arange(rows.start, rows.stop)[:, None]
-        index = self.bucket_index(owner, prep.cells)
         if shape[0] * shape[1] * 4 <= hi - lo:  # fewer cells than buckets
-            return np.stack(self.values(index)[which])
-        index -= lo
+            owner = np.arange(rows.start, rows.stop)[:, None]
+            values = self.values(self.bucket_index(owner, prep.cells))[which]
+            if out is None:
+                return np.stack(values)
+            for x, o in zip(values, out):
+                o[...] = x
+            return out
+        index = np.repeat(np.arange(hi - lo), self.runs[lo:hi]).reshape(shape)
         values = self.values(slice(lo, hi))[which]
-        out = np.empty((len(values), *shape))
+        if out is None:
+            out = np.empty((len(values), *shape))
         for x, o in zip(values, out):
             np.take(x, index, out=o, mode="clip")  # in range: unbuffered
         return out
 
-    def terms(self, prep, rows, tmp=None):
+    def terms(self, prep, rows, tmp=None, out=None):
         """:func:`_affine` at every prepared cell for the candidates ``rows`` (a
         slice), as ``(n_rows, n_cells)`` arrays ``(eta_hat, alpha, beta, gamma)``:
         the same operations on the same operands, element by element (``tmp``: a
-        scratch array of that shape)."""
-        E_N, E_M, E_T, alpha, root, eta = self.gather(prep, rows)
+        scratch array of that shape; ``out``: six, for :meth:`gather`)."""
+        E_N, E_M, E_T, alpha, root, eta = self.gather(prep, rows, out=out)
         s2 = prep.s2
         a = np.subtract(s2[0], E_N, out=E_N)  # N_lo - N_hi
         k = np.subtract(s2[1], E_M, out=E_M)  # M_lo - M_hi
@@ -1192,19 +1193,20 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     else:
         blocks = table.blocks(m, kind)
     size = max((rows.stop - rows.start for rows in blocks), default=0) * m
-    work = np.empty((6, size))
+    work = np.empty((12, size))  # six for the terms, six for the gathered values
     for rows in blocks:
         nb = rows.stop - rows.start
         k = int(kind[rows.start])
-        buffers = work[:, : nb * m].reshape(6, nb, m)
+        buffers = work[:6, : nb * m].reshape(6, nb, m)
+        gathered = work[6:, : nb * m].reshape(6, nb, m)
         terms = buffers[:4].transpose(1, 0, 2)  # (nb, 4, m) views
         t0, t1, g1, g2 = buffers[:4]
         tmp, u = buffers[4], buffers[5]
         with np.errstate(over="ignore", invalid="ignore"):
             if k == 2:
-                (eta,) = table.gather(prep, rows, slice(5, 6))
+                (eta,) = table.gather(prep, rows, slice(5, 6), gathered[5:])
             else:
-                eta, a, b, c = table.terms(prep, rows, tmp)
+                eta, a, b, c = table.terms(prep, rows, tmp, gathered)
             d = np.subtract(prep.centre, eta, out=eta)
             # |x_e + x_n d|
             np.multiply(x_n, d, out=u)
