@@ -492,7 +492,7 @@ def largest_h_within_tolerance(tolerance=0.001, *, scorer="auroc_loss", param=No
     >>> X, y = make_classification(n_samples=20_000, random_state=0)
     >>> search = GridSearchCV(
     ...     SechPerturbedClassifier(LogisticRegression(), random_state=0),
-    ...     {"h": [2.0**-k for k in range(2, 11)]},
+    ...     {"h": [2.0**-k for k in range(5, 9)]},
     ...     scoring={"auroc_loss": make_perturbation_scorer("auroc_loss")},
     ...     refit=largest_h_within_tolerance(0.001),
     ... ).fit(X, y)

@@ -236,8 +236,9 @@ def _png_size(path):
 @pytest.mark.parametrize(
     "options, n_panels",
     [
-        ([], 1),
-        (["--b1", "2", "--b2", "4"], 2),
+        # The three-panel cell (every bound) by default; one and two panels are slow.
+        pytest.param([], 1, marks=pytest.mark.slow),
+        pytest.param(["--b1", "2", "--b2", "4"], 2, marks=pytest.mark.slow),
         (["--h", "2^-6", "--bound", "tv", "nw", "lipschitz"], 3),
     ],
 )
@@ -897,6 +898,10 @@ def test_bad_option_is_argparse_usage_error(option, value, capsys):
     assert f"argument {option}: invalid" in err and repr(value) in err
 
 
+# Slow: a second start-up of the installed command (~2 s of CPU, most of it
+# importing scikit-learn); test_gate_exit_status_through_the_command is the default
+# suite's subprocess smoke test.
+@pytest.mark.slow
 def test_closed_pipe_stops_quietly(csv_file):
     # ``skcalbound f.csv | head -1``: the reader is gone before the table is printed.
     proc = subprocess.Popen(

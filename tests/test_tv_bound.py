@@ -297,6 +297,11 @@ def test_step_function_sorted_evaluation_matches_searchsorted():
         assert_allclose(step.evaluate_sorted(x), step(x), rtol=0, atol=0)
 
 
+# Slow: the folds run in joblib's default (loky) processes, whose start-up costs two
+# interpreter start-ups (~4 s of CPU) for a few milliseconds of fitting. The default
+# suite checks n_jobs=2 under the threading backend for every bound
+# (tests/test_bound_invariants.py::test_n_jobs_with_threads_does_not_change_the_result).
+@pytest.mark.slow
 def test_parallel_folds_give_identical_results():
     rng = np.random.default_rng(9)
     s = rng.uniform(size=20_000)
