@@ -50,9 +50,11 @@ class _LipschitzMethod(_BoundMethod):
         """The terms of the best candidate, all candidates' bounds in ``extra``.
 
         ``statistics`` holds, per candidate, ``(n, sum r, sum r**2, sum g~, sum g~**2,
-        n_fallback, C2)``. The upper bound is the smallest candidate upper bound and
-        the lower bound the largest candidate lower bound: every candidate holds at
-        ``delta / n_candidates``, so all hold at once.
+        n_fallback, C2)``; the sum of ``g~**2`` (read in paper mode only) is None in
+        high-probability mode and ``C2`` (high-probability mode only) in paper mode.
+        The upper bound is the smallest candidate upper bound and the lower bound the
+        largest candidate lower bound: every candidate holds at ``delta /
+        n_candidates``, so all hold at once.
         """
         candidates = candidate_grids(self.n_buckets, self.n_shifts)[0]
         delta_c = delta / len(candidates)  # union bound over the candidates
@@ -88,6 +90,7 @@ class _LipschitzMethod(_BoundMethod):
             min_train=self.min_train,
             check=check,
             check_counts=check_counts,
+            guarantee=self.guarantee,
         )
         splits = tuple(
             (tuple(sums), {"n_train": int(m), "n_validation": int(sums[0][0])})
@@ -111,7 +114,7 @@ class _LipschitzMethod(_BoundMethod):
         return bounds, int(np.argmin(bounds.mean(axis=0)))
 
     def held_out(self, surrogate, scores):
-        sums = surrogate.all_sums(scores, self.L)
+        sums = surrogate.all_sums(scores, self.L, self.guarantee)
         info = {"n_train": int(surrogate.n_train), "n_validation": int(scores.shape[0])}
         return tuple(sums), info
 

@@ -474,6 +474,35 @@ def test_partition_equals_one_design_per_split(case):
                         assert_allclose(got[6], expected[6], rtol=1e-12, err_msg=label)
 
 
+@pytest.mark.parametrize("L", [0.0, 30.0, 3000.0])
+@pytest.mark.parametrize("case", ["random", "clusters", "gaps"])
+def test_each_guarantee_computes_its_own_sums_to_the_bit(case, L):
+    # The paper's certificate reads the sums of min(g, 1)**2 and not C2, the
+    # high-probability one C2 and not those: each fit computes its own (None for the
+    # other), every computed sum identical to the fit that computes both.
+    rng = np.random.default_rng(5)
+    train, queries = CASES[case](rng)
+    scores = np.concatenate([train, queries])
+    labels = (rng.uniform(size=scores.size) < 0.5).astype(np.float64)
+    ids = rng.integers(0, 3, scores.size)
+    kw = dict(n_buckets=[2, 16, 256], n_shifts=4, L=L)
+    design = GroupDesign.partition(3, ids=ids)
+    both = fit_design(ArraySource(scores, labels), design, **kw)
+    surrogate = BucketSurrogate(both.totals, [2, 16, 256], 4, 0, scores.size)
+    held = rng.uniform(size=300)
+    for guarantee, unread in [("paper", 6), ("high_probability", 4)]:
+        one = fit_design(ArraySource(scores, labels), design, guarantee=guarantee, **kw)
+        pairs = [(one.sums[k], both.sums[k]) for k in range(3)]
+        pairs.append(
+            (surrogate.all_sums(held, L, guarantee), surrogate.all_sums(held, L))
+        )
+        for got, want in pairs:
+            assert len(got) == len(want) == 12  # every candidate
+            for g, w in zip(got, want):
+                assert g[unread] is None and w[unread] is not None, guarantee
+                assert g[:unread] + g[unread + 1 :] == w[:unread] + w[unread + 1 :]
+
+
 # ----------------------------------------------------------------------------------
 # Flags decided per bucket against the per-cell tests
 # ----------------------------------------------------------------------------------

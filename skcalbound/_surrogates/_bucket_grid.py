@@ -89,7 +89,8 @@ _MIN_CELLS = 2**14
 # A cell's sums of g and g**2 come from its moments only while the terms of g stay
 # below this; 64 keeps ~12 digits in the sum of g**2.
 _EXPANDED_SCALE = 64.0
-_MOMENTS = 6  # count, e, e**2, D, D**2, D e
+# count, e, e**2, D, and for the sums of g**2 (the paper's certificate) D**2, D e.
+_MOMENTS = 6
 # A bucket whose bound on g stays below this has no clipped or large cells (Buckets);
 # the room covers the rounding of the computed g.
 _BOUNDED = 0.999
@@ -880,7 +881,9 @@ class Plan:
     candidate) triples with their coefficients (sorted by ``split * K + cell``, with
     the range of each key), and the cells whose extremes to gather. Flags are only
     looked for in ``cells`` (per split: the occupied cells that hold queries, known
-    from pass 1; no other cell's sums come from its moments)."""
+    from pass 1; no other cell's sums come from its moments). ``guarantee`` says which
+    sums to compute: the paper's certificate reads the sums of ``min(g, 1)**2`` and
+    not ``C2``, the high-probability one ``C2`` and not those (``None``: both)."""
 
     n_cells: int
     candidates: tuple  # (B, r) per candidate of this grid
@@ -891,6 +894,7 @@ class Plan:
     n_groups: int
     needed: np.ndarray
     cells: tuple  # per split: the cells where flags matter
+    guarantee: str = None
     count: np.ndarray = field(init=False)
     mean: np.ndarray = field(init=False)
     m2: np.ndarray = field(init=False)
@@ -980,11 +984,25 @@ class Plan:
     def n_splits(self):
         return len(self.trainings)
 
+    @property
+    def squares(self):
+        """Whether the sums of ``min(g, 1)**2`` are computed."""
+        return self.guarantee != "high_probability"
+
+    @property
+    def with_c2(self):
+        """Whether ``C2`` (and the served counts it needs) is computed."""
+        return self.guarantee != "paper"
+
+    @property
+    def n_moments(self):
+        return _MOMENTS if self.squares else 4
+
     def empty(self):
         S, nc = self.n_splits, len(self.candidates)
         size = self.n_groups * self.needed.shape[0]
         return EvaluationSums(
-            tuple(np.zeros(self.slot_base[-1] + 1) for _ in range(_MOMENTS)),
+            tuple(np.zeros(self.slot_base[-1] + 1) for _ in range(self.n_moments)),
             np.zeros((5, S * nc)),
             np.zeros(self.served_keys.shape[0]),
             (np.empty(0), np.empty(0, dtype=np.intp)),
@@ -1085,7 +1103,8 @@ def _evaluate_rows(plan, s, split, out, c, e):
     # Fresh sums (out is new: 0 + x == x), as doubles (np.bincount gives integers
     # without weights, or with no rows); the products in one buffer.
     moments = [np.bincount(slot, minlength=size)]
-    for x, y in ((e, None), (e, e), (D, None), (D, D), (D, e)):
+    products = ((e, None), (e, e), (D, None), (D, D), (D, e))
+    for x, y in products[: plan.n_moments - 1]:
         weights = x if y is None else np.multiply(x, y, out=w)
         moments.append(np.bincount(slot, weights=weights, minlength=size))
     del slot
@@ -1108,7 +1127,7 @@ def _evaluate_rows(plan, s, split, out, c, e):
             tr["beta"][t],
             tr["gamma"][t],
         )
-        _add_pointwise(out, tr["slot"][t], tr["served"][t], r, g)
+        _add_pointwise(plan, out, tr["slot"][t], tr["served"][t], r, g)
     return kept
 
 
@@ -1122,11 +1141,13 @@ def _pointwise(s, e, D, eta, alpha, beta, gamma):
     return r, g
 
 
-def _add_pointwise(out, slot, served, r, g):
+def _add_pointwise(plan, out, slot, served, r, g):
     n = out.pointwise.shape[1]
-    for k, weights in enumerate((None, r, r * r, g, g * g)):
-        out.pointwise[k] += np.bincount(slot, weights=weights, minlength=n)
-    out.served += np.bincount(served, minlength=out.served.shape[0])  # compact keys
+    weights = (None, r, r * r, g, g * g) if plan.squares else (None, r, r * r, g)
+    for k, w in enumerate(weights):
+        out.pointwise[k] += np.bincount(slot, weights=w, minlength=n)
+    if plan.with_c2:
+        out.served += np.bincount(served, minlength=out.served.shape[0])  # compact
 
 
 def training_extremes(plan, extremes, train_groups):
@@ -1163,7 +1184,8 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     """Per candidate, the sums over the prepared cells not flagged for it of
     ``|x_e + x_n d|``, ``x_e2 + 2 d x_e + x_n d**2`` (``d = c_centre - eta_hat``) and
     the sums of ``min(g, 1)`` and its square from the cell moments ``x``;
-    ``(n_candidates, 4)``.
+    ``(n_candidates, 4)``. Without the moments of ``D**2`` and ``D e`` (four rows in
+    ``x``), the sums of ``min(g, 1)**2`` are not computed (NaN).
 
     Candidates with the same B at once, as (candidates, cells) arrays: element by
     element the operations of one candidate, and every row summed as a contiguous
@@ -1178,11 +1200,15 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     K = prep.n_cells
     m = prep.cells.shape[0]
     nc = table.B.shape[0]
-    x_n, x_e, x_e2, x_D, x_D2, x_De = x
+    squares = x.shape[0] == _MOMENTS
+    x_n, x_e, x_e2, x_D = x[:4]
     # Doubled once (exact): 2 x y == x (2 y) and 2 (x + y) == 2 x + 2 y to the bit.
-    x_e_2, x_D_2, x_De_2 = 2.0 * x_e, 2.0 * x_D, 2.0 * x_De
+    x_e_2 = 2.0 * x_e
+    if squares:
+        x_D2, x_De = x[4:]
+        x_D_2, x_De_2 = 2.0 * x_D, 2.0 * x_De
     half = 0.5 / K
-    totals = np.empty((nc, 4))
+    totals = np.full((nc, 4), np.nan)
     # 0: no cell clipped, 1: some, 2: every one (BucketTable.kind).
     kind = table.kind
     if nc * m <= _BLOCK:
@@ -1224,6 +1250,7 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
                 g1 += tmp
                 np.multiply(c, x_n, out=tmp)
                 g1 += tmp
+            if k != 2 and squares:
                 # a (a x_D2) + b (b x_e2) + c c x_n
                 #   + (a (b x_De_2) + a (c x_D_2) + b (c x_e_2));
                 # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
@@ -1249,11 +1276,15 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
                 clipped *= half
                 clipped = np.subtract(c, clipped, out=clipped) >= 1.0
                 np.copyto(g1, x_n, where=clipped)
-                np.copyto(g2, x_n, where=clipped)
-        used = 4 if k != 2 else 2
+                if squares:
+                    np.copyto(g2, x_n, where=clipped)
+        # The sums of t0, t1 and, unless every cell is clipped, g1 (and g2).
+        used = 2 if k == 2 else 4 if squares else 3
         terms[:, :used].sum(axis=2, out=totals[rows, :used])
         if k == 2:
-            totals[rows, 2] = totals[rows, 3] = n_moments[rows]
+            totals[rows, 2] = n_moments[rows]
+            if squares:
+                totals[rows, 3] = n_moments[rows]
         for i in range(rows.start, rows.stop):
             if f_edges[i + 1] > f_edges[i]:
                 pos = f_pos[f_edges[i] : f_edges[i + 1]]
@@ -1276,7 +1307,8 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
 
 def finish_split(plan, s, sums, training):
     """Per candidate of the grid, ``(n, sum r, sum r**2, sum g~, sum g~**2,
-    n_fallback, C2)`` of split ``s`` (``training`` with its extremes set)."""
+    n_fallback, C2)`` of split ``s`` (``training`` with its extremes set); the sum of
+    ``g~**2`` or ``C2`` is None where ``plan.guarantee`` does not read it."""
     K = plan.n_cells
     nc = len(plan.candidates)
     # The split's moments, at its cells with training points (in order).
@@ -1301,7 +1333,7 @@ def finish_split(plan, s, sums, training):
     m = prep.cells.shape[0]
     # The moments at the prepared cells, each one contiguous (an advanced index on
     # the second axis of a 2-D array would give strided rows, slower in every op).
-    x = np.empty((_MOMENTS, m))  # prep.cells is cells: at gives their moments
+    x = np.empty((len(moments), m))  # prep.cells is cells: at gives their moments
     for moment, row in zip(moments, x):
         np.take(moment, at, out=row, mode="clip")  # in range: unbuffered
     x_n = x[0]
@@ -1316,16 +1348,21 @@ def finish_split(plan, s, sums, training):
     # counts, added exactly in any order. The moments' share: per bucket the queries
     # of its run of prepared cells, less those of its flagged cells.
     cx = _exclusive_cumsum(x_n)
-    start = table.first_pos
-    served = cx[start + table.runs] - cx[start]
-    lo, hi = np.searchsorted(plan.served_keys, plan.served_offsets[[first, first + nc]])
-    served[plan.served_keys[lo:hi] - plan.served_offsets[first]] += sums.served[lo:hi]
     f_n = x_n[f_pos]
-    served -= np.bincount(
-        table.bucket_index(f_owner, prep.cells[f_pos]),
-        weights=f_n,
-        minlength=bounds[-1],
-    )
+    if plan.with_c2:
+        start = table.first_pos
+        served = cx[start + table.runs] - cx[start]
+        lo, hi = np.searchsorted(
+            plan.served_keys, plan.served_offsets[[first, first + nc]]
+        )
+        served[plan.served_keys[lo:hi] - plan.served_offsets[first]] += sums.served[
+            lo:hi
+        ]
+        served -= np.bincount(
+            table.bucket_index(f_owner, prep.cells[f_pos]),
+            weights=f_n,
+            minlength=bounds[-1],
+        )
     n_moments = cx[m] - np.bincount(f_owner, weights=f_n, minlength=nc)
     totals = _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments)
     nk = kept_s.shape[0]
@@ -1369,10 +1406,12 @@ def finish_split(plan, s, sums, training):
             k_sums[2, rows] = gg.sum(axis=1)
             for i in range(rows.stop - rows.start):
                 k_sums[1, rows.start + i] = np.dot(rr[i], rr[i])
-                k_sums[3, rows.start + i] = np.dot(gg[i], gg[i])
-            lo, hi = bounds[rows.start], bounds[rows.stop]
-            kG -= lo
-            served[lo:hi] += np.bincount(kG.ravel(), minlength=hi - lo)
+                if plan.squares:
+                    k_sums[3, rows.start + i] = np.dot(gg[i], gg[i])
+            if plan.with_c2:
+                lo, hi = bounds[rows.start], bounds[rows.stop]
+                kG -= lo
+                served[lo:hi] += np.bincount(kG.ravel(), minlength=hi - lo)
             n_fallback[rows] = np.count_nonzero(fallback, axis=1)
     pointwise = sums.pointwise[:, first : first + nc]
     n = pointwise[0] + n_moments
@@ -1386,18 +1425,22 @@ def finish_split(plan, s, sums, training):
         sum_r2 += k_sums[1]
         sum_g += k_sums[2]
         sum_g2 += k_sums[3]
-    # served**2 / max(n_b, 1) where served (a zero elsewhere, as 0 / size).
-    held = np.flatnonzero(served)
-    size = table.n_b(held)
-    part = served[held]
-    part *= part
-    part /= np.where(size > 0, size, 1.0)
-    served[:] = 0.0
-    served[held] = part
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c2 = np.where(n > 0, _segment_sums(served, bounds) / (n * n), 0.0)
+    # None for the sum the guarantee does not read (not computed).
+    sum_g2 = sum_g2.tolist() if plan.squares else [None] * nc
+    c2 = [None] * nc
+    if plan.with_c2:
+        # served**2 / max(n_b, 1) where served (a zero elsewhere, as 0 / size).
+        held = np.flatnonzero(served)
+        size = table.n_b(held)
+        part = served[held]
+        part *= part
+        part /= np.where(size > 0, size, 1.0)
+        served[:] = 0.0
+        served[held] = part
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c2 = np.where(n > 0, _segment_sums(served, bounds) / (n * n), 0.0).tolist()
     return [
-        tuple(map(float, row[:5])) + (int(row[5]), float(row[6]))
+        tuple(map(float, row[:4])) + row[4:5] + (int(row[5]),) + row[6:]
         for row in zip(n, sum_r, sum_r2, sum_g, sum_g2, n_fallback, c2)
     ]
 
@@ -1447,8 +1490,10 @@ def fit_design(
     check=None,
     check_counts=None,
     refit=True,
+    guarantee=None,
 ):
-    """Run both passes of ``design`` over ``source`` (``_chunks``)."""
+    """Run both passes of ``design`` over ``source`` (``_chunks``); ``guarantee``:
+    the certificate whose sums to compute (``None``: every one, see :class:`Plan`)."""
     candidates, grids = candidate_grids(n_buckets, n_shifts)
     p1 = source.map_reduce(lambda c: first_pass(c, design, grids, check))
     first = p1[0]
@@ -1483,6 +1528,7 @@ def fit_design(
                 design.n_groups,
                 np.flatnonzero(needed),
                 cells,
+                guarantee,
             )
         )
         trainings.append(split_trainings)
@@ -1552,9 +1598,10 @@ class BucketSurrogate:
         g = alpha * D + beta * e + gamma
         return np.abs(x - eta), g, int(np.count_nonzero(fallback))
 
-    def all_sums(self, x, lipschitz):
+    def all_sums(self, x, lipschitz, guarantee=None):
         """Per candidate, the sums of :func:`finish_split` at held-out scores ``x``
-        (any order): pass 2 alone, every row validated by the one split."""
+        (any order): pass 2 alone, every row validated by the one split (those of
+        ``guarantee``'s certificate, see :class:`Plan`)."""
         sums = [None] * len(self.candidates)
         groups = np.zeros(x.shape[0], dtype=np.intp)
         for (K, members), training in zip(self.grids, self.totals):
@@ -1569,6 +1616,7 @@ class BucketSurrogate:
                 1,
                 np.empty(0, dtype=np.intp),
                 (np.flatnonzero(queries & (training.count > 0)),),
+                guarantee,
             )
             result = evaluation_sums(plan, x, groups)
             for j, value in zip(members, finish_split(plan, 0, result, training)):
