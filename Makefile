@@ -29,12 +29,14 @@ test: install
 	$(PYTEST) -n 2 tests --doctest-modules skcalbound
 
 # The slow cells (large Monte Carlo runs with R = 100), without the study-size ones.
+# Cells take from milliseconds to about a minute: a worker that runs out of work takes
+# pending cells from the other (worksteal), so no core idles through the last one.
 test-slow: install
-	$(PYTEST) -n 2 -m "slow and not study"
+	$(PYTEST) -n 2 --dist worksteal -m "slow and not study"
 
 # The slow Monte Carlo cells at their full sizes (R = 500 or 1000): hours of CPU.
 test-study: install
-	$(PYTEST) -n 2 -m study
+	$(PYTEST) -n 2 --dist worksteal -m study
 
 bench: install
 	$(BIN)/python benchmarks/bench_bounds.py

@@ -257,7 +257,10 @@ def test_simultaneous_coverage_small(repetitions):
     )
 
 
+# R = 1000: a study-size cell (``make test-study``); ``make test-slow`` runs R = 60
+# through test_simultaneous_coverage_small.
 @pytest.mark.slow
+@pytest.mark.study
 def test_simultaneous_coverage():
     repetitions, level = 1000, 0.8
     assert _any_miss_count(repetitions, level, 7) <= binomial_tolerance(

@@ -12,7 +12,7 @@ import pickle
 import numpy as np
 import pytest
 from _estimator_checks import run_check
-from _synthetic import binomial_tolerance
+from _synthetic import binomial_tolerance, study_split
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 from sklearn.base import clone
@@ -529,23 +529,28 @@ def test_h_without_perturbation_is_rejected_on_tied_confidences():
         MulticlassCalibrationBound(NWCalibrationBound(h=2.0**-3)).fit(P, y)
 
 
+# The slow multiclass cells: R = 100 under ``make test-slow``, the full R = 500 under
+# ``make test-study`` (tests/_synthetic.py::study_split).
+SLOW_CELLS = study_split([(3, 500), (10, 500)], slow=100)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("K", [3, 10])
+@pytest.mark.parametrize("K, repeats", SLOW_CELLS)
 @pytest.mark.parametrize("method", ["tv", "nw"])
-def test_coverage_slow(method, K):
-    failures = _coverage(method, K, repeats=500, n=5000, seed=10_000)
-    print(f"coverage {method} K={K}: {failures} of 500")
-    _assert_coverage(failures, 500)
+def test_coverage_slow(method, K, repeats):
+    failures = _coverage(method, K, repeats=repeats, n=5000, seed=10_000)
+    print(f"coverage {method} K={K}: {failures} of {repeats}")
+    _assert_coverage(failures, repeats)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("K", [3, 10])
-def test_nw_h_recipe_coverage_slow(K):
+@pytest.mark.parametrize("K, repeats", SLOW_CELLS)
+def test_nw_h_recipe_coverage_slow(K, repeats):
     failures, truth, _ = _nw_h_recipe_failures(
-        K, 2.0**-3, repeats=500, n=5000, seed=10_000
+        K, 2.0**-3, repeats=repeats, n=5000, seed=10_000
     )
-    print(f"h recipe K={K}: {failures} of 500, truth {truth:.4f}")
-    assert failures <= binomial_tolerance(500, LEVEL), (failures, truth)
+    print(f"h recipe K={K}: {failures} of {repeats}, truth {truth:.4f}")
+    assert failures <= binomial_tolerance(repeats, LEVEL), (failures, truth)
 
 
 # --------------------------------------------------------------------------------------
@@ -619,13 +624,13 @@ def test_nw_h_classwise_recipe_on_perturbed_columns_is_covered(K, repeats):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("K", [3, 10])
-def test_nw_h_classwise_recipe_coverage_slow(K):
+@pytest.mark.parametrize("K, repeats", SLOW_CELLS)
+def test_nw_h_classwise_recipe_coverage_slow(K, repeats):
     failures, truth, bounds = _nw_h_classwise_failures(
-        K, 2.0**-3, repeats=500, n=5000, seed=10_000
+        K, 2.0**-3, repeats=repeats, n=5000, seed=10_000
     )
     print(
-        f"h classwise K={K}: {failures} of 500, truth {truth:.4f}, "
+        f"h classwise K={K}: {failures} of {repeats}, truth {truth:.4f}, "
         f"mean bound {bounds.mean():.3f}"
     )
-    assert failures <= binomial_tolerance(500, LEVEL), (failures, truth)
+    assert failures <= binomial_tolerance(repeats, LEVEL), (failures, truth)
