@@ -63,7 +63,10 @@ asked for (:meth:`BucketTable.values`). For a candidate whose ``g`` may exceed 1
 flag test per cell is skipped in the buckets proven, from exact integer sums of their
 training cells, to have ``g >= 1`` on every cell or ``g < 1`` with small terms on every
 cell (:meth:`BucketTable._status`); a candidate clipped on every cell has the query
-counts as its sums of ``min(g, 1)`` and its square. Fresh memory costs page faults, so
+counts as its sums of ``min(g, 1)`` and its square, and, for the high-probability
+certificate (which reads the sum of ``g`` only, no square), one clipped nowhere has its
+sum of ``g`` from per-bucket sums of the cell moments (exact integer distance sums,
+the rest equal to rounding; :func:`_bucket_g_sums`). Fresh memory costs page faults, so
 the fit keeps few large arrays alive (pass 2 sums its moments at the (split, cell)
 pairs with training points only).
 
@@ -542,6 +545,12 @@ class BucketTable:
         E_T = prep.cT[s] + prep.cT[e]
         return N_s, E_M, E_T, alpha, root, eta, n_b
 
+    @cached_property
+    def all_values(self):
+        """:meth:`values` of every bucket (computed once, sliced by :meth:`gather`
+        and :func:`_bucket_g_sums`)."""
+        return self.values(slice(0, self.bounds[-1]))
+
     def _status(self, prep, L, at, root):
         """Per bucket ``at`` (of unbounded candidates, holding prepared cells; ``root``
         there): ``_EXPANDED`` if ``g < 1`` on all of it and the terms of ``g`` are
@@ -650,14 +659,18 @@ class BucketTable:
         shape = (rows.stop - rows.start, prep.cells.shape[0])
         if shape[0] * shape[1] * 4 <= hi - lo:  # fewer cells than buckets
             owner = np.arange(rows.start, rows.stop)[:, None]
-            values = self.values(self.bucket_index(owner, prep.cells))[which]
+            index = self.bucket_index(owner, prep.cells)
+            values = [x[index] for x in self.all_values[which]]
             if out is None:
                 return np.stack(values)
             for x, o in zip(values, out):
                 o[...] = x
             return out
+        values = [x[lo:hi] for x in self.all_values[which]]
+        if len(values) == 1 and out is not None:  # one value: repeated directly
+            out[0] = np.repeat(values[0], self.runs[lo:hi]).reshape(shape)
+            return out
         index = np.repeat(np.arange(hi - lo), self.runs[lo:hi]).reshape(shape)
-        values = self.values(slice(lo, hi))[which]
         if out is None:
             out = np.empty((len(values), *shape))
         for x, o in zip(values, out):
@@ -1180,6 +1193,82 @@ def _segment_sums(values, bounds):
     return out
 
 
+def _bucket_g_sums(prep, table, x, f_owner, f_pos, chosen):
+    """Per candidate ``chosen`` (a mask; each with every cell expanded, kind 0), the
+    sum of ``g`` over its prepared cells not flagged for it, from the cell moments
+    ``x`` summed by bucket instead of cell by cell; ``None`` where the integer sums
+    could exceed int64. Per bucket with ``a_c = N_lo - N_hi`` and ``k_c = I_c / K -
+    (T_lo - T_hi)`` (:meth:`BucketTable.terms`), ``sum_c (alpha x_D + alpha a_c x_e +
+    (alpha k_c + root) x_n)`` is ``alpha (S_D + S_{s0 e} - E_N S_e + E_T S_n - S_{s2
+    n} + (S_{Z n} - E_N S_{c n} + E_M S_n) / K) + root S_n``, ``S`` the sums over
+    the bucket's run of cells (prefix sums by position) and ``Z = c s0 - s1``. The
+    integer part ``I`` is exact (int64: it is the distance sum in cells, whose terms
+    cancel); the rest differs from the sum cell by cell by rounding only (the terms
+    of ``g`` are nonnegative but ``a_c x_e``, at most ``alpha n_b / (2K)`` per
+    query)."""
+    K = prep.n_cells
+    m = prep.cells.shape[0]
+    x_n, x_e, x_D = x[0], x[1], x[3]
+    n_q = float(x_n.sum())
+    n_t = float(prep.cN[-1])
+    # Every integer below is at most 2 n K Q in size (sums of counts times cells).
+    if 8.0 * (n_t + 1.0) * (K + 1.0) * (n_q + 1.0) >= 2.0**62:
+        return None
+    # The buckets from the first chosen candidate to the last (the others' sums are
+    # not read, nor those of buckets without queries).
+    first, last = np.flatnonzero(chosen)[[0, -1]]
+    lo, hi = table.bounds[first], table.bounds[last + 1]
+    s2 = prep.s2
+    xn = x_n.astype(np.int64)
+    ci = prep.cells.astype(np.int64)
+    Z = ci * s2[0].astype(np.int64)
+    Z -= s2[1].astype(np.int64)
+    # Exclusive prefix sums by position, one row per position (gathered by rows).
+    ints = np.zeros((m + 1, 3), dtype=np.int64)
+    np.cumsum(xn, out=ints[1:, 0])
+    np.cumsum(ci * xn, out=ints[1:, 1])
+    np.cumsum(Z * xn, out=ints[1:, 2])
+    floats = np.zeros((m + 1, 4))
+    np.cumsum(x_D, out=floats[1:, 0])
+    np.cumsum(x_e, out=floats[1:, 1])
+    np.cumsum(s2[0] * x_e, out=floats[1:, 2])
+    np.cumsum(s2[2] * x_n, out=floats[1:, 3])
+    p0 = table.first_pos[lo:hi]
+    p1 = p0 + table.runs[lo:hi]
+    S_i = np.take(ints, p1, axis=0)
+    S_i -= np.take(ints, p0, axis=0)
+    S_f = np.take(floats, p1, axis=0)
+    S_f -= np.take(floats, p0, axis=0)
+    # Less the flagged cells of the chosen candidates, in their buckets.
+    keep = chosen[f_owner]
+    if keep.any():
+        fo, fp = f_owner[keep], f_pos[keep]
+        at = table.bucket_index(fo, prep.cells[fp]) - lo
+        n_f = xn[fp]
+        per_cell = np.stack((n_f, ci[fp] * n_f, Z[fp] * n_f), axis=1)
+        np.subtract.at(S_i, at, per_cell)
+        per_cell = np.stack(
+            (x_D[fp], x_e[fp], s2[0][fp] * x_e[fp], s2[2][fp] * x_n[fp]), axis=1
+        )
+        np.subtract.at(S_f, at, per_cell)
+    E_N, E_M, E_T, alpha, root = (x[lo:hi] for x in table.all_values[:5])
+    S_n, S_cn, S_Zn = S_i.T
+    integer = S_Zn - E_N.astype(np.int64) * S_cn
+    integer += E_M.astype(np.int64) * S_n
+    S_n = S_n.astype(np.float64)
+    S_D, S_e, S_se, S_Tn = S_f.T
+    inner = S_se - E_N * S_e
+    inner += S_D
+    inner += E_T * S_n - S_Tn
+    inner += integer.astype(np.float64) / K
+    with np.errstate(invalid="ignore", over="ignore"):
+        g = alpha * inner
+        g += root * S_n
+    # Buckets without queries (S_n = 0) add nothing (alpha * 0 may be NaN).
+    g[S_n <= 0] = 0.0
+    return np.bincount(table.owner[lo:hi], weights=g, minlength=table.B.shape[0])
+
+
 def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     """Per candidate, the sums over the prepared cells not flagged for it of
     ``|x_e + x_n d|``, ``x_e2 + 2 d x_e + x_n d**2`` (``d = c_centre - eta_hat``) and
@@ -1196,7 +1285,11 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     every prepared cell, then the flagged ones (whose terms may overflow) are left
     out. A candidate clipped on every cell (:attr:`BucketTable.kind` 2) has the
     counts ``n_moments`` as its sums of ``min(g, 1)`` and its square (a sum of
-    integers, exact in any order), and its terms of ``g`` are not computed."""
+    integers, exact in any order), and its terms of ``g`` are not computed. Without
+    the squares (the high-probability certificate, which reads ``g`` through its mean
+    only), a candidate without clipped cells (kind 0) has its sum of ``min(g, 1)``
+    added by bucket (:func:`_bucket_g_sums`, equal to rounding) and needs only
+    ``eta_hat`` at its cells."""
     K = prep.n_cells
     m = prep.cells.shape[0]
     nc = table.B.shape[0]
@@ -1218,18 +1311,25 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
         kind = np.full(nc, kind[0] if (kind == kind[0]).all() else 1)
     else:
         blocks = table.blocks(m, kind)
+    # Without the squares, the sums of g of the candidates without clipped cells by
+    # bucket (_bucket_g_sums): their cells need eta_hat only (kind 3 below).
+    by_bucket = None
+    if not squares and (kind == 0).any():
+        by_bucket = _bucket_g_sums(prep, table, x, f_owner, f_pos, kind == 0)
     size = max((rows.stop - rows.start for rows in blocks), default=0) * m
     work = np.empty((12, size))  # six for the terms, six for the gathered values
     for rows in blocks:
         nb = rows.stop - rows.start
         k = int(kind[rows.start])
+        if k == 0 and by_bucket is not None:
+            k = 3
         buffers = work[:6, : nb * m].reshape(6, nb, m)
         gathered = work[6:, : nb * m].reshape(6, nb, m)
         terms = buffers[:4].transpose(1, 0, 2)  # (nb, 4, m) views
         t0, t1, g1, g2 = buffers[:4]
         tmp, u = buffers[4], buffers[5]
         with np.errstate(over="ignore", invalid="ignore"):
-            if k == 2:
+            if k >= 2:
                 (eta,) = table.gather(prep, rows, slice(5, 6), gathered[5:])
             else:
                 eta, a, b, c = table.terms(prep, rows, tmp, gathered)
@@ -1243,14 +1343,14 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
             t1 += x_e2
             u *= d
             t1 += u
-            if k != 2:
+            if k < 2:
                 # a x_D + b x_e + c x_n
                 np.multiply(a, x_D, out=g1)
                 np.multiply(b, x_e, out=tmp)
                 g1 += tmp
                 np.multiply(c, x_n, out=tmp)
                 g1 += tmp
-            if k != 2 and squares:
+            if k < 2 and squares:
                 # a (a x_D2) + b (b x_e2) + c c x_n
                 #   + (a (b x_De_2) + a (c x_D_2) + b (c x_e_2));
                 # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
@@ -1279,8 +1379,10 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
                 if squares:
                     np.copyto(g2, x_n, where=clipped)
         # The sums of t0, t1 and, unless every cell is clipped, g1 (and g2).
-        used = 2 if k == 2 else 4 if squares else 3
+        used = 2 if k >= 2 else 4 if squares else 3
         terms[:, :used].sum(axis=2, out=totals[rows, :used])
+        if k == 3:
+            totals[rows, 2] = by_bucket[rows]
         if k == 2:
             totals[rows, 2] = n_moments[rows]
             if squares:
