@@ -1225,20 +1225,31 @@ def _bucket_g_sums(prep, table, x, f_owner, f_pos, chosen):
     Z -= s2[1].astype(np.int64)
     # Exclusive prefix sums by position, one row per position (gathered by rows).
     ints = np.zeros((m + 1, 3), dtype=np.int64)
-    np.cumsum(xn, out=ints[1:, 0])
-    np.cumsum(ci * xn, out=ints[1:, 1])
-    np.cumsum(Z * xn, out=ints[1:, 2])
+    cell = ints[1:]
+    cell[:, 0] = xn
+    np.multiply(ci, xn, out=cell[:, 1])
+    np.multiply(Z, xn, out=cell[:, 2])
+    np.cumsum(cell, axis=0, out=cell)
     floats = np.zeros((m + 1, 4))
-    np.cumsum(x_D, out=floats[1:, 0])
-    np.cumsum(x_e, out=floats[1:, 1])
-    np.cumsum(s2[0] * x_e, out=floats[1:, 2])
-    np.cumsum(s2[2] * x_n, out=floats[1:, 3])
+    cell = floats[1:]
+    cell[:, 0] = x_D
+    cell[:, 1] = x_e
+    np.multiply(s2[0], x_e, out=cell[:, 2])
+    np.multiply(s2[2], x_n, out=cell[:, 3])
+    np.cumsum(cell, axis=0, out=cell)
+    # Every candidate's buckets are consecutive runs of positions from 0 to m: a
+    # bucket's sums are the prefix sums at the next bucket's first position (at m
+    # for a candidate's last bucket) less those at its own.
+    ends = table.bounds[first + 1 : last + 2] - 1 - lo  # candidates' last buckets
     p0 = table.first_pos[lo:hi]
-    p1 = p0 + table.runs[lo:hi]
-    S_i = np.take(ints, p1, axis=0)
-    S_i -= np.take(ints, p0, axis=0)
-    S_f = np.take(floats, p1, axis=0)
-    S_f -= np.take(floats, p0, axis=0)
+    sums = []
+    for P in (ints, floats):
+        T = np.take(P, p0, axis=0)
+        S = np.empty_like(T)
+        np.subtract(T[1:], T[:-1], out=S[:-1])
+        S[ends] = P[m] - T[ends]
+        sums.append(S)
+    S_i, S_f = sums
     # Less the flagged cells of the chosen candidates, in their buckets.
     keep = chosen[f_owner]
     if keep.any():
@@ -1251,22 +1262,30 @@ def _bucket_g_sums(prep, table, x, f_owner, f_pos, chosen):
             (x_D[fp], x_e[fp], s2[0][fp] * x_e[fp], s2[2][fp] * x_n[fp]), axis=1
         )
         np.subtract.at(S_f, at, per_cell)
+    S_n, S_cn, S_Zn = np.ascontiguousarray(S_i.T)
+    S_D, S_e, S_se, S_Tn = np.ascontiguousarray(S_f.T)
     E_N, E_M, E_T, alpha, root = (x[lo:hi] for x in table.all_values[:5])
-    S_n, S_cn, S_Zn = S_i.T
-    integer = S_Zn - E_N.astype(np.int64) * S_cn
-    integer += E_M.astype(np.int64) * S_n
+    integer = np.multiply(E_N.astype(np.int64), S_cn, out=S_cn)
+    np.subtract(S_Zn, integer, out=integer)
+    integer += np.multiply(E_M.astype(np.int64), S_n, out=S_Zn)
+    empty = S_n <= 0
     S_n = S_n.astype(np.float64)
-    S_D, S_e, S_se, S_Tn = S_f.T
-    inner = S_se - E_N * S_e
+    inner = np.multiply(E_N, S_e, out=S_e)
+    np.subtract(S_se, inner, out=inner)
     inner += S_D
-    inner += E_T * S_n - S_Tn
-    inner += integer.astype(np.float64) / K
+    inner += np.multiply(E_T, S_n, out=S_se)
+    inner -= S_Tn
+    k = integer.astype(np.float64)
+    k /= K
+    inner += k
     with np.errstate(invalid="ignore", over="ignore"):
-        g = alpha * inner
-        g += root * S_n
+        g = np.multiply(alpha, inner, out=inner)
+        g += np.multiply(root, S_n, out=k)
     # Buckets without queries (S_n = 0) add nothing (alpha * 0 may be NaN).
-    g[S_n <= 0] = 0.0
-    return np.bincount(table.owner[lo:hi], weights=g, minlength=table.B.shape[0])
+    g[empty] = 0.0
+    out = np.zeros(table.B.shape[0])
+    out[first : last + 1] = np.add.reduceat(g, np.concatenate(([0], ends[:-1] + 1)))
+    return out
 
 
 def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
