@@ -28,6 +28,7 @@ from skcalbound._surrogates._bucket_grid import (
     _CLIPPED_ALL,
     _EXPANDED,
     _EXPANDED_SCALE,
+    _UNDECIDED,
     BucketSurrogate,
     BucketTable,
     Prepared,
@@ -357,13 +358,16 @@ def test_high_probability_sums_match_the_reference(case, n_buckets, n_shifts):
             _check(sums, eta, refs[(B, r)], queries, L, f"{case} B={B} r={r} L={L}")
 
 
-@pytest.mark.parametrize("L", [0.0, 0.3, 4.0, 300.0])
+@pytest.mark.parametrize("L", [0.0, 0.3, 4.0, 32.0, 300.0])
 @pytest.mark.parametrize("case", ["random", "clusters", "ends"])
 def test_bucket_g_sums_match_math_fsum_by_cell(case, L):
-    """``_bucket_g_sums`` (by bucket, from prefix sums) against ``math.fsum`` of the
-    per-cell terms ``a x_D + b x_e + c x_n`` of :meth:`BucketTable.terms` over the
-    cells not flagged, on random cell moments, for every candidate without clipped
-    cells (the default 48 candidates, where several are)."""
+    """``_bucket_g_sums`` (by bucket: from prefix sums where the bucket's cells are all
+    expanded, the query counts where all clipped, cell by cell where undecided)
+    against ``math.fsum`` of the per-cell ``min(g, 1)`` from the terms of
+    :meth:`BucketTable.terms` (``x_n`` where ``c - |b| / (2K) >= 1``, else ``a x_D +
+    b x_e + c x_n``) over the cells not flagged, on random cell moments, for every
+    candidate not clipped on every cell (the default 48 candidates, where several
+    are partly clipped)."""
     rng = np.random.default_rng(7)
     train, _ = CASES[case](rng)
     train = np.concatenate([train, rng.beta(2, 5, 3000), np.full(500, 0.8125)])
@@ -378,16 +382,24 @@ def test_bucket_g_sums_match_math_fsum_by_cell(case, L):
     x_D = rng.uniform(0, 2, m) * prep.d_max * np.sqrt(x_n)
     x = np.stack((x_n, x_e, x_e * x_e, x_D))
     owner, pos = _all_flags(prep, table)
-    chosen = table.kind == 0
+    chosen = table.kind <= 1
     got = _bucket_g_sums(prep, table, x, owner, pos, chosen)
     assert chosen.sum() >= 10
     with np.errstate(over="ignore", invalid="ignore"):
         _, a, b, c = table.terms(prep, slice(0, nc))
         g = a * x_D + b * x_e + c * x_n
+        clipped = c - np.abs(b) * (0.5 / K) >= 1.0
+    g = np.where(clipped, x_n, g)
     g[:, x_n == 0] = 0.0
     g[owner, pos] = 0.0  # flagged cells: summed point by point elsewhere
     for i in np.flatnonzero(chosen):
         assert_allclose(got[i], math.fsum(g[i]), rtol=1e-13, atol=0, err_msg=str(i))
+    if L == 32.0:  # partly clipped candidates, with undecided and decided buckets
+        status = np.repeat(table.status, table.runs).reshape(nc, m)
+        kind1 = table.kind == 1
+        assert kind1.any()
+        assert (status[kind1] == _UNDECIDED).any() and (status[kind1] != 0).any()
+        assert clipped[kind1].any() and not clipped[kind1].all()
 
 
 def test_fallback_count_and_values_by_hand():

@@ -64,9 +64,10 @@ flag test per cell is skipped in the buckets proven, from exact integer sums of 
 training cells, to have ``g >= 1`` on every cell or ``g < 1`` with small terms on every
 cell (:meth:`BucketTable._status`); a candidate clipped on every cell has the query
 counts as its sums of ``min(g, 1)`` and its square, and, for the high-probability
-certificate (which reads the sum of ``g`` only, no square), one clipped nowhere has its
-sum of ``g`` from per-bucket sums of the cell moments (exact integer distance sums,
-the rest equal to rounding; :func:`_bucket_g_sums`). Fresh memory costs page faults, so
+certificate (which reads the sum of ``g`` only, no square), any other has its sum of
+``min(g, 1)`` from per-bucket sums of the cell moments (exact integer distance sums,
+the rest equal to rounding; cell by cell in its undecided buckets only:
+:func:`_bucket_g_sums`). Fresh memory costs page faults, so
 the fit keeps few large arrays alive (pass 2 sums its moments at the (split, cell)
 pairs with training points only).
 
@@ -1194,18 +1195,20 @@ def _segment_sums(values, bounds):
 
 
 def _bucket_g_sums(prep, table, x, f_owner, f_pos, chosen):
-    """Per candidate ``chosen`` (a mask; each with every cell expanded, kind 0), the
-    sum of ``g`` over its prepared cells not flagged for it, from the cell moments
-    ``x`` summed by bucket instead of cell by cell; ``None`` where the integer sums
-    could exceed int64. Per bucket with ``a_c = N_lo - N_hi`` and ``k_c = I_c / K -
-    (T_lo - T_hi)`` (:meth:`BucketTable.terms`), ``sum_c (alpha x_D + alpha a_c x_e +
-    (alpha k_c + root) x_n)`` is ``alpha (S_D + S_{s0 e} - E_N S_e + E_T S_n - S_{s2
-    n} + (S_{Z n} - E_N S_{c n} + E_M S_n) / K) + root S_n``, ``S`` the sums over
-    the bucket's run of cells (prefix sums by position) and ``Z = c s0 - s1``. The
-    integer part ``I`` is exact (int64: it is the distance sum in cells, whose terms
-    cancel); the rest differs from the sum cell by cell by rounding only (the terms
-    of ``g`` are nonnegative but ``a_c x_e``, at most ``alpha n_b / (2K)`` per
-    query)."""
+    """Per candidate ``chosen`` (a mask), the sum of ``min(g, 1)`` over its prepared
+    cells not flagged for it, from the cell moments ``x`` summed by bucket instead
+    of cell by cell; ``None`` where the integer sums could exceed int64. A bucket
+    whose :attr:`BucketTable.status` is ``_CLIPPED_ALL`` adds its query count, one
+    ``_UNDECIDED`` its cells one by one (:func:`_undecided_g_sums`), and one
+    ``_EXPANDED`` (every bucket of a kind-0 candidate), with ``a_c = N_lo - N_hi``
+    and ``k_c = I_c / K - (T_lo - T_hi)`` (:meth:`BucketTable.terms`), ``sum_c
+    (alpha x_D + alpha a_c x_e + (alpha k_c + root) x_n) = alpha (S_D + S_{s0 e} -
+    E_N S_e + E_T S_n - S_{s2 n} + (S_{Z n} - E_N S_{c n} + E_M S_n) / K) + root
+    S_n``, ``S`` the sums over the bucket's run of cells (prefix sums by position)
+    and ``Z = c s0 - s1``. The integer part ``I`` is exact (int64: it is the
+    distance sum in cells, whose terms cancel); the rest differs from the sum cell
+    by cell by rounding only (the terms of ``g`` are nonnegative but ``a_c x_e``, at
+    most ``alpha n_b / (2K)`` per query)."""
     K = prep.n_cells
     m = prep.cells.shape[0]
     x_n, x_e, x_D = x[0], x[1], x[3]
@@ -1283,9 +1286,55 @@ def _bucket_g_sums(prep, table, x, f_owner, f_pos, chosen):
         g += np.multiply(root, S_n, out=k)
     # Buckets without queries (S_n = 0) add nothing (alpha * 0 may be NaN).
     g[empty] = 0.0
+    # Buckets with g >= 1 on every cell: their query counts; those undecided: cell by
+    # cell, as _moment_totals (clipped cells count 1).
+    status = table.status[lo:hi]
+    clipped = status == _CLIPPED_ALL
+    g[clipped] = S_n[clipped]
+    u = np.flatnonzero((status == _UNDECIDED) & (table.runs[lo:hi] > 0)) + lo
+    if u.size:
+        g[u - lo] = _undecided_g_sums(prep, table, x, f_owner, f_pos, u)
     out = np.zeros(table.B.shape[0])
     out[first : last + 1] = np.add.reduceat(g, np.concatenate(([0], ends[:-1] + 1)))
     return out
+
+
+def _undecided_g_sums(prep, table, x, f_owner, f_pos, u):
+    """The sums of ``min(g, 1)`` over the unflagged prepared cells of the buckets
+    ``u`` (ascending, holding prepared cells) of ``table``, cell by cell with
+    :meth:`BucketTable.terms`' and :func:`_moment_totals`' operations (each bucket's
+    values repeated over its run of cells)."""
+    x_n, x_e, x_D = x[0], x[1], x[3]
+    runs = table.runs[u]
+    offsets = np.cumsum(runs) - runs
+    at = np.arange(runs.sum()) + np.repeat(table.first_pos[u] - offsets, runs)
+    values = (v[u] for v in table.all_values[:5])
+    E_N, E_M, E_T, alpha, root = (np.repeat(v, runs) for v in values)
+    s2 = prep.s2
+    with np.errstate(over="ignore", invalid="ignore"):
+        a = np.subtract(s2[0][at], E_N, out=E_N)  # N_lo - N_hi
+        k = np.subtract(s2[1][at], E_M, out=E_M)  # M_lo - M_hi
+        k -= np.multiply(prep.cells_f[at], a)
+        k *= -1.0 / prep.n_cells
+        k -= np.subtract(s2[2][at], E_T, out=E_T)  # T_lo - T_hi
+        b = np.multiply(alpha, a, out=a)
+        c = np.multiply(alpha, k, out=k)
+        c += root
+        n = x_n[at]
+        g = np.multiply(alpha, x_D[at], out=alpha)
+        g += b * x_e[at]
+        g += c * n
+        clipped = np.abs(b, out=b)
+        clipped *= 0.5 / prep.n_cells
+        clipped = np.subtract(c, clipped, out=clipped) >= 1.0
+    np.copyto(g, n, where=clipped)
+    # The flagged cells of these buckets add nothing here.
+    bucket = table.bucket_index(f_owner, prep.cells[f_pos])
+    i = np.minimum(np.searchsorted(u, bucket), u.shape[0] - 1)
+    hit = u[i] == bucket
+    i = i[hit]
+    g[offsets[i] + f_pos[hit] - table.first_pos[u[i]]] = 0.0
+    return np.add.reduceat(g, offsets)
 
 
 def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
@@ -1306,9 +1355,10 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     counts ``n_moments`` as its sums of ``min(g, 1)`` and its square (a sum of
     integers, exact in any order), and its terms of ``g`` are not computed. Without
     the squares (the high-probability certificate, which reads ``g`` through its mean
-    only), a candidate without clipped cells (kind 0) has its sum of ``min(g, 1)``
-    added by bucket (:func:`_bucket_g_sums`, equal to rounding) and needs only
-    ``eta_hat`` at its cells."""
+    only), a candidate not clipped on every cell (kind 0 or 1) has its sum of
+    ``min(g, 1)`` added by bucket (:func:`_bucket_g_sums`, equal to rounding; cell
+    by cell in the buckets whose status is undecided) and needs only ``eta_hat`` at
+    its cells."""
     K = prep.n_cells
     m = prep.cells.shape[0]
     nc = table.B.shape[0]
@@ -1333,14 +1383,14 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     # Without the squares, the sums of g of the candidates without clipped cells by
     # bucket (_bucket_g_sums): their cells need eta_hat only (kind 3 below).
     by_bucket = None
-    if not squares and (kind == 0).any():
-        by_bucket = _bucket_g_sums(prep, table, x, f_owner, f_pos, kind == 0)
+    if not squares and (kind <= 1).any():
+        by_bucket = _bucket_g_sums(prep, table, x, f_owner, f_pos, kind <= 1)
     size = max((rows.stop - rows.start for rows in blocks), default=0) * m
     work = np.empty((12, size))  # six for the terms, six for the gathered values
     for rows in blocks:
         nb = rows.stop - rows.start
         k = int(kind[rows.start])
-        if k == 0 and by_bucket is not None:
+        if k <= 1 and by_bucket is not None:
             k = 3
         buffers = work[:6, : nb * m].reshape(6, nb, m)
         gathered = work[6:, : nb * m].reshape(6, nb, m)
