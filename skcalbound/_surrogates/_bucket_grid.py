@@ -546,12 +546,6 @@ class BucketTable:
         E_T = prep.cT[s] + prep.cT[e]
         return N_s, E_M, E_T, alpha, root, eta, n_b
 
-    @cached_property
-    def all_values(self):
-        """:meth:`values` of every bucket (computed once, sliced by :meth:`gather`
-        and :func:`_bucket_g_sums`)."""
-        return self.values(slice(0, self.bounds[-1]))
-
     def _status(self, prep, L, at, root):
         """Per bucket ``at`` (of unbounded candidates, holding prepared cells; ``root``
         there): ``_EXPANDED`` if ``g < 1`` on all of it and the terms of ``g`` are
@@ -658,16 +652,19 @@ class BucketTable:
         computed at every cell's bucket."""
         lo, hi = self.bounds[rows.start], self.bounds[rows.stop]
         shape = (rows.stop - rows.start, prep.cells.shape[0])
+        if which == slice(5, 6):  # eta_hat alone (as values computes it)
+            at = lambda J: (self.eta(J),)  # noqa: E731
+        else:
+            at = lambda J: self.values(J)[which]  # noqa: E731
         if shape[0] * shape[1] * 4 <= hi - lo:  # fewer cells than buckets
             owner = np.arange(rows.start, rows.stop)[:, None]
-            index = self.bucket_index(owner, prep.cells)
-            values = [x[index] for x in self.all_values[which]]
+            values = at(self.bucket_index(owner, prep.cells))
             if out is None:
                 return np.stack(values)
             for x, o in zip(values, out):
                 o[...] = x
             return out
-        values = [x[lo:hi] for x in self.all_values[which]]
+        values = at(slice(lo, hi))
         if len(values) == 1 and out is not None:  # one value: repeated directly
             out[0] = np.repeat(values[0], self.runs[lo:hi]).reshape(shape)
             return out
@@ -1267,7 +1264,7 @@ def _bucket_g_sums(prep, table, x, f_owner, f_pos, chosen):
         np.subtract.at(S_f, at, per_cell)
     S_n, S_cn, S_Zn = np.ascontiguousarray(S_i.T)
     S_D, S_e, S_se, S_Tn = np.ascontiguousarray(S_f.T)
-    E_N, E_M, E_T, alpha, root = (x[lo:hi] for x in table.all_values[:5])
+    E_N, E_M, E_T, alpha, root = table.values(slice(lo, hi))[:5]
     integer = np.multiply(E_N.astype(np.int64), S_cn, out=S_cn)
     np.subtract(S_Zn, integer, out=integer)
     integer += np.multiply(E_M.astype(np.int64), S_n, out=S_Zn)
@@ -1308,7 +1305,7 @@ def _undecided_g_sums(prep, table, x, f_owner, f_pos, u):
     runs = table.runs[u]
     offsets = np.cumsum(runs) - runs
     at = np.arange(runs.sum()) + np.repeat(table.first_pos[u] - offsets, runs)
-    values = (v[u] for v in table.all_values[:5])
+    values = table.values(u)[:5]
     E_N, E_M, E_T, alpha, root = (np.repeat(v, runs) for v in values)
     s2 = prep.s2
     with np.errstate(over="ignore", invalid="ignore"):
@@ -1382,9 +1379,15 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
         blocks = table.blocks(m, kind)
     # Without the squares, the sums of g of the candidates without clipped cells by
     # bucket (_bucket_g_sums): their cells need eta_hat only (kind 3 below).
+    # Where the buckets are fewer than half the (candidate, cell) pairs they replace
+    # (not with few cells: the default candidates have ~33k buckets).
     by_bucket = None
-    if not squares and (kind <= 1).any():
-        by_bucket = _bucket_g_sums(prep, table, x, f_owner, f_pos, kind <= 1)
+    chosen = kind <= 1
+    if not squares and chosen.any():
+        first, last = np.flatnonzero(chosen)[[0, -1]]
+        n_buckets = table.bounds[last + 1] - table.bounds[first]
+        if 2 * n_buckets <= np.count_nonzero(chosen) * m:
+            by_bucket = _bucket_g_sums(prep, table, x, f_owner, f_pos, chosen)
     size = max((rows.stop - rows.start for rows in blocks), default=0) * m
     work = np.empty((12, size))  # six for the terms, six for the gathered values
     for rows in blocks:
