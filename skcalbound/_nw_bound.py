@@ -1,5 +1,6 @@
 """``NWCalibrationBound``: certified bound under bounded derivatives (paper, sec. 5)."""
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
@@ -22,6 +23,10 @@ from ._validation import (
 # The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
 _AUTO_MIN, _AUTO_MAX, _AUTO_FRACTION = 5000, 15000, 0.05
 
+# The plug-in bandwidth (a Newton solve) is asked for the same few training sizes a
+# dozen times per fit (candidates, grid, refit rule): solved once per (m, b1, b2).
+_plugin_bandwidth = functools.lru_cache(maxsize=256)(nw_plugin_bandwidth)
+
 
 @dataclass(frozen=True)
 class _NWMethod(_BoundMethod):
@@ -41,7 +46,7 @@ class _NWMethod(_BoundMethod):
     def bandwidth_for(self, m):
         """The paper mode's bandwidth: the plug-in rule, or the given float."""
         if self.bandwidth in ("plugin", "auto"):
-            return nw_plugin_bandwidth(m, self.b1, self.b2)
+            return _plugin_bandwidth(m, self.b1, self.b2)
         return float(self.bandwidth)
 
     def bandwidth_candidates(self, m):
@@ -50,7 +55,7 @@ class _NWMethod(_BoundMethod):
         for ``"auto"`` in high-probability mode, else the one bandwidth."""
         if self.bandwidth != "auto" or self.guarantee == "paper":
             return (self.bandwidth_for(m),)
-        h = nw_plugin_bandwidth(m, self.b1, self.b2)
+        h = _plugin_bandwidth(m, self.b1, self.b2)
         lo, hi = _nw_hp.BANDWIDTH_LIMITS
         return tuple(
             sorted({min(max(h * 2.0**k, lo), hi) for k in _nw_hp.SEARCH_EXPONENTS})
@@ -99,7 +104,7 @@ class _NWMethod(_BoundMethod):
         # depend on the grid, only tightness, and they are rarely chosen).
         candidates = self.bandwidth_candidates(n)
         h = (
-            nw_plugin_bandwidth(n, self.b1, self.b2)
+            _plugin_bandwidth(n, self.b1, self.b2)
             if len(candidates) > 1
             else candidates[0]
         )
@@ -131,11 +136,11 @@ class _NWMethod(_BoundMethod):
         if self.bandwidth != "auto" or self.guarantee == "paper":
             return self.bandwidth_for(n)
         steps = [
-            2.0 * math.log2(h / nw_plugin_bandwidth(m, self.b1, self.b2))
+            2.0 * math.log2(h / _plugin_bandwidth(m, self.b1, self.b2))
             for h, m in folds
         ]
         k = round(float(np.median(steps)))
-        h = nw_plugin_bandwidth(n, self.b1, self.b2) * 2.0 ** (k / 2.0)
+        h = _plugin_bandwidth(n, self.b1, self.b2) * 2.0 ** (k / 2.0)
         lo, hi = _nw_hp.BANDWIDTH_LIMITS
         return min(max(h, lo), hi)
 

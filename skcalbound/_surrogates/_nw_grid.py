@@ -48,7 +48,7 @@ from ._nw_hp import (
     HPTables,
     KernelSums,
     Pyramid,
-    choose_bandwidth,
+    choose_bandwidths,
     coarsen,
     grid_size,
 )
@@ -56,6 +56,8 @@ from ._nw_hp import (
 # Rows per block of the per-row arithmetic: its temporaries (and pass 2's gathered
 # records, 16 bytes a row) stay in the core's cache.
 _BLOCK = 2**13
+# Fine grids up to which every split's training sums are held at once (4 MB each).
+_KEEP_TRAINING_BINS = 2**17
 
 
 def cell_offsets(scores, cells, n_bins, out=None):
@@ -260,7 +262,8 @@ class Smoother:
     fine grid of ``fine_bins`` cells (``shift``: fine cell ``c`` is table cell
     ``c >> shift``), with what its fallback needs: the occupied fine cells below and
     above every fine cell, and the extremes of the training scores in the cells next
-    to a fallback region (``extremes``, set after pass 2)."""
+    to a fallback region (``extremes``, set after pass 2); ``below`` and ``above`` are
+    None when no table cell falls back."""
 
     tables: HPTables
     fine_bins: int
@@ -371,18 +374,6 @@ def _query_tables(tables, b2):
         return tables.m1 + bin_centres(tables.n_bins), tables.constant(b2)
 
 
-def fit_smoother(
-    training, fine_bins, m, candidates, tempering, b1, b2, paper=False, occupied=None
-):
-    """The smoother of one training set from its fine-grid :class:`BinStats`:
-    bandwidth by the label-free search among ``candidates``, then its tables."""
-    pyramid = Pyramid(training)
-    h = choose_bandwidth(pyramid, candidates, tempering, b1, b2)
-    return smoother_at(
-        pyramid, h, fine_bins, m, tempering, paper=paper, occupied=occupied
-    )
-
-
 def smoother_at(
     pyramid,
     bandwidth,
@@ -401,7 +392,10 @@ def smoother_at(
     stats = pyramid.at(G)
     cells = None if occupied is None else occupied.at(G).count != 0.0
     tables = HPTables.from_stats(stats, bandwidth, tempering, cells=cells)
-    below, above = occupied_neighbours(pyramid.at(fine_bins).count)
+    # Read by the fallback only (A0 == 0 is exact at every cell, computed or not).
+    below = above = None
+    if (tables.A0 <= 0.0).any():
+        below, above = occupied_neighbours(pyramid.at(fine_bins).count)
     extra = PaperTables.from_stats(stats, tables) if paper else None
     return Smoother(tables, fine_bins, int(m), below, above, paper=extra)
 
@@ -744,32 +738,15 @@ def training_extremes(plan, extremes, train_groups):
         for g in train_groups
     ]
     merged = parts[0]
-    for part in parts[1:]:
-        merged = merge_extremes(merged, part)
+    if m:  # (no cell next to a fallback region: nothing to merge)
+        for part in parts[1:]:
+            merged = merge_extremes(merged, part)
     return {"cells": plan.needed, **merged}
 
 
-def finish_split(plan, k, sums, smoother):
-    """The statistics of split ``k``'s certificate: ``n``, residual moments,
-    ``smoothing_mean``, ``sum_c_squared`` and ``n_fallback``."""
-    residuals = sums.residuals[k].copy()
-    g_sum, g2_sum = (float(x) for x in sums.smoothing[k])
-    tables = smoother.tables
-    start = plan.offsets[k]
-    counts = sums.per_cell if plan.query_counts is None else plan.query_counts
-    per_cell = counts[start : start + tables.n_bins]
-    n = float(per_cell.sum())
-    fb_scores = sums.fallback[0][sums.fallback[1] == k]
-    blocks = None
-    if fb_scores.size:
-        eta_f, g_f, blocks = smoother.fallback(fb_scores, plan.b1, plan.b2)
-        x = np.abs(eta_f - fb_scores) - plan.shift[k]
-        residuals += (float(np.sum(x)), float(np.dot(x, x)))
-        g_f = np.minimum(g_f, 1.0)
-        g_sum += float(np.sum(g_f))
-        g2_sum += float(np.dot(g_f, g_f))
-        n += fb_scores.size
-    mean = residuals[0] / n
+def _sum_c_squared(tables, per_cell, n, blocks):
+    """``C2 = sum_i c_i**2`` of a split from its query counts per table cell
+    ``per_cell``, ``n`` queries in all, and the fallback's weighted ``blocks``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         load = np.where(per_cell > 0, per_cell / tables.A0, 0.0)
     # c is read at the training points' cells only.
@@ -790,6 +767,34 @@ def finish_split(plan, k, sums, smoother):
         size[inverse.reshape(-1)] = sizes
         base = c_cell[bin_of(unique, tables.n_bins)]
         c2 += float(np.dot(size, extra * (2.0 * base + extra)))
+    return c2
+
+
+def finish_split(plan, k, sums, smoother):
+    """The statistics of split ``k``'s certificate: ``n``, residual moments,
+    ``smoothing_mean``, ``sum_c_squared`` (None with the published Lemma 6) and
+    ``n_fallback``."""
+    residuals = sums.residuals[k].copy()
+    g_sum, g2_sum = (float(x) for x in sums.smoothing[k])
+    tables = smoother.tables
+    start = plan.offsets[k]
+    counts = sums.per_cell if plan.query_counts is None else plan.query_counts
+    per_cell = counts[start : start + tables.n_bins]
+    n = float(per_cell.sum())
+    fb_scores = sums.fallback[0][sums.fallback[1] == k]
+    blocks = None
+    if fb_scores.size:
+        eta_f, g_f, blocks = smoother.fallback(fb_scores, plan.b1, plan.b2)
+        x = np.abs(eta_f - fb_scores) - plan.shift[k]
+        residuals += (float(np.sum(x)), float(np.dot(x, x)))
+        g_f = np.minimum(g_f, 1.0)
+        g_sum += float(np.sum(g_f))
+        g2_sum += float(np.dot(g_f, g_f))
+        n += fb_scores.size
+    mean = residuals[0] / n
+    # C2 is read by the high-probability certificate only (the published Lemma 6
+    # has no label-concentration term).
+    c2 = None if plan.paper is not None else _sum_c_squared(tables, per_cell, n, blocks)
     return {
         "n": int(n),
         "residual_moments": (
@@ -921,25 +926,33 @@ def fit_design(
     total = sums.total()
     if check_counts is not None:
         check_counts(total.count)
-    smoothers = []
     sizes = design.training_sizes(group_sizes, min_train)
-    # The splits' tables are read in the passes at the rows' cells only.
+    # Each split's bandwidth by the label-free search among its candidates (every
+    # split's at once), then its tables, read in the passes at the rows' cells only.
+    # The training sums of every split are held at once if small; on larger fine
+    # grids they are built again for the tables (a few subtractions per cell).
+    pyramids = {}
+    keep = fine_bins <= _KEEP_TRAINING_BINS
+
+    def pyramid_of(k):
+        if k not in pyramids:
+            pyramid = Pyramid(sums.training(design.splits[k][1], total))
+            if not keep:
+                return pyramid
+            pyramids[k] = pyramid
+        return pyramids[k]
+
+    bandwidths = choose_bandwidths(
+        pyramid_of, [candidates(m) for m in sizes], tempering, b1, b2
+    )
     all_rows = Pyramid(total)
-    for m, (_, train) in zip(sizes, design.splits):
-        training = sums.training(train, total)
-        smoothers.append(
-            fit_smoother(
-                training,
-                fine_bins,
-                m,
-                candidates(m),
-                tempering,
-                b1,
-                b2,
-                paper,
-                occupied=all_rows,
-            )
+    smoothers = [
+        smoother_at(
+            pyramid_of(k), h, fine_bins, m, tempering, paper=paper, occupied=all_rows
         )
+        for k, (m, h) in enumerate(zip(sizes, bandwidths))
+    ]
+    pyramids.clear()
     refit = None
     if refit_bandwidth is not None:
         h = refit_bandwidth(n_samples, [(s.bandwidth, s.n_train) for s in smoothers])

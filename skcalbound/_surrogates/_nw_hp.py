@@ -46,27 +46,34 @@ def grid_size(bandwidth, bins_per_bandwidth=_FINAL_BINS_PER_BANDWIDTH):
 
 
 def coarsen(stats, factor):
-    """The same points' sums on a grid ``factor`` (a power of two) times coarser."""
+    """The same points' sums on a grid ``factor`` (a power of two) times coarser (of
+    every row, for stacked sums: cells along the last axis)."""
     while factor > 1:
-        G = stats.count.shape[0]
+        G = stats.count.shape[-1]
         # Child cells 2P and 2P + 1 have centres c_P -/+ 1 / (2 G): t_P = t -/+ d.
         d = 0.5 / G
-        n0, n1 = stats.count[0::2], stats.count[1::2]
-        a0, a1 = stats.s1[0::2], stats.s1[1::2]
+        n0, n1 = stats.count[..., 0::2], stats.count[..., 1::2]
+        a0, a1 = stats.s1[..., 0::2], stats.s1[..., 1::2]
         s1 = (a0 + a1) + d * (n1 - n0)
-        s2 = (stats.s2[0::2] + stats.s2[1::2]) + 2.0 * d * (a1 - a0) + d * d * (n0 + n1)
-        stats = BinStats(n0 + n1, stats.positives[0::2] + stats.positives[1::2], s1, s2)
+        s2 = (
+            (stats.s2[..., 0::2] + stats.s2[..., 1::2])
+            + 2.0 * d * (a1 - a0)
+            + d * d * (n0 + n1)
+        )
+        positives = stats.positives[..., 0::2] + stats.positives[..., 1::2]
+        stats = BinStats(n0 + n1, positives, s1, s2)
         factor //= 2
     return stats
 
 
 class Pyramid:
-    """Cell sums of one point set on the fine grid and every coarser power of two,
-    each computed once (by halving the next finer one)."""
+    """Cell sums of one point set (or of several, stacked as rows) on the fine grid
+    and every coarser power of two, each computed once (by halving the next finer
+    one)."""
 
     def __init__(self, stats):
-        self._levels = {stats.count.shape[0]: stats}
-        self.fine_bins = stats.count.shape[0]
+        self._levels = {stats.count.shape[-1]: stats}
+        self.fine_bins = stats.count.shape[-1]
 
     def at(self, n_bins):
         n_bins = min(n_bins, self.fine_bins)
@@ -96,6 +103,10 @@ def _conv(x, v):
         out = np.convolve(x, v[: half + 1])[half : half + G]
         out[1:] += np.convolve(x, v[half + 1 :])[: G - 1]
         return out
+    if taps <= G:
+        # The middle G outputs of the full convolution, each from the same dot
+        # product call (numpy's "same" mode only skips the outer ones).
+        return np.convolve(x, v, "same")
     return np.convolve(x, v)[half:][:G]
 
 
@@ -263,19 +274,34 @@ class KernelSums:
         return results
 
 
+# The kernel sums of the moments: (input, kernel) with inputs count, s1, s2 (and
+# positives) and kernels ker, ker * offset, ker * offset**2, ker * ker.
+_MOMENT_PRODUCTS = ((0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (0, 3))
+_ETA_PRODUCT = (3, 0)
+
+
+def _moment_kernels(offset, ker):
+    return [ker, ker * offset, ker * offset**2, ker * ker]
+
+
 def _moments(stats, offset, ker, cells=None, with_eta=True, full_ok=False):
     """``A0``, ``eta``, ``m1``, ``var`` and ``W2`` of :class:`HPTables` at the cells
     of the mask ``cells`` (None: every cell), as ``(moments, full)``: ``full`` when the
     arrays cover every cell (see :class:`KernelSums`)."""
     inputs = [stats.count, stats.s1, stats.s2]
+    products = list(_MOMENT_PRODUCTS)
     if with_eta:
         inputs.append(stats.positives)
-    kernels = [ker, ker * offset, ker * offset**2, ker * ker]
-    # Training point i in cell b = q - k: s_i - c_q = t_i - k / G.
-    products = [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (0, 3)]
-    if with_eta:
-        products.append((3, 0))
+        products.append(_ETA_PRODUCT)
+    kernels = _moment_kernels(offset, ker)
     sums = KernelSums(inputs, kernels, products, cells, full_ok)
+    return _moments_of_sums(sums, with_eta), sums.full
+
+
+def _moments_of_sums(sums, with_eta):
+    """The moments from ``sums(p)``, the kernel sums of product ``p`` (element-wise:
+    the same numbers for one grid or for grids stacked as rows)."""
+    # Training point i in cell b = q - k: s_i - c_q = t_i - k / G.
     A0 = sums(0)
     P1 = sums(1) - sums(2)
     P2 = sums(3) - 2.0 * sums(4) + sums(5)
@@ -286,7 +312,7 @@ def _moments(stats, offset, ker, cells=None, with_eta=True, full_ok=False):
         var = np.maximum(P2 * inv - m1 * m1, 0.0)
         W2 = sums(6) * inv * inv
         eta = sums(7) * inv if with_eta else None
-    return {"A0": A0, "eta": eta, "m1": m1, "var": var, "W2": W2}, sums.full
+    return {"A0": A0, "eta": eta, "m1": m1, "var": var, "W2": W2}
 
 
 @dataclass(frozen=True)
@@ -378,39 +404,159 @@ def search_objective(pyramid, bandwidth, tempering, b1, b2):
     are needed at those cells only.
     """
     stats = pyramid.at(grid_size(bandwidth, _SEARCH_BINS_PER_BANDWIDTH))
-    used = stats.count != 0.0
     offset, ker = _kernel(stats.count.shape[0], bandwidth, tempering)
-    tables, full = _moments(stats, offset, ker, used, with_eta=False, full_ok=True)
+    return _objective(stats, offset, ker, b1, b2)
+
+
+def _objective(stats, offset, ker, b1, b2):
+    used = stats.count != 0.0
+    sums = _search_sums(stats, _moment_kernels(offset, ker), used)
+    return _objective_of_sums(stats, used, sums, b1, b2)
+
+
+def _search_sums(stats, kernels, used):
+    """The search's kernel sums, needed at the occupied cells ``used`` only."""
+    inputs = [stats.count, stats.s1, stats.s2]
+    return KernelSums(inputs, kernels, _MOMENT_PRODUCTS, used, full_ok=True)
+
+
+def _objective_of_sums(stats, used, sums, b1, b2):
+    tables = _moments_of_sums(sums, with_eta=False)
     m1, var, W2 = tables["m1"], tables["var"], tables["W2"]
     occupied = np.flatnonzero(used)
-    if full:
+    if sums.full:
         m1, var, W2 = m1[occupied], var[occupied], W2[occupied]
     n = stats.count[occupied]
-    mean_t = stats.s1[occupied] / n
-    d = m1 - mean_t
-    spread = np.maximum(stats.s2[occupied] / n - mean_t * mean_t, 0.0)
-    g = b1 * np.abs(d) + 0.5 * b2 * (var + d * d + spread) + 0.5 * np.sqrt(W2)
-    return float(np.dot(n, np.minimum(g, 1.0)) / n.sum())
+    return _mean_smoothing(
+        n, stats.s1[occupied], stats.s2[occupied], m1, var, W2, b1, b2
+    )
 
 
-def choose_bandwidth(pyramid, candidates, tempering, b1, b2):
-    """The candidate (sorted, a geometric grid) with the smallest
+def _mean_smoothing(n, s1, s2, m1, var, W2, b1, b2):
+    """The objective's ``min(g, 1)`` per cell (element-wise), and its mean over the
+    points when ``n`` is one grid's counts at its occupied cells."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_t = s1 / n
+        d = m1 - mean_t
+        spread = np.maximum(s2 / n - mean_t * mean_t, 0.0)
+        g = b1 * np.abs(d) + 0.5 * b2 * (var + d * d + spread) + 0.5 * np.sqrt(W2)
+    g = np.minimum(g, 1.0)
+    if n.ndim > 1:
+        return g
+    return float(np.dot(n, g) / n.sum())
+
+
+def search_objectives(pyramid, rows, bandwidth, tempering, b1, b2):
+    """:func:`search_objective` of the training sets ``rows`` of ``pyramid``, whose
+    cell sums are stacked as rows, at one bandwidth: a list of floats.
+
+    Equal to one call per row, to the bit. Each row is still convolved on its own
+    and its mean taken on its own; what the rows share is everything else (the grid,
+    the kernel, and the element-wise arithmetic, done once on the stacked rows, at
+    every cell: the numbers at the occupied cells are those of one row's arithmetic).
+    The rows whose kernel sums go by pairs of cells (few points on a fine grid,
+    :class:`KernelSums`) take the one-row path.
+    """
+    stats = pyramid.at(grid_size(bandwidth, _SEARCH_BINS_PER_BANDWIDTH))
+    G = stats.count.shape[-1]
+    offset, ker = _kernel(G, bandwidth, tempering)
+    kernels = _moment_kernels(offset, ker)
+    values = {}
+    dense = []
+    for r in rows:
+        row = BinStats(stats.count[r], stats.positives[r], stats.s1[r], stats.s2[r])
+        used = row.count != 0.0
+        sums = _search_sums(row, kernels, used)
+        if sums.sources is None:  # by direct convolution: shared below
+            dense.append(r)
+        else:
+            values[r] = _objective_of_sums(row, used, sums, b1, b2)
+    if dense:
+        count, s1, s2 = (a[dense] for a in (stats.count, stats.s1, stats.s2))
+        sums = np.empty((len(_MOMENT_PRODUCTS), len(dense), G))
+        for j in range(len(dense)):
+            inputs = (count[j], s1[j], s2[j])
+            for p, (i, k) in enumerate(_MOMENT_PRODUCTS):
+                sums[p, j] = _conv(inputs[i], kernels[k])
+        moments = _moments_of_sums(sums.__getitem__, with_eta=False)
+        g = _mean_smoothing(
+            count, s1, s2, moments["m1"], moments["var"], moments["W2"], b1, b2
+        )
+        for j, r in enumerate(dense):
+            used = count[j] != 0.0
+            n = count[j][used]
+            values[r] = float(np.dot(n, g[j][used]) / n.sum())
+    return [values[r] for r in rows]
+
+
+def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
+    """Per training set ``r`` (``pyramid_of(r)``: its :class:`Pyramid`), the candidate
+    among ``candidate_sets[r]`` (sorted, a geometric grid) with the smallest
     :func:`search_objective`, found coarse to fine: every other candidate first, then
     the two between the best of those and its neighbours (the objective is a bias that
     grows with the bandwidth plus a noise term that shrinks with it, so this finds the
     grid's minimiser; ties go to the smaller bandwidth). The smallest candidates cost
-    the most (the finest grids), and this skips most of them."""
-    if len(candidates) == 1:
-        return float(candidates[0])
-    values = {}
+    the most (the finest grids), and this skips most of them.
 
-    def objective(i):
-        if i not in values:
-            values[i] = search_objective(pyramid, candidates[i], tempering, b1, b2)
-        return values[i]
+    The training sets with the same candidates (the folds of one design, but for a
+    row of difference in size) are searched in lockstep, each candidate's objective
+    of several sets in one call of :func:`search_objectives`, on their cell sums
+    stacked as rows from the finest grid the search reads (``pyramid_of`` is called
+    once per set, so the caller may build each pyramid on demand).
+    """
+    chosen = [None] * len(candidate_sets)
+    groups = {}
+    for r, candidates in enumerate(candidate_sets):
+        if len(candidates) == 1:
+            chosen[r] = float(candidates[0])
+        else:
+            groups.setdefault(tuple(candidates), []).append(r)
+    if not groups:
+        return chosen
+    finest = max(
+        grid_size(min(candidates), _SEARCH_BINS_PER_BANDWIDTH) for candidates in groups
+    )
+    searched = sorted(r for rows in groups.values() for r in rows)
+    levels = [pyramid_of(r) for r in searched]
+    levels = [p.at(min(finest, p.fine_bins)) for p in levels]
+    stacked = Pyramid(BinStats(*(np.stack(a) for a in zip(*map(_arrays, levels)))))
+    position = {r: j for j, r in enumerate(searched)}
+    for candidates, rows in groups.items():
+        values = {}
 
-    coarse = range(0, len(candidates), 2)
-    best = min(coarse, key=objective)
-    neighbours = [i for i in (best - 1, best + 1) if 0 <= i < len(candidates)]
-    best = min([best, *neighbours], key=lambda i: (objective(i), i))
-    return float(candidates[best])
+        def evaluate(i, rows):
+            todo = [r for r in rows if (i, r) not in values]
+            if todo:
+                found = search_objectives(
+                    stacked,
+                    [position[r] for r in todo],
+                    candidates[i],
+                    tempering,
+                    b1,
+                    b2,
+                )
+                values.update(zip(((i, r) for r in todo), found))
+
+        coarse = range(0, len(candidates), 2)
+        for i in coarse:
+            evaluate(i, rows)
+        finalists = {}
+        for r in rows:
+            best = min(coarse, key=lambda i: values[i, r])
+            neighbours = [j for j in (best - 1, best + 1) if 0 <= j < len(candidates)]
+            finalists[r] = [best, *neighbours]
+        for i in range(len(candidates)):
+            evaluate(i, [r for r in rows if i in finalists[r]])
+        for r in rows:
+            best = min(finalists[r], key=lambda i: (values[i, r], i))
+            chosen[r] = float(candidates[best])
+    return chosen
+
+
+def choose_bandwidth(pyramid, candidates, tempering, b1, b2):
+    """:func:`choose_bandwidths` of one training set."""
+    return choose_bandwidths(lambda r: pyramid, [candidates], tempering, b1, b2)[0]
+
+
+def _arrays(stats):
+    return (stats.count, stats.positives, stats.s1, stats.s2)
