@@ -1300,7 +1300,20 @@ def _undecided_g_sums(prep, table, x, f_owner, f_pos, u):
     """The sums of ``min(g, 1)`` over the unflagged prepared cells of the buckets
     ``u`` (ascending, holding prepared cells) of ``table``, cell by cell with
     :meth:`BucketTable.terms`' and :func:`_moment_totals`' operations (each bucket's
-    values repeated over its run of cells)."""
+    values repeated over its run of cells), by groups of buckets of about ``_BLOCK /
+    4`` cells (small temporaries, reused)."""
+    runs = table.runs[u]
+    size = _BLOCK // 4
+    edges = np.searchsorted(np.cumsum(runs), np.arange(size, runs.sum(), size))
+    out = np.empty(u.shape[0])
+    for group in np.split(np.arange(u.shape[0]), np.unique(edges + 1)):
+        if group.size:
+            out[group] = _undecided_part(prep, table, x, f_owner, f_pos, u[group])
+    return out
+
+
+def _undecided_part(prep, table, x, f_owner, f_pos, u):
+    """:func:`_undecided_g_sums` of one group of buckets ``u``."""
     x_n, x_e, x_D = x[0], x[1], x[3]
     runs = table.runs[u]
     offsets = np.cumsum(runs) - runs
