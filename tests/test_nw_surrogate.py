@@ -454,12 +454,12 @@ def _search_reference(scores, bandwidth, tempering, b1, b2):
 
 
 def test_search_of_several_training_sets_matches_the_reference(monkeypatch):
-    # The objectives of several training sets at one bandwidth in one call (the rows
-    # that go by direct convolution share their arithmetic), and the coarse-to-fine
-    # choice of every set, against the objective computed point by point: sets of
-    # 1,000, 300 and 12 points (by pairs of cells on the finer grids), one of them
-    # tied, two with the same candidates and one with its own; by the paths the cost
-    # model chooses, and all by pairs or all by direct convolution (forced).
+    # The objectives of several training sets at one bandwidth in one call (on coarse
+    # grids, the sets that go by direct convolution share their arithmetic), and the
+    # coarse-to-fine choice of every set, against the objective computed point by
+    # point: sets of 1,000, 300 and 12 points (by pairs of cells on the finer grids),
+    # one of them tied, two with the same candidates and one with its own; by the
+    # paths the cost model chooses, and all by pairs or all by direct convolution.
     rng = np.random.default_rng(13)
     sets = [
         rng.uniform(size=1000),
@@ -475,11 +475,6 @@ def test_search_of_several_training_sets_matches_the_reference(monkeypatch):
         )
         for s in sets
     ]
-    stacked = nw_hp.Pyramid(
-        nw_hp.BinStats(
-            *(np.stack(a) for a in zip(*(nw_hp._arrays(p.at(fine)) for p in pyramids)))
-        )
-    )
     tempering, b1, b2 = 1.2, 2.0, 500.0  # the first set's best is an odd candidate
     candidates = [0.001 * 2 ** (k / 2) for k in range(13)]
     candidate_sets = [candidates, candidates[1:10], candidates]
@@ -489,11 +484,17 @@ def test_search_of_several_training_sets_matches_the_reference(monkeypatch):
         for h in candidates
     }
     by_pairs = nw_hp._objective_of_sums
-    for path, cost in (("chosen", None), ("pairs", 0.0), ("direct", np.inf)):
+    costs = {
+        "chosen": None,
+        "pairs": lambda *a: 0.0,
+        "direct": lambda *a: np.inf,
+        "the 12 by pairs": lambda n_pairs, *a: 0.0 if n_pairs < 120 else np.inf,
+    }
+    for path, cost in costs.items():
         one_row = []  # the objectives by pairs of cells, one row at a time
         with monkeypatch.context() as patch:
             if cost is not None:
-                patch.setattr(nw_hp, "_pair_cost", lambda *a, c=cost: c)
+                patch.setattr(nw_hp, "_pair_cost", cost)
             patch.setattr(
                 nw_hp,
                 "_objective_of_sums",
@@ -502,7 +503,9 @@ def test_search_of_several_training_sets_matches_the_reference(monkeypatch):
             searched = 0
             for h in candidates:
                 before = len(one_row)
-                got = nw_hp.search_objectives(stacked, [2, 0, 1], h, tempering, b1, b2)
+                got = nw_hp.search_objectives(
+                    [pyramids[r] for r in (2, 0, 1)], h, tempering, b1, b2
+                )
                 searched += len(one_row) - before
                 for r, value in zip([2, 0, 1], got):
                     assert_allclose(value, reference[r, h], rtol=1e-12, err_msg=path)
@@ -511,10 +514,19 @@ def test_search_of_several_training_sets_matches_the_reference(monkeypatch):
             chosen = nw_hp.choose_bandwidths(
                 lambda r: pyramids[r], candidate_sets, tempering, b1, b2
             )
-        if path == "chosen":
-            assert 0 < searched < 30  # both paths in the calls
-        else:
-            assert searched == (39 if path == "pairs" else 0)
+        # One set at a time: by pairs, and on the fine grids.
+        fine_grids = 3 * sum(
+            nw_hp.grid_size(h, 4) > nw_hp._SHARED_MAX_BINS for h in candidates
+        )
+        assert (
+            searched
+            == {
+                "chosen": max(searched, fine_grids),
+                "pairs": 39,
+                "direct": fine_grids,
+                "the 12 by pairs": fine_grids + (39 - fine_grids) // 3,
+            }[path]
+        )
         for r, cands in enumerate(candidate_sets):
             value = lambda i: reference[r, cands[i]]  # noqa: E731
             coarse = range(0, len(cands), 2)

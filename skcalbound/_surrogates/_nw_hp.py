@@ -46,34 +46,27 @@ def grid_size(bandwidth, bins_per_bandwidth=_FINAL_BINS_PER_BANDWIDTH):
 
 
 def coarsen(stats, factor):
-    """The same points' sums on a grid ``factor`` (a power of two) times coarser (of
-    every row, for stacked sums: cells along the last axis)."""
+    """The same points' sums on a grid ``factor`` (a power of two) times coarser."""
     while factor > 1:
-        G = stats.count.shape[-1]
+        G = stats.count.shape[0]
         # Child cells 2P and 2P + 1 have centres c_P -/+ 1 / (2 G): t_P = t -/+ d.
         d = 0.5 / G
-        n0, n1 = stats.count[..., 0::2], stats.count[..., 1::2]
-        a0, a1 = stats.s1[..., 0::2], stats.s1[..., 1::2]
+        n0, n1 = stats.count[0::2], stats.count[1::2]
+        a0, a1 = stats.s1[0::2], stats.s1[1::2]
         s1 = (a0 + a1) + d * (n1 - n0)
-        s2 = (
-            (stats.s2[..., 0::2] + stats.s2[..., 1::2])
-            + 2.0 * d * (a1 - a0)
-            + d * d * (n0 + n1)
-        )
-        positives = stats.positives[..., 0::2] + stats.positives[..., 1::2]
-        stats = BinStats(n0 + n1, positives, s1, s2)
+        s2 = (stats.s2[0::2] + stats.s2[1::2]) + 2.0 * d * (a1 - a0) + d * d * (n0 + n1)
+        stats = BinStats(n0 + n1, stats.positives[0::2] + stats.positives[1::2], s1, s2)
         factor //= 2
     return stats
 
 
 class Pyramid:
-    """Cell sums of one point set (or of several, stacked as rows) on the fine grid
-    and every coarser power of two, each computed once (by halving the next finer
-    one)."""
+    """Cell sums of one point set on the fine grid and every coarser power of two,
+    each computed once (by halving the next finer one)."""
 
     def __init__(self, stats):
-        self._levels = {stats.count.shape[-1]: stats}
-        self.fine_bins = stats.count.shape[-1]
+        self._levels = {stats.count.shape[0]: stats}
+        self.fine_bins = stats.count.shape[0]
 
     def at(self, n_bins):
         n_bins = min(n_bins, self.fine_bins)
@@ -427,66 +420,73 @@ def _objective_of_sums(stats, used, sums, b1, b2):
     if sums.full:
         m1, var, W2 = m1[occupied], var[occupied], W2[occupied]
     n = stats.count[occupied]
-    return _mean_smoothing(
+    g = _clipped_smoothing(
         n, stats.s1[occupied], stats.s2[occupied], m1, var, W2, b1, b2
     )
-
-
-def _mean_smoothing(n, s1, s2, m1, var, W2, b1, b2):
-    """The objective's ``min(g, 1)`` per cell (element-wise), and its mean over the
-    points when ``n`` is one grid's counts at its occupied cells."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean_t = s1 / n
-        d = m1 - mean_t
-        spread = np.maximum(s2 / n - mean_t * mean_t, 0.0)
-        g = b1 * np.abs(d) + 0.5 * b2 * (var + d * d + spread) + 0.5 * np.sqrt(W2)
-    g = np.minimum(g, 1.0)
-    if n.ndim > 1:
-        return g
     return float(np.dot(n, g) / n.sum())
 
 
-def search_objectives(pyramid, rows, bandwidth, tempering, b1, b2):
-    """:func:`search_objective` of the training sets ``rows`` of ``pyramid``, whose
-    cell sums are stacked as rows, at one bandwidth: a list of floats.
+def _clipped_smoothing(n, s1, s2, m1, var, W2, b1, b2):
+    """The objective's ``min(g, 1)`` at occupied cells (element-wise)."""
+    mean_t = s1 / n
+    d = m1 - mean_t
+    spread = np.maximum(s2 / n - mean_t * mean_t, 0.0)
+    g = b1 * np.abs(d) + 0.5 * b2 * (var + d * d + spread) + 0.5 * np.sqrt(W2)
+    return np.minimum(g, 1.0)
 
-    Equal to one call per row, to the bit. Each row is still convolved on its own
-    and its mean taken on its own; what the rows share is everything else (the grid,
-    the kernel, and the element-wise arithmetic, done once on the stacked rows, at
-    every cell: the numbers at the occupied cells are those of one row's arithmetic).
-    The rows whose kernel sums go by pairs of cells (few points on a fine grid,
-    :class:`KernelSums`) take the one-row path.
+
+# Grids up to which the search shares the arithmetic of several training sets: there
+# numpy's fixed cost per call is most of it; on finer grids the stacked temporaries
+# outgrow the caches and each set is cheaper alone.
+_SHARED_MAX_BINS = 1024
+
+
+def search_objectives(pyramids, bandwidth, tempering, b1, b2):
+    """:func:`search_objective` of several training sets (``pyramids``) at one
+    bandwidth: a list of floats.
+
+    Equal to one call per set, to the bit. Each set is still convolved on its own and
+    its mean taken on its own; on coarse grids the sets share everything else: the
+    kernel, and the element-wise arithmetic, done once on the occupied cells of every
+    set, one after the other. The sets whose kernel sums go by pairs of cells (few
+    points on a fine grid, :class:`KernelSums`) take the one-set path.
     """
-    stats = pyramid.at(grid_size(bandwidth, _SEARCH_BINS_PER_BANDWIDTH))
-    G = stats.count.shape[-1]
+    levels = [p.at(grid_size(bandwidth, _SEARCH_BINS_PER_BANDWIDTH)) for p in pyramids]
+    G = levels[0].count.shape[0]
     offset, ker = _kernel(G, bandwidth, tempering)
     kernels = _moment_kernels(offset, ker)
-    values = {}
-    dense = []
-    for r in rows:
-        row = BinStats(stats.count[r], stats.positives[r], stats.s1[r], stats.s2[r])
-        used = row.count != 0.0
-        sums = _search_sums(row, kernels, used)
-        if sums.sources is None:  # by direct convolution: shared below
-            dense.append(r)
+    values = [None] * len(levels)
+    shared = []
+    for j, stats in enumerate(levels):
+        used = stats.count != 0.0
+        sums = _search_sums(stats, kernels, used)
+        if sums.sources is None and G <= _SHARED_MAX_BINS:  # by direct convolution
+            shared.append(j)
         else:
-            values[r] = _objective_of_sums(row, used, sums, b1, b2)
-    if dense:
-        count, s1, s2 = (a[dense] for a in (stats.count, stats.s1, stats.s2))
-        sums = np.empty((len(_MOMENT_PRODUCTS), len(dense), G))
-        for j in range(len(dense)):
-            inputs = (count[j], s1[j], s2[j])
-            for p, (i, k) in enumerate(_MOMENT_PRODUCTS):
-                sums[p, j] = _conv(inputs[i], kernels[k])
-        moments = _moments_of_sums(sums.__getitem__, with_eta=False)
-        g = _mean_smoothing(
-            count, s1, s2, moments["m1"], moments["var"], moments["W2"], b1, b2
+            values[j] = _objective_of_sums(stats, used, sums, b1, b2)
+    if shared:
+        count, s1, s2 = (
+            np.stack([getattr(levels[j], name) for j in shared])
+            for name in ("count", "s1", "s2")
         )
-        for j, r in enumerate(dense):
-            used = count[j] != 0.0
-            n = count[j][used]
-            values[r] = float(np.dot(n, g[j][used]) / n.sum())
-    return [values[r] for r in rows]
+        sums = np.empty((len(_MOMENT_PRODUCTS), len(shared), G))
+        for row in range(len(shared)):
+            inputs = (count[row], s1[row], s2[row])
+            for p, (i, k) in enumerate(_MOMENT_PRODUCTS):
+                sums[p, row] = _conv(inputs[i], kernels[k])
+        used = count != 0.0
+        moments = _moments_of_sums(sums[:, used].__getitem__, with_eta=False)
+        n = count[used]
+        g = _clipped_smoothing(
+            n, s1[used], s2[used], moments["m1"], moments["var"], moments["W2"], b1, b2
+        )
+        ends = np.cumsum(np.count_nonzero(used, axis=1)).tolist()
+        for j, start, end in zip(shared, [0, *ends], ends):
+            # Each set's operands as fresh arrays, as in the one-set path (a BLAS
+            # dot product may sum differently at another memory alignment).
+            n_set, g_set = n[start:end].copy(), g[start:end].copy()
+            values[j] = float(np.dot(n_set, g_set) / n_set.sum())
+    return values
 
 
 def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
@@ -500,9 +500,9 @@ def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
 
     The training sets with the same candidates (the folds of one design, but for a
     row of difference in size) are searched in lockstep, each candidate's objective
-    of several sets in one call of :func:`search_objectives`, on their cell sums
-    stacked as rows from the finest grid the search reads (``pyramid_of`` is called
-    once per set, so the caller may build each pyramid on demand).
+    of several sets in one call of :func:`search_objectives`. ``pyramid_of`` is called
+    once per set (the caller may build each pyramid on demand); the search keeps the
+    grids from the finest it reads.
     """
     chosen = [None] * len(candidate_sets)
     groups = {}
@@ -516,11 +516,10 @@ def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
     finest = max(
         grid_size(min(candidates), _SEARCH_BINS_PER_BANDWIDTH) for candidates in groups
     )
-    searched = sorted(r for rows in groups.values() for r in rows)
-    levels = [pyramid_of(r) for r in searched]
-    levels = [p.at(min(finest, p.fine_bins)) for p in levels]
-    stacked = Pyramid(BinStats(*(np.stack(a) for a in zip(*map(_arrays, levels)))))
-    position = {r: j for j, r in enumerate(searched)}
+    pyramids = {}
+    for r in sorted(r for rows in groups.values() for r in rows):
+        pyramid = pyramid_of(r)
+        pyramids[r] = Pyramid(pyramid.at(min(finest, pyramid.fine_bins)))
     for candidates, rows in groups.items():
         values = {}
 
@@ -528,12 +527,7 @@ def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
             todo = [r for r in rows if (i, r) not in values]
             if todo:
                 found = search_objectives(
-                    stacked,
-                    [position[r] for r in todo],
-                    candidates[i],
-                    tempering,
-                    b1,
-                    b2,
+                    [pyramids[r] for r in todo], candidates[i], tempering, b1, b2
                 )
                 values.update(zip(((i, r) for r in todo), found))
 
@@ -556,7 +550,3 @@ def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
 def choose_bandwidth(pyramid, candidates, tempering, b1, b2):
     """:func:`choose_bandwidths` of one training set."""
     return choose_bandwidths(lambda r: pyramid, [candidates], tempering, b1, b2)[0]
-
-
-def _arrays(stats):
-    return (stats.count, stats.positives, stats.s1, stats.s2)
