@@ -28,12 +28,10 @@ from skcalbound._surrogates._bucket_grid import (
     _CLIPPED_ALL,
     _EXPANDED,
     _EXPANDED_SCALE,
-    _UNDECIDED,
     BucketSurrogate,
     BucketTable,
     Prepared,
     _all_flags,
-    _bucket_g_sums,
     candidate_grids,
     cell_of,
     cell_stats,
@@ -137,7 +135,7 @@ def _fast(train_s, train_y, queries, n_buckets, R, L):
     return _fast_many(train_s, train_y, queries, n_buckets, R, [L])[L]
 
 
-def _fast_many(train_s, train_y, queries, n_buckets, R, L_values, guarantee=None):
+def _fast_many(train_s, train_y, queries, n_buckets, R, L_values):
     """``{L: _fast(..., L)}`` for each ``L`` of ``L_values``. The surrogate of the
     training rows alone, whose ``eta_hat`` does not depend on ``L`` (the bucket's mean
     label), is fitted once (at the first ``L``) and serves every ``L``."""
@@ -167,7 +165,6 @@ def _fast_many(train_s, train_y, queries, n_buckets, R, L_values, guarantee=None
             n_shifts=R,
             L=L,
             refit=False,
-            guarantee=guarantee,
         )
         out[L] = {
             candidates[j]: (fit.sums[0][j], eta[j], K)
@@ -183,10 +180,8 @@ def _check(sums, eta, rows, queries, L, label):
     assert sums[5] == expected[5], label
     assert_array_equal(eta, [row[0] for row in rows], err_msg=label)
     for name, got, want in zip(SUM_NAMES, sums[1:5], expected[1:5]):
-        if got is not None:  # None: not computed for this guarantee
-            assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=f"{label} {name}")
-    if sums[6] is not None:
-        assert_allclose(sums[6], expected[6], rtol=1e-12, atol=0, err_msg=f"{label} C2")
+        assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=f"{label} {name}")
+    assert_allclose(sums[6], expected[6], rtol=1e-12, atol=0, err_msg=f"{label} C2")
 
 
 # ----------------------------------------------------------------------------------
@@ -334,72 +329,6 @@ def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
             assert all(row[2] == 1 for row in rows)
             if B >= 64:  # and most queries fall back to it
                 assert sum(row[3] for row in rows) >= len(queries) - 10
-
-
-@pytest.mark.parametrize(
-    "n_buckets, n_shifts", [([2, 4, 8, 16], 4), ([1, 64, 4096], 2)]
-)
-@pytest.mark.parametrize("case", ["random", "dyadic", "clusters", "gaps"])
-def test_high_probability_sums_match_the_reference(case, n_buckets, n_shifts):
-    # The high-probability fit adds the sums of min(g, 1) by bucket where no cell of
-    # a candidate is clipped (_bucket_g_sums): against the per-query reference.
-    train, labels, queries = _data(case)
-    candidates, grids = candidate_grids(n_buckets, n_shifts)
-    refs = {
-        candidates[j]: _reference(train, labels, queries, *candidates[j], n_shifts, K)
-        for K, members in grids
-        for j in members
-    }
-    for L, fast in _fast_many(
-        train, labels, queries, n_buckets, n_shifts, L_VALUES, "high_probability"
-    ).items():
-        for (B, r), (sums, eta, K) in fast.items():
-            assert sums[4] is None
-            _check(sums, eta, refs[(B, r)], queries, L, f"{case} B={B} r={r} L={L}")
-
-
-@pytest.mark.parametrize("L", [0.0, 0.3, 4.0, 32.0, 300.0])
-@pytest.mark.parametrize("case", ["random", "clusters", "ends"])
-def test_bucket_g_sums_match_math_fsum_by_cell(case, L):
-    """``_bucket_g_sums`` (by bucket: from prefix sums where the bucket's cells are all
-    expanded, the query counts where all clipped, cell by cell where undecided)
-    against ``math.fsum`` of the per-cell ``min(g, 1)`` from the terms of
-    :meth:`BucketTable.terms` (``x_n`` where ``c - |b| / (2K) >= 1``, else ``a x_D +
-    b x_e + c x_n``) over the cells not flagged, on random cell moments, for every
-    candidate not clipped on every cell (the default 48 candidates, where several
-    are partly clipped)."""
-    rng = np.random.default_rng(7)
-    train, _ = CASES[case](rng)
-    train = np.concatenate([train, rng.beta(2, 5, 3000), np.full(500, 0.8125)])
-    labels = (rng.uniform(size=train.size) < train).astype(np.float64)
-    candidates, ((K, _),) = candidate_grids([2**k for k in range(1, 13)], 4)
-    stats = cell_stats(train, labels, np.zeros(train.size, dtype=np.intp), 1, K)
-    prep = Prepared(stats.merged([0]))
-    table = BucketTable(prep, candidates, 4, L)
-    nc, m = len(candidates), prep.cells.shape[0]
-    x_n = rng.integers(0, 5, m).astype(np.float64)
-    x_e = rng.uniform(-0.5, 0.5, m) / K * x_n
-    x_D = rng.uniform(0, 2, m) * prep.d_max * np.sqrt(x_n)
-    x = np.stack((x_n, x_e, x_e * x_e, x_D))
-    owner, pos = _all_flags(prep, table)
-    chosen = table.kind <= 1
-    got = _bucket_g_sums(prep, table, x, owner, pos, chosen)
-    assert chosen.sum() >= 10
-    with np.errstate(over="ignore", invalid="ignore"):
-        _, a, b, c = table.terms(prep, slice(0, nc))
-        g = a * x_D + b * x_e + c * x_n
-        clipped = c - np.abs(b) * (0.5 / K) >= 1.0
-    g = np.where(clipped, x_n, g)
-    g[:, x_n == 0] = 0.0
-    g[owner, pos] = 0.0  # flagged cells: summed point by point elsewhere
-    for i in np.flatnonzero(chosen):
-        assert_allclose(got[i], math.fsum(g[i]), rtol=1e-13, atol=0, err_msg=str(i))
-    if L == 32.0:  # partly clipped candidates, with undecided and decided buckets
-        status = np.repeat(table.status, table.runs).reshape(nc, m)
-        kind1 = table.kind == 1
-        assert kind1.any()
-        assert (status[kind1] == _UNDECIDED).any() and (status[kind1] != 0).any()
-        assert clipped[kind1].any() and not clipped[kind1].all()
 
 
 def test_fallback_count_and_values_by_hand():
@@ -550,9 +479,7 @@ def test_partition_equals_one_design_per_split(case):
 def test_each_guarantee_computes_its_own_sums_to_the_bit(case, L):
     # The paper's certificate reads the sums of min(g, 1)**2 and not C2, the
     # high-probability one C2 and not those: each fit computes its own (None for the
-    # other), every computed sum identical to the fit that computes both, but the
-    # high-probability sum of min(g, 1), added by bucket where no cell is clipped
-    # (_bucket_g_sums): the same to 1e-12.
+    # other), every computed sum identical to the fit that computes both.
     rng = np.random.default_rng(5)
     train, queries = CASES[case](rng)
     scores = np.concatenate([train, queries])
@@ -573,9 +500,6 @@ def test_each_guarantee_computes_its_own_sums_to_the_bit(case, L):
             assert len(got) == len(want) == 12  # every candidate
             for g, w in zip(got, want):
                 assert g[unread] is None and w[unread] is not None, guarantee
-                if guarantee == "high_probability":
-                    assert_allclose(g[3], w[3], rtol=1e-12, atol=0)
-                    g = g[:3] + w[3:4] + g[4:]
                 assert g[:unread] + g[unread + 1 :] == w[:unread] + w[unread + 1 :]
 
 

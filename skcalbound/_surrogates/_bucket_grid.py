@@ -63,11 +63,7 @@ asked for (:meth:`BucketTable.values`). For a candidate whose ``g`` may exceed 1
 flag test per cell is skipped in the buckets proven, from exact integer sums of their
 training cells, to have ``g >= 1`` on every cell or ``g < 1`` with small terms on every
 cell (:meth:`BucketTable._status`); a candidate clipped on every cell has the query
-counts as its sums of ``min(g, 1)`` and its square, and, for the high-probability
-certificate (which reads the sum of ``g`` only, no square), any other has its sum of
-``min(g, 1)`` from per-bucket sums of the cell moments (exact integer distance sums,
-the rest equal to rounding; cell by cell in its undecided buckets only:
-:func:`_bucket_g_sums`). Fresh memory costs page faults, so
+counts as its sums of ``min(g, 1)`` and its square. Fresh memory costs page faults, so
 the fit keeps few large arrays alive (pass 2 sums its moments at the (split, cell)
 pairs with training points only).
 
@@ -652,23 +648,16 @@ class BucketTable:
         computed at every cell's bucket."""
         lo, hi = self.bounds[rows.start], self.bounds[rows.stop]
         shape = (rows.stop - rows.start, prep.cells.shape[0])
-        if which == slice(5, 6):  # eta_hat alone (as values computes it)
-            at = lambda J: (self.eta(J),)  # noqa: E731
-        else:
-            at = lambda J: self.values(J)[which]  # noqa: E731
         if shape[0] * shape[1] * 4 <= hi - lo:  # fewer cells than buckets
             owner = np.arange(rows.start, rows.stop)[:, None]
-            values = at(self.bucket_index(owner, prep.cells))
+            values = self.values(self.bucket_index(owner, prep.cells))[which]
             if out is None:
                 return np.stack(values)
             for x, o in zip(values, out):
                 o[...] = x
             return out
-        values = at(slice(lo, hi))
-        if len(values) == 1 and out is not None:  # one value: repeated directly
-            out[0] = np.repeat(values[0], self.runs[lo:hi]).reshape(shape)
-            return out
         index = np.repeat(np.arange(hi - lo), self.runs[lo:hi]).reshape(shape)
+        values = self.values(slice(lo, hi))[which]
         if out is None:
             out = np.empty((len(values), *shape))
         for x, o in zip(values, out):
@@ -1191,162 +1180,6 @@ def _segment_sums(values, bounds):
     return out
 
 
-def _bucket_g_sums(prep, table, x, f_owner, f_pos, chosen):
-    """Per candidate ``chosen`` (a mask), the sum of ``min(g, 1)`` over its prepared
-    cells not flagged for it, from the cell moments ``x`` summed by bucket instead
-    of cell by cell; ``None`` where the integer sums could exceed int64. A bucket
-    whose :attr:`BucketTable.status` is ``_CLIPPED_ALL`` adds its query count, one
-    ``_UNDECIDED`` its cells one by one (:func:`_undecided_g_sums`), and one
-    ``_EXPANDED`` (every bucket of a kind-0 candidate), with ``a_c = N_lo - N_hi``
-    and ``k_c = I_c / K - (T_lo - T_hi)`` (:meth:`BucketTable.terms`), ``sum_c
-    (alpha x_D + alpha a_c x_e + (alpha k_c + root) x_n) = alpha (S_D + S_{s0 e} -
-    E_N S_e + E_T S_n - S_{s2 n} + (S_{Z n} - E_N S_{c n} + E_M S_n) / K) + root
-    S_n``, ``S`` the sums over the bucket's run of cells (prefix sums by position)
-    and ``Z = c s0 - s1``. The integer part ``I`` is exact (int64: it is the
-    distance sum in cells, whose terms cancel); the rest differs from the sum cell
-    by cell by rounding only (the terms of ``g`` are nonnegative but ``a_c x_e``, at
-    most ``alpha n_b / (2K)`` per query)."""
-    K = prep.n_cells
-    m = prep.cells.shape[0]
-    x_n, x_e, x_D = x[0], x[1], x[3]
-    n_q = float(x_n.sum())
-    n_t = float(prep.cN[-1])
-    # Every integer below is at most 2 n K Q in size (sums of counts times cells).
-    if 8.0 * (n_t + 1.0) * (K + 1.0) * (n_q + 1.0) >= 2.0**62:
-        return None
-    # The buckets from the first chosen candidate to the last (the others' sums are
-    # not read, nor those of buckets without queries).
-    first, last = np.flatnonzero(chosen)[[0, -1]]
-    lo, hi = table.bounds[first], table.bounds[last + 1]
-    s2 = prep.s2
-    xn = x_n.astype(np.int64)
-    ci = prep.cells.astype(np.int64)
-    Z = ci * s2[0].astype(np.int64)
-    Z -= s2[1].astype(np.int64)
-    # Exclusive prefix sums by position, one row per position (gathered by rows).
-    ints = np.zeros((m + 1, 3), dtype=np.int64)
-    cell = ints[1:]
-    cell[:, 0] = xn
-    np.multiply(ci, xn, out=cell[:, 1])
-    np.multiply(Z, xn, out=cell[:, 2])
-    np.cumsum(cell, axis=0, out=cell)
-    floats = np.zeros((m + 1, 4))
-    cell = floats[1:]
-    cell[:, 0] = x_D
-    cell[:, 1] = x_e
-    np.multiply(s2[0], x_e, out=cell[:, 2])
-    np.multiply(s2[2], x_n, out=cell[:, 3])
-    np.cumsum(cell, axis=0, out=cell)
-    # Every candidate's buckets are consecutive runs of positions from 0 to m: a
-    # bucket's sums are the prefix sums at the next bucket's first position (at m
-    # for a candidate's last bucket) less those at its own.
-    ends = table.bounds[first + 1 : last + 2] - 1 - lo  # candidates' last buckets
-    p0 = table.first_pos[lo:hi]
-    sums = []
-    for P in (ints, floats):
-        T = np.take(P, p0, axis=0)
-        S = np.empty_like(T)
-        np.subtract(T[1:], T[:-1], out=S[:-1])
-        S[ends] = P[m] - T[ends]
-        sums.append(S)
-    S_i, S_f = sums
-    # Less the flagged cells of the chosen candidates, in their buckets.
-    keep = chosen[f_owner]
-    if keep.any():
-        fo, fp = f_owner[keep], f_pos[keep]
-        at = table.bucket_index(fo, prep.cells[fp]) - lo
-        n_f = xn[fp]
-        per_cell = np.stack((n_f, ci[fp] * n_f, Z[fp] * n_f), axis=1)
-        np.subtract.at(S_i, at, per_cell)
-        per_cell = np.stack(
-            (x_D[fp], x_e[fp], s2[0][fp] * x_e[fp], s2[2][fp] * x_n[fp]), axis=1
-        )
-        np.subtract.at(S_f, at, per_cell)
-    S_n, S_cn, S_Zn = np.ascontiguousarray(S_i.T)
-    S_D, S_e, S_se, S_Tn = np.ascontiguousarray(S_f.T)
-    E_N, E_M, E_T, alpha, root = table.values(slice(lo, hi))[:5]
-    integer = np.multiply(E_N.astype(np.int64), S_cn, out=S_cn)
-    np.subtract(S_Zn, integer, out=integer)
-    integer += np.multiply(E_M.astype(np.int64), S_n, out=S_Zn)
-    empty = S_n <= 0
-    S_n = S_n.astype(np.float64)
-    inner = np.multiply(E_N, S_e, out=S_e)
-    np.subtract(S_se, inner, out=inner)
-    inner += S_D
-    inner += np.multiply(E_T, S_n, out=S_se)
-    inner -= S_Tn
-    k = integer.astype(np.float64)
-    k /= K
-    inner += k
-    with np.errstate(invalid="ignore", over="ignore"):
-        g = np.multiply(alpha, inner, out=inner)
-        g += np.multiply(root, S_n, out=k)
-    # Buckets without queries (S_n = 0) add nothing (alpha * 0 may be NaN).
-    g[empty] = 0.0
-    # Buckets with g >= 1 on every cell: their query counts; those undecided: cell by
-    # cell, as _moment_totals (clipped cells count 1).
-    status = table.status[lo:hi]
-    clipped = status == _CLIPPED_ALL
-    g[clipped] = S_n[clipped]
-    u = np.flatnonzero((status == _UNDECIDED) & (table.runs[lo:hi] > 0)) + lo
-    if u.size:
-        g[u - lo] = _undecided_g_sums(prep, table, x, f_owner, f_pos, u)
-    out = np.zeros(table.B.shape[0])
-    out[first : last + 1] = np.add.reduceat(g, np.concatenate(([0], ends[:-1] + 1)))
-    return out
-
-
-def _undecided_g_sums(prep, table, x, f_owner, f_pos, u):
-    """The sums of ``min(g, 1)`` over the unflagged prepared cells of the buckets
-    ``u`` (ascending, holding prepared cells) of ``table``, cell by cell with
-    :meth:`BucketTable.terms`' and :func:`_moment_totals`' operations (each bucket's
-    values repeated over its run of cells), by groups of buckets of about ``_BLOCK /
-    4`` cells (small temporaries, reused)."""
-    runs = table.runs[u]
-    size = _BLOCK // 4
-    edges = np.searchsorted(np.cumsum(runs), np.arange(size, runs.sum(), size))
-    out = np.empty(u.shape[0])
-    for group in np.split(np.arange(u.shape[0]), np.unique(edges + 1)):
-        if group.size:
-            out[group] = _undecided_part(prep, table, x, f_owner, f_pos, u[group])
-    return out
-
-
-def _undecided_part(prep, table, x, f_owner, f_pos, u):
-    """:func:`_undecided_g_sums` of one group of buckets ``u``."""
-    x_n, x_e, x_D = x[0], x[1], x[3]
-    runs = table.runs[u]
-    offsets = np.cumsum(runs) - runs
-    at = np.arange(runs.sum()) + np.repeat(table.first_pos[u] - offsets, runs)
-    values = table.values(u)[:5]
-    E_N, E_M, E_T, alpha, root = (np.repeat(v, runs) for v in values)
-    s2 = prep.s2
-    with np.errstate(over="ignore", invalid="ignore"):
-        a = np.subtract(s2[0][at], E_N, out=E_N)  # N_lo - N_hi
-        k = np.subtract(s2[1][at], E_M, out=E_M)  # M_lo - M_hi
-        k -= np.multiply(prep.cells_f[at], a)
-        k *= -1.0 / prep.n_cells
-        k -= np.subtract(s2[2][at], E_T, out=E_T)  # T_lo - T_hi
-        b = np.multiply(alpha, a, out=a)
-        c = np.multiply(alpha, k, out=k)
-        c += root
-        n = x_n[at]
-        g = np.multiply(alpha, x_D[at], out=alpha)
-        g += b * x_e[at]
-        g += c * n
-        clipped = np.abs(b, out=b)
-        clipped *= 0.5 / prep.n_cells
-        clipped = np.subtract(c, clipped, out=clipped) >= 1.0
-    np.copyto(g, n, where=clipped)
-    # The flagged cells of these buckets add nothing here.
-    bucket = table.bucket_index(f_owner, prep.cells[f_pos])
-    i = np.minimum(np.searchsorted(u, bucket), u.shape[0] - 1)
-    hit = u[i] == bucket
-    i = i[hit]
-    g[offsets[i] + f_pos[hit] - table.first_pos[u[i]]] = 0.0
-    return np.add.reduceat(g, offsets)
-
-
 def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     """Per candidate, the sums over the prepared cells not flagged for it of
     ``|x_e + x_n d|``, ``x_e2 + 2 d x_e + x_n d**2`` (``d = c_centre - eta_hat``) and
@@ -1363,12 +1196,7 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     every prepared cell, then the flagged ones (whose terms may overflow) are left
     out. A candidate clipped on every cell (:attr:`BucketTable.kind` 2) has the
     counts ``n_moments`` as its sums of ``min(g, 1)`` and its square (a sum of
-    integers, exact in any order), and its terms of ``g`` are not computed. Without
-    the squares (the high-probability certificate, which reads ``g`` through its mean
-    only), a candidate not clipped on every cell (kind 0 or 1) has its sum of
-    ``min(g, 1)`` added by bucket (:func:`_bucket_g_sums`, equal to rounding; cell
-    by cell in the buckets whose status is undecided) and needs only ``eta_hat`` at
-    its cells."""
+    integers, exact in any order), and its terms of ``g`` are not computed."""
     K = prep.n_cells
     m = prep.cells.shape[0]
     nc = table.B.shape[0]
@@ -1390,31 +1218,18 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
         kind = np.full(nc, kind[0] if (kind == kind[0]).all() else 1)
     else:
         blocks = table.blocks(m, kind)
-    # Without the squares, the sums of g of the candidates without clipped cells by
-    # bucket (_bucket_g_sums): their cells need eta_hat only (kind 3 below).
-    # Where the buckets are fewer than half the (candidate, cell) pairs they replace
-    # (not with few cells: the default candidates have ~33k buckets).
-    by_bucket = None
-    chosen = kind <= 1
-    if not squares and chosen.any():
-        first, last = np.flatnonzero(chosen)[[0, -1]]
-        n_buckets = table.bounds[last + 1] - table.bounds[first]
-        if 2 * n_buckets <= np.count_nonzero(chosen) * m:
-            by_bucket = _bucket_g_sums(prep, table, x, f_owner, f_pos, chosen)
     size = max((rows.stop - rows.start for rows in blocks), default=0) * m
     work = np.empty((12, size))  # six for the terms, six for the gathered values
     for rows in blocks:
         nb = rows.stop - rows.start
         k = int(kind[rows.start])
-        if k <= 1 and by_bucket is not None:
-            k = 3
         buffers = work[:6, : nb * m].reshape(6, nb, m)
         gathered = work[6:, : nb * m].reshape(6, nb, m)
         terms = buffers[:4].transpose(1, 0, 2)  # (nb, 4, m) views
         t0, t1, g1, g2 = buffers[:4]
         tmp, u = buffers[4], buffers[5]
         with np.errstate(over="ignore", invalid="ignore"):
-            if k >= 2:
+            if k == 2:
                 (eta,) = table.gather(prep, rows, slice(5, 6), gathered[5:])
             else:
                 eta, a, b, c = table.terms(prep, rows, tmp, gathered)
@@ -1428,14 +1243,14 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
             t1 += x_e2
             u *= d
             t1 += u
-            if k < 2:
+            if k != 2:
                 # a x_D + b x_e + c x_n
                 np.multiply(a, x_D, out=g1)
                 np.multiply(b, x_e, out=tmp)
                 g1 += tmp
                 np.multiply(c, x_n, out=tmp)
                 g1 += tmp
-            if k < 2 and squares:
+            if k != 2 and squares:
                 # a (a x_D2) + b (b x_e2) + c c x_n
                 #   + (a (b x_De_2) + a (c x_D_2) + b (c x_e_2));
                 # a * (a * x), not a**2 * x: alpha can be huge where every D is 0.
@@ -1464,10 +1279,8 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
                 if squares:
                     np.copyto(g2, x_n, where=clipped)
         # The sums of t0, t1 and, unless every cell is clipped, g1 (and g2).
-        used = 2 if k >= 2 else 4 if squares else 3
+        used = 2 if k == 2 else 4 if squares else 3
         terms[:, :used].sum(axis=2, out=totals[rows, :used])
-        if k == 3:
-            totals[rows, 2] = by_bucket[rows]
         if k == 2:
             totals[rows, 2] = n_moments[rows]
             if squares:
