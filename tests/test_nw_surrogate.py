@@ -512,7 +512,7 @@ def test_search_of_several_training_sets_matches_the_reference(monkeypatch):
                     one = nw_hp.search_objective(pyramids[r], h, tempering, b1, b2)
                     assert value == one  # to the bit: the rows' numbers do not mix
             chosen = nw_hp.choose_bandwidths(
-                lambda r: pyramids[r], candidate_sets, tempering, b1, b2
+                pyramids, candidate_sets, tempering, b1, b2
             )
         # One set at a time: by pairs, and on the fine grids.
         fine_grids = 3 * sum(

@@ -56,8 +56,9 @@ from ._nw_hp import (
 # Rows per block of the per-row arithmetic: its temporaries (and pass 2's gathered
 # records, 16 bytes a row) stay in the core's cache.
 _BLOCK = 2**13
-# Fine grids up to which every split's training sums are held at once (4 MB each).
-_KEEP_TRAINING_BINS = 2**17
+# Fine grids up to which the splits' bandwidth searches run in lockstep, holding
+# every split's training sums at once (1 MB an array).
+_LOCKSTEP_MAX_BINS = 2**15
 
 
 def cell_offsets(scores, cells, n_bins, out=None):
@@ -932,32 +933,32 @@ def fit_design(
     if check_counts is not None:
         check_counts(total.count)
     sizes = design.training_sizes(group_sizes, min_train)
-    # Each split's bandwidth by the label-free search among its candidates (every
-    # split's at once), then its tables, read in the passes at the rows' cells only.
-    # The training sums of every split are held at once if small; on larger fine
-    # grids they are built again for the tables (a few subtractions per cell).
-    pyramids = {}
-    keep = fine_bins <= _KEEP_TRAINING_BINS
-
-    def pyramid_of(k):
-        if k not in pyramids:
-            pyramid = Pyramid(sums.training(design.splits[k][1], total))
-            if not keep:
-                return pyramid
-            pyramids[k] = pyramid
-        return pyramids[k]
-
-    bandwidths = choose_bandwidths(
-        pyramid_of, [candidates(m) for m in sizes], tempering, b1, b2
-    )
+    # Each split's bandwidth by the label-free search among its candidates, then its
+    # tables, read in the passes at the rows' cells only. The searches of every split
+    # run in lockstep on small fine grids (where numpy's fixed costs dominate); on
+    # larger ones one split at a time, holding one split's training sums at a time.
     all_rows = Pyramid(total)
-    smoothers = [
-        smoother_at(
-            pyramid_of(k), h, fine_bins, m, tempering, paper=paper, occupied=all_rows
+    step = max(len(sizes), 1) if fine_bins <= _LOCKSTEP_MAX_BINS else 1
+    smoothers = []
+    for first in range(0, len(sizes), step):
+        splits = range(first, min(first + step, len(sizes)))
+        pyramids = [Pyramid(sums.training(design.splits[k][1], total)) for k in splits]
+        bandwidths = choose_bandwidths(
+            pyramids, [candidates(sizes[k]) for k in splits], tempering, b1, b2
         )
-        for k, (m, h) in enumerate(zip(sizes, bandwidths))
-    ]
-    pyramids.clear()
+        smoothers.extend(
+            smoother_at(
+                pyramid,
+                h,
+                fine_bins,
+                sizes[k],
+                tempering,
+                paper=paper,
+                occupied=all_rows,
+            )
+            for k, pyramid, h in zip(splits, pyramids, bandwidths)
+        )
+        del pyramids  # before the next split's are built
     refit = None
     if refit_bandwidth is not None:
         h = refit_bandwidth(n_samples, [(s.bandwidth, s.n_train) for s in smoothers])

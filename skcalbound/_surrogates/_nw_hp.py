@@ -489,8 +489,8 @@ def search_objectives(pyramids, bandwidth, tempering, b1, b2):
     return values
 
 
-def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
-    """Per training set ``r`` (``pyramid_of(r)``: its :class:`Pyramid`), the candidate
+def choose_bandwidths(pyramids, candidate_sets, tempering, b1, b2):
+    """Per training set ``r`` (``pyramids[r]``: its :class:`Pyramid`), the candidate
     among ``candidate_sets[r]`` (sorted, a geometric grid) with the smallest
     :func:`search_objective`, found coarse to fine: every other candidate first, then
     the two between the best of those and its neighbours (the objective is a bias that
@@ -500,9 +500,7 @@ def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
 
     The training sets with the same candidates (the folds of one design, but for a
     row of difference in size) are searched in lockstep, each candidate's objective
-    of several sets in one call of :func:`search_objectives`. ``pyramid_of`` is called
-    once per set (the caller may build each pyramid on demand); the search keeps the
-    grids from the finest it reads.
+    of several sets in one call of :func:`search_objectives`.
     """
     chosen = [None] * len(candidate_sets)
     groups = {}
@@ -511,15 +509,6 @@ def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
             chosen[r] = float(candidates[0])
         else:
             groups.setdefault(tuple(candidates), []).append(r)
-    if not groups:
-        return chosen
-    finest = max(
-        grid_size(min(candidates), _SEARCH_BINS_PER_BANDWIDTH) for candidates in groups
-    )
-    pyramids = {}
-    for r in sorted(r for rows in groups.values() for r in rows):
-        pyramid = pyramid_of(r)
-        pyramids[r] = Pyramid(pyramid.at(min(finest, pyramid.fine_bins)))
     for candidates, rows in groups.items():
         values = {}
 
@@ -545,8 +534,3 @@ def choose_bandwidths(pyramid_of, candidate_sets, tempering, b1, b2):
             best = min(finalists[r], key=lambda i: (values[i, r], i))
             chosen[r] = float(candidates[best])
     return chosen
-
-
-def choose_bandwidth(pyramid, candidates, tempering, b1, b2):
-    """:func:`choose_bandwidths` of one training set."""
-    return choose_bandwidths(lambda r: pyramid, [candidates], tempering, b1, b2)[0]
