@@ -424,6 +424,12 @@ def test_direct_convolution_in_two_halves_matches_the_direct_sums(taps, G):
     want, scale = _direct_sums(x, v, np.arange(G))
     assert got.shape == (G,)
     assert np.all(np.abs(got - want) <= 1e-14 * scale)
+    # With the kernel given reversed too; outside the halved range, numpy's full
+    # convolution's own middle outputs, to the bit (the same dot products).
+    assert np.array_equal(nw_hp._conv(x, v, v[::-1].copy()), got)
+    if not (12 <= taps <= 21 and G >= 512) and taps <= 2 * G - 1:
+        K = (taps - 1) // 2
+        assert np.array_equal(got, np.convolve(x, v)[K : K + G])
 
 
 # ----------------------------------------------------------------------------------

@@ -83,7 +83,9 @@ _SPLIT_TAPS = (12, 21)  # kernels summed as two halves of at most 11 taps
 _SPLIT_MIN_BINS = 512  # below, the second call costs more than it saves
 
 
-def _conv(x, v):
+def _conv(x, v, reversed_v=None):
+    """The kernel sums ``sum_b x[b] v[q - b + K]`` at every cell ``q`` (``reversed_v``:
+    ``v[::-1]`` as a contiguous array, when the caller has it)."""
     # Direct convolution, not an FFT: rounding relative to each output, not to the
     # largest cell (a cell next to 10**7 points must keep the digits of a cell next
     # to ten).
@@ -98,8 +100,12 @@ def _conv(x, v):
         return out
     if taps <= G:
         # The middle G outputs of the full convolution, each from the same dot
-        # product call (numpy's "same" mode only skips the outer ones).
-        return np.convolve(x, v, "same")
+        # product call: numpy's "same" mode only skips the outer ones, and
+        # np.convolve(x, v) is np.correlate(x, v[::-1]) after argument checks that
+        # cost as much as the sums on a coarse grid (and a copy of the reversed v).
+        if reversed_v is None:
+            reversed_v = v[::-1]
+        return np.correlate(x, reversed_v, "same")
     return np.convolve(x, v)[half:][:G]
 
 
@@ -470,10 +476,11 @@ def search_objectives(pyramids, bandwidth, tempering, b1, b2):
             for name in ("count", "s1", "s2")
         )
         sums = np.empty((len(_MOMENT_PRODUCTS), len(shared), G))
+        reversed_kernels = [np.ascontiguousarray(v[::-1]) for v in kernels]
         for row in range(len(shared)):
             inputs = (count[row], s1[row], s2[row])
             for p, (i, k) in enumerate(_MOMENT_PRODUCTS):
-                sums[p, row] = _conv(inputs[i], kernels[k])
+                sums[p, row] = _conv(inputs[i], kernels[k], reversed_kernels[k])
         used = count != 0.0
         moments = _moments_of_sums(sums[:, used].__getitem__, with_eta=False)
         n = count[used]
