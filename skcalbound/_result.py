@@ -70,19 +70,22 @@ class BoundResult:
 
     def fold_frame(self):
         """One row per fold: sizes, every term, the unclipped bound and diagnostics."""
-        rows = []
-        for k, fold in enumerate(self.folds):
-            rows.append(
-                {
-                    "fold": k,
-                    **fold.info,
-                    "estimate": fold.estimate,
-                    **fold.terms,
-                    "bound": fold.bound,
-                    "lower_bound": fold.lower_bound,
-                }
-            )
-        return pd.DataFrame(rows).set_index("fold")
+        rows = [
+            {
+                **fold.info,
+                "estimate": fold.estimate,
+                **fold.terms,
+                "bound": fold.bound,
+                "lower_bound": fold.lower_bound,
+            }
+            for fold in self.folds
+        ]
+        # Column by column: a frame from a list of dicts costs ~1 ms, a sizeable part
+        # of a fit at 10**3 rows; every fold has the same columns.
+        return pd.DataFrame(
+            {name: [row[name] for row in rows] for name in rows[0]},
+            index=pd.RangeIndex(len(rows), name="fold"),
+        )
 
 
 def aggregate_folds(folds, aggregate, confidence_level, *, warn=True):

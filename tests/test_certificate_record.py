@@ -14,7 +14,12 @@ import pytest
 from sklearn.model_selection import KFold
 
 import skcalbound
-from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    _base,
+)
 
 H = 2.0**-6
 
@@ -86,6 +91,17 @@ def test_certificate_round_trips_and_holds_the_estimators_numbers(make, guarante
     assert cert["fingerprint"]["algorithm"] == "sha256"
     assert cert["fingerprint"]["digest"] == _recipe(s, y)
     assert cert["created"].endswith("+00:00")
+
+
+@pytest.mark.parametrize("offset", [-1, 0])
+def test_fingerprint_hashed_inline_and_in_a_thread_is_the_recipe(offset):
+    # Below _THREADED_FINGERPRINT_ROWS rows the fit hashes the data itself, from it
+    # in a thread beside the fit: the same digest either way.
+    n = _base._THREADED_FINGERPRINT_ROWS + offset
+    s, y = _data(n, seed=3)
+    cert = _fit(ESTIMATORS[4], s, y).certificate_
+    assert cert["n_samples"] == n
+    assert cert["fingerprint"]["digest"] == _recipe(s, y)
 
 
 def test_assumption_constants_given_and_used():
