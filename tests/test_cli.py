@@ -471,6 +471,9 @@ def test_gate_threshold_must_be_a_calibration_error(csv_file, tau, capsys):
     assert "--max-ce must be in (0, 1]" in err
 
 
+# A subprocess that imports scikit-learn and fits (~2 s): under slow; the default suite
+# checks the status in process and runs ``python -m skcalbound --version`` above.
+@pytest.mark.slow
 def test_gate_exit_status_through_the_command(csv_file, fitted):
     # The smoke test of the installed command: ``python -m skcalbound`` reads the
     # file, computes, prints and returns main's status to the shell (status 0 with

@@ -577,8 +577,8 @@ def test_float_bandwidth_is_used_as_given(guarantee):
 # ----------------------------------------------------------------------------------
 # Numerical guards
 # ----------------------------------------------------------------------------------
-# Underflowing kernels in both modes (tempering=1e6); the tiny bandwidth, whose grid of
-# 2**20 cells costs ~1.5 s a fit whatever n, in the default mode only by default.
+# Underflowing kernels in both modes (tempering=1e6) by default; the tiny bandwidth,
+# whose grid of 2**20 cells costs ~1 s a fit whatever n, under slow.
 @pytest.mark.parametrize(
     "params, guarantee",
     slow_except(
@@ -592,7 +592,6 @@ def test_float_bandwidth_is_used_as_given(guarantee):
         default=[
             "tempering=1e6-high_probability",
             "tempering=1e6-paper",
-            "bandwidth=1e-4-high_probability",
         ],
     ),
 )

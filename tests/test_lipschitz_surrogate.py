@@ -605,13 +605,13 @@ def test_cell_of():
 # ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("spread", [1e-4, 1e-8])
 def test_large_cluster_sums_keep_their_digits(spread):
-    """2e5 training scores within ``spread`` of 0.7, all in one or two cells: the
+    """5e4 training scores within ``spread`` of 0.7, all in one or two cells: the
     per-cell sums and centred squares over the whole cluster, and each query's own-cell
     term from them. Queries sit next to training scores (distances ~ ``spread /
     1000``, so ``g`` is dominated by them when ``L`` is large), plus two far ones
     (fallback)."""
     rng = np.random.default_rng(5)
-    m = 200_000
+    m = 50_000
     train = np.sort(0.7 + spread * rng.uniform(-1, 1, m))
     labels = (rng.uniform(size=m) < 0.7).astype(np.uint8)
     near = train[rng.choice(m, 20)] + spread * 1e-3 * rng.uniform(-1, 1, 20)

@@ -744,11 +744,11 @@ def test_gapped_problem_truth():
     assert s.min() >= 0.05 and s.max() <= 0.95
 
 
-# 15 repeats of the mean aggregate by default; 40 of each aggregate under ``slow``.
+# 8 repeats of the mean aggregate by default; 40 of each aggregate under ``slow``.
 @pytest.mark.parametrize(
     "aggregate, repetitions",
     [
-        ("mean", 15),
+        ("mean", 8),
         pytest.param("mean", 40, marks=pytest.mark.slow),
         pytest.param("min", 40, marks=pytest.mark.slow),
     ],

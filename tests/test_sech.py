@@ -678,8 +678,9 @@ def test_search_coordinates_round_trip_and_reach_the_ends():
 SEARCH_POINTS = [0.0, 0.02, 0.5, 0.98, 1.0]
 
 
-# The default suite runs the narrowest bandwidth (~1 s of CPU); the three wider ones
-# under slow, and every bandwidth in test_three_atom_search_thorough.
+# The default suite runs the narrowest bandwidth at the inner points (~0.7 s of CPU);
+# the three wider ones under slow, and every bandwidth and point in
+# test_three_atom_search_thorough.
 @pytest.mark.parametrize(
     "h",
     [
@@ -696,6 +697,8 @@ def test_three_atom_search_never_exceeds_the_bound_and_reaches_it_at_one_half(h)
     values = np.array([1.0, 1.0, 0.0])
     uniform = sech_derivative_bounds(h)[1]
     for k, s in enumerate(SEARCH_POINTS):
+        if s in (0.0, 1.0) and h == 2.0**-6:
+            continue  # the edges at the default bandwidth: in the thorough test
         ratio, x = maximise_second_derivative(s, h, values, search_starts(s, h, 8, k))
         assert ratio <= 1 + 1e-9, (s, ratio, x)
         assert ratio * sech_second_derivative_bound_at(s, h) <= uniform * (1 + 1e-9)
