@@ -314,18 +314,25 @@ _REPORT = (
 @pytest.mark.parametrize(
     "command",
     [
-        # The console script's entry point, and python -m skcalbound.
-        "import sys; from skcalbound._cli import main\n"
-        "try:\n    main({argv!r})\nexcept SystemExit as e:\n    status = e.code\n"
-        + _REPORT
-        + "\nsys.exit(status)",
-        "import runpy, sys; sys.argv = ['skcalbound', *{argv!r}]\n"
-        "try:\n    runpy.run_module('skcalbound', run_name='__main__')\n"
-        "except SystemExit as e:\n    status = e.code\n"
-        + _REPORT
-        + "\nsys.exit(status)",
+        # The console script's entry point, and python -m skcalbound (~0.8 s a
+        # subprocess: under slow, with the gate's run through python -m below).
+        pytest.param(
+            "import sys; from skcalbound._cli import main\n"
+            "try:\n    main({argv!r})\nexcept SystemExit as e:\n    status = e.code\n"
+            + _REPORT
+            + "\nsys.exit(status)",
+            id="console-script",
+        ),
+        pytest.param(
+            "import runpy, sys; sys.argv = ['skcalbound', *{argv!r}]\n"
+            "try:\n    runpy.run_module('skcalbound', run_name='__main__')\n"
+            "except SystemExit as e:\n    status = e.code\n"
+            + _REPORT
+            + "\nsys.exit(status)",
+            marks=pytest.mark.slow,
+            id="python-m",
+        ),
     ],
-    ids=["console-script", "python-m"],
 )
 @pytest.mark.parametrize(
     "argv",
