@@ -289,8 +289,22 @@ def _data(case, seed=0):
 # ----------------------------------------------------------------------------------
 # Explicit training data against the reference
 # ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("n_buckets, n_shifts", CONFIGS)
-@pytest.mark.parametrize("case", list(CASES))
+def _rotated_cells():
+    """Every (case, config) cell; by default each case runs the one-bucket config and
+    one of the other three in turn (each config on two or three cases), the rest
+    under slow."""
+    cells = []
+    for i, case in enumerate(CASES):
+        for j, (n_buckets, n_shifts) in enumerate(CONFIGS):
+            default = j == len(CONFIGS) - 1 or j == i % (len(CONFIGS) - 1)
+            marks = () if default else (pytest.mark.slow,)
+            cells.append(
+                pytest.param(case, n_buckets, n_shifts, marks=marks, id=f"{case}-{j}")
+            )
+    return cells
+
+
+@pytest.mark.parametrize("case, n_buckets, n_shifts", _rotated_cells())
 def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
     train, labels, queries = _data(case)
     candidates, grids = candidate_grids(n_buckets, n_shifts)
@@ -420,7 +434,14 @@ def test_non_power_of_two_bucket_ids_match_the_spec_formula_off_the_edges():
 # ----------------------------------------------------------------------------------
 # A partition's splits (training = the other groups) against one design per split
 # ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("case", ["random", "dyadic", "clusters", "ends", "gaps"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "random",
+        "clusters",
+        *(pytest.param(c, marks=pytest.mark.slow) for c in ("dyadic", "ends", "gaps")),
+    ],
+)
 def test_partition_equals_one_design_per_split(case):
     rng = np.random.default_rng(11)
     train, queries = CASES[case](rng)
