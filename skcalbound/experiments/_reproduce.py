@@ -133,6 +133,16 @@ def doc_tables(summary, rates, timing):
     }
 
 
+def _timing_line(row):
+    """A line of the report: one problem's row (a dict) of a run's ``timing``."""
+    line = f"{row['problem']}: {row['wall_seconds']:.1f} s wall time"
+    start = row.get("load_1min_start", np.nan)
+    end = row.get("load_1min_end", np.nan)
+    if np.isfinite(start) and np.isfinite(end):
+        line += f" (load average {start:.2f} -> {end:.2f})"
+    return line
+
+
 def _load():
     return os.getloadavg() if hasattr(os, "getloadavg") else (np.nan,) * 3
 
@@ -298,10 +308,7 @@ def reproduce(
                 "machine": platform.machine(),
             }
         )
-        log(
-            f"{problem.name}: {wall:.1f} s wall time "
-            f"(load average {load_start[0]:.2f} -> {_load()[0]:.2f})"
-        )
+        log(_timing_line(timing[-1]))
     timing.append(
         {
             "problem": "TOTAL",
@@ -348,7 +355,9 @@ def report(
 
     Also what ``python -m skcalbound.experiments --from-results DIR`` runs: it redraws
     everything from a saved ``results.csv.gz`` and ``timing.csv`` without refitting.
-    ``n_jobs`` runs the AUROC study in parallel (the same numbers).
+    ``n_jobs`` runs the AUROC study in parallel (the same numbers). The report is
+    passed to ``log`` line by line and written to ``report.txt``, after the wall time
+    of each problem (from ``timing``).
     """
     output = Path(output_dir)
     objects = [parse_problem(p) if isinstance(p, str) else p for p in problems]
@@ -399,6 +408,16 @@ def report(
         ax = plot_auroc(auroc)
         ax.figure.savefig(output / "figure2_auroc.png", dpi=110)
         plt.close(ax.figure)
+    lines = [
+        _timing_line(row)
+        for row in timing.to_dict("records")
+        if row["problem"] != "TOTAL"
+    ]
+
+    def emit(text):
+        lines.append(text)
+        log(text)
+
     with pd.option_context(
         "display.width",
         160,
@@ -407,23 +426,22 @@ def report(
         "display.float_format",
         "{:.4g}".format,
     ):
-        log(
+        emit(
             "\nCoverage, worst size per method: of the upper bound (fraction of "
             "repeats with bound >= CE), of the lower bound (lower_bound <= CE), "
             "of both:"
         )
-        log(coverage_table(summary).to_string(index=False))
-        log(
+        emit(coverage_table(summary).to_string(index=False))
+        emit(
             "\nFitted slopes of log(mean gap) against log(n) "
             "(ECE: log mean |ECE - CE|), all sizes / n >= 1e5:"
         )
-        log(slopes.to_string(index=False))
-        log("\nRates next to the paper's Table 1:")
-        log(rates.to_string(index=False))
-        log(
-            f"\nWall time: {timing['wall_seconds'].iloc[-1]:.1f} s in total; "
-            f"files in {output.resolve()}"
-        )
+        emit(slopes.to_string(index=False))
+        emit("\nRates next to the paper's Table 1:")
+        emit(rates.to_string(index=False))
+        emit(f"\nWall time: {timing['wall_seconds'].iloc[-1]:.1f} s in total.")
+    (output / "report.txt").write_text("\n".join(lines) + "\n")
+    log(f"Files in {output.resolve()}")
     return {
         "results": results,
         "summary": summary,
