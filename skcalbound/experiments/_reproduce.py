@@ -245,8 +245,8 @@ def reproduce(
     Notes
     -----
     The full study (4 problems, 9 sizes, 64 repeats, every bound in both guarantee
-    modes) takes about an hour on 2 cores. The results are written after every
-    problem, so a run that stops keeps what it did; ``python -m
+    modes) took 40 minutes on 2 cores (the run in the User Guide). The results are
+    written after every problem, so a run that stops keeps what it did; ``python -m
     skcalbound.experiments --from-results DIR`` redraws the tables and figures of a
     finished run without refitting.
 
