@@ -193,8 +193,9 @@ def reproduce(
         Directory (created if needed) that receives ``results.csv.gz`` (one row per
         problem, size, repeat and method), ``summary.csv``, ``slopes.csv``,
         ``rates.csv``, ``timing.csv``, the small ``doc_*.csv`` tables shown in
-        the documentation and, with ``plots=True``, ``figure3_gaps.png``,
-        ``figure5_reconstruction.png``, ``auroc.csv`` and ``figure2_auroc.png``.
+        the documentation, ``report.txt`` (the printed report) and, with
+        ``plots=True``, ``figure3_gaps.png``, ``figure5_reconstruction.png``,
+        ``auroc.csv`` and ``figure2_auroc.png``.
     confidence_level : float, default=0.95
         Confidence level of every certified bound.
     random_state : int, default=0
