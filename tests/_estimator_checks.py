@@ -4,8 +4,9 @@
 strict xfails. When such a check raises, pytest formats its traceback for the xfail
 report: scikit-learn's frames cost about 0.2 s a check, most of the common checks'
 time. :func:`run_check` reports the expected failure itself with ``pytest.xfail``,
-called outside the ``except`` clause so that no traceback is chained to it. A listed
-check that passes still fails the test (the mark is strict).
+called outside the ``except`` clause so that no traceback is chained to it, and
+``tests/conftest.py`` reports a ``pytest.xfail`` without formatting the traceback of
+its own frames. A listed check that passes still fails the test (the mark is strict).
 """
 
 from unittest import SkipTest

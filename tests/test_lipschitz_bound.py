@@ -80,13 +80,16 @@ def _bucket(s, B, r, R):
     return min(max(math.floor(B * s - r / R), -1), B - 1)
 
 
-def _smoother(train_s, train_y, query, B, r, R, L):
+def _smoother(train_s, train_y, query, B, r, R, L, train_b=None):
     """``(eta_hat, g unclipped, fallback, used)`` at one query, one training point at a
-    time; ``used`` are the indices of the training points of the bucket used."""
+    time; ``used`` are the indices of the training points of the bucket used
+    (``train_b``: the training points' buckets, if the caller has them)."""
     train_s = [float(s) for s in train_s]
+    if train_b is None:
+        train_b = [_bucket(s, B, r, R) for s in train_s]
     q = float(query)
     b = _bucket(q, B, r, R)
-    used = [i for i, s in enumerate(train_s) if _bucket(s, B, r, R) == b]
+    used = [i for i, tb in enumerate(train_b) if tb == b]
     fallback = not used
     if fallback:
         below = [s for s in train_s if s < q]
@@ -96,7 +99,7 @@ def _smoother(train_s, train_y, query, B, r, R, L):
         else:
             nearest = min(above)
         b = _bucket(nearest, B, r, R)
-        used = [i for i, s in enumerate(train_s) if _bucket(s, B, r, R) == b]
+        used = [i for i, tb in enumerate(train_b) if tb == b]
     n_b = len(used)
     eta = sum(float(train_y[i]) for i in used) / n_b
     g = L * math.fsum(abs(q - train_s[i]) for i in used) / n_b + 0.5 / math.sqrt(n_b)
@@ -112,7 +115,8 @@ def _bernstein(m, delta, variance):
 def _candidate(train_s, train_y, val_s, B, r, R, L, delta, guarantee="paper"):
     """Terms of one candidate's bound at ``delta`` (its share), its fallbacks, the
     clipped ``g`` and ``C2``."""
-    rows = [_smoother(train_s, train_y, q, B, r, R, L) for q in val_s]
+    train_b = [_bucket(float(s), B, r, R) for s in train_s]
+    rows = [_smoother(train_s, train_y, q, B, r, R, L, train_b) for q in val_s]
     res = np.array([abs(row[0] - float(q)) for row, q in zip(rows, val_s)])
     g = np.minimum([row[1] for row in rows], 1.0)
     m = len(rows)
