@@ -67,6 +67,13 @@ counts as its sums of ``min(g, 1)`` and its square. Fresh memory costs page faul
 the fit keeps few large arrays alive (pass 2 sums its moments at the (split, cell)
 pairs with training points only).
 
+Not by bucket: on a cell from its moments every sum is linear in per-cell quantities
+that do not depend on the candidate, so a candidate's sums also follow from one segment
+sum per bucket side of ``eta_hat`` (``np.add.reduceat``, integer parts exact in int64).
+Tried on 2026-11-27: the bounds agreed with these to 6e-16 relative, but a fit at 10**5
+rows took 168 ms against 163 ms: the candidates with many buckets have about as many
+buckets as prepared cells, and ``reduceat`` pays per segment.
+
 Why hand-written: no library evaluates box-kernel smoothing bounds for many bucketings
 from one set of cell sums (the reductions are ``np.bincount``).
 """
