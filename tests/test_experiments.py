@@ -205,8 +205,8 @@ def test_the_report_is_logged_and_written_to_report_txt(small):
 def test_the_reconstruction_figure_does_not_warn_of_its_wide_intervals(small):
     # Its NW and TV fits at n = 1,000 on the parabola have bounds above 0.5: shown
     # in the panel titles, not warned of in the report.
-    titles = pd.read_csv(small["dir"] / "summary.csv")
-    assert titles.query("n == 1000 and method == 'TV'")["mean_value"].max() > 0.5
+    summary = pd.read_csv(small["dir"] / "summary.csv")
+    assert summary.query("n == 1000 and method == 'TV'")["mean_value"].max() > 0.5
     vacuous = [w for w in small["warnings"] if w.category is VacuousBoundWarning]
     assert not vacuous, [str(w.message) for w in vacuous]
 
