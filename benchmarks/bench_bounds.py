@@ -18,17 +18,22 @@ error is known by numerical integration, so every gap ``bound - CE`` is exact up
   ``n_jobs=None``, each with ``guarantee="high_probability"`` (the default) and
   ``guarantee="paper"``.
 
-Times are medians over ``--repeats`` runs; ratios divide by the reference's median in
-the same run, because shared machines are noisy. Then the gaps of the upper and lower
-bounds, every term of every bound, NW configurations (tempering, validation set) by
-their gap, the log-log slopes, and last the certificate issue's targets, each with its
-measured value. The slope line fits the
+Timing runs in ``--repeats`` rounds, each of which times every reference and every fit
+once, one after the other, each round starting one further along: a fit and the
+references it is divided by see the machine in the same state (on a shared machine its
+speed drifts by several percent within a minute), and no fit always runs after the same
+one. Times are medians over the rounds; a ratio is the median over the rounds of
+the fit's time over the reference's time in the same round. Then the gaps of the upper
+and lower bounds, every term of every bound, NW configurations (tempering, validation
+set) by their gap, the log-log slopes, and last the certificate issue's targets, each
+with its measured value. The slope line fits the
 log-log slope of each bound's gap against ``n`` (the paper's Table 1 reports slopes
 between -0.41 and -0.21 for NW, -0.42 and -0.16 for TV, -0.57 and -0.35 for Lipschitz
 bucketing).
 """
 
 import argparse
+import functools
 import time
 
 import numpy as np
@@ -52,12 +57,24 @@ CONFIGURATIONS = {
 
 
 def _median_time(func, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return float(np.median(_round_times({"f": func}, repeats)["f"]))
+
+
+def _round_times(funcs, repeats):
+    """Per function of the dict ``funcs``, its times in ``repeats`` rounds, each round
+    calling every function once; round ``k`` starts at the ``k``-th function and goes
+    round (a function's time depends on what ran just before it: at 10**7 scores the
+    same TV fit took 2.1-2.6 s right after calibration_curve and 1.6-1.8 s right after
+    another TV fit, with as many page faults)."""
+    names = list(funcs)
+    times = {name: np.empty(repeats) for name in names}
+    for k in range(repeats):
+        shift = k % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            funcs[name]()
+            times[name][k] = time.perf_counter() - start
+    return times
 
 
 def _problem():
@@ -89,30 +106,41 @@ def run(sizes, repeats, seed=0):
     rows, config_rows, term_rows = [], [], []
     for n in sizes:
         s, y = problem.sample(n, np.random.default_rng(seed))
-        t_sort = _median_time(lambda: np.sort(s), repeats)
-        t_curve = _median_time(lambda: calibration_curve(y, s, n_bins=15), repeats)
-        row = {"n": n, "np.sort [s]": t_sort, "calibration_curve [s]": t_curve}
-        for name, make in ESTIMATORS.items():
-            for mode in MODES:
-                est = make(mode, seed)
-                t = _median_time(lambda: est.fit(s, y), repeats)
-                key = f"{name} {SHORT[mode]}"
-                row[f"{key} / cal. curve"] = t / t_curve
-                row[f"{key} gap"] = est.bound_ - ce
-                row[f"{key} lower gap"] = ce - est.lower_bound_
-                term_rows.append(
-                    {
-                        "n": n,
-                        "bound": key,
-                        **est.terms_,
-                        "upper": est.bound_,
-                        "lower": est.lower_bound_,
-                    }
-                )
-                if name == "TV":
-                    row[f"{key} / np.sort"] = t / t_sort
-                if name == "NW" and mode == "high_probability":
-                    nw, t_nw = est, t
+        estimators = {
+            f"{name} {SHORT[mode]}": make(mode, seed)
+            for name, make in ESTIMATORS.items()
+            for mode in MODES
+        }
+        funcs = {
+            "np.sort": lambda: np.sort(s),
+            "calibration_curve": lambda: calibration_curve(y, s, n_bins=15),
+            **{
+                key: functools.partial(est.fit, s, y) for key, est in estimators.items()
+            },
+        }
+        times = _round_times(funcs, repeats)
+        t_sort, t_curve = times["np.sort"], times["calibration_curve"]
+        row = {
+            "n": n,
+            "np.sort [s]": float(np.median(t_sort)),
+            "calibration_curve [s]": float(np.median(t_curve)),
+        }
+        for key, est in estimators.items():
+            row[f"{key} / cal. curve"] = float(np.median(times[key] / t_curve))
+            if key.startswith("TV"):
+                row[f"{key} / np.sort"] = float(np.median(times[key] / t_sort))
+            row[f"{key} gap"] = est.bound_ - ce
+            row[f"{key} lower gap"] = ce - est.lower_bound_
+            term_rows.append(
+                {
+                    "n": n,
+                    "bound": key,
+                    **est.terms_,
+                    "upper": est.bound_,
+                    "lower": est.lower_bound_,
+                }
+            )
+        nw, t_nw = estimators["NW hp"], float(np.median(times["NW hp"]))
         rows.append(row)
         for name, params in CONFIGURATIONS.items():
             est = NWCalibrationBound(h=H, cv=5, random_state=seed, **params)
@@ -194,8 +222,8 @@ def main(argv=None):
     with pd.option_context(*options):
         print(
             f"perturbed problem h=2^-6, true CE = {ce:.6f}; cv=5, n_jobs=None; "
-            f"median over {args.repeats} runs; hp = guarantee='high_probability' "
-            "(default), paper = guarantee='paper'"
+            f"medians over {args.repeats} interleaved rounds; "
+            "hp = guarantee='high_probability' (default), paper = guarantee='paper'"
         )
         shown = table.rename(index=lambda n: f"{n:.0e}")
         print("\nTime, relative to references timed in the same run")
