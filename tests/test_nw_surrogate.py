@@ -167,10 +167,40 @@ def _hp_reference(
     return r.mean(), r.var(), g.mean(), g.var(), np.sum(c * c), n_fallback
 
 
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("tempering", [1.0, 1.2])
-@pytest.mark.parametrize("bandwidth", [0.01, 0.05, 0.003])
-@pytest.mark.parametrize("paper", [False, True], ids=["expanded", "published"])
+#: (paper, bandwidth, tempering) of the reference comparison: the expanded form first.
+FOLD_CONFIGS = [
+    (paper, bandwidth, tempering)
+    for paper in (False, True)
+    for bandwidth in (0.01, 0.05, 0.003)
+    for tempering in (1.0, 1.2)
+]
+
+
+def _rotated_fold_cells():
+    """Every (case, configuration) cell; by default case ``i`` runs configurations
+    ``i`` and ``i + 6`` (the same bandwidth and tempering in the expanded and the
+    published form), so that every configuration runs on one case and every case in
+    both forms; the rest under slow."""
+    half = len(FOLD_CONFIGS) // 2
+    assert half == len(CASES)
+    cells = []
+    for i, case in enumerate(CASES):
+        for j, (paper, bandwidth, tempering) in enumerate(FOLD_CONFIGS):
+            form = "published" if paper else "expanded"
+            cells.append(
+                pytest.param(
+                    case,
+                    tempering,
+                    bandwidth,
+                    paper,
+                    marks=() if j % half == i else (pytest.mark.slow,),
+                    id=f"{form}-{bandwidth}-{tempering}-{case}",
+                )
+            )
+    return cells
+
+
+@pytest.mark.parametrize("case, tempering, bandwidth, paper", _rotated_fold_cells())
 def test_fold_statistics_match_the_reference(case, tempering, bandwidth, paper):
     rng, scores, labels = _data(case, seed=3)
     G = nw_hp.grid_size(bandwidth)
