@@ -383,11 +383,35 @@ def _assert_unchanged(before, after):
         assert before == after
 
 
+def _by_bound(cases, others, ids=None):
+    """``(Est, *case)`` parameters for every bound and case of ``cases`` (tuples),
+    those of the NW and Lipschitz bounds marked slow unless their case is in
+    ``others``: for behaviour every bound inherits from ``_base`` and
+    ``_validation`` (input containers, labels, splitters), which the TV bound, the
+    cheapest to fit, checks in full in the default suite and the other two on a few
+    cases."""
+    ids = ids or [str(case) for case in cases]
+    return [
+        pytest.param(
+            Est,
+            *case,
+            id=f"{Est.__name__}-{name}",
+            marks=()
+            if Est is TVCalibrationBound or name in others
+            else pytest.mark.slow,
+        )
+        for Est in BOUND_ESTIMATORS
+        for case, name in zip(cases, ids)
+    ]
+
+
 CONTAINERS = ["numpy", "numpy_2d", "list", "series", "frame_1", "frame_2"]
 
 
-@pytest.mark.parametrize("kind", CONTAINERS)
-@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+@pytest.mark.parametrize(
+    "Est, kind",
+    _by_bound([(k,) for k in CONTAINERS], ("numpy_2d", "frame_2"), ids=CONTAINERS),
+)
 def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
     scores, labels = data
     reference = _reference(Est)
@@ -600,9 +624,13 @@ def test_score_is_clipped_at_minus_one(Est, data):
 
 
 @pytest.mark.parametrize(
-    "negative, positive", [(False, True), (-1, 1), (0.0, 1.0), (0, 1)]
+    "Est, negative, positive",
+    _by_bound(
+        [(False, True), (-1, 1), (0.0, 1.0), (0, 1)],
+        ("-1-1",),
+        ids=["False-True", "-1-1", "0.0-1.0", "0-1"],
+    ),
 )
-@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_default_positive_class_is_one(Est, negative, positive, data):
     scores, labels = data
     y = np.where(labels == 1, positive, negative)
@@ -886,28 +914,32 @@ def _explicit_splits(n):
     return [(idx[:half], idx[half:]), (idx[half:], idx[:half])]
 
 
+SPLITTERS = [
+    (lambda n: KFold(3), 3),
+    (lambda n: KFold(4, shuffle=True, random_state=2), 4),
+    (lambda n: ShuffleSplit(n_splits=6, test_size=0.25, random_state=0), 6),
+    (_explicit_splits, 2),
+    (lambda n: iter(_explicit_splits(n)), 2),  # a one-shot generator
+    # Not a partition: every sample is validated twice. (Stratified splitters are
+    # rejected: tests/test_splitting.py.)
+    (lambda n: RepeatedKFold(n_splits=2, n_repeats=2, random_state=0), 4),
+]
+SPLITTER_IDS = [
+    "KFold",
+    "KFold-shuffled",
+    "ShuffleSplit",
+    "list",
+    "generator",
+    "RepeatedKFold",
+]
+
+
+# The splits that are not a partition (samples validated never or twice) for every
+# bound by default, the others for the TV bound.
 @pytest.mark.parametrize(
-    "make_cv, n_splits",
-    [
-        (lambda n: KFold(3), 3),
-        (lambda n: KFold(4, shuffle=True, random_state=2), 4),
-        (lambda n: ShuffleSplit(n_splits=6, test_size=0.25, random_state=0), 6),
-        (_explicit_splits, 2),
-        (lambda n: iter(_explicit_splits(n)), 2),  # a one-shot generator
-        # Not a partition: every sample is validated twice. (Stratified splitters are
-        # rejected: tests/test_splitting.py.)
-        (lambda n: RepeatedKFold(n_splits=2, n_repeats=2, random_state=0), 4),
-    ],
-    ids=[
-        "KFold",
-        "KFold-shuffled",
-        "ShuffleSplit",
-        "list",
-        "generator",
-        "RepeatedKFold",
-    ],
+    "Est, make_cv, n_splits",
+    _by_bound(SPLITTERS, ("ShuffleSplit", "RepeatedKFold"), ids=SPLITTER_IDS),
 )
-@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
     X, y = data
     cv = make_cv(X.shape[0])

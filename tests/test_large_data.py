@@ -325,7 +325,8 @@ def test_dask_blocks_shared_by_both_arrays_are_computed_once_per_pass():
     _assert_same_fit(NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit(s, y), est)
 
 
-@pytest.mark.parametrize("block", [997, 4096])
+# A block of 997 rows (not a divisor of anything) by default, the default 4096 slow.
+@pytest.mark.parametrize("block", [997, pytest.param(4096, marks=pytest.mark.slow)])
 @pytest.mark.parametrize(
     "Est, params",
     [

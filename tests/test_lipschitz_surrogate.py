@@ -438,8 +438,10 @@ def test_non_power_of_two_bucket_ids_match_the_spec_formula_off_the_edges():
     "case",
     [
         "random",
-        "clusters",
-        *(pytest.param(c, marks=pytest.mark.slow) for c in ("dyadic", "ends", "gaps")),
+        *(
+            pytest.param(c, marks=pytest.mark.slow)
+            for c in ("clusters", "dyadic", "ends", "gaps")
+        ),
     ],
 )
 def test_partition_equals_one_design_per_split(case):
