@@ -18,6 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from _synthetic import slow_except
 from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import brentq
@@ -383,25 +384,19 @@ def _assert_unchanged(before, after):
         assert before == after
 
 
-def _by_bound(cases, others, ids=None):
-    """``(Est, *case)`` parameters for every bound and case of ``cases`` (tuples),
-    those of the NW and Lipschitz bounds marked slow unless their case is in
-    ``others``: for behaviour every bound inherits from ``_base`` and
-    ``_validation`` (input containers, labels, splitters), which the TV bound, the
-    cheapest to fit, checks in full in the default suite and the other two on a few
-    cases."""
-    ids = ids or [str(case) for case in cases]
+BOUNDS = {Est.__name__: Est for Est in BOUND_ESTIMATORS}
+
+
+def _inherited(cases, others):
+    """The default cells of a ``(bound, case)`` grid of behaviour every bound inherits
+    from ``_base`` and ``_validation`` (input containers, labels, splitters): every
+    case on the TV bound, the cheapest to fit, and the cases ``others`` on the NW and
+    Lipschitz bounds (the rest under slow)."""
     return [
-        pytest.param(
-            Est,
-            *case,
-            id=f"{Est.__name__}-{name}",
-            marks=()
-            if Est is TVCalibrationBound or name in others
-            else pytest.mark.slow,
-        )
-        for Est in BOUND_ESTIMATORS
-        for case, name in zip(cases, ids)
+        f"{name}-{case}"
+        for name in BOUNDS
+        for case in cases
+        if name == "TVCalibrationBound" or case in others
     ]
 
 
@@ -410,7 +405,9 @@ CONTAINERS = ["numpy", "numpy_2d", "list", "series", "frame_1", "frame_2"]
 
 @pytest.mark.parametrize(
     "Est, kind",
-    _by_bound([(k,) for k in CONTAINERS], ("numpy_2d", "frame_2"), ids=CONTAINERS),
+    slow_except(
+        [BOUNDS, CONTAINERS], default=_inherited(CONTAINERS, ("numpy_2d", "frame_2"))
+    ),
 )
 def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
     scores, labels = data
@@ -623,15 +620,22 @@ def test_score_is_clipped_at_minus_one(Est, data):
 # --------------------------------------------------------------------------------------
 
 
+DEFAULT_LABELS = {
+    "False-True": (False, True),
+    "-1-1": (-1, 1),
+    "0.0-1.0": (0.0, 1.0),
+    "0-1": (0, 1),
+}
+
+
 @pytest.mark.parametrize(
-    "Est, negative, positive",
-    _by_bound(
-        [(False, True), (-1, 1), (0.0, 1.0), (0, 1)],
-        ("-1-1",),
-        ids=["False-True", "-1-1", "0.0-1.0", "0-1"],
+    "Est, classes",
+    slow_except(
+        [BOUNDS, DEFAULT_LABELS], default=_inherited(DEFAULT_LABELS, ("-1-1",))
     ),
 )
-def test_default_positive_class_is_one(Est, negative, positive, data):
+def test_default_positive_class_is_one(Est, classes, data):
+    negative, positive = classes
     scores, labels = data
     y = np.where(labels == 1, positive, negative)
     est = _make(Est, random_state=0).fit(scores, y)
@@ -914,33 +918,36 @@ def _explicit_splits(n):
     return [(idx[:half], idx[half:]), (idx[half:], idx[:half])]
 
 
-SPLITTERS = [
-    (lambda n: KFold(3), 3),
-    (lambda n: KFold(4, shuffle=True, random_state=2), 4),
-    (lambda n: ShuffleSplit(n_splits=6, test_size=0.25, random_state=0), 6),
-    (_explicit_splits, 2),
-    (lambda n: iter(_explicit_splits(n)), 2),  # a one-shot generator
+# (make_cv, n_splits) by id.
+SPLITTERS = {
+    "KFold": (lambda n: KFold(3), 3),
+    "KFold-shuffled": (lambda n: KFold(4, shuffle=True, random_state=2), 4),
+    "ShuffleSplit": (
+        lambda n: ShuffleSplit(n_splits=6, test_size=0.25, random_state=0),
+        6,
+    ),
+    "list": (_explicit_splits, 2),
+    "generator": (lambda n: iter(_explicit_splits(n)), 2),  # a one-shot generator
     # Not a partition: every sample is validated twice. (Stratified splitters are
     # rejected: tests/test_splitting.py.)
-    (lambda n: RepeatedKFold(n_splits=2, n_repeats=2, random_state=0), 4),
-]
-SPLITTER_IDS = [
-    "KFold",
-    "KFold-shuffled",
-    "ShuffleSplit",
-    "list",
-    "generator",
-    "RepeatedKFold",
-]
+    "RepeatedKFold": (
+        lambda n: RepeatedKFold(n_splits=2, n_repeats=2, random_state=0),
+        4,
+    ),
+}
 
 
 # The splits that are not a partition (samples validated never or twice) for every
 # bound by default, the others for the TV bound.
 @pytest.mark.parametrize(
-    "Est, make_cv, n_splits",
-    _by_bound(SPLITTERS, ("ShuffleSplit", "RepeatedKFold"), ids=SPLITTER_IDS),
+    "Est, splitter",
+    slow_except(
+        [BOUNDS, SPLITTERS],
+        default=_inherited(SPLITTERS, ("ShuffleSplit", "RepeatedKFold")),
+    ),
 )
-def test_any_sklearn_splitter(Est, make_cv, n_splits, data):
+def test_any_sklearn_splitter(Est, splitter, data):
+    make_cv, n_splits = splitter
     X, y = data
     cv = make_cv(X.shape[0])
     est = _make(Est, cv=cv).fit(X, y)

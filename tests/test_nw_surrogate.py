@@ -13,8 +13,11 @@ the query's own cell (one weight ``w_0``) are bounded by Cauchy-Schwarz, ``w_0
 sqrt(N_c sum d**2)``, as the module does to stay mergeable.
 """
 
+import itertools
+
 import numpy as np
 import pytest
+from _synthetic import slow_except
 from numpy.testing import assert_allclose
 
 import skcalbound._surrogates._nw_hp as nw_hp
@@ -167,40 +170,25 @@ def _hp_reference(
     return r.mean(), r.var(), g.mean(), g.var(), np.sum(c * c), n_fallback
 
 
-#: (paper, bandwidth, tempering) of the reference comparison: the expanded form first.
-FOLD_CONFIGS = [
-    (paper, bandwidth, tempering)
-    for paper in (False, True)
-    for bandwidth in (0.01, 0.05, 0.003)
-    for tempering in (1.0, 1.2)
+#: The configurations of the reference comparison, (form, bandwidth, tempering).
+FOLD_AXES = [{"expanded": False, "published": True}, [0.01, 0.05, 0.003], [1.0, 1.2]]
+FOLD_CONFIGS = list(itertools.product(*(list(map(str, axis)) for axis in FOLD_AXES)))
+# By default case ``i`` runs configurations ``i`` and ``i + 6`` (the same bandwidth and
+# tempering in the expanded and the published form), so that every configuration runs
+# on one case and every case in both forms; the rest under slow.
+assert len(FOLD_CONFIGS) == 2 * len(CASES)
+FOLD_DEFAULTS = [
+    "-".join((*config, case))
+    for j, config in enumerate(FOLD_CONFIGS)
+    for i, case in enumerate(CASES)
+    if j % len(CASES) == i
 ]
 
 
-def _rotated_fold_cells():
-    """Every (case, configuration) cell; by default case ``i`` runs configurations
-    ``i`` and ``i + 6`` (the same bandwidth and tempering in the expanded and the
-    published form), so that every configuration runs on one case and every case in
-    both forms; the rest under slow."""
-    half = len(FOLD_CONFIGS) // 2
-    assert half == len(CASES)
-    cells = []
-    for i, case in enumerate(CASES):
-        for j, (paper, bandwidth, tempering) in enumerate(FOLD_CONFIGS):
-            form = "published" if paper else "expanded"
-            cells.append(
-                pytest.param(
-                    case,
-                    tempering,
-                    bandwidth,
-                    paper,
-                    marks=() if j % half == i else (pytest.mark.slow,),
-                    id=f"{form}-{bandwidth}-{tempering}-{case}",
-                )
-            )
-    return cells
-
-
-@pytest.mark.parametrize("case, tempering, bandwidth, paper", _rotated_fold_cells())
+@pytest.mark.parametrize(
+    "paper, bandwidth, tempering, case",
+    slow_except([*FOLD_AXES, list(CASES)], default=FOLD_DEFAULTS),
+)
 def test_fold_statistics_match_the_reference(case, tempering, bandwidth, paper):
     rng, scores, labels = _data(case, seed=3)
     G = nw_hp.grid_size(bandwidth)
