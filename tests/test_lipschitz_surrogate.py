@@ -17,13 +17,16 @@ training point ``i`` averaged over the queries, fallback included; SPEC section 
 
 import bisect
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _synthetic import slow_except
 from numpy.testing import assert_allclose, assert_array_equal
 
 from skcalbound._chunks import ArraySource
 from skcalbound._splitting import GroupDesign
+from skcalbound._surrogates import _bucket_grid
 from skcalbound._surrogates._bucket_grid import (
     _CLIPPED_ALL,
     _EXPANDED,
@@ -343,6 +346,54 @@ def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
             assert all(row[2] == 1 for row in rows)
             if B >= 64:  # and most queries fall back to it
                 assert sum(row[3] for row in rows) >= len(queries) - 10
+
+
+@pytest.mark.parametrize(
+    "case, config",
+    slow_except(
+        [list(CASES), {str(j): c for j, c in enumerate(CONFIGS)}],
+        ["random-0", "clusters-2", "gaps-1", "ends-0", "dyadic-1"],
+    ),
+)
+def test_every_candidate_bucket_by_bucket_matches_the_reference(
+    case, config, monkeypatch
+):
+    # The fit sums a candidate bucket by bucket (prefix sums over the cells) when it
+    # has a few times fewer buckets than cells, cell by cell otherwise; here every
+    # candidate takes the first way, against the same per-point reference.
+    monkeypatch.setattr(_bucket_grid, "_CELLS_PER_BUCKET", 0)
+    calls = []
+    bucket_totals = _bucket_grid._bucket_totals
+    monkeypatch.setattr(
+        _bucket_grid,
+        "_bucket_totals",
+        lambda *args: calls.append(args[-1].copy()) or bucket_totals(*args),
+    )
+    n_buckets, n_shifts = config
+    train, labels, queries = _data(case)
+    candidates, grids = candidate_grids(n_buckets, n_shifts)
+    refs = {
+        candidates[j]: _reference(train, labels, queries, *candidates[j], n_shifts, K)
+        for K, members in grids
+        for j in members
+    }
+    for L, fast in _fast_many(
+        train, labels, queries, n_buckets, n_shifts, L_VALUES
+    ).items():
+        for (B, r), (sums, eta, K) in fast.items():
+            _check(sums, eta, refs[(B, r)], queries, L, f"{case} B={B} r={r} L={L}")
+    assert calls and all(which.all() for which in calls)
+
+
+def test_bucket_sums_fit_int64():
+    # Every integer sum of _bucket_totals is at most n_val K max(K, n_train).
+    def fits(n_val, n_train, K=2**14):
+        prep = SimpleNamespace(n_cells=K, cN=np.array([0.0, float(n_train)]))
+        return _bucket_grid._bucket_sums_fit(prep, float(n_val))
+
+    assert fits(2 * 10**6, 8 * 10**6)  # 10**7 rows in 5 folds: 2.6e17
+    assert not fits(2 * 10**7, 8 * 10**7)  # 10**8 rows: 2.6e19, cell by cell
+    assert fits(2**62 / 2**28 - 1, 1) and not fits(2**62 / 2**28, 1)
 
 
 def test_fallback_count_and_values_by_hand():

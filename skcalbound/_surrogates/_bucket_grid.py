@@ -56,24 +56,29 @@ pass 2 (:func:`evaluation_sums`)
 Every sum is exact for these weights up to the order of the additions, so chunked, Dask
 and in-memory input give the same numbers to rounding.
 
-Cost. Finishing a split is element-wise work per (candidate, cell with training points
-and queries), by blocks of candidates; a bucket's values are repeated over its run of
-cells, not gathered cell by cell (:meth:`BucketTable.gather`), and computed only where
-asked for (:meth:`BucketTable.values`). For a candidate whose ``g`` may exceed 1, the
-flag test per cell is skipped in the buckets proven, from exact integer sums of their
-training cells, to have ``g >= 1`` on every cell or ``g < 1`` with small terms on every
-cell (:meth:`BucketTable._status`); a candidate clipped on every cell has the query
-counts as its sums of ``min(g, 1)`` and its square. Fresh memory costs page faults, so
-the fit keeps few large arrays alive (pass 2 sums its moments at the (split, cell)
-pairs with training points only).
-
-Not by bucket: on a cell from its moments every sum is linear in per-cell quantities
-that do not depend on the candidate, so a candidate's sums also follow from one segment
-sum per bucket side of ``eta_hat`` (``np.add.reduceat``, integer parts exact in int64).
-Tried on 2026-11-27: the bounds agreed with these to 6e-16 relative, but a fit at 10**5
-rows took 297 ms against 163 ms (168 ms with only the candidates of at least 8 cells a
-bucket): the candidates with many buckets have about as many buckets as prepared cells,
-and ``reduceat`` pays per segment.
+Cost. Finishing a split sums, per candidate, over the prepared cells (cells with
+training points and queries). A candidate with a few times fewer buckets holding
+such cells than there are cells is summed bucket by bucket (:func:`_bucket_totals`):
+on a cell from its moments every sum is linear in per-cell quantities that do not
+depend on the candidate, so a bucket's sums are differences of prefix sums over the
+cells, taken once per split, with the integer parts (counts, ``c``, ``c**2``, the
+distance sums' ``c N`` and ``M``) exact in int64 about the bucket's first cell; its
+undecided buckets (below) get ``min(g, 1)`` cell by cell, from the per-cell
+coefficients :func:`_all_flags` already computed. The sums of ``min(g, 1)**2`` (the
+paper's certificate) and the candidates with about as many buckets as cells are
+element-wise work per (candidate, cell), by blocks of candidates
+(:func:`_moment_totals`; a bucket's values are repeated over its run of cells,
+:meth:`BucketTable.gather`).
+For a candidate whose ``g`` may exceed 1, the flag test per cell is skipped in the
+buckets proven, from exact integer sums of their training cells, to have ``g >= 1``
+on every cell or ``g < 1`` with small terms on every cell
+(:meth:`BucketTable._status`); a candidate clipped on every cell has the query counts
+as its sums of ``min(g, 1)`` and its square. Fresh memory costs page faults, so the
+fit keeps few large arrays alive (pass 2 sums its moments at the (split, cell) pairs
+with training points only) and works by blocks. Measured on 2026-11-27 at 10**5
+scores (48 default candidates, 5 folds, ``benchmarks/bench_bounds.py``): the high-
+probability fit went from 14.7-15.3 to 10.7-12.6 times ``calibration_curve``; the
+paper's, which still sums ``min(g, 1)**2`` cell by cell, from 15.8-16.0 to 16.5-17.3.
 
 Why hand-written: no library evaluates box-kernel smoothing bounds for many bucketings
 from one set of cell sums (the reductions are ``np.bincount``).
@@ -109,6 +114,12 @@ _CLIPPED = 1.0 + 1e-6
 _UNDECIDED, _EXPANDED, _CLIPPED_ALL = 0, 1, 2
 # (candidate, cell) pairs per block of candidates finished at once (in cache).
 _BLOCK = 2**15
+# Buckets per block of _bucket_totals.
+_BUCKET_BLOCK = 2**14
+# A candidate is summed bucket by bucket when its buckets holding prepared cells
+# times this stay below the prepared cells (a bucket costs about as much as this
+# many cells; measured at 10**5 scores, 2026-11-27).
+_CELLS_PER_BUCKET = 8
 # Segments longer than this are summed pairwise (np.sum), shorter ones in order.
 _LONG_SEGMENT = 1024
 
@@ -490,6 +501,7 @@ class BucketTable:
             tuple(tuple(int(v) for v in c) for c in candidates), int(R), K
         )
         self.B, self.w, self.o, self.bounds = B, w, o, bounds
+        self.undecided = None  # set by _all_flags
         self.start, self.end = start, end
         # The prepared cells in [start, end): their count below end minus below
         # start, the first of them at position below[start].
@@ -784,7 +796,8 @@ def _fall_back(prep, bk, L, cells, scores, midpoints, out, f):
 def _flag_mask(prep, eta, a, b, c, at=slice(None)):
     """The flag test of unbounded candidates, element by element at the prepared
     cells ``at``: ``eta_hat`` inside the cell, ``g`` crossing 1, or terms too large
-    to expand. (Overwrites ``eta``.)"""
+    to expand; and the clip test ``c - |b| / (2K) >= 1`` (``g >= 1`` on the cell).
+    (Overwrites ``eta``.)"""
     half = 0.5 / prep.n_cells
     t = np.subtract(prep.centre[at], eta, out=eta)
     crossing = np.abs(t, out=t) < half
@@ -804,9 +817,9 @@ def _flag_mask(prep, eta, a, b, c, at=slice(None)):
     np.maximum(np.multiply(a, prep.d_max[at], out=u), scale, out=scale)
     expanded = g_max <= 1.0
     expanded &= scale <= _EXPANDED_SCALE
-    np.subtract(c, bh, out=bh)
-    expanded |= bh >= 1.0  # or clipped
-    return np.logical_or(crossing, ~expanded, out=crossing)
+    clipped = np.subtract(c, bh, out=bh) >= 1.0
+    expanded |= clipped
+    return np.logical_or(crossing, ~expanded, out=crossing), clipped
 
 
 def _all_crossings(prep, table, which):
@@ -835,29 +848,19 @@ def _all_crossings(prep, table, which):
     return key // m, key % m
 
 
-def _all_flags(prep, table):
-    """Prepared cells whose sums do not follow from the moments, for every candidate
-    of ``table``: the crossing cells of the buckets where :attr:`BucketTable.status`
-    decides every cell's expansion or clipping (every bucket of a bounded candidate),
-    and where :func:`_flag_mask` holds on the cells of the others (all at once).
-    Returns ``(candidate, position)`` pairs sorted by both."""
-    undecided = (table.status == _UNDECIDED) & (table.runs > 0)
-    owner, pos = _all_crossings(prep, table, ~undecided)
-    j = np.flatnonzero(undecided)
-    if not j.size:
-        return owner, pos
-    # The prepared cells of the undecided buckets (runs of positions), in order,
-    # each bucket's values repeated over its run: _affine's operations there. By
-    # groups of buckets of about _BLOCK / 4 cells (small temporaries, reused).
-    m = max(prep.cells.shape[0], 1)
-    keys = [owner * m + pos]
-    runs = table.runs[j]
+def _undecided_cells(prep, table, J):
+    """The prepared cells of the buckets ``J`` (runs of positions, in order), each
+    bucket's values repeated over its run, and :func:`_affine`'s operations there:
+    per group of buckets of about ``_BLOCK / 4`` cells (small temporaries), the
+    positions, candidates, ``alpha``, ``beta``, ``gamma`` and :func:`_flag_mask`'s
+    flag and clip tests."""
+    runs = table.runs[J]
     size = _BLOCK // 4
     edges = np.searchsorted(np.cumsum(runs), np.arange(size, runs.sum(), size))
-    for group in np.split(np.arange(j.shape[0]), np.unique(edges + 1)):
+    for group in np.split(np.arange(J.shape[0]), np.unique(edges + 1)):
         if not group.size:
             continue
-        jg, rg = j[group], runs[group]
+        jg, rg = J[group], runs[group]
         first = table.first_pos[jg]
         at = np.arange(rg.sum()) + np.repeat(first - np.cumsum(rg) + rg, rg)
         values = table.values(jg)[:6]
@@ -871,10 +874,32 @@ def _all_flags(prep, table):
             beta = np.multiply(alpha, a, out=a)
             gamma = np.multiply(alpha, k, out=k)
             gamma += root
-            mask = _flag_mask(prep, eta, alpha, beta, gamma, at)
-        hit = np.flatnonzero(mask)
-        by = np.searchsorted(np.cumsum(rg), hit, side="right")  # bucket in group
-        keys.append(table.owner[jg[by]] * m + at[hit])
+            flag, clipped = _flag_mask(prep, eta, alpha, beta, gamma, at)
+        yield at, np.repeat(table.owner[jg], rg), alpha, beta, gamma, flag, clipped
+
+
+def _all_flags(prep, table):
+    """Prepared cells whose sums do not follow from the moments, for every candidate
+    of ``table``: the crossing cells of the buckets where :attr:`BucketTable.status`
+    decides every cell's expansion or clipping (every bucket of a bounded candidate),
+    and where :func:`_flag_mask` holds on the cells of the others (all at once).
+    Returns ``(candidate, position)`` pairs sorted by both; sets ``table.undecided``
+    (:func:`_undecided_cells` of the others, concatenated, or None)."""
+    undecided = (table.status == _UNDECIDED) & (table.runs > 0)
+    owner, pos = _all_crossings(prep, table, ~undecided)
+    j = np.flatnonzero(undecided)
+    if not j.size:
+        table.undecided = None
+        return owner, pos
+    m = max(prep.cells.shape[0], 1)
+    keys = [owner * m + pos]
+    parts = list(_undecided_cells(prep, table, j))
+    for at, cand, _, _, _, flag, _ in parts:
+        hit = np.flatnonzero(flag)
+        keys.append(cand[hit] * m + at[hit])
+    # Kept for finish_split (the sums of min(g, 1) on these cells), which reuses
+    # the table when its cells agree.
+    table.undecided = tuple(np.concatenate(x) for x in zip(*parts))
     key = np.sort(np.concatenate(keys))
     return key // m, key % m
 
@@ -1188,7 +1213,199 @@ def _segment_sums(values, bounds):
     return out
 
 
-def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
+# numpy's int64 sums wrap modulo 2**64 without a check: a bucket's integer sums in
+# _bucket_totals are exact whenever their true values fit, which this bound on them
+# ensures.
+_EXACT_INTEGERS = 2.0**62
+
+
+def _bucket_sums_fit(prep, n_queries):
+    """Whether :func:`_bucket_totals` is exact for one split of ``n_queries`` queries:
+    each of its integer sums is at most ``n_queries K max(K, n_train)``."""
+    K = prep.n_cells
+    return n_queries * K * max(K, float(prep.cN[-1])) < _EXACT_INTEGERS
+
+
+def _bucket_totals(prep, table, x, f_owner, f_pos, which):
+    """The first three columns of :func:`_moment_totals` (the sums of ``|x_e + x_n
+    d|``, ``x_e2 + 2 d x_e + x_n d**2`` and ``min(g, 1)`` over the prepared cells not
+    flagged for each candidate) for the candidates ``which`` (a mask; the other rows
+    zero), bucket by bucket instead of cell by cell: a candidate costs ``O(B)``, not
+    ``O(cells)``.
+
+    Each of these sums over a run of cells is linear in per-cell quantities that do
+    not depend on the candidate (given the bucket's values), so it is a difference
+    of prefix sums over the prepared cells, taken once per split: over the whole
+    bucket, and for ``|x_e + x_n d|`` the cells below ``eta_hat`` (``d < 0``) taken
+    off twice. A flagged cell's share is computed the same way and taken off (in a
+    decided bucket such a cell is a crossing one, whose terms are small); the cells
+    of undecided buckets (:attr:`BucketTable.status`) get ``min(g, 1)`` cell by cell
+    (:func:`_undecided_sums`).
+
+    Digits: the sums of counts, ``c``, ``c**2`` and the integer part of the distance
+    sums are exact int64 sums about the bucket's first cell (they wrap modulo
+    ``2**64`` on the way, and fit at the end: :func:`_bucket_sums_fit`, required).
+    What cancels is in floats: the offsets from the cell centres (terms of order ``1
+    / K``) and the offset sums ``T``, which the per-cell form also takes as
+    differences of prefix sums (``test_lipschitz_surrogate.py`` holds both to a
+    per-point reference at 1e-12)."""
+    K = prep.n_cells
+    m = prep.cells.shape[0]
+    nc = table.B.shape[0]
+    totals = np.zeros((nc, 3))
+    J = np.flatnonzero((table.runs > 0) & which[table.owner])
+    if not J.size:
+        return totals
+    x_n, x_e, x_e2, x_D = x[:4]
+    xn = x_n.astype(np.int64)  # exact: counts
+    cells = prep.cells.astype(np.int64)
+    xc = xn * cells
+    s2N, s2M, s2T = prep.s2
+    ints = np.zeros((5, m + 1), dtype=np.int64)
+    per_cell = (
+        xn,
+        xc,
+        xc * cells,
+        xc * s2N.astype(np.int64),
+        xn * s2M.astype(np.int64),
+    )
+    np.cumsum(np.stack(per_cell), axis=1, out=ints[:, 1:])
+    floats = np.zeros((6, m + 1))
+    per_cell = (x_e, x_e * prep.cells_f, x_e * s2N, x_e2, x_D, x_n * s2T)
+    np.cumsum(np.stack(per_cell), axis=1, out=floats[:, 1:])
+    # By blocks of buckets: arrays of a few pages (a fresh large array costs page
+    # faults in every operation).
+    for lo in range(0, J.shape[0], _BUCKET_BLOCK):
+        v = _bucket_values(prep, table, J[lo : lo + _BUCKET_BLOCK])
+        linear, t1, g = _run_sums(ints, floats, K, v, v["first"], v["last"])
+        below = _run_sums(ints, floats, K, v, v["first"], v["split"], linear_only=True)
+        below *= -2.0
+        for k, part in enumerate((np.add(linear, below, out=linear), t1, g)):
+            totals[:, k] += np.bincount(v["owner"], weights=part, minlength=nc)
+    f = np.flatnonzero(which[f_owner])
+    if f.size:
+        f_owner, f_pos = f_owner[f], f_pos[f]
+        v = _bucket_values(prep, table, table.bucket_index(f_owner, prep.cells[f_pos]))
+        linear, t1, g = _run_sums(ints, floats, K, v, f_pos, f_pos + 1)
+        linear = np.where(f_pos < v["split"], -linear, linear)
+        for k, part in enumerate((linear, t1, g)):
+            totals[:, k] -= np.bincount(f_owner, weights=part, minlength=nc)
+    undecided = J[table.status[J] == _UNDECIDED]
+    if undecided.size:
+        totals[:, 2] += _undecided_sums(
+            prep, table, x, undecided, f_owner, f_pos, which
+        )
+    return totals
+
+
+def _bucket_values(prep, table, J):
+    """What :func:`_run_sums` reads of the buckets ``J`` (holding prepared cells):
+    their values (:meth:`BucketTable.values`), first cell, run of prepared cells
+    ``[first, last)``, where the cells at and above ``eta_hat`` start (``split``),
+    status and candidate."""
+    K = prep.n_cells
+    E_N, E_M, E_T, alpha, root, eta, _ = table.values(J)
+    first = table.first_pos[J]
+    # The prepared cells below eta_hat come first in every bucket: those of the
+    # cells below eta_hat's, and that cell if its centre is below eta_hat (a
+    # rounded floor(K eta) one cell off only moves a cell whose centre is on the
+    # side counted; np.searchsorted costs more, its queries are not sorted).
+    at = np.minimum((eta * K).astype(np.intp), K - 1)
+    pos = prep.index[at + 1]
+    split = prep.below[at] + ((pos >= 0) & (prep.centre[pos] < eta))
+    last = first + table.runs[J]
+    np.clip(split, first, last, out=split)
+    return {
+        "E_N": E_N,
+        "E_T": E_T,
+        "E_Ni": E_N.astype(np.int64),  # exact: counts
+        "E_Mi": E_M.astype(np.int64),
+        "alpha": alpha,
+        "root": root,
+        "eta": eta,
+        "c0": table.start[J].astype(np.int64),
+        "first": first,
+        "last": last,
+        "split": split,
+        "status": table.status[J],
+        "owner": table.owner[J],
+    }
+
+
+def _run_sums(ints, floats, K, v, lo, hi, linear_only=False):
+    """:func:`_bucket_totals`' sums over the prepared cells ``[lo, hi)`` of the
+    buckets ``v`` (:func:`_bucket_values`) from the prefix sums ``ints`` and
+    ``floats``: of ``x_e + x_n d``, and unless ``linear_only`` of ``x_e2 + 2 d x_e +
+    x_n d**2`` and ``min(g, 1)`` (its status decides)."""
+    n = ints[0, hi] - ints[0, lo]
+    P1 = ints[1, hi] - ints[1, lo]
+    b = v["c0"]
+    S1 = P1 - b * n  # sum x_n (c - b)
+    # Row by row: a fancy index on the second axis of the 2-D array is slower.
+    e0 = floats[0, hi] - floats[0, lo]
+    z = (b + 0.5) / K - v["eta"]  # d = (c - b) / K + z
+    nf, S1f = n.astype(np.float64), S1.astype(np.float64)
+    linear = S1f / K
+    linear += nf * z
+    linear += e0
+    if linear_only:
+        return linear
+    S2 = ints[2, hi] - ints[2, lo] - 2 * b * P1 + b * b * n  # sum x_n (c - b)**2
+    # sum x_n I, I = c a - (M_lo - M_hi) = K (k + T_lo - T_hi)
+    I = ints[3, hi] - ints[3, lo] - v["E_Ni"] * P1
+    I -= ints[4, hi] - ints[4, lo]
+    I += v["E_Mi"] * n
+    e1, eA, r2, sD, sT = (row[hi] - row[lo] for row in floats[1:])
+    e1 -= b * e0  # sum x_e (c - b)
+    t1 = (S2.astype(np.float64) / K + 2.0 * z * S1f) / K
+    t1 += z * z * nf
+    t1 += 2.0 * (e1 / K + z * e0)
+    t1 += r2
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = (
+            sD
+            + (eA - v["E_N"] * e0)
+            + (I.astype(np.float64) / K - (sT - v["E_T"] * nf))
+        )
+        g *= v["alpha"]
+        g += v["root"] * nf
+        status = v["status"]
+        g = np.where(status == _EXPANDED, g, np.where(status == _CLIPPED_ALL, nf, 0.0))
+    return linear, t1, g
+
+
+def _undecided_sums(prep, table, x, J, f_owner, f_pos, which):
+    """Per candidate, the sum of ``min(g, 1)`` from the moments over the cells of the
+    buckets ``J`` (undecided: cell by cell, as in :func:`_moment_totals`) not
+    flagged for it (``f_owner``, ``f_pos``); from ``table.undecided`` if set
+    (:func:`_all_flags` on the same cells: every undecided bucket, of which those of
+    the candidates ``which`` are the buckets ``J``)."""
+    m, nc = prep.cells.shape[0], table.B.shape[0]
+    x_n, x_e, _, x_D = x[:4]
+    cells = table.undecided
+    if cells is not None:
+        keep = which[cells[1]]
+        parts = [cells if keep.all() else tuple(x[keep] for x in cells)]
+    else:
+        parts = _undecided_cells(prep, table, J)
+    flagged = f_owner * m + f_pos  # sorted
+    out = np.zeros(nc)
+    for at, owner, alpha, beta, gamma, flag, clipped in parts:
+        count = x_n[at]
+        g = np.multiply(alpha, x_D[at])
+        g += beta * x_e[at]
+        g += gamma * count
+        np.copyto(g, count, where=clipped)
+        if cells is None:  # the flags of the plan (the same where cells agree)
+            key = owner * m + at
+            i = np.minimum(np.searchsorted(flagged, key), max(flagged.shape[0] - 1, 0))
+            flag = flagged[i] == key if flagged.size else np.zeros(key.shape, bool)
+        g[flag] = 0.0
+        out += np.bincount(owner, weights=g, minlength=nc)
+    return out
+
+
+def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full=None):
     """Per candidate, the sums over the prepared cells not flagged for it of
     ``|x_e + x_n d|``, ``x_e2 + 2 d x_e + x_n d**2`` (``d = c_centre - eta_hat``) and
     the sums of ``min(g, 1)`` and its square from the cell moments ``x``;
@@ -1204,7 +1421,13 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     every prepared cell, then the flagged ones (whose terms may overflow) are left
     out. A candidate clipped on every cell (:attr:`BucketTable.kind` 2) has the
     counts ``n_moments`` as its sums of ``min(g, 1)`` and its square (a sum of
-    integers, exact in any order), and its terms of ``g`` are not computed."""
+    integers, exact in any order), and its terms of ``g`` are not computed.
+
+    ``full`` (a mask of candidates, default all): the candidates whose sums are all
+    computed here; of the others only the sums of ``min(g, 1)**2`` (if computed;
+    the others NaN), their other sums coming from :func:`_bucket_totals` (the square
+    of ``g`` does not split into prefix sums without losing digits: its cross terms
+    cancel between numbers of order ``n**2``)."""
     K = prep.n_cells
     m = prep.cells.shape[0]
     nc = table.B.shape[0]
@@ -1219,18 +1442,26 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
     totals = np.full((nc, 4), np.nan)
     # 0: no cell clipped, 1: some, 2: every one (BucketTable.kind).
     kind = table.kind
-    if nc * m <= _BLOCK:
+    if full is None:
+        full = np.ones(nc, dtype=bool)
+    if nc * m <= _BLOCK and full.all():
         # One block (few numpy calls): a candidate of kind 0 or 2 computed as kind 1
         # gives the same sums (its clip test is false, or true, on every cell).
         blocks = [slice(0, nc)]
         kind = np.full(nc, kind[0] if (kind == kind[0]).all() else 1)
     else:
-        blocks = table.blocks(m, kind)
+        blocks = table.blocks(m, np.where(full, kind, kind + 3))  # full or not
+        if not squares:
+            blocks = [rows for rows in blocks if full[rows.start]]
     size = max((rows.stop - rows.start for rows in blocks), default=0) * m
     work = np.empty((12, size))  # six for the terms, six for the gathered values
     for rows in blocks:
         nb = rows.stop - rows.start
         k = int(kind[rows.start])
+        squares_only = not full[rows.start]
+        if squares_only and k == 2:
+            totals[rows, 3] = n_moments[rows]
+            continue
         buffers = work[:6, : nb * m].reshape(6, nb, m)
         gathered = work[6:, : nb * m].reshape(6, nb, m)
         terms = buffers[:4].transpose(1, 0, 2)  # (nb, 4, m) views
@@ -1239,25 +1470,12 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
         with np.errstate(over="ignore", invalid="ignore"):
             if k == 2:
                 (eta,) = table.gather(prep, rows, slice(5, 6), gathered[5:])
+                a = b = c = None
             else:
                 eta, a, b, c = table.terms(prep, rows, tmp, gathered)
             d = np.subtract(prep.centre, eta, out=eta)
-            # |x_e + x_n d|
-            np.multiply(x_n, d, out=u)
-            np.add(x_e, u, out=t0)
-            np.abs(t0, out=t0)
-            # x_e2 + d x_e_2 + x_n d d
-            np.multiply(d, x_e_2, out=t1)
-            t1 += x_e2
-            u *= d
-            t1 += u
-            if k != 2:
-                # a x_D + b x_e + c x_n
-                np.multiply(a, x_D, out=g1)
-                np.multiply(b, x_e, out=tmp)
-                g1 += tmp
-                np.multiply(c, x_n, out=tmp)
-                g1 += tmp
+            if not squares_only:
+                _cell_terms(x, x_e_2, d, a, b, c, k, t0, t1, g1, tmp, u)
             if k != 2 and squares:
                 # a (a x_D2) + b (b x_e2) + c c x_n
                 #   + (a (b x_De_2) + a (c x_D_2) + b (c x_e_2));
@@ -1283,12 +1501,15 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
                 clipped = np.abs(b, out=tmp)
                 clipped *= half
                 clipped = np.subtract(c, clipped, out=clipped) >= 1.0
-                np.copyto(g1, x_n, where=clipped)
+                if not squares_only:
+                    np.copyto(g1, x_n, where=clipped)
                 if squares:
                     np.copyto(g2, x_n, where=clipped)
         # The sums of t0, t1 and, unless every cell is clipped, g1 (and g2).
-        used = 2 if k == 2 else 4 if squares else 3
-        terms[:, :used].sum(axis=2, out=totals[rows, :used])
+        used = slice(0, 2 if k == 2 else 4 if squares else 3)
+        if squares_only:
+            used = slice(3, 4)
+        terms[:, used].sum(axis=2, out=totals[rows, used])
         if k == 2:
             totals[rows, 2] = n_moments[rows]
             if squares:
@@ -1296,7 +1517,7 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
         for i in range(rows.start, rows.stop):
             if f_edges[i + 1] > f_edges[i]:
                 pos = f_pos[f_edges[i] : f_edges[i + 1]]
-                row = terms[i - rows.start, :used]
+                row = terms[i - rows.start, used]
                 # C-contiguous rows without the flagged cells (terms[i][:, use] is
                 # F-ordered, whose sum along axis 1 would not be pairwise): the runs
                 # between them joined (few), or compressed.
@@ -1309,8 +1530,31 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments):
                     use = np.ones(m, dtype=bool)
                     use[pos] = False
                     kept = np.compress(use, row, axis=1)
-                kept.sum(axis=1, out=totals[i, :used])
+                kept.sum(axis=1, out=totals[i, used])
     return totals
+
+
+def _cell_terms(x, x_e_2, d, a, b, c, k, t0, t1, g1, tmp, u):
+    """:func:`_moment_totals`' terms ``|x_e + x_n d|``, ``x_e2 + 2 d x_e + x_n d**2``
+    and, unless every cell is clipped (``k == 2``), ``a x_D + b x_e + c x_n``, into
+    ``t0``, ``t1``, ``g1`` (``x_e_2 = 2 x_e``; ``tmp``, ``u``: scratch)."""
+    x_n, x_e, x_e2, x_D = x[:4]
+    # |x_e + x_n d|
+    np.multiply(x_n, d, out=u)
+    np.add(x_e, u, out=t0)
+    np.abs(t0, out=t0)
+    # x_e2 + d x_e_2 + x_n d d
+    np.multiply(d, x_e_2, out=t1)
+    t1 += x_e2
+    u *= d
+    t1 += u
+    if k != 2:
+        # a x_D + b x_e + c x_n
+        np.multiply(a, x_D, out=g1)
+        np.multiply(b, x_e, out=tmp)
+        g1 += tmp
+        np.multiply(c, x_n, out=tmp)
+        g1 += tmp
 
 
 def finish_split(plan, s, sums, training):
@@ -1372,7 +1616,16 @@ def finish_split(plan, s, sums, training):
             minlength=bounds[-1],
         )
     n_moments = cx[m] - np.bincount(f_owner, weights=f_n, minlength=nc)
-    totals = _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments)
+    # Bucket by bucket (_bucket_totals) where a candidate has a few times fewer
+    # buckets than prepared cells, and its integer sums are exact.
+    full = np.ones(nc, dtype=bool)
+    if _bucket_sums_fit(prep, cx[m]):
+        held = np.add.reduceat((table.runs > 0).astype(np.intp), bounds[:-1])
+        full = held * _CELLS_PER_BUCKET >= m
+    totals = _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full)
+    if not full.all():
+        by_bucket = _bucket_totals(prep, table, x, f_owner, f_pos, ~full)
+        totals[~full, :3] = by_bucket[~full]
     nk = kept_s.shape[0]
     k_sums = np.zeros((4, nc))
     n_fallback = np.zeros(nc, dtype=np.intp)
