@@ -57,28 +57,30 @@ Every sum is exact for these weights up to the order of the additions, so chunke
 and in-memory input give the same numbers to rounding.
 
 Cost. Finishing a split sums, per candidate, over the prepared cells (cells with
-training points and queries). A candidate with a few times fewer buckets holding
-such cells than there are cells is summed bucket by bucket (:func:`_bucket_totals`):
-on a cell from its moments every sum is linear in per-cell quantities that do not
-depend on the candidate, so a bucket's sums are differences of prefix sums over the
-cells, taken once per split, with the integer parts (counts, ``c``, ``c**2``, the
-distance sums' ``c N`` and ``M``) exact in int64 about the bucket's first cell; its
-undecided buckets (below) get ``min(g, 1)`` cell by cell, from the per-cell
-coefficients :func:`_all_flags` already computed. The sums of ``min(g, 1)**2`` (the
-paper's certificate) and the candidates with about as many buckets as cells are
-element-wise work per (candidate, cell), by blocks of candidates
-(:func:`_moment_totals`; a bucket's values are repeated over its run of cells,
-:meth:`BucketTable.gather`).
-For a candidate whose ``g`` may exceed 1, the flag test per cell is skipped in the
-buckets proven, from exact integer sums of their training cells, to have ``g >= 1``
-on every cell or ``g < 1`` with small terms on every cell
-(:meth:`BucketTable._status`); a candidate clipped on every cell has the query counts
-as its sums of ``min(g, 1)`` and its square. Fresh memory costs page faults, so the
-fit keeps few large arrays alive (pass 2 sums its moments at the (split, cell) pairs
-with training points only) and works by blocks. Measured on 2026-11-27 at 10**5
-scores (48 default candidates, 5 folds, ``benchmarks/bench_bounds.py``): the high-
-probability fit went from 14.7-15.3 to 10.7-12.6 times ``calibration_curve``; the
-paper's, which still sums ``min(g, 1)**2`` cell by cell, from 15.8-16.0 to 16.5-17.3.
+training points and queries). In the high-probability fit (which does not read the
+sums of ``min(g, 1)**2``), a candidate with a few times fewer buckets holding such
+cells than there are cells is summed bucket by bucket (:func:`_bucket_totals`): on a
+cell from its moments every sum it reads is linear in per-cell quantities that do
+not depend on the candidate, so a bucket's sums are differences of prefix sums over
+the cells, taken once per split, with the integer parts (counts, ``c``, ``c**2``,
+the distance sums' ``c N`` and ``M``) exact in int64 about the bucket's first cell;
+its undecided buckets (below) get ``min(g, 1)`` cell by cell, from the per-cell
+coefficients :func:`_all_flags` already computed. The other candidates, and every
+candidate of a fit that reads the sums of ``min(g, 1)**2`` (whose cross terms would
+cancel between prefix sums of order ``n**2``), are element-wise work per (candidate,
+cell), by blocks of candidates (:func:`_moment_totals`; a bucket's values are
+repeated over its run of cells, :meth:`BucketTable.gather`). For a candidate whose
+``g`` may exceed 1, the flag test per cell is skipped in the buckets proven, from
+exact integer sums of their training cells, to have ``g >= 1`` on every cell or ``g
+< 1`` with small terms on every cell (:meth:`BucketTable._status`); a candidate
+clipped on every cell has the query counts as its sums of ``min(g, 1)`` and its
+square. Fresh memory costs page faults, so the fit keeps few large arrays alive
+(pass 2 sums its moments at the (split, cell) pairs with training points only) and
+works by blocks. The bucket-by-bucket sums took 9 to 15 % off the high-probability
+fit at 10**5 and 10**6 scores and 2 % at 10**7 (48 default candidates, 5 folds; the
+two versions interleaved in one process, 2026-11-27); the rest of its cost at 10**5
+is spread over the flag tests, pass 2 and the per-cell sums of the candidates with
+2048 and 4096 buckets, each 10 to 20 % of it.
 
 Why hand-written: no library evaluates box-kernel smoothing bounds for many bucketings
 from one set of cell sums (the reductions are ``np.bincount``).
@@ -878,13 +880,14 @@ def _undecided_cells(prep, table, J):
         yield at, np.repeat(table.owner[jg], rg), alpha, beta, gamma, flag, clipped
 
 
-def _all_flags(prep, table):
+def _all_flags(prep, table, keep=True):
     """Prepared cells whose sums do not follow from the moments, for every candidate
     of ``table``: the crossing cells of the buckets where :attr:`BucketTable.status`
     decides every cell's expansion or clipping (every bucket of a bounded candidate),
     and where :func:`_flag_mask` holds on the cells of the others (all at once).
-    Returns ``(candidate, position)`` pairs sorted by both; sets ``table.undecided``
-    (:func:`_undecided_cells` of the others, concatenated, or None)."""
+    Returns ``(candidate, position)`` pairs sorted by both; with ``keep``, sets
+    ``table.undecided`` (:func:`_undecided_cells` of the others, concatenated, or
+    None)."""
     undecided = (table.status == _UNDECIDED) & (table.runs > 0)
     owner, pos = _all_crossings(prep, table, ~undecided)
     j = np.flatnonzero(undecided)
@@ -893,13 +896,17 @@ def _all_flags(prep, table):
         return owner, pos
     m = max(prep.cells.shape[0], 1)
     keys = [owner * m + pos]
-    parts = list(_undecided_cells(prep, table, j))
-    for at, cand, _, _, _, flag, _ in parts:
+    parts = []
+    for part in _undecided_cells(prep, table, j):
+        at, cand, flag = part[0], part[1], part[5]
         hit = np.flatnonzero(flag)
         keys.append(cand[hit] * m + at[hit])
-    # Kept for finish_split (the sums of min(g, 1) on these cells), which reuses
-    # the table when its cells agree.
-    table.undecided = tuple(np.concatenate(x) for x in zip(*parts))
+        if keep:
+            parts.append(part)
+    # Kept for finish_split (the sums of min(g, 1) on these cells, bucket by bucket
+    # only), which reuses the table when its cells agree.
+    if keep:
+        table.undecided = tuple(np.concatenate(x) for x in zip(*parts))
     key = np.sort(np.concatenate(keys))
     return key // m, key % m
 
@@ -965,7 +972,7 @@ class Plan:
             prep = Prepared(training, cells)
             table = BucketTable(prep, self.candidates, self.n_shifts, self.L)
             tables.append((prep, table))
-            owner, pos = _all_flags(prep, table)
+            owner, pos = _all_flags(prep, table, keep=not self.squares)
             flagged.append((owner, prep.cells[pos]))
             if pos.size:
                 cells = prep.cells[pos]
@@ -1405,7 +1412,7 @@ def _undecided_sums(prep, table, x, J, f_owner, f_pos, which):
     return out
 
 
-def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full=None):
+def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, which=None):
     """Per candidate, the sums over the prepared cells not flagged for it of
     ``|x_e + x_n d|``, ``x_e2 + 2 d x_e + x_n d**2`` (``d = c_centre - eta_hat``) and
     the sums of ``min(g, 1)`` and its square from the cell moments ``x``;
@@ -1423,11 +1430,8 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full=None
     counts ``n_moments`` as its sums of ``min(g, 1)`` and its square (a sum of
     integers, exact in any order), and its terms of ``g`` are not computed.
 
-    ``full`` (a mask of candidates, default all): the candidates whose sums are all
-    computed here; of the others only the sums of ``min(g, 1)**2`` (if computed;
-    the others NaN), their other sums coming from :func:`_bucket_totals` (the square
-    of ``g`` does not split into prefix sums without losing digits: its cross terms
-    cancel between numbers of order ``n**2``)."""
+    ``which`` (a mask, default all): the candidates summed (the other rows NaN, for
+    :func:`_bucket_totals`)."""
     K = prep.n_cells
     m = prep.cells.shape[0]
     nc = table.B.shape[0]
@@ -1442,26 +1446,22 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full=None
     totals = np.full((nc, 4), np.nan)
     # 0: no cell clipped, 1: some, 2: every one (BucketTable.kind).
     kind = table.kind
-    if full is None:
-        full = np.ones(nc, dtype=bool)
-    if nc * m <= _BLOCK and full.all():
+    if which is None:
+        which = np.ones(nc, dtype=bool)
+    if nc * m <= _BLOCK and which.all():
         # One block (few numpy calls): a candidate of kind 0 or 2 computed as kind 1
         # gives the same sums (its clip test is false, or true, on every cell).
         blocks = [slice(0, nc)]
         kind = np.full(nc, kind[0] if (kind == kind[0]).all() else 1)
     else:
-        blocks = table.blocks(m, np.where(full, kind, kind + 3))  # full or not
-        if not squares:
-            blocks = [rows for rows in blocks if full[rows.start]]
+        # Blocks of one kind, all summed or all not.
+        blocks = table.blocks(m, np.where(which, kind, kind + 3))
+        blocks = [rows for rows in blocks if which[rows.start]]
     size = max((rows.stop - rows.start for rows in blocks), default=0) * m
     work = np.empty((12, size))  # six for the terms, six for the gathered values
     for rows in blocks:
         nb = rows.stop - rows.start
         k = int(kind[rows.start])
-        squares_only = not full[rows.start]
-        if squares_only and k == 2:
-            totals[rows, 3] = n_moments[rows]
-            continue
         buffers = work[:6, : nb * m].reshape(6, nb, m)
         gathered = work[6:, : nb * m].reshape(6, nb, m)
         terms = buffers[:4].transpose(1, 0, 2)  # (nb, 4, m) views
@@ -1470,12 +1470,25 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full=None
         with np.errstate(over="ignore", invalid="ignore"):
             if k == 2:
                 (eta,) = table.gather(prep, rows, slice(5, 6), gathered[5:])
-                a = b = c = None
             else:
                 eta, a, b, c = table.terms(prep, rows, tmp, gathered)
             d = np.subtract(prep.centre, eta, out=eta)
-            if not squares_only:
-                _cell_terms(x, x_e_2, d, a, b, c, k, t0, t1, g1, tmp, u)
+            # |x_e + x_n d|
+            np.multiply(x_n, d, out=u)
+            np.add(x_e, u, out=t0)
+            np.abs(t0, out=t0)
+            # x_e2 + d x_e_2 + x_n d d
+            np.multiply(d, x_e_2, out=t1)
+            t1 += x_e2
+            u *= d
+            t1 += u
+            if k != 2:
+                # a x_D + b x_e + c x_n
+                np.multiply(a, x_D, out=g1)
+                np.multiply(b, x_e, out=tmp)
+                g1 += tmp
+                np.multiply(c, x_n, out=tmp)
+                g1 += tmp
             if k != 2 and squares:
                 # a (a x_D2) + b (b x_e2) + c c x_n
                 #   + (a (b x_De_2) + a (c x_D_2) + b (c x_e_2));
@@ -1501,15 +1514,12 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full=None
                 clipped = np.abs(b, out=tmp)
                 clipped *= half
                 clipped = np.subtract(c, clipped, out=clipped) >= 1.0
-                if not squares_only:
-                    np.copyto(g1, x_n, where=clipped)
+                np.copyto(g1, x_n, where=clipped)
                 if squares:
                     np.copyto(g2, x_n, where=clipped)
         # The sums of t0, t1 and, unless every cell is clipped, g1 (and g2).
-        used = slice(0, 2 if k == 2 else 4 if squares else 3)
-        if squares_only:
-            used = slice(3, 4)
-        terms[:, used].sum(axis=2, out=totals[rows, used])
+        used = 2 if k == 2 else 4 if squares else 3
+        terms[:, :used].sum(axis=2, out=totals[rows, :used])
         if k == 2:
             totals[rows, 2] = n_moments[rows]
             if squares:
@@ -1517,7 +1527,7 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full=None
         for i in range(rows.start, rows.stop):
             if f_edges[i + 1] > f_edges[i]:
                 pos = f_pos[f_edges[i] : f_edges[i + 1]]
-                row = terms[i - rows.start, used]
+                row = terms[i - rows.start, :used]
                 # C-contiguous rows without the flagged cells (terms[i][:, use] is
                 # F-ordered, whose sum along axis 1 would not be pairwise): the runs
                 # between them joined (few), or compressed.
@@ -1530,31 +1540,8 @@ def _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full=None
                     use = np.ones(m, dtype=bool)
                     use[pos] = False
                     kept = np.compress(use, row, axis=1)
-                kept.sum(axis=1, out=totals[i, used])
+                kept.sum(axis=1, out=totals[i, :used])
     return totals
-
-
-def _cell_terms(x, x_e_2, d, a, b, c, k, t0, t1, g1, tmp, u):
-    """:func:`_moment_totals`' terms ``|x_e + x_n d|``, ``x_e2 + 2 d x_e + x_n d**2``
-    and, unless every cell is clipped (``k == 2``), ``a x_D + b x_e + c x_n``, into
-    ``t0``, ``t1``, ``g1`` (``x_e_2 = 2 x_e``; ``tmp``, ``u``: scratch)."""
-    x_n, x_e, x_e2, x_D = x[:4]
-    # |x_e + x_n d|
-    np.multiply(x_n, d, out=u)
-    np.add(x_e, u, out=t0)
-    np.abs(t0, out=t0)
-    # x_e2 + d x_e_2 + x_n d d
-    np.multiply(d, x_e_2, out=t1)
-    t1 += x_e2
-    u *= d
-    t1 += u
-    if k != 2:
-        # a x_D + b x_e + c x_n
-        np.multiply(a, x_D, out=g1)
-        np.multiply(b, x_e, out=tmp)
-        g1 += tmp
-        np.multiply(c, x_n, out=tmp)
-        g1 += tmp
 
 
 def finish_split(plan, s, sums, training):
@@ -1617,15 +1604,16 @@ def finish_split(plan, s, sums, training):
         )
     n_moments = cx[m] - np.bincount(f_owner, weights=f_n, minlength=nc)
     # Bucket by bucket (_bucket_totals) where a candidate has a few times fewer
-    # buckets than prepared cells, and its integer sums are exact.
-    full = np.ones(nc, dtype=bool)
-    if _bucket_sums_fit(prep, cx[m]):
+    # buckets than prepared cells, its integer sums are exact and the sums of
+    # min(g, 1)**2 are not read (they are cell by cell: _moment_totals).
+    cells = np.ones(nc, dtype=bool)
+    if not plan.squares and _bucket_sums_fit(prep, cx[m]):
         held = np.add.reduceat((table.runs > 0).astype(np.intp), bounds[:-1])
-        full = held * _CELLS_PER_BUCKET >= m
-    totals = _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, full)
-    if not full.all():
-        by_bucket = _bucket_totals(prep, table, x, f_owner, f_pos, ~full)
-        totals[~full, :3] = by_bucket[~full]
+        cells = held * _CELLS_PER_BUCKET >= m
+    totals = _moment_totals(prep, table, x, f_owner, f_pos, f_edges, n_moments, cells)
+    if not cells.all():
+        by_bucket = _bucket_totals(prep, table, x, f_owner, f_pos, ~cells)
+        totals[~cells, :3] = by_bucket[~cells]
     nk = kept_s.shape[0]
     k_sums = np.zeros((4, nc))
     n_fallback = np.zeros(nc, dtype=np.intp)
