@@ -394,6 +394,31 @@ def test_every_candidate_bucket_by_bucket_matches_the_reference(
         assert calls
 
 
+def test_undecided_cells_kept_or_computed_again_give_the_same_sums(monkeypatch):
+    # _all_flags keeps the per-cell coefficients of the undecided buckets for
+    # finish_split up to _KEPT_CELLS pairs; beyond, finish_split computes them again:
+    # the same operations, so the same sums to the bit.
+    monkeypatch.setattr(_bucket_grid, "_CELLS_PER_BUCKET", 0)  # all bucket by bucket
+    train, labels, queries = _data("dyadic")
+    args = (train, labels, queries, [3, 5, 10], 3, L_VALUES, "high_probability")
+    seen = []
+    sums = _bucket_grid._undecided_sums
+    monkeypatch.setattr(
+        _bucket_grid,
+        "_undecided_sums",
+        lambda *a: seen.append(a[1].undecided is not None) or sums(*a),
+    )
+    kept = _fast_many(*args)
+    assert seen and all(seen)
+    seen.clear()
+    monkeypatch.setattr(_bucket_grid, "_KEPT_CELLS", 0)
+    again = _fast_many(*args)
+    assert seen and not any(seen)
+    for L in L_VALUES:
+        for candidate, (sums_kept, eta, K) in kept[L].items():
+            assert again[L][candidate][0] == sums_kept, (L, candidate)
+
+
 def test_bucket_sums_fit_int64():
     # Every integer sum of _bucket_totals is at most n_val K max(K, n_train).
     def fits(n_val, n_train, K=2**14):

@@ -116,6 +116,9 @@ _CLIPPED = 1.0 + 1e-6
 _UNDECIDED, _EXPANDED, _CLIPPED_ALL = 0, 1, 2
 # (candidate, cell) pairs per block of candidates finished at once (in cache).
 _BLOCK = 2**15
+# Undecided (candidate, cell) pairs whose coefficients _all_flags keeps for
+# finish_split at most (about 40 bytes each; beyond, finish_split computes them again).
+_KEPT_CELLS = 2**20
 # Buckets per block of _bucket_totals.
 _BUCKET_BLOCK = 2**14
 # A candidate is summed bucket by bucket when its buckets holding prepared cells
@@ -885,9 +888,9 @@ def _all_flags(prep, table, keep=True):
     of ``table``: the crossing cells of the buckets where :attr:`BucketTable.status`
     decides every cell's expansion or clipping (every bucket of a bounded candidate),
     and where :func:`_flag_mask` holds on the cells of the others (all at once).
-    Returns ``(candidate, position)`` pairs sorted by both; with ``keep``, sets
-    ``table.undecided`` (:func:`_undecided_cells` of the others, concatenated, or
-    None)."""
+    Returns ``(candidate, position)`` pairs sorted by both; with ``keep`` (and at most
+    ``_KEPT_CELLS`` such pairs), sets ``table.undecided`` (:func:`_undecided_cells`
+    of the others, concatenated; None if there are none)."""
     undecided = (table.status == _UNDECIDED) & (table.runs > 0)
     owner, pos = _all_crossings(prep, table, ~undecided)
     j = np.flatnonzero(undecided)
@@ -896,6 +899,7 @@ def _all_flags(prep, table, keep=True):
         return owner, pos
     m = max(prep.cells.shape[0], 1)
     keys = [owner * m + pos]
+    keep = keep and int(table.runs[j].sum()) <= _KEPT_CELLS
     parts = []
     for part in _undecided_cells(prep, table, j):
         at, cand, flag = part[0], part[1], part[5]
