@@ -1272,18 +1272,21 @@ def _bucket_totals(prep, table, x, f_owner, f_pos, which):
     cells = prep.cells.astype(np.int64)
     xc = xn * cells
     s2N, s2M, s2T = prep.s2
+    # Exclusive prefix sums over the prepared cells, a row at a time (temporaries of
+    # one row).
     ints = np.zeros((5, m + 1), dtype=np.int64)
-    per_cell = (
-        xn,
-        xc,
-        xc * cells,
-        xc * s2N.astype(np.int64),
-        xn * s2M.astype(np.int64),
-    )
-    np.cumsum(np.stack(per_cell), axis=1, out=ints[:, 1:])
+    np.cumsum(xn, out=ints[0, 1:])
+    np.cumsum(xc, out=ints[1, 1:])
+    np.cumsum(xc * cells, out=ints[2, 1:])
+    np.cumsum(xc * s2N.astype(np.int64), out=ints[3, 1:])
+    np.cumsum(xn * s2M.astype(np.int64), out=ints[4, 1:])
     floats = np.zeros((6, m + 1))
-    per_cell = (x_e, x_e * prep.cells_f, x_e * s2N, x_e2, x_D, x_n * s2T)
-    np.cumsum(np.stack(per_cell), axis=1, out=floats[:, 1:])
+    np.cumsum(x_e, out=floats[0, 1:])
+    np.cumsum(x_e * prep.cells_f, out=floats[1, 1:])
+    np.cumsum(x_e * s2N, out=floats[2, 1:])
+    np.cumsum(x_e2, out=floats[3, 1:])
+    np.cumsum(x_D, out=floats[4, 1:])
+    np.cumsum(x_n * s2T, out=floats[5, 1:])
     # By blocks of buckets: arrays of a few pages (a fresh large array costs page
     # faults in every operation).
     for lo in range(0, J.shape[0], _BUCKET_BLOCK):
