@@ -310,8 +310,8 @@ def _rotated_cells():
     return cells
 
 
-@pytest.mark.parametrize("case, n_buckets, n_shifts", _rotated_cells())
-def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
+def _with_references(case, n_buckets, n_shifts):
+    """``_data(case)``, the candidates and ``{(B, r): _reference(...)}`` of each."""
     train, labels, queries = _data(case)
     candidates, grids = candidate_grids(n_buckets, n_shifts)
     refs = {
@@ -319,6 +319,14 @@ def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
         for K, members in grids
         for j in members
     }
+    return train, labels, queries, candidates, refs
+
+
+@pytest.mark.parametrize("case, n_buckets, n_shifts", _rotated_cells())
+def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
+    train, labels, queries, candidates, refs = _with_references(
+        case, n_buckets, n_shifts
+    )
     for L, fast in _fast_many(
         train, labels, queries, n_buckets, n_shifts, L_VALUES
     ).items():
@@ -375,13 +383,9 @@ def test_every_candidate_bucket_by_bucket_matches_the_reference(
         lambda *args: calls.append(args[-1].copy()) or bucket_totals(*args),
     )
     n_buckets, n_shifts = config
-    train, labels, queries = _data(case)
-    candidates, grids = candidate_grids(n_buckets, n_shifts)
-    refs = {
-        candidates[j]: _reference(train, labels, queries, *candidates[j], n_shifts, K)
-        for K, members in grids
-        for j in members
-    }
+    train, labels, queries, candidates, refs = _with_references(
+        case, n_buckets, n_shifts
+    )
     fits = _fast_many(
         train, labels, queries, n_buckets, n_shifts, L_VALUES, "high_probability"
     )
