@@ -349,8 +349,18 @@ GRID_CASES = [
 ]
 
 
+# TV and NW by default; Lipschitz (the same GridSearchCV and scorer path, ~0.7 s)
+# under slow.
 @pytest.mark.parametrize(
-    "estimator, param, grid", GRID_CASES, ids=[type(c[0]).__name__ for c in GRID_CASES]
+    "estimator, param, grid",
+    [
+        pytest.param(
+            *case,
+            id=type(case[0]).__name__,
+            marks=pytest.mark.slow if isinstance(case[0], LipschitzBucketBound) else (),
+        )
+        for case in GRID_CASES
+    ],
 )
 def test_grid_search_prefers_the_smallest_assumption_constant(estimator, param, grid):
     X, y = _scores_labels(3000)

@@ -240,7 +240,10 @@ def check_perturbed_truth_through_the_labels(name, draws):
     )
 
 
-@pytest.mark.parametrize("name", ["oscillating", "atoms"])
+# atoms by default; oscillating (and every problem with 10**7 draws, below) under slow.
+@pytest.mark.parametrize(
+    "name", [pytest.param("oscillating", marks=pytest.mark.slow), "atoms"]
+)
 def test_perturbed_truth_against_monte_carlo_through_the_labels(name):
     check_perturbed_truth_through_the_labels(name, 2_000_000)
 

@@ -371,7 +371,10 @@ def test_a_task_matches_the_public_estimator_on_the_same_data():
     assert row["covered_lower"] == (row["lower_bound"] <= row["true_ce"])
 
 
-@pytest.mark.parametrize("problem_spec", ["parabola", "atoms:h=2^-6"])
+# A perturbed problem's task under slow (test_perturbed_problem_spec parses its spec).
+@pytest.mark.parametrize(
+    "problem_spec", ["parabola", pytest.param("atoms:h=2^-6", marks=pytest.mark.slow)]
+)
 def test_a_task_runs_each_bound_in_both_guarantee_modes(problem_spec):
     # NW and Lipschitz in each mode on the same data: the paper labels are the
     # estimators with guarantee="paper" (for a perturbed problem, b2 from h in that

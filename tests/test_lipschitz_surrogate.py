@@ -471,7 +471,12 @@ def _groups(rows, queries, K, key):
     return groups
 
 
-@pytest.mark.parametrize("n_buckets, n_shifts", [([2, 8, 64], 4), ([3, 5, 10], 3)])
+# The general grid (K a multiple of 3 * 5 * 10 * 3) by default; the dyadic one, whose
+# cells every other reference comparison uses too, under slow.
+@pytest.mark.parametrize(
+    "n_buckets, n_shifts",
+    [pytest.param([2, 8, 64], 4, marks=pytest.mark.slow), ([3, 5, 10], 3)],
+)
 def test_runs_that_cross_the_clip_and_eta_hat(n_buckets, n_shifts):
     """Runs (queries sharing a cell and a bucket) on which ``g`` crosses 1, and runs
     that contain ``eta_hat``: the two places where the fast path leaves its affine
@@ -722,7 +727,8 @@ def test_cell_of():
 # ----------------------------------------------------------------------------------
 # Numerical safety at scale
 # ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("spread", [1e-4, 1e-8])
+# The tighter cluster (one cell) by default; 1e-4 (two cells) under slow.
+@pytest.mark.parametrize("spread", [pytest.param(1e-4, marks=pytest.mark.slow), 1e-8])
 def test_large_cluster_sums_keep_their_digits(spread):
     """5e4 training scores within ``spread`` of 0.7, all in one or two cells: the
     per-cell sums and centred squares over the whole cluster, and each query's own-cell
