@@ -889,8 +889,9 @@ def _all_flags(prep, table, keep=True):
     decides every cell's expansion or clipping (every bucket of a bounded candidate),
     and where :func:`_flag_mask` holds on the cells of the others (all at once).
     Returns ``(candidate, position)`` pairs sorted by both; with ``keep`` (and at most
-    ``_KEPT_CELLS`` such pairs), sets ``table.undecided`` (:func:`_undecided_cells`
-    of the others, concatenated; None if there are none)."""
+    ``_KEPT_CELLS`` such pairs), sets ``table.undecided`` (the groups
+    :func:`_undecided_cells` yields for the others, as a list; None if there are
+    none)."""
     undecided = (table.status == _UNDECIDED) & (table.runs > 0)
     owner, pos = _all_crossings(prep, table, ~undecided)
     j = np.flatnonzero(undecided)
@@ -908,9 +909,10 @@ def _all_flags(prep, table, keep=True):
         if keep:
             parts.append(part)
     # Kept for finish_split (the sums of min(g, 1) on these cells, bucket by bucket
-    # only), which reuses the table when its cells agree.
+    # only), which reuses the table when its cells agree: group by group, as it would
+    # compute them again (the same sums to the bit either way).
     if keep:
-        table.undecided = tuple(np.concatenate(x) for x in zip(*parts))
+        table.undecided = parts
     key = np.sort(np.concatenate(keys))
     return key // m, key % m
 
@@ -1396,10 +1398,12 @@ def _undecided_sums(prep, table, x, J, f_owner, f_pos, which):
     the candidates ``which`` are the buckets ``J``)."""
     m, nc = prep.cells.shape[0], table.B.shape[0]
     x_n, x_e, _, x_D = x[:4]
-    cells = table.undecided
-    if cells is not None:
-        keep = which[cells[1]]
-        parts = [cells if keep.all() else tuple(x[keep] for x in cells)]
+    kept = table.undecided
+    if kept is not None:
+        parts = (
+            part if keep.all() else tuple(x[keep] for x in part)
+            for part, keep in ((part, which[part[1]]) for part in kept)
+        )
     else:
         parts = _undecided_cells(prep, table, J)
     flagged = f_owner * m + f_pos  # sorted
@@ -1410,7 +1414,7 @@ def _undecided_sums(prep, table, x, J, f_owner, f_pos, which):
         g += beta * x_e[at]
         g += gamma * count
         np.copyto(g, count, where=clipped)
-        if cells is None:  # the flags of the plan (the same where cells agree)
+        if kept is None:  # the flags of the plan (the same where cells agree)
             key = owner * m + at
             i = np.minimum(np.searchsorted(flagged, key), max(flagged.shape[0] - 1, 0))
             flag = flagged[i] == key if flagged.size else np.zeros(key.shape, bool)
