@@ -31,6 +31,7 @@ from skcalbound._surrogates._bucket_grid import (
     _CLIPPED_ALL,
     _EXPANDED,
     _EXPANDED_SCALE,
+    _UNDECIDED,
     BucketSurrogate,
     BucketTable,
     Prepared,
@@ -657,6 +658,11 @@ def test_bucket_statuses_and_flags_match_the_per_cell_tests(case, L):
         clipped = c - bh >= 1.0
         crossing = np.abs(prep.centre - eta) < half
     status = np.repeat(table.status, table.runs).reshape(nc, m)
+    if table.sub is not None:  # undecided buckets: the status of each run of cells
+        owner, pos = np.divmod(np.arange(nc * m), m)
+        bucket = table.bucket_index(owner, prep.cells[pos])
+        status = table.sub.status_at(table, bucket, pos).reshape(nc, m)
+        runs_decided = table.sub.status != _UNDECIDED
     loose = np.repeat(~table.bounded[:, None], m, axis=1)
     claimed_expanded = loose & (status == _EXPANDED)
     claimed_clipped = loose & (status == _CLIPPED_ALL)
@@ -672,9 +678,12 @@ def test_bucket_statuses_and_flags_match_the_per_cell_tests(case, L):
         assert clipped[i].all(), i
     for i in np.flatnonzero((table.kind == 0) & ~table.bounded):
         assert not clipped[i].any(), i
-    if L == 32.0:  # the statuses decide buckets of both kinds here
+    if L == 32.0:  # the statuses decide buckets and runs of both kinds here
         assert claimed_expanded.any() and claimed_clipped.any()
         assert (loose & ~claimed_expanded & ~claimed_clipped).any()
+        assert runs_decided.any() and not runs_decided.all()
+        decided = table.sub.status[runs_decided]
+        assert (decided == _EXPANDED).any() and (decided == _CLIPPED_ALL).any()
 
 
 # ----------------------------------------------------------------------------------

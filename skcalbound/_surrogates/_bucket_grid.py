@@ -64,7 +64,8 @@ cell from its moments every sum it reads is linear in per-cell quantities that d
 not depend on the candidate, so a bucket's sums are differences of prefix sums over
 the cells, taken once per split, with the integer parts (counts, ``c``, ``c**2``,
 the distance sums' ``c N`` and ``M``) exact in int64 about the bucket's first cell;
-its undecided buckets (below) get ``min(g, 1)`` cell by cell, from the per-cell
+the undecided runs of its undecided buckets (below) get ``min(g, 1)`` cell by
+cell, from the per-cell
 coefficients :func:`_all_flags` already computed. The other candidates, and every
 candidate of a fit that reads the sums of ``min(g, 1)**2`` (whose cross terms would
 cancel between prefix sums of order ``n**2``), are element-wise work per (candidate,
@@ -72,7 +73,9 @@ cell), by blocks of candidates (:func:`_moment_totals`; a bucket's values are
 repeated over its run of cells, :meth:`BucketTable.gather`). For a candidate whose
 ``g`` may exceed 1, the flag test per cell is skipped in the buckets proven, from
 exact integer sums of their training cells, to have ``g >= 1`` on every cell or ``g
-< 1`` with small terms on every cell (:meth:`BucketTable._status`); a candidate
+< 1`` with small terms on every cell (:meth:`BucketTable._status`), and in the other
+buckets in the runs of ``_SUB_RUN`` prepared cells proven so (:class:`SubRuns`: ``g``
+crosses 1 near a bucket's ends, so most runs are decided); a candidate
 clipped on every cell has the query counts as its sums of ``min(g, 1)`` and its
 square. Fresh memory costs page faults, so the fit keeps few large arrays alive
 (pass 2 sums its moments at the (split, cell) pairs with training points only) and
@@ -116,6 +119,10 @@ _CLIPPED = 1.0 + 1e-6
 _UNDECIDED, _EXPANDED, _CLIPPED_ALL = 0, 1, 2
 # (candidate, cell) pairs per block of candidates finished at once (in cache).
 _BLOCK = 2**15
+# Prepared cells per run of an undecided bucket decided on its own (SubRuns): at 10**5
+# and 10**6 scores, runs of 16 leave 2 to 4 % of the undecided buckets' cells to the
+# flag test cell by cell (runs of 4: 1 %, of 64: 10 %; measured 2026-11-27).
+_SUB_RUN = 16
 # Undecided (candidate, cell) pairs whose coefficients _all_flags keeps for
 # finish_split at most (about 40 bytes each; beyond, finish_split computes them again).
 _KEPT_CELLS = 2**20
@@ -491,6 +498,85 @@ def _bucket_edges(candidates, R, K):
     return out
 
 
+def _run_status(prep, L, start, end, lo, hi):
+    """Per run of cells ``[lo, hi]`` (first and last of prepared cells) of a bucket of
+    cells ``[start, end)`` holding training points: ``_EXPANDED``, ``_CLIPPED_ALL`` or
+    ``_UNDECIDED``, proven as :meth:`BucketTable._status` proves a bucket's, on the
+    run's cells only.
+
+    With ``H(c) = sum_i |c - c_i|`` over the bucket's training points (cells ``c_i``),
+    an exact integer sum that is convex in ``c``: above, ``g <= L (2.25 + H(c) / n_b)
+    / K + root`` on cell ``c`` (as for the bucket), at most its value at ``lo`` or
+    ``hi``; below, ``k_c - |a_c| / (2K) >= sum_i |x_c - s_i| - n_b / (2K)`` (the
+    bucket's argument, ``x_c`` the centre of ``c``) and ``|x_c - s_i| >= (|c - c_i| -
+    1/2) / K`` for a point of another cell, so ``g >= L (H(c) / n_b - 1) / K + root``,
+    at least its value at the cell of ``[lo, hi]`` nearest a median cell of the
+    bucket's training points (where ``H`` is smallest)."""
+    status = np.full(lo.shape[0], _UNDECIDED, dtype=np.int8)
+    if not (lo.size and math.isfinite(L)):
+        return status
+    K = prep.n_cells
+    cN, cM = prep.cN, prep.cM
+    n_start, n_end, m_start, m_end = cN[start], cN[end], cM[start], cM[end]
+    n = n_end - n_start
+
+    def spread(c):  # H(c), from the prefix sums (exact: integers below 2**53)
+        below = c * (cN[c] - n_start) - (cM[c] - m_start)
+        return below + (m_end - cM[c + 1]) - c * (n_end - cN[c + 1])
+
+    root = 0.5 / np.sqrt(n)
+    g_high = L * (2.25 + np.maximum(spread(lo), spread(hi)) / n) / K + root
+    status[g_high <= 2.0 - _CLIPPED] = _EXPANDED
+    median = np.searchsorted(cN, n_start + np.floor(0.5 * n), side="right") - 1
+    g_low = L * (spread(np.clip(median, lo, hi)) / n - 1.0) / K + root
+    status[g_low >= _CLIPPED] = _CLIPPED_ALL
+    return status
+
+
+@dataclass(frozen=True)
+class SubRuns:
+    """The prepared cells of a table's undecided buckets in runs of at most
+    ``_SUB_RUN``, each run decided on its own (:func:`_run_status`): only the cells
+    of runs still undecided get the flag test cell by cell. Per run its bucket (an
+    index into the table), its positions ``[first, stop)`` among the prepared cells
+    and its status; per bucket of the table the number of its first run (``index``,
+    -1 for a decided bucket)."""
+
+    bucket: np.ndarray
+    first: np.ndarray
+    stop: np.ndarray
+    status: np.ndarray
+    index: np.ndarray
+
+    @classmethod
+    def of(cls, prep, table, L, J):
+        """The runs of the buckets ``J`` (undecided, holding prepared cells)."""
+        runs, first = table.runs[J], table.first_pos[J]
+        count = -(-runs // _SUB_RUN)
+        bucket = np.repeat(J, count)
+        offset = np.cumsum(count) - count
+        k = np.arange(bucket.shape[0]) - np.repeat(offset, count)
+        lo = np.repeat(first, count) + k * _SUB_RUN
+        hi = np.minimum(lo + _SUB_RUN, np.repeat(first + runs, count))
+        index = np.full(table.status.shape[0], -1, dtype=np.intp)
+        index[J] = offset
+        start, end = table.start[bucket], table.end[bucket]
+        status = _run_status(prep, L, start, end, prep.cells[lo], prep.cells[hi - 1])
+        return cls(bucket, lo, hi, status, index)
+
+    def status_at(self, table, bucket, pos):
+        """The status of the prepared cells at positions ``pos`` in the buckets
+        ``bucket``: their run's in an undecided bucket, else the bucket's."""
+        status = table.status[bucket]
+        r = self.index[bucket]
+        inside = np.flatnonzero(r >= 0)
+        b = bucket[inside]
+        status[inside] = self.status[
+            r[inside] + (pos[inside] - table.first_pos[b]) // _SUB_RUN
+        ]
+        return status
+
+
 class BucketTable:
     """The buckets of every candidate ``(B, r)`` (``R`` shifts) on one
     :class:`Prepared`, concatenated (candidate ``i`` owns ``bounds[i]:bounds[i + 1]``;
@@ -536,6 +622,8 @@ class BucketTable:
             clipped[owner[status != _CLIPPED_ALL]] = False
             self.kind[mixed] = 1
             self.kind[clipped] = 2
+        undecided = np.flatnonzero(self.status == _UNDECIDED)
+        self.sub = SubRuns.of(prep, self, L, undecided) if undecided.size else None
 
     def n_b(self, J):
         """The training counts of the buckets ``J`` (indices or a slice)."""
@@ -853,21 +941,19 @@ def _all_crossings(prep, table, which):
     return key // m, key % m
 
 
-def _undecided_cells(prep, table, J):
-    """The prepared cells of the buckets ``J`` (runs of positions, in order), each
-    bucket's values repeated over its run, and :func:`_affine`'s operations there:
-    per group of buckets of about ``_BLOCK / 4`` cells (small temporaries), the
-    positions, candidates, ``alpha``, ``beta``, ``gamma`` and :func:`_flag_mask`'s
-    flag and clip tests."""
-    runs = table.runs[J]
+def _undecided_cells(prep, table, J, first, runs):
+    """The prepared cells of the runs ``[first, first + runs)`` of positions (in
+    order) of the buckets ``J``, each bucket's values repeated over its run, and
+    :func:`_affine`'s operations there: per group of runs of about ``_BLOCK / 4``
+    cells (small temporaries), the positions, candidates, ``alpha``, ``beta``,
+    ``gamma`` and :func:`_flag_mask`'s flag and clip tests."""
     size = _BLOCK // 4
     edges = np.searchsorted(np.cumsum(runs), np.arange(size, runs.sum(), size))
     for group in np.split(np.arange(J.shape[0]), np.unique(edges + 1)):
         if not group.size:
             continue
         jg, rg = J[group], runs[group]
-        first = table.first_pos[jg]
-        at = np.arange(rg.sum()) + np.repeat(first - np.cumsum(rg) + rg, rg)
+        at = np.arange(rg.sum()) + np.repeat(first[group] - np.cumsum(rg) + rg, rg)
         values = table.values(jg)[:6]
         E_N, E_M, E_T, alpha, root, eta = (np.repeat(x, rg) for x in values)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -885,24 +971,31 @@ def _undecided_cells(prep, table, J):
 
 def _all_flags(prep, table, keep=True):
     """Prepared cells whose sums do not follow from the moments, for every candidate
-    of ``table``: the crossing cells of the buckets where :attr:`BucketTable.status`
-    decides every cell's expansion or clipping (every bucket of a bounded candidate),
-    and where :func:`_flag_mask` holds on the cells of the others (all at once).
+    of ``table``: the crossing cells of the buckets, and of the runs of undecided
+    buckets (:class:`SubRuns`), where :attr:`BucketTable.status` decides every
+    cell's expansion or clipping (every bucket of a bounded candidate), and where
+    :func:`_flag_mask` holds on the cells of the undecided runs (all at once).
     Returns ``(candidate, position)`` pairs sorted by both; with ``keep`` (and at most
     ``_KEPT_CELLS`` such pairs), sets ``table.undecided`` (the groups
-    :func:`_undecided_cells` yields for the others, as a list; None if there are
-    none)."""
-    undecided = (table.status == _UNDECIDED) & (table.runs > 0)
-    owner, pos = _all_crossings(prep, table, ~undecided)
-    j = np.flatnonzero(undecided)
-    if not j.size:
+    :func:`_undecided_cells` yields for the undecided runs, as a list; None if there
+    are none)."""
+    owner, pos = _all_crossings(prep, table, table.runs > 0)
+    sub = table.sub
+    u = None if sub is None else np.flatnonzero(sub.status == _UNDECIDED)
+    if owner.size and sub is not None:
+        # The crossing cells of undecided runs are flagged by the test below.
+        bucket = table.bucket_index(owner, prep.cells[pos])
+        decided = sub.status_at(table, bucket, pos) != _UNDECIDED
+        owner, pos = owner[decided], pos[decided]
+    if u is None or not u.size:
         table.undecided = None
         return owner, pos
     m = max(prep.cells.shape[0], 1)
     keys = [owner * m + pos]
-    keep = keep and int(table.runs[j].sum()) <= _KEPT_CELLS
+    runs = sub.stop[u] - sub.first[u]
+    keep = keep and int(runs.sum()) <= _KEPT_CELLS
     parts = []
-    for part in _undecided_cells(prep, table, j):
+    for part in _undecided_cells(prep, table, sub.bucket[u], sub.first[u], runs):
         at, cand, flag = part[0], part[1], part[5]
         hit = np.flatnonzero(flag)
         keys.append(cand[hit] * m + at[hit])
@@ -1298,19 +1391,29 @@ def _bucket_totals(prep, table, x, f_owner, f_pos, which):
         below *= -2.0
         for k, part in enumerate((np.add(linear, below, out=linear), t1, g)):
             totals[:, k] += np.bincount(v["owner"], weights=part, minlength=nc)
+    sub = table.sub
+    if sub is not None:
+        # An undecided bucket's sum of min(g, 1) (0 above): its decided runs from
+        # the prefix sums, its undecided ones cell by cell (_undecided_sums).
+        d = np.flatnonzero((sub.status != _UNDECIDED) & which[table.owner[sub.bucket]])
+        if d.size:
+            v = _bucket_values(prep, table, sub.bucket[d])
+            v["status"] = sub.status[d]
+            g = _run_sums(ints, floats, K, v, sub.first[d], sub.stop[d])[2]
+            totals[:, 2] += np.bincount(v["owner"], weights=g, minlength=nc)
     f = np.flatnonzero(which[f_owner])
     if f.size:
         f_owner, f_pos = f_owner[f], f_pos[f]
-        v = _bucket_values(prep, table, table.bucket_index(f_owner, prep.cells[f_pos]))
+        bucket = table.bucket_index(f_owner, prep.cells[f_pos])
+        v = _bucket_values(prep, table, bucket)
+        if sub is not None:
+            v["status"] = sub.status_at(table, bucket, f_pos)
         linear, t1, g = _run_sums(ints, floats, K, v, f_pos, f_pos + 1)
         linear = np.where(f_pos < v["split"], -linear, linear)
         for k, part in enumerate((linear, t1, g)):
             totals[:, k] -= np.bincount(f_owner, weights=part, minlength=nc)
-    undecided = J[table.status[J] == _UNDECIDED]
-    if undecided.size:
-        totals[:, 2] += _undecided_sums(
-            prep, table, x, undecided, f_owner, f_pos, which
-        )
+    if sub is not None:
+        totals[:, 2] += _undecided_sums(prep, table, x, f_owner, f_pos, which)
     return totals
 
 
@@ -1390,12 +1493,12 @@ def _run_sums(ints, floats, K, v, lo, hi, linear_only=False):
     return linear, t1, g
 
 
-def _undecided_sums(prep, table, x, J, f_owner, f_pos, which):
-    """Per candidate, the sum of ``min(g, 1)`` from the moments over the cells of the
-    buckets ``J`` (undecided: cell by cell, as in :func:`_moment_totals`) not
-    flagged for it (``f_owner``, ``f_pos``); from ``table.undecided`` if set
-    (:func:`_all_flags` on the same cells: every undecided bucket, of which those of
-    the candidates ``which`` are the buckets ``J``)."""
+def _undecided_sums(prep, table, x, f_owner, f_pos, which):
+    """Per candidate of ``which`` (a mask), the sum of ``min(g, 1)`` from the
+    moments over the cells of the undecided runs of its buckets (:class:`SubRuns`;
+    cell by cell, as in :func:`_moment_totals`) not flagged for it (``f_owner``,
+    ``f_pos``); from ``table.undecided`` if set (:func:`_all_flags` on the same
+    cells: every undecided run)."""
     m, nc = prep.cells.shape[0], table.B.shape[0]
     x_n, x_e, _, x_D = x[:4]
     kept = table.undecided
@@ -1405,7 +1508,10 @@ def _undecided_sums(prep, table, x, J, f_owner, f_pos, which):
             for part, keep in ((part, which[part[1]]) for part in kept)
         )
     else:
-        parts = _undecided_cells(prep, table, J)
+        sub = table.sub
+        u = np.flatnonzero((sub.status == _UNDECIDED) & which[table.owner[sub.bucket]])
+        runs = sub.stop[u] - sub.first[u]
+        parts = _undecided_cells(prep, table, sub.bucket[u], sub.first[u], runs)
     flagged = f_owner * m + f_pos  # sorted
     out = np.zeros(nc)
     for at, owner, alpha, beta, gamma, flag, clipped in parts:
