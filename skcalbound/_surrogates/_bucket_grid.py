@@ -627,23 +627,25 @@ class BucketTable:
 
     def n_b(self, J):
         """The training counts of the buckets ``J`` (indices or a slice)."""
-        cN = self.prep.cN
-        return cN[self.end[J]] - cN[self.start[J]]
+        return self._values[6][J]
 
     def eta(self, J):
         """``eta_hat`` of the buckets ``J`` (as in :meth:`values`)."""
-        prep = self.prep
-        s, e = self.start[J], self.end[J]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (prep.cP[e] - prep.cP[s]) / (prep.cN[e] - prep.cN[s])
+        return self._values[5][J]
 
     def values(self, J):
         """``(E_N, E_M, E_T, alpha, root, eta, n_b)`` of the buckets ``J`` (indices,
-        any shape, or a slice): the prefix sums of ``N``, ``M = N c`` and ``T`` at
-        both ends added, ``L / n_b``, ``1 / (2 sqrt(n_b))``, ``eta_hat`` and the
-        training count."""
+        any shape: new arrays; or a slice: read-only views): the prefix sums of
+        ``N``, ``M = N c`` and ``T`` at both ends added, ``L / n_b``, ``1 / (2
+        sqrt(n_b))``, ``eta_hat`` and the training count."""
+        return tuple(x[J] for x in self._values)
+
+    @cached_property
+    def _values(self):
+        """:meth:`values` of every bucket, computed once per table (most buckets are
+        read by several steps of a fit; read-only)."""
         prep = self.prep
-        s, e = self.start[J], self.end[J]
+        s, e = self.start, self.end
         N_s, N_e = prep.cN[s], prep.cN[e]
         n_b = N_e - N_s
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -653,7 +655,10 @@ class BucketTable:
         N_s += N_e
         E_M = prep.cM[s] + prep.cM[e]
         E_T = prep.cT[s] + prep.cT[e]
-        return N_s, E_M, E_T, alpha, root, eta, n_b
+        out = (N_s, E_M, E_T, alpha, root, eta, n_b)
+        for x in out:
+            x.flags.writeable = False
+        return out
 
     def _status(self, prep, L, at, root):
         """Per bucket ``at`` (of unbounded candidates, holding prepared cells; ``root``
