@@ -602,7 +602,7 @@ class BucketTable:
         # bounded: every bucket holding prepared cells has L w / K + root <= 0.999.
         held = np.flatnonzero(self.runs > 0)
         owner = self.owner[held]
-        root = 0.5 / np.sqrt(self.n_b(held))
+        root = self._values[4][held]  # 1 / (2 sqrt(n_b))
         bounded = np.ones(nc, dtype=bool)
         bounded[owner[~(L * w_j[held] / K + root <= _BOUNDED)]] = False
         self.bounded = bounded
@@ -1404,7 +1404,7 @@ def _bucket_totals(prep, table, x, f_owner, f_pos, which):
         if d.size:
             v = _bucket_values(prep, table, sub.bucket[d])
             v["status"] = sub.status[d]
-            g = _run_sums(ints, floats, K, v, sub.first[d], sub.stop[d])[2]
+            g = _run_g(ints, floats, K, v, sub.first[d], sub.stop[d])
             totals[:, 2] += np.bincount(v["owner"], weights=g, minlength=nc)
     f = np.flatnonzero(which[f_owner])
     if f.size:
@@ -1475,16 +1475,28 @@ def _run_sums(ints, floats, K, v, lo, hi, linear_only=False):
     if linear_only:
         return linear
     S2 = ints[2, hi] - ints[2, lo] - 2 * b * P1 + b * b * n  # sum x_n (c - b)**2
-    # sum x_n I, I = c a - (M_lo - M_hi) = K (k + T_lo - T_hi)
-    I = ints[3, hi] - ints[3, lo] - v["E_Ni"] * P1
-    I -= ints[4, hi] - ints[4, lo]
-    I += v["E_Mi"] * n
-    e1, eA, r2, sD, sT = (row[hi] - row[lo] for row in floats[1:])
+    e1, r2 = (floats[k, hi] - floats[k, lo] for k in (1, 3))
     e1 -= b * e0  # sum x_e (c - b)
     t1 = (S2.astype(np.float64) / K + 2.0 * z * S1f) / K
     t1 += z * z * nf
     t1 += 2.0 * (e1 / K + z * e0)
     t1 += r2
+    return linear, t1, _run_g(ints, floats, K, v, lo, hi, n, P1, e0, nf)
+
+
+def _run_g(ints, floats, K, v, lo, hi, n=None, P1=None, e0=None, nf=None):
+    """:func:`_run_sums`' sum of ``min(g, 1)`` alone (its status decides); ``n``,
+    ``P1``, ``e0`` and ``nf`` as :func:`_run_sums` computes them, if it has."""
+    if n is None:
+        n = ints[0, hi] - ints[0, lo]
+        P1 = ints[1, hi] - ints[1, lo]
+        e0 = floats[0, hi] - floats[0, lo]
+        nf = n.astype(np.float64)
+    # sum x_n I, I = c a - (M_lo - M_hi) = K (k + T_lo - T_hi)
+    I = ints[3, hi] - ints[3, lo] - v["E_Ni"] * P1
+    I -= ints[4, hi] - ints[4, lo]
+    I += v["E_Mi"] * n
+    eA, sD, sT = (floats[k, hi] - floats[k, lo] for k in (2, 4, 5))
     with np.errstate(over="ignore", invalid="ignore"):
         g = (
             sD
@@ -1494,8 +1506,9 @@ def _run_sums(ints, floats, K, v, lo, hi, linear_only=False):
         g *= v["alpha"]
         g += v["root"] * nf
         status = v["status"]
-        g = np.where(status == _EXPANDED, g, np.where(status == _CLIPPED_ALL, nf, 0.0))
-    return linear, t1, g
+        return np.where(
+            status == _EXPANDED, g, np.where(status == _CLIPPED_ALL, nf, 0.0)
+        )
 
 
 def _undecided_sums(prep, table, x, f_owner, f_pos, which):
