@@ -57,37 +57,35 @@ Every sum is exact for these weights up to the order of the additions, so chunke
 and in-memory input give the same numbers to rounding.
 
 Cost. Finishing a split sums, per candidate, over the prepared cells (cells with
-training points and queries). In the high-probability fit (which does not read the
-sums of ``min(g, 1)**2``), a candidate with a few times fewer buckets holding such
-cells than there are cells is summed bucket by bucket (:func:`_bucket_totals`): on a
-cell from its moments every sum it reads is linear in per-cell quantities that do
-not depend on the candidate, so a bucket's sums are differences of prefix sums over
-the cells, taken once per split, with the integer parts (counts, ``c``, ``c**2``,
-the distance sums' ``c N`` and ``M``) exact in int64 about the bucket's first cell;
-the undecided runs of its undecided buckets (below) get ``min(g, 1)`` cell by
-cell, from the per-cell
-coefficients :func:`_all_flags` already computed. The other candidates, and every
-candidate of a fit that reads the sums of ``min(g, 1)**2`` (whose cross terms would
-cancel between prefix sums of order ``n**2``), are element-wise work per (candidate,
-cell), by blocks of candidates (:func:`_moment_totals`; a bucket's values are
-repeated over its run of cells, :meth:`BucketTable.gather`). For a candidate whose
-``g`` may exceed 1, the flag test per cell is skipped in the buckets proven, from
-exact integer sums of their training cells, to have ``g >= 1`` on every cell or ``g
-< 1`` with small terms on every cell (:meth:`BucketTable._status`), and in the other
-buckets in the runs of ``_SUB_RUN`` prepared cells proven so (:class:`SubRuns`: ``g``
-crosses 1 near a bucket's ends, so most runs are decided); a candidate
-clipped on every cell has the query counts as its sums of ``min(g, 1)`` and its
-square. Fresh memory costs page faults, so the fit keeps few large arrays alive
-(pass 2 sums its moments at the (split, cell) pairs with training points only) and
-works by blocks. The bucket-by-bucket sums took 9 to 15 % off the high-probability
-fit at 10**5 and 10**6 scores and 2 % at 10**7 (48 default candidates, 5 folds; the
-two versions interleaved in one process, 2026-11-27). Deciding undecided buckets by
-runs left 2,013 of their 58,859 (candidate, cell) pairs to the test cell by cell at
-10**5 (of 438,480 pairs in all), and with every bucket's values computed once per
-table the high-probability fit at 10**5 took 10 % less CPU in the median and 15 %
-in the minimum (four alternating processes of 40 fits each, 2026-11-27); the rest
-of its cost is spread over pass 2, the bucket-by-bucket sums and the per-cell sums
-of the candidates with 2048 and 4096 buckets, none above a fifth of it.
+training points and queries). In the high-probability fit (which does not read the sums
+of ``min(g, 1)**2``), a candidate with a few times fewer buckets holding such cells than
+there are cells is summed bucket by bucket (:func:`_bucket_totals`): on a cell from its
+moments every sum it reads is linear in per-cell quantities that do not depend on the
+candidate, so a bucket's sums are differences of prefix sums over the cells, taken once
+per split, with the integer parts (counts, ``c``, ``c**2``, the distance sums' ``c N``
+and ``M``) exact in int64 about the bucket's first cell; the undecided runs of its
+undecided buckets (below) get ``min(g, 1)`` cell by cell, from the per-cell coefficients
+:func:`_all_flags` already computed. The other candidates, and every candidate of a fit
+that reads the sums of ``min(g, 1)**2`` (whose cross terms would cancel between prefix
+sums of order ``n**2``), are element-wise work per (candidate, cell), by blocks of
+candidates (:func:`_moment_totals`; a bucket's values are repeated over its run of
+cells, :meth:`BucketTable.gather`). For a candidate whose ``g`` may exceed 1, the flag
+test per cell is skipped in the buckets proven, from exact integer sums of their
+training cells, to have ``g >= 1`` on every cell or ``g < 1`` with small terms on every
+cell (:meth:`BucketTable._status`), and in the other buckets in the runs of ``_SUB_RUN``
+prepared cells proven so (:class:`SubRuns`: ``g`` crosses 1 near a bucket's ends, so
+most runs are decided); a candidate clipped on every cell has the query counts as its
+sums of ``min(g, 1)`` and its square. Fresh memory costs page faults, so the fit keeps
+few large arrays alive (pass 2 sums its moments at the (split, cell) pairs with training
+points only) and works by blocks. The bucket-by-bucket sums took 9 to 15 % off the
+high-probability fit at 10**5 and 10**6 scores and 2 % at 10**7 (48 default candidates,
+5 folds; the two versions interleaved in one process, 2026-11-27). Deciding undecided
+buckets by runs left 2,013 of their 58,859 (candidate, cell) pairs to the test cell by
+cell at 10**5 (of 438,480 pairs in all), and with every bucket's values computed once
+per table the high-probability fit at 10**5 took 10 % less CPU in the median and 15 % in
+the minimum (four alternating processes of 40 fits each, 2026-11-27); the rest of its
+cost is spread over pass 2, the bucket-by-bucket sums and the per-cell sums of the
+candidates with 2048 and 4096 buckets, none above a fifth of it.
 
 Why hand-written: no library evaluates box-kernel smoothing bounds for many bucketings
 from one set of cell sums (the reductions are ``np.bincount``).
@@ -502,6 +500,15 @@ def _bucket_edges(candidates, R, K):
     return out
 
 
+def _spread(prep, start, end, c):
+    """``H(c) = sum_i |c - c_i|`` over the training points (cells ``c_i``) of the
+    buckets of cells ``[start, end)``, at cells ``c`` inside them: exact, from the
+    prefix sums of counts and ``N c`` (integers below ``2**53``)."""
+    cN, cM = prep.cN, prep.cM
+    below = c * (cN[c] - cN[start]) - (cM[c] - cM[start])
+    return below + (cM[end] - cM[c + 1]) - c * (cN[end] - cN[c + 1])
+
+
 def _run_status(prep, L, start, end, lo, hi):
     """Per run of cells ``[lo, hi]`` (first and last of prepared cells) of a bucket of
     cells ``[start, end)`` holding training points: ``_EXPANDED``, ``_CLIPPED_ALL`` or
@@ -520,19 +527,15 @@ def _run_status(prep, L, start, end, lo, hi):
     if not (lo.size and math.isfinite(L)):
         return status
     K = prep.n_cells
-    cN, cM = prep.cN, prep.cM
-    n_start, n_end, m_start, m_end = cN[start], cN[end], cM[start], cM[end]
-    n = n_end - n_start
-
-    def spread(c):  # H(c), from the prefix sums (exact: integers below 2**53)
-        below = c * (cN[c] - n_start) - (cM[c] - m_start)
-        return below + (m_end - cM[c + 1]) - c * (n_end - cN[c + 1])
-
+    n_start = prep.cN[start]
+    n = prep.cN[end] - n_start
     root = 0.5 / np.sqrt(n)
-    g_high = L * (2.25 + np.maximum(spread(lo), spread(hi)) / n) / K + root
+    spread = np.maximum(_spread(prep, start, end, lo), _spread(prep, start, end, hi))
+    g_high = L * (2.25 + spread / n) / K + root
     status[g_high <= 2.0 - _CLIPPED] = _EXPANDED
-    median = np.searchsorted(cN, n_start + np.floor(0.5 * n), side="right") - 1
-    g_low = L * (spread(np.clip(median, lo, hi)) / n - 1.0) / K + root
+    median = np.searchsorted(prep.cN, n_start + np.floor(0.5 * n), side="right") - 1
+    middle = _spread(prep, start, end, np.clip(median, lo, hi))
+    g_low = L * (middle / n - 1.0) / K + root
     status[g_low >= _CLIPPED] = _CLIPPED_ALL
     return status
 
@@ -567,6 +570,15 @@ class SubRuns:
         start, end = table.start[bucket], table.end[bucket]
         status = _run_status(prep, L, start, end, prep.cells[lo], prep.cells[hi - 1])
         return cls(bucket, lo, hi, status, index)
+
+    def undecided(self, table, which=None):
+        """``(bucket, first, length)`` of the undecided runs (of the candidates of
+        the mask ``which``, if given), as :func:`_undecided_cells` takes them."""
+        keep = self.status == _UNDECIDED
+        if which is not None:
+            keep &= which[table.owner[self.bucket]]
+        u = np.flatnonzero(keep)
+        return self.bucket[u], self.first[u], self.stop[u] - self.first[u]
 
     def status_at(self, table, bucket, pos):
         """The status of the prepared cells at positions ``pos`` in the buckets
@@ -694,9 +706,7 @@ class BucketTable:
         # Above: sum_i |c - c_i| at the first and last prepared cells of the bucket.
         first = self.first_pos[at]
         ends = prep.cells[np.stack((first, first + self.runs[at] - 1))]
-        lo_n, lo_m = cN[ends] - cN[s], cM[ends] - cM[s]
-        hi_n, hi_m = cN[e] - cN[ends + 1], cM[e] - cM[ends + 1]
-        spread = (ends * lo_n - lo_m + hi_m - ends * hi_n).max(axis=0)
+        spread = _spread(prep, s, e, ends).max(axis=0)
         g_high = L * (2.25 + spread / n) / K + root
         status[g_high <= 2.0 - _CLIPPED] = _EXPANDED
         # Below, with two training scores at least (MAD_b = 0 with one).
@@ -989,22 +999,23 @@ def _all_flags(prep, table, keep=True):
     :func:`_undecided_cells` yields for the undecided runs, as a list; None if there
     are none)."""
     owner, pos = _all_crossings(prep, table, table.runs > 0)
+    table.undecided = None
     sub = table.sub
-    u = None if sub is None else np.flatnonzero(sub.status == _UNDECIDED)
-    if owner.size and sub is not None:
+    if sub is None:
+        return owner, pos
+    if owner.size:
         # The crossing cells of undecided runs are flagged by the test below.
         bucket = table.bucket_index(owner, prep.cells[pos])
         decided = sub.status_at(table, bucket, pos) != _UNDECIDED
         owner, pos = owner[decided], pos[decided]
-    if u is None or not u.size:
-        table.undecided = None
+    J, first, runs = sub.undecided(table)
+    if not J.size:
         return owner, pos
     m = max(prep.cells.shape[0], 1)
     keys = [owner * m + pos]
-    runs = sub.stop[u] - sub.first[u]
     keep = keep and int(runs.sum()) <= _KEPT_CELLS
     parts = []
-    for part in _undecided_cells(prep, table, sub.bucket[u], sub.first[u], runs):
+    for part in _undecided_cells(prep, table, J, first, runs):
         at, cand, flag = part[0], part[1], part[5]
         hit = np.flatnonzero(flag)
         keys.append(cand[hit] * m + at[hit])
@@ -1353,9 +1364,10 @@ def _bucket_totals(prep, table, x, f_owner, f_pos, which):
     of prefix sums over the prepared cells, taken once per split: over the whole
     bucket, and for ``|x_e + x_n d|`` the cells below ``eta_hat`` (``d < 0``) taken
     off twice. A flagged cell's share is computed the same way and taken off (in a
-    decided bucket such a cell is a crossing one, whose terms are small); the cells
-    of undecided buckets (:attr:`BucketTable.status`) get ``min(g, 1)`` cell by cell
-    (:func:`_undecided_sums`).
+    decided bucket or run such a cell is a crossing one, whose terms are small). An
+    undecided bucket (:attr:`BucketTable.status`) gets its sum of ``min(g, 1)`` run
+    by run (:class:`SubRuns`): from the prefix sums on its decided runs, cell by cell
+    on the others (:func:`_undecided_sums`).
 
     Digits: the sums of counts, ``c``, ``c**2`` and the integer part of the distance
     sums are exact int64 sums about the bucket's first cell (they wrap modulo
@@ -1530,10 +1542,7 @@ def _undecided_sums(prep, table, x, f_owner, f_pos, which):
             for part, keep in ((part, which[part[1]]) for part in kept)
         )
     else:
-        sub = table.sub
-        u = np.flatnonzero((sub.status == _UNDECIDED) & which[table.owner[sub.bucket]])
-        runs = sub.stop[u] - sub.first[u]
-        parts = _undecided_cells(prep, table, sub.bucket[u], sub.first[u], runs)
+        parts = _undecided_cells(prep, table, *table.sub.undecided(table, which))
     flagged = f_owner * m + f_pos  # sorted
     out = np.zeros(nc)
     for at, owner, alpha, beta, gamma, flag, clipped in parts:
