@@ -76,10 +76,56 @@ def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform", pos_label=None)
     if strategy == "quantile":
         quantiles = np.linspace(0, 1, n_bins + 1)
         edges = np.percentile(scores, quantiles * 100)
+        # A score on an interior edge belongs to the bin below, as in
+        # calibration_curve.
+        bin_ids = np.searchsorted(edges[1:-1], scores)
     else:
-        edges = np.linspace(0.0, 1.0, n_bins + 1)
-    # A score on an interior edge belongs to the bin below, as in calibration_curve.
-    bin_ids = np.searchsorted(edges[1:-1], scores)
+        bin_ids = uniform_bins(scores, n_bins)
     score_sums = np.bincount(bin_ids, weights=scores, minlength=n_bins)
     label_sums = np.bincount(bin_ids, weights=labels, minlength=n_bins)
     return float(np.abs(score_sums - label_sums).sum() / scores.shape[0])
+
+
+def uniform_bins(scores, n_bins):
+    """``np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], scores)``, exactly: the
+    bin of every score in [0, 1] among ``n_bins`` equal-width bins, a score on an
+    interior edge in the bin below (``calibration_curve``'s rule).
+
+    Why not ``searchsorted`` itself: a binary search per score costs 30 to 60 ns at
+    10**7 scores here (its branches are unpredictable), most of binned ECE's time.
+    ``floor(s * n_bins)`` is the bin up to the rounding of the product and of the
+    edges; each score is then moved one bin at a time while an edge of its bin is on
+    the wrong side of it (``edge_lo < s <= edge_hi`` with linspace's own edges), which
+    ends at the bin ``searchsorted`` gives (one step at most in practice:
+    ``tests/test_binned_ece.py`` holds the two equal on scores at and next to every
+    edge). About 5x faster at 10**7 scores.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n,), float64, finite, in [0, 1]
+        Inputs are assumed validated.
+    n_bins : int
+        Number of bins, at least 1.
+
+    Returns
+    -------
+    ndarray of shape (n,), intp
+    """
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    # Bin b holds lower[b] < s <= upper[b]; the outer edges open to infinity, so that
+    # 0 lands in the first bin and 1 in the last without a test of the bin index.
+    lower, upper = edges[:-1].copy(), edges[1:].copy()
+    lower[0], upper[-1] = -np.inf, np.inf
+    bins = np.multiply(scores, n_bins).astype(np.intp)
+    np.clip(bins, 0, n_bins - 1, out=bins)
+    wrong = lower.take(bins) >= scores
+    wrong |= upper.take(bins) < scores
+    wrong = np.flatnonzero(wrong)
+    while wrong.size:  # rare: scores next to an edge
+        b, s = bins[wrong], scores[wrong]
+        move = (upper.take(b) < s).astype(np.intp)
+        move -= lower.take(b) >= s
+        b += move
+        bins[wrong] = b
+        wrong = wrong[(lower.take(b) >= s) | (upper.take(b) < s)]
+    return bins

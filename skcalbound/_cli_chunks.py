@@ -12,6 +12,7 @@ same file: ``skcalbound verify`` reads either.
 import numpy as np
 import pandas as pd
 
+from ._binned_ece import uniform_bins
 from ._cli import CLIError, _as_label, _labels_text, _plain
 
 
@@ -35,7 +36,7 @@ class ChunkedFile:
 
     The first complete pass also gathers what the report needs besides the bounds:
     the distinct labels (exactly two), and the per-bin sums of the uniform binned ECE
-    (``binned_ece``'s bins: one ``searchsorted`` per chunk, summed).
+    (``binned_ece``'s bins per chunk, summed).
     """
 
     def __init__(self, path, args):
@@ -186,13 +187,12 @@ class ChunkedFile:
         first = not self._complete
         if first:
             self.seen = set()
-            edges = np.linspace(0.0, 1.0, self.n_bins + 1)[1:-1]
             sums = np.zeros((2, self.n_bins))
         start = 0
         for frame in self._frames():
             labels, scores = self._convert(frame, start)
             if first:
-                bins = np.searchsorted(edges, scores)
+                bins = uniform_bins(scores, self.n_bins)
                 sums[0] += np.bincount(bins, weights=scores, minlength=self.n_bins)
                 sums[1] += np.bincount(bins, weights=labels, minlength=self.n_bins)
             start += scores.shape[0]

@@ -7,10 +7,11 @@ oscillating miscalibration however large n is: ``test_oscillating.py``.
 
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.calibration import calibration_curve
 
 from skcalbound import binned_ece
+from skcalbound._binned_ece import uniform_bins
 
 
 def _calibration_curve_edges(s, n_bins, strategy):
@@ -239,6 +240,32 @@ def test_binned_ece_equals_hand_sum_over_calibration_curve_bins(s, y, n_bins, st
     assert_allclose(
         binned_ece(y, s, n_bins=n_bins, strategy=strategy), expected, rtol=0, atol=1e-12
     )
+
+
+@pytest.mark.parametrize("n_bins", [1, 2, 3, 7, 10, 15, 40, 1000, 12_345, 10**6])
+def test_uniform_bins_equal_searchsorted_at_and_next_to_every_edge(n_bins):
+    # binned_ece's uniform bins come from floor(s * n_bins), moved while an edge of
+    # the bin is on the wrong side: they must be searchsorted's, to the last score,
+    # where the product rounds across an edge (every edge, its neighbours one ulp
+    # away, 0 and 1) as well as at random scores.
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    rng = np.random.default_rng(n_bins)
+    s = np.concatenate(
+        [
+            edges,
+            np.nextafter(edges, 2.0),
+            np.nextafter(edges, -1.0),
+            rng.uniform(size=10_000),
+        ]
+    )
+    s = np.clip(s, 0.0, 1.0)
+    floor = np.minimum((s * n_bins).astype(np.intp), n_bins - 1)
+    expected = np.searchsorted(edges[1:-1], s)
+    if n_bins >= 3:  # the product alone is off at some edge: the moves are tested
+        assert np.any(floor != expected)
+    before = s.copy()
+    assert_array_equal(uniform_bins(s, n_bins), expected)
+    assert_array_equal(s, before)
 
 
 def test_binned_ece_hand_value():
