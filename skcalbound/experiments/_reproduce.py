@@ -246,7 +246,7 @@ def reproduce(
     Notes
     -----
     The full study (4 problems, 9 sizes, 64 repeats, every bound in both guarantee
-    modes) took 40 minutes on 2 cores (the run in the User Guide). The results are
+    modes) took 38 minutes on 2 cores (the run in the User Guide). The results are
     written after every problem, so a run that stops keeps what it did; ``python -m
     skcalbound.experiments --from-results DIR`` redraws the tables and figures of a
     finished run without refitting.
