@@ -1527,6 +1527,14 @@ def _run_g(ints, floats, K, v, lo, hi, n=None, P1=None, e0=None, nf=None):
         )
 
 
+def _kept_for(kept, which):
+    """The groups ``kept`` by :func:`_all_flags` (``table.undecided``), each cut to
+    the candidates of the mask ``which``, one at a time."""
+    for part in kept:
+        keep = which[part[1]]
+        yield part if keep.all() else tuple(x[keep] for x in part)
+
+
 def _undecided_sums(prep, table, x, f_owner, f_pos, which):
     """Per candidate of ``which`` (a mask), the sum of ``min(g, 1)`` from the
     moments over the cells of the undecided runs of its buckets (:class:`SubRuns`;
@@ -1537,10 +1545,7 @@ def _undecided_sums(prep, table, x, f_owner, f_pos, which):
     x_n, x_e, _, x_D = x[:4]
     kept = table.undecided
     if kept is not None:
-        parts = (
-            part if keep.all() else tuple(x[keep] for x in part)
-            for part, keep in ((part, which[part[1]]) for part in kept)
-        )
+        parts = _kept_for(kept, which)
     else:
         parts = _undecided_cells(prep, table, *table.sub.undecided(table, which))
     flagged = f_owner * m + f_pos  # sorted
