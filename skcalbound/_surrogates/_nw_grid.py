@@ -985,6 +985,10 @@ def fit_design(
             keys = p1.keys[validation]
             if group_sizes[validation] > final_cap:
                 thresholds[k] = np.partition(keys, final_cap - 1)[final_cap - 1]
+        if not (thresholds < np.iinfo(np.uint64).max).any():
+            # No group is over the cap: every row is evaluated, so pass 2 takes the
+            # uncapped path (the same sums, added in the same order, as cap None).
+            thresholds = None
     needed = [s.needed_cells() for s in smoothers]
     if refit is not None:
         needed.append(refit.needed_cells())
