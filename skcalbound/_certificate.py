@@ -18,7 +18,8 @@ by a verification), ``method`` (the class name), ``guarantee``, ``confidence_lev
 ``repr`` and its name listed in ``params_as_repr``), ``reproducible`` and
 ``not_reproducible`` (the reasons a refit cannot repeat the numbers: ``random_state``
 ``None`` or a ``RandomState`` instance, ``cv`` a splitter or iterable rather than an
-int or ``None``, a parameter stored as ``repr``), ``bound``, ``lower_bound``,
+int or ``None``, a parameter stored as ``repr``; for the reader: a verification
+derives them from ``params``, :func:`refit_obstacles`), ``bound``, ``lower_bound``,
 ``estimate``, ``terms`` and ``fingerprint``.
 
 The fingerprint
@@ -321,7 +322,7 @@ def stand_in_params(record):
     return params
 
 
-def _number(value):
+def _float(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -339,7 +340,11 @@ def _walk(recorded, recomputed, path, skip, found):
     ):
         for k, (a, b) in enumerate(zip(recorded, recomputed)):
             _walk(a, b, f"{path}[{k}]", skip, found)
-    elif _number(recorded) and _number(recomputed):
+    elif (
+        _float(recorded)
+        and _float(recomputed)
+        and float in (type(recorded), type(recomputed))
+    ):
         if abs(recorded - recomputed) > max(
             RTOL * max(abs(recorded), abs(recomputed)), ATOL
         ):
