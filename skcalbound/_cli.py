@@ -1188,11 +1188,9 @@ def _check_one(certificate, args, tables):
     record is consistent, but its bound was not recomputed)."""
     from ._certificate import (
         certificate_differences,
-        consistency_problems,
         data_difference,
         fingerprint_of,
         refit_obstacles,
-        stand_in_params,
     )
 
     method = certificate["method"]
@@ -1214,8 +1212,7 @@ def _check_one(certificate, args, tables):
         return "fail", f"FAIL {method}: {args.file}: {difference}"
     data = f"data match (n={n}, sha256 {digest[:12]}...)"
     # Reproducible or not: from the params, never from the record's flag.
-    obstacles = refit_obstacles(certificate)
-    reasons = list(obstacles)
+    obstacles, refused = refit_obstacles(certificate), None
     if not obstacles:
         params = dict(certificate["params"], pos_label=None)  # labels read as 0/1
         estimator, why = _refit(cls, params, scores, labels)
@@ -1228,21 +1225,48 @@ def _check_one(certificate, args, tables):
                 f"lower_bound {estimator.lower_bound_:.6g} and "
                 f"{len(estimator.terms_)} terms agree"
             )
-        reasons.append(f"cannot refit with its params: {why}")
+        refused = why
+    return _check_unrefittable(
+        certificate, cls, (scores, labels), data, obstacles, refused
+    )
+
+
+def _check_unrefittable(certificate, cls, arrays, data, obstacles, refused):
+    """``(status, line)`` for a record whose data (``arrays``) match, as ``data``
+    says, but whose bound cannot be recomputed: ``obstacles`` (from its params), or
+    a refit with its params ``refused`` (why). ``"fail"`` if it contradicts itself
+    or a fit on stand-in folds, else ``"partial"``."""
+    from ._certificate import (
+        certificate_differences,
+        consistency_problems,
+        stand_in_params,
+    )
+
+    method = certificate["method"]
     problems = consistency_problems(certificate, obstacles)
     if problems:
         return "fail", f"FAIL {method}: the record contradicts itself: " + "; ".join(
             problems
         )
+    reasons = [*obstacles]
+    if refused is not None:
+        reasons.append(f"cannot refit with its params: {refused}")
     checked = "terms add up to the bound, lower bound consistent"
-    stand_in, why = _refit(cls, stand_in_params(certificate), scores, labels)
-    if stand_in is None:
-        checked += f" (params and assumption as used not checked: {why})"
+    if refused is not None:
+        checked += " (params and assumption as used not checked: they cannot be fit)"
     else:
-        found = certificate_differences(certificate, stand_in.certificate_, drawn=False)
-        if found:
-            return "fail", _differences_line(method, certificate, found)
-        checked += ", params and assumption as used agree with a fit on stand-in folds"
+        stand_in, why = _refit(cls, stand_in_params(certificate), *arrays)
+        if stand_in is None:
+            checked += f" (params and assumption as used not checked: {why})"
+        else:
+            found = certificate_differences(
+                certificate, stand_in.certificate_, drawn=False
+            )
+            if found:
+                return "fail", _differences_line(method, certificate, found)
+            checked += (
+                ", params and assumption as used agree with a fit on stand-in folds"
+            )
     return "partial", (
         f"{method}: {data}; {checked}; bound not recomputed ({'; '.join(reasons)})"
     )

@@ -461,3 +461,23 @@ def test_verify_help_documents_every_exit_status(capsys):
     assert (
         "3 (PARTIAL) when the data match (fingerprint matches) but some bound" in text
     )
+
+
+def test_a_parameter_stored_as_repr_is_partial_and_says_what_was_not_checked(
+    data_file, capsys, tmp_path
+):
+    est = LipschitzBucketBound(h=H, n_buckets=np.array([4, 8]), random_state=0)
+    path, cert = _bare(data_file, tmp_path, est)
+    assert cert["params"]["n_buckets"] == "array([4, 8])"
+    code, out, _ = _verify_bare(capsys, path, data_file)
+    assert code == PARTIAL and out.startswith("PARTIAL")
+    assert "(params and assumption as used not checked: " in out
+    assert out.rstrip().endswith(
+        "bound not recomputed (parameters stored as repr: n_buckets)"
+    )
+    # Taking the name out of params_as_repr gets a refit, which refuses the repr.
+    cert["params_as_repr"] = []
+    path.write_text(json.dumps(cert))
+    code, out, _ = _verify_bare(capsys, path, data_file)
+    assert code == PARTIAL
+    assert "bound not recomputed (cannot refit with its params: " in out
