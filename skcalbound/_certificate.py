@@ -18,7 +18,8 @@ by a verification), ``method`` (the class name), ``guarantee``, ``confidence_lev
 ``repr`` and its name listed in ``params_as_repr``), ``reproducible`` and
 ``not_reproducible`` (the reasons a refit cannot repeat the numbers: ``random_state``
 ``None`` or a ``RandomState`` instance, ``cv`` a splitter or iterable rather than an
-int or ``None``, a parameter stored as ``repr``), ``bound``, ``lower_bound``,
+int or ``None``, a parameter stored as ``repr``; for the reader: a verification
+derives them from ``params``, :func:`refit_obstacles`), ``bound``, ``lower_bound``,
 ``estimate``, ``terms`` and ``fingerprint``.
 
 The fingerprint
@@ -56,8 +57,7 @@ FINGERPRINT_RECIPE = (
 # The assumption constants as given (constructor parameters) and as used (fitted).
 _GIVEN = ("V", "h", "b1", "b2", "L")
 _USED = ("b1_", "b2_", "L_")
-# What a verification recomputes and compares, to a relative tolerance.
-COMPARED = ("bound", "lower_bound", "estimate")
+NUMBERS = ("bound", "lower_bound", "estimate")
 REQUIRED = (
     "record",
     "method",
@@ -223,13 +223,16 @@ def record_problem(record):
         return 'its fingerprint is not {"algorithm": "sha256", "digest": ...}'
     if not isinstance(record["params"], dict) or not isinstance(record["terms"], dict):
         return "its params and terms must be JSON objects"
-    numbers = [record[key] for key in COMPARED] + list(record["terms"].values())
+    numbers = [record[key] for key in NUMBERS] + list(record["terms"].values())
     if not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers
     ):
         return "its bound, lower_bound, estimate and terms must be numbers"
     if not isinstance(record["n_samples"], int):
         return "its n_samples must be an integer"
+    as_repr = record.get("params_as_repr", [])
+    if not (isinstance(as_repr, list) and all(isinstance(n, str) for n in as_repr)):
+        return "its params_as_repr must be a list of parameter names"
     return None
 
 
@@ -251,27 +254,175 @@ def data_difference(record, n_samples, n_positive, digest):
         return (
             f"the data differ from the data certified: same number of rows "
             f"({n_samples}) but the SHA-256 fingerprint of the scores and labels "
-            f"differs (certified {recorded[:16]}..., here {digest[:16]}...){positives}"
+            f"differs (certified {recorded[:16]}..., here {digest[:16]}...)"
+            f"{positives}; "
+            "the fingerprint depends on the row order: the same rows in another order "
+            "(a warehouse export without ORDER BY) do not match"
+        )
+    if record.get("n_positive") != n_positive:
+        return (
+            f"the data match the fingerprint but the record says "
+            f"n_positive={record.get('n_positive')!r}; the data hold {n_positive}"
         )
     return None
 
 
-def _differs(recorded, recomputed, rtol):
-    return abs(recorded - recomputed) > rtol * max(abs(recorded), abs(recomputed))
+# Verification (``skcalbound verify``). Same code and data give the same bits; 1e-12
+# relative leaves room for another machine's last-digit rounding (libm, SIMD sums,
+# about 1e-16 per operation) and none for a change a reader could see (a bound is read
+# to 2-6 digits). Numbers are at most about 1, so a difference below 1e-15 is rounding.
+RTOL, ATOL = 1e-12, 1e-15
+# Never compared with a refit: when and from which file the record was made, the
+# library version (named when numbers differ), and the labels' names: verify reads
+# the labels as 0/1, so the positive class enters through the fingerprint.
+_NOT_COMPARED = ("created", "source", "version", "pos_label", "classes")
+# Numbers that depend on the draw of the folds, and the draw's parameters.
+_DRAWN = ("bound", "lower_bound", "estimate", "terms")
+_DRAW = ("random_state", "cv", "params_as_repr", "reproducible", "not_reproducible")
+# Bounds whose fold lower bound is 2 * validation_mean - (fold bound) (``FoldResult``;
+# Lipschitz takes the best candidate's, at least that).
+_LOWER_FROM_TERMS = ("TVCalibrationBound", "NWCalibrationBound")
+_ABSENT = "(absent)"
 
 
-def number_differences(record, certificate, rtol=1e-12):
-    """``(field, recorded, recomputed)`` for every compared number that differs by
-    more than ``rtol`` (relative); ``terms.NAME`` for the terms, ``None`` for a term
-    present on one side only."""
-    found = [
-        (key, record[key], certificate[key])
-        for key in COMPARED
-        if _differs(record[key], certificate[key], rtol)
-    ]
-    recorded, recomputed = record["terms"], certificate["terms"]
-    for name in dict.fromkeys([*recorded, *recomputed]):
-        a, b = recorded.get(name), recomputed.get(name)
-        if a is None or b is None or _differs(a, b, rtol):
-            found.append((f"terms.{name}", a, b))
+def refit_obstacles(record):
+    """Why a refit cannot repeat ``record``'s numbers, read from its ``params`` (never
+    from its ``reproducible`` flag); empty when it can: ``random_state`` an int and
+    ``cv`` an int or ``None``, and no parameter stored as ``repr``."""
+    params = record["params"]
+    reasons = []
+    random_state, cv = params.get("random_state"), params.get("cv")
+    if random_state is None:
+        reasons.append("random_state=None: the folds were drawn from fresh randomness")
+    elif not isinstance(random_state, int):
+        reasons.append(
+            f"random_state is not an int ({random_state}, stored as its repr): its "
+            "state when fit was called is not recorded"
+        )
+    if cv is not None and not isinstance(cv, int):
+        reasons.append(
+            f"cv is not an int ({cv}, stored as its repr): its splits are not recorded"
+        )
+    as_repr = record.get("params_as_repr") or []
+    others = [name for name in as_repr if name not in ("random_state", "cv")]
+    if others:
+        reasons.append(f"parameters stored as repr: {', '.join(map(str, others))}")
+    return reasons
+
+
+def stand_in_params(record):
+    """``record``'s params with a stand-in for what cannot be refit (``random_state``
+    0, ``cv`` the recorded number of splits), for the checks that do not depend on
+    the folds; ``pos_label`` ``None`` (verify reads the labels as 0/1)."""
+    params = dict(record["params"], pos_label=None)
+    if not isinstance(params.get("random_state"), int):
+        params["random_state"] = 0
+    if params.get("cv") is not None and not isinstance(params["cv"], int):
+        params["cv"] = record.get("n_splits")
+    return params
+
+
+def _float(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _walk(recorded, recomputed, path, skip, found):
+    if isinstance(recorded, dict) and isinstance(recomputed, dict):
+        for key in dict.fromkeys([*recomputed, *recorded]):
+            name = f"{path}.{key}" if path else str(key)
+            if name not in skip:
+                a, b = recorded.get(key, _ABSENT), recomputed.get(key, _ABSENT)
+                _walk(a, b, name, skip, found)
+    elif (
+        isinstance(recorded, list)
+        and isinstance(recomputed, list)
+        and len(recorded) == len(recomputed)
+    ):
+        for k, (a, b) in enumerate(zip(recorded, recomputed)):
+            _walk(a, b, f"{path}[{k}]", skip, found)
+    elif (
+        _float(recorded)
+        and _float(recomputed)
+        and float in (type(recorded), type(recomputed))
+    ):
+        if abs(recorded - recomputed) > max(
+            RTOL * max(abs(recorded), abs(recomputed)), ATOL
+        ):
+            found.append((path, recorded, recomputed))
+    elif type(recorded) is not type(recomputed) or recorded != recomputed:
+        found.append((path, recorded, recomputed))
+
+
+def certificate_differences(record, refit, *, drawn=True):
+    """``(field, recorded, recomputed)`` for each entry of ``record`` that differs
+    from ``refit``'s certificate (numbers to ``RTOL`` relative), in the order of the
+    certificate's keys (``terms.NAME``, ``assumption.b1_``; ``"(absent)"`` for an
+    entry on one side only). ``drawn=False``: a refit with stand-in folds, so the
+    numbers and the draw's parameters are not compared."""
+    skip = {*_NOT_COMPARED, "params.pos_label"}
+    if not drawn:
+        skip.update([*_DRAWN, *_DRAW, "params.random_state", "params.cv"])
+    found = []
+    _walk(record, refit, "", skip, found)
     return found
+
+
+def consistency_problems(record, obstacles):
+    """What ``record`` says against itself, checked without a refit: its entries
+    against its params, and what its terms imply (SPEC sections 2 and 11): every
+    term is non-negative (a mean, a square root, ``F(a) - a``) and they add up to the
+    unclipped bound, so ``bound = min(sum, 1)``; the lower bound is ``max(0, 2 *
+    validation_mean - sum)`` for TV and NW aggregated by the mean, at least that
+    otherwise (the fold chosen by ``"min"``, Lipschitz's best candidate), and at
+    most 1. ``obstacles``: :func:`refit_obstacles` of the record."""
+    params, problems = record["params"], []
+    for key in ("guarantee", "confidence_level", "aggregate", "cv", "random_state"):
+        if record.get(key, _ABSENT) != params.get(key, _ABSENT):
+            problems.append(
+                f"its {key} is {record.get(key, _ABSENT)!r} but its params say "
+                f"{params.get(key, _ABSENT)!r}"
+            )
+    assumption = record.get("assumption") or {}
+    for name in _GIVEN:
+        if name in params and assumption.get(name, _ABSENT) != params[name]:
+            problems.append(
+                f"its assumption.{name} is {assumption.get(name, _ABSENT)!r} but its "
+                f"params say {params[name]!r}"
+            )
+    if record.get("reproducible") is not False and obstacles:
+        problems.append(
+            f"it says reproducible: {record.get('reproducible')!r}, but its params "
+            f"cannot repeat the folds ({obstacles[0]})"
+        )
+    terms = record["terms"]
+    if "validation_mean" not in terms:
+        return [*problems, "its terms have no validation_mean"]
+    values = [
+        record["bound"],
+        record["lower_bound"],
+        record["estimate"],
+        *terms.values(),
+    ]
+    if not all(math.isfinite(v) for v in values):
+        return [*problems, "it holds a number that is not finite"]
+    total = math.fsum(terms.values())
+    tol = RTOL * math.fsum(abs(v) for v in terms.values()) + ATOL
+    negative = [name for name, v in terms.items() if v < -tol]
+    if negative:
+        problems.append(f"its terms {', '.join(negative)} are negative")
+    bound, lower = record["bound"], record["lower_bound"]
+    if abs(bound - min(total, 1.0)) > tol:
+        problems.append(
+            f"its terms add up to {total!r}, so its bound is min({total!r}, 1), but "
+            f"its bound is {bound!r}"
+        )
+    floor = max(0.0, 2.0 * terms["validation_mean"] - total)
+    exact = record["method"] in _LOWER_FROM_TERMS and record.get("aggregate") == "mean"
+    if (exact and abs(lower - floor) > tol) or not floor - tol <= lower <= 1.0:
+        relation = "" if exact else "at least "
+        problems.append(
+            f"its lower_bound is {lower!r}; its terms make it {relation}max(0, 2 * "
+            f"validation_mean - sum of terms) = {floor!r}"
+            + ("" if exact else ", and at most 1")
+        )
+    return problems

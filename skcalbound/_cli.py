@@ -991,12 +991,25 @@ def _main(argv):
 # --------------------------------------------------------------------------------------
 
 VERIFY_DESCRIPTION = """\
-Check an audit record against a data file: that the file holds the data certified
-(same number of rows and the same SHA-256 fingerprint of the scores and 0/1 labels,
-read as the main command reads them), and, when the record is reproducible (an int
-random_state and an int cv), that refitting its estimator with the recorded
-parameters gives the recorded bound, lower_bound, estimate and terms to a relative
-1e-12. The creation time is not compared.
+Check an audit record against a data file. First, that the file holds the data
+certified: the same number of rows, the same SHA-256 fingerprint of the scores and 0/1
+labels (read as the main command reads them, in file order: the same rows in another
+order do not match) and the same number of positives. Then, when the record's params
+can repeat its numbers (an int random_state and an int or default cv, read from the
+params, never from the record's "reproducible" flag), refit its estimator with them
+and compare the whole certificate with the record: method, guarantee, confidence
+level, assumption as given and as used, n, folds, params, bound, lower_bound, estimate
+and terms, numbers to a relative 1e-12 (a refit repeats them to the bit on one
+machine; 1e-12 leaves room for another machine's rounding only). Not compared: the
+creation time, the source, the library version (named when numbers differ) and the
+labels' names (the positive class enters through the fingerprint).
+
+A record that cannot be refit (random_state=None, a RandomState instance, a splitter
+as cv) is checked as far as it can be: its entries against its params, its terms
+(non-negative, adding up to the bound, min(sum, 1)), its lower bound against them, and
+its assumption as used and every entry that does not depend on the folds against a
+fit with stand-in folds. It is never reported OK: exit status 3 (PARTIAL: fingerprint
+matches, bound not recomputed).
 
 RECORD is the JSON output of skcalbound FILE --json (every certificate in its
 "certificates" is checked) or one bare certificate (an estimator's certificate_ written
@@ -1011,9 +1024,15 @@ examples:
   skcalbound verify record.json scores.csv
   skcalbound verify certificate.json holdout.parquet --scores prob --labels label
 
-Exit status: 0 when every certificate checks out (one line starting with OK); 1 when
-the data differ from the data certified or a recomputed number differs from the
-record (a line starting with FAIL names it); 2 for a bad record, file or option."""
+Exit status: 0 when every certificate was recomputed and agrees with the record (one
+line starting with OK); 1 when the data differ from the data certified, a recomputed
+entry differs from the record, or the record contradicts itself (a line starting with
+FAIL names it); 2 for a bad record, file or option; 3 (PARTIAL) when the data match
+(fingerprint matches) but some bound could not be recomputed and nothing failed (one
+line starting with PARTIAL says what was checked and why)."""
+
+# The exit status of a record whose data match but whose bound was not recomputed.
+PARTIAL_STATUS = 3
 
 
 def build_verify_parser():
@@ -1128,9 +1147,51 @@ def _read_options(args, certificate):
     )
 
 
+def _refit(cls, params, scores, labels):
+    """``(estimator fitted with params, None)``, or ``(None, why not)``."""
+    try:
+        estimator = cls(**params)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            estimator.fit(scores, labels)
+    except (ValueError, TypeError, ArithmeticError) as exc:  # params it refuses
+        return None, f"{type(exc).__name__}: {exc}"
+    return estimator, None
+
+
+def _differences_line(method, certificate, found):
+    """The FAIL line of the entries that differ from a refit's."""
+    from ._certificate import RTOL
+
+    field, recorded, recomputed = found[0]
+    line = (
+        f"FAIL {method}: {field} differs: recorded {recorded!r}, recomputed "
+        f"{recomputed!r}"
+    )
+    if all(isinstance(v, float) for v in (recorded, recomputed)):
+        line += f" (relative tolerance {RTOL:g})"
+    if len(found) > 1:
+        names = [name for name, _, _ in found[1:]]
+        shown = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+        line += f"; also differ: {shown}."
+    if certificate.get("version") != __version__:
+        line += (
+            f" (recorded with skcalbound {certificate.get('version')}, recomputed "
+            f"with {__version__})"
+        )
+    return line
+
+
 def _check_one(certificate, args, tables):
-    """``(ok, line)`` for one certificate against ``args.file``."""
-    from ._certificate import data_difference, fingerprint_of, number_differences
+    """``(status, line)`` for one certificate against ``args.file``: status ``"ok"``
+    (refit, the same certificate), ``"fail"`` or ``"partial"`` (data match and the
+    record is consistent, but its bound was not recomputed)."""
+    from ._certificate import (
+        certificate_differences,
+        data_difference,
+        fingerprint_of,
+        refit_obstacles,
+    )
 
     method = certificate["method"]
     scores_column, labels_column, pos_label, file_format = _read_options(
@@ -1144,45 +1205,70 @@ def _check_one(certificate, args, tables):
         )[:2]
     scores, labels = tables[key]
     cls = _verifiable()[method]
-    params = dict(certificate["params"])
-    params["pos_label"] = None  # the labels are read as 0/1 already
-    if certificate["reproducible"]:
-        try:
-            estimator = cls(**params)
-        except TypeError as exc:
-            raise CLIError(f"{args.record}: {method}: bad params: {exc}") from exc
-    else:
-        estimator = cls()  # only validates the data as fit does
-    n, n_positive, digest = fingerprint_of(estimator, scores, labels)
+    # Validates the data as fit does.
+    n, n_positive, digest = fingerprint_of(cls(), scores, labels)
     difference = data_difference(certificate, n, n_positive, digest)
     if difference is not None:
-        return False, f"FAIL {method}: {args.file}: {difference}"
+        return "fail", f"FAIL {method}: {args.file}: {difference}"
     data = f"data match (n={n}, sha256 {digest[:12]}...)"
-    if not certificate["reproducible"]:
-        reasons = "; ".join(certificate.get("not_reproducible") or ["not reproducible"])
-        return True, f"{method}: {data}; bound not recomputed ({reasons})"
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            estimator.fit(scores, labels)
-    except (ValueError, TypeError) as exc:
-        raise CLIError(f"{args.record}: {method}: cannot refit: {exc}") from exc
-    found = number_differences(certificate, estimator.certificate_)
-    if found:
-        field, recorded, recomputed = found[0]
-        versions = ""
-        if certificate.get("version") != __version__:
-            versions = (
-                f" (recorded with skcalbound {certificate.get('version')}, recomputed "
-                f"with {__version__})"
+    # Reproducible or not: from the params, never from the record's flag.
+    obstacles, refused = refit_obstacles(certificate), None
+    if not obstacles:
+        params = dict(certificate["params"], pos_label=None)  # labels read as 0/1
+        estimator, why = _refit(cls, params, scores, labels)
+        if estimator is not None:
+            found = certificate_differences(certificate, estimator.certificate_)
+            if found:
+                return "fail", _differences_line(method, certificate, found)
+            return "ok", (
+                f"{method}: {data}; recomputed bound {estimator.bound_:.6g}, "
+                f"lower_bound {estimator.lower_bound_:.6g} and "
+                f"{len(estimator.terms_)} terms agree"
             )
-        return False, (
-            f"FAIL {method}: {field} differs: recorded {recorded!r}, recomputed "
-            f"{recomputed!r} (relative tolerance 1e-12){versions}"
+        refused = why
+    return _check_unrefittable(
+        certificate, cls, (scores, labels), data, obstacles, refused
+    )
+
+
+def _check_unrefittable(certificate, cls, arrays, data, obstacles, refused):
+    """``(status, line)`` for a record whose data (``arrays``) match, as ``data``
+    says, but whose bound cannot be recomputed: ``obstacles`` (from its params), or
+    a refit with its params ``refused`` (why). ``"fail"`` if it contradicts itself
+    or a fit on stand-in folds, else ``"partial"``."""
+    from ._certificate import (
+        certificate_differences,
+        consistency_problems,
+        stand_in_params,
+    )
+
+    method = certificate["method"]
+    problems = consistency_problems(certificate, obstacles)
+    if problems:
+        return "fail", f"FAIL {method}: the record contradicts itself: " + "; ".join(
+            problems
         )
-    return True, (
-        f"{method}: {data}; recomputed bound {estimator.bound_:.6g}, lower_bound "
-        f"{estimator.lower_bound_:.6g} and {len(estimator.terms_)} terms agree"
+    reasons = [*obstacles]
+    if refused is not None:
+        reasons.append(f"cannot refit with its params: {refused}")
+    checked = "terms add up to the bound, lower bound consistent"
+    if refused is not None:
+        checked += " (params and assumption as used not checked: they cannot be fit)"
+    else:
+        stand_in, why = _refit(cls, stand_in_params(certificate), *arrays)
+        if stand_in is None:
+            checked += f" (params and assumption as used not checked: {why})"
+        else:
+            found = certificate_differences(
+                certificate, stand_in.certificate_, drawn=False
+            )
+            if found:
+                return "fail", _differences_line(method, certificate, found)
+            checked += (
+                ", params and assumption as used agree with a fit on stand-in folds"
+            )
+    return "partial", (
+        f"{method}: {data}; {checked}; bound not recomputed ({'; '.join(reasons)})"
     )
 
 
@@ -1195,14 +1281,18 @@ def _verify(argv):
         checked = [_check_one(c, args, tables) for c in certificates]
     except CLIError as exc:
         return _fail(exc)
-    failed = [line for ok, line in checked if not ok]
+    failed = [line for status, line in checked if status == "fail"]
     if failed:
         for line in failed:
             print(line, file=sys.stderr)
         return 1
     count = f"{len(checked)} certificate{'s' if len(checked) > 1 else ''}"
-    print(
-        f"OK {args.file} against {args.record} ({count}): "
-        + "; ".join(line for _, line in checked)
-    )
+    lines = "; ".join(line for _, line in checked)
+    if any(status == "partial" for status, _ in checked):
+        print(
+            f"PARTIAL {args.file} against {args.record} ({count}): fingerprint "
+            f"matches, bound not recomputed: {lines}"
+        )
+        return PARTIAL_STATUS
+    print(f"OK {args.file} against {args.record} ({count}): {lines}")
     return 0

@@ -20,6 +20,11 @@ from skcalbound import (
     TVCalibrationBound,
     _base,
 )
+from skcalbound._certificate import (
+    certificate_differences,
+    consistency_problems,
+    refit_obstacles,
+)
 
 H = 2.0**-6
 
@@ -176,3 +181,84 @@ def test_reproducible_record_refits_to_the_same_numbers():
     again = _fit(lambda **kw: LipschitzBucketBound(**{**cert["params"], **kw}), s, y)
     for key in ("bound", "lower_bound", "estimate", "terms", "fingerprint"):
         assert again.certificate_[key] == cert[key], key
+
+
+# What ``skcalbound verify`` checks without a refit must hold for every genuine record:
+# otherwise a genuine record would FAIL. (The lower-bound rule is exact for TV and NW
+# aggregated by the mean: a bound changing how it makes its lower bound fails here.)
+@pytest.mark.parametrize("aggregate", ["mean", "min"])
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_genuine_records_are_consistent(make, guarantee, aggregate):
+    s, y = _data(400, seed=5)
+    draws = [{}, {"random_state": None}, {"random_state": np.random.RandomState(1)}]
+    for draw in [*draws, {"cv": KFold(3, shuffle=True, random_state=2)}]:
+        kw = {"random_state": 0, **draw}
+        cert = _fit(make, s, y, guarantee=guarantee, aggregate=aggregate, **kw)
+        cert = json.loads(json.dumps(cert.certificate_))
+        obstacles = refit_obstacles(cert)
+        assert cert["reproducible"] is (not obstacles) is (draw == {})
+        assert consistency_problems(cert, obstacles) == []
+
+
+def test_lower_bound_rule_is_exact_for_tv_and_nw_by_the_mean():
+    s, y = _data(400, seed=6)
+    for make in ESTIMATORS[:2]:
+        cert = _fit(make, s, y).certificate_
+        raised = dict(cert, lower_bound=cert["lower_bound"] + 1e-9)
+        (problem,) = consistency_problems(raised, [])
+        assert problem.startswith(f"its lower_bound is {raised['lower_bound']!r}; ")
+        assert (
+            "its terms make it max(0, 2 * validation_mean - sum of terms) = " in problem
+        )
+    # Lipschitz (its best candidate's) and aggregate="min" (the best fold's): at least.
+    for cert in (
+        _fit(ESTIMATORS[3], s, y).certificate_,
+        _fit(ESTIMATORS[0], s, y, aggregate="min").certificate_,
+    ):
+        assert consistency_problems(dict(cert, lower_bound=0.5), []) == []
+        (problem,) = consistency_problems(dict(cert, lower_bound=1.5), [])
+        assert "make it at least max(0, 2 * validation_mean" in problem
+        assert problem.endswith(", and at most 1")
+
+
+def test_refit_obstacles_come_from_the_params_only():
+    cert = _fit(ESTIMATORS[0]).certificate_
+    assert refit_obstacles(cert) == []
+    flagged = dict(cert, reproducible=False, not_reproducible=["random_state=None"])
+    assert refit_obstacles(flagged) == []  # the flag is not read
+    none = dict(cert, params={**cert["params"], "random_state": None})
+    assert refit_obstacles(none) == [
+        "random_state=None: the folds were drawn from fresh randomness"
+    ]
+    splitter = dict(cert, params={**cert["params"], "cv": "KFold(n_splits=3)"})
+    assert refit_obstacles(splitter) == [
+        "cv is not an int (KFold(n_splits=3), stored as its repr): its splits are not "
+        "recorded"
+    ]
+    # Names in params_as_repr can only make a record non-refittable.
+    other = dict(cert, params_as_repr=["V"])
+    assert refit_obstacles(other) == ["parameters stored as repr: V"]
+
+
+def test_certificate_differences_compare_all_but_the_named_entries():
+    s, y = _data()
+    cert = _fit(ESTIMATORS[1], s, y).certificate_
+    again = _fit(ESTIMATORS[1], s, y).certificate_
+    edited = json.loads(json.dumps(cert))
+    edited.update(created="2000-01-01", source={"file": "x"}, version="0.0.1")
+    edited.update(pos_label="yes", classes=["no", "yes"])
+    assert certificate_differences(edited, again) == []
+    edited["terms"]["bias"] = 0.0  # a term the refit does not have
+    edited["assumption"]["b2_"] *= 1 + 2e-12
+    edited["bound"] *= 1 + 0.5e-12  # within the tolerance
+    edited["n_splits"] = 4
+    assert [f for f, _, _ in certificate_differences(edited, again)] == [
+        "assumption.b2_",
+        "n_splits",
+        "terms.bias",
+    ]
+    assert ("terms.bias", 0.0, "(absent)") in certificate_differences(edited, again)
+    # With stand-in folds the numbers and the draw's parameters are not compared.
+    drawn = dict(cert, bound=0.5, random_state=None, reproducible=False)
+    assert certificate_differences(drawn, again, drawn=False) == []

@@ -6,12 +6,15 @@ file that is not a record is a one-line error with exit status 2.
 """
 
 import json
+import math
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.model_selection import KFold
 
-from skcalbound import NWCalibrationBound, TVCalibrationBound
+from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
 from skcalbound._cli import main
 
 H = 2.0**-6
@@ -178,10 +181,10 @@ def test_verify_checks_only_the_data_of_a_non_reproducible_record(
         "--pos-label",
         "yes",
     )
-    assert code == 0
+    assert code == 3 and out.startswith("PARTIAL")
     assert (
         "data match" in out
-        and "bound not recomputed (random_state is a RandomState instance" in out
+        and "bound not recomputed (random_state is not an int (RandomState" in out
     )
 
 
@@ -224,3 +227,257 @@ def test_a_data_file_named_verify_is_given_as_dot_slash(tmp_path, capsys, monkey
     ).to_csv("verify", index=False)
     assert main(["./verify", "--format", "csv", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["n_samples"] == 200
+
+
+# --------------------------------------------------------------------------------------
+# Forged records fail; what is not recomputed is never OK (issue 36, item 1).
+# --------------------------------------------------------------------------------------
+
+PARTIAL = 3  # exit status: fingerprint matches, bound not recomputed
+
+
+def _bare(data_file, tmp_path, est, edit=None):
+    """Fit ``est`` on the data file (positive class "yes"), apply ``edit`` to a copy of
+    its certificate, and write that as a bare record."""
+    frame = pd.read_csv(data_file)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small sample: vacuous-bound warnings
+        est.set_params(pos_label="yes").fit(
+            frame["prob"].to_numpy(), frame["churned"].to_numpy()
+        )
+    cert = json.loads(json.dumps(est.certificate_))
+    if edit is not None:
+        edit(cert)
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps(cert))
+    return path, cert
+
+
+def _verify_bare(capsys, path, data_file):
+    return _verify(capsys, path, data_file, "--scores", "prob", "--labels", "churned")
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: TVCalibrationBound(), lambda: NWCalibrationBound(h=H)]
+)
+def test_edited_bound_of_a_random_state_none_record_fails(
+    data_file, capsys, tmp_path, make
+):
+    # random_state=None (the default): no refit can repeat the folds, but the terms
+    # must still add up to the bound.
+    est = make()
+    path, cert = _bare(data_file, tmp_path, est, lambda c: c.update(bound=0.001))
+    assert cert["params"]["random_state"] is None
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == 1 and out == ""
+    name = type(est).__name__
+    assert err.startswith(f"FAIL {name}: the record contradicts itself: its terms ")
+    assert f"add up to {math.fsum(cert['terms'].values())!r}" in err
+    assert "its bound is 0.001" in err
+
+
+def _relabel(cert, params_too):
+    """A paper-mode record at level 0.9 relabelled high-probability at 0.999 under a
+    weaker assumption (a larger V, or a smaller h: larger b1 and b2)."""
+    new = {"guarantee": "high_probability", "confidence_level": 0.999}
+    assumption = cert["assumption"]
+    if "V" in assumption:
+        assumption["V"] = 4.0 * assumption["V"]
+        changed = {"V": assumption["V"]}
+    else:
+        assumption["h"] = assumption["h"] / 4.0
+        assumption["b1_"] = 4.0 * assumption["b1_"]
+        assumption["b2_"] = 16.0 * assumption["b2_"]
+        changed = {"h": assumption["h"]}
+    cert.update(new)
+    if params_too:
+        cert["params"].update(new, **changed)
+
+
+@pytest.mark.parametrize("params_too", [False, True])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: TVCalibrationBound(V=1.0),
+        lambda: NWCalibrationBound(h=H),
+    ],
+)
+def test_relabelled_paper_record_fails(data_file, capsys, tmp_path, make, params_too):
+    est = make().set_params(guarantee="paper", confidence_level=0.9, random_state=0)
+    genuine, _ = _bare(data_file, tmp_path, est)
+    code, out, _ = _verify_bare(capsys, genuine, data_file)
+    assert code == 0 and out.startswith("OK")
+    path, _ = _bare(data_file, tmp_path, est, lambda c: _relabel(c, params_too))
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == 1 and out == ""
+    name = type(est).__name__
+    if params_too:  # refit as relabelled: other numbers (and NW's b2_)
+        first = "assumption.b2_" if name == "NWCalibrationBound" else "bound"
+        assert err.startswith(f"FAIL {name}: {first} differs: recorded ")
+        assert "terms." in err
+    else:  # refit from the params: the guarantee the numbers were made under
+        assert err.startswith(
+            f"FAIL {name}: guarantee differs: recorded 'high_probability', "
+            "recomputed 'paper'"
+        )
+        assert "also differ: confidence_level, assumption." in err
+
+
+def test_reproducible_flag_set_false_and_bound_edited_fails(
+    data_file, capsys, tmp_path
+):
+    def forge(cert):
+        cert["reproducible"] = False
+        cert["not_reproducible"] = ["random_state=None"]
+        cert["bound"] = 0.0001
+
+    est = TVCalibrationBound(random_state=0)
+    path, cert = _bare(data_file, tmp_path, est, forge)
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == 1 and out == ""
+    # Reproducible by its params (an int random_state, an int cv): refit, compared.
+    assert err.startswith(
+        "FAIL TVCalibrationBound: reproducible differs: recorded False, recomputed True"
+    )
+    assert "also differ: not_reproducible, bound." in err
+
+
+def test_a_record_made_non_reproducible_is_at_best_partial(data_file, capsys, tmp_path):
+    # Whoever also edits the params and every term consistently cannot get an OK: the
+    # bound is not recomputed, and the exit status says so.
+    def forge(cert):
+        for d in (cert, cert["params"]):
+            d["random_state"] = None
+        cert["reproducible"] = False
+        scale = 0.0001 / cert["bound"]
+        cert["terms"] = {k: v * scale for k, v in cert["terms"].items()}
+        cert["bound"] = sum(cert["terms"].values())
+        cert["lower_bound"] = max(
+            0.0, 2 * cert["terms"]["validation_mean"] - cert["bound"]
+        )
+
+    path, _ = _bare(data_file, tmp_path, TVCalibrationBound(random_state=0), forge)
+    code, out, _ = _verify_bare(capsys, path, data_file)
+    assert code == PARTIAL and not out.startswith("OK")
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda: TVCalibrationBound(), "random_state=None"),
+        (
+            lambda: TVCalibrationBound(random_state=np.random.RandomState(0)),
+            "random_state is not an int (RandomState(MT19937) at 0x",
+        ),
+        (
+            lambda: NWCalibrationBound(h=H, cv=KFold(3), random_state=0),
+            "cv is not an int (KFold(n_splits=3, random_state=None, shuffle=False), "
+            "stored as its repr): its splits are not recorded",
+        ),
+        (
+            lambda: LipschitzBucketBound(h=H, guarantee="paper", aggregate="min"),
+            "random_state=None",
+        ),
+    ],
+)
+def test_genuine_non_reproducible_record_gets_the_partial_status(
+    data_file, capsys, tmp_path, make, reason
+):
+    est = make()
+    path, cert = _bare(data_file, tmp_path, est)
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == PARTIAL and err == ""
+    name = type(est).__name__
+    assert out.startswith(
+        f"PARTIAL {data_file} against {path} (1 certificate): fingerprint matches, "
+        f"bound not recomputed: {name}: data match (n=800"
+    )
+    assert "terms add up to the bound, lower bound consistent" in out
+    assert f"bound not recomputed ({reason}" in out
+    assert out.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda c: c.update(lower_bound=c["lower_bound"] + 0.05),
+            "its lower_bound is ",
+        ),
+        (
+            lambda c: c["terms"].update(tv_denoising=c["terms"]["tv_denoising"] / 2),
+            "its terms add up to ",
+        ),
+        (lambda c: c.update(guarantee="paper"), "guarantee is 'paper' but its params"),
+        (lambda c: c["assumption"].update(V=0.5), "assumption.V is 0.5 but its params"),
+        (lambda c: c.update(reproducible=True), "it says reproducible"),
+        (lambda c: c.update(n_positive=c["n_positive"] + 1), "n_positive"),
+    ],
+)
+def test_edited_non_reproducible_record_fails_its_checks(
+    data_file, capsys, tmp_path, edit, message
+):
+    path, _ = _bare(data_file, tmp_path, TVCalibrationBound(), edit)
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == 1 and out == "" and err.startswith("FAIL TVCalibrationBound: ")
+    assert message in err
+
+
+def test_edited_assumption_as_used_fails_without_a_refit(data_file, capsys, tmp_path):
+    def edit(cert):
+        cert["assumption"]["b1_"] = 2 * cert["assumption"]["b1_"]
+
+    path, cert = _bare(data_file, tmp_path, NWCalibrationBound(h=H), edit)
+    code, _, err = _verify_bare(capsys, path, data_file)
+    assert code == 1
+    assert err.startswith(
+        f"FAIL NWCalibrationBound: assumption.b1_ differs: recorded "
+        f"{cert['assumption']['b1_']!r}, recomputed {cert['assumption']['b1_'] / 2!r}"
+    )
+
+
+def test_fingerprint_mismatch_says_that_row_order_matters(data_file, capsys):
+    record, _ = _record(data_file, capsys)
+    frame = pd.read_csv(data_file)
+    frame.iloc[::-1].to_csv(data_file, index=False)  # the same rows, reversed
+    code, _, err = _verify(capsys, record, data_file)
+    assert code == 1
+    assert "same number of rows (800) but the SHA-256 fingerprint" in err
+    assert "positive labels here" not in err  # the same rows
+    assert (
+        "the fingerprint depends on the row order: the same rows in another order "
+        "(a warehouse export without ORDER BY) do not match" in err
+    )
+
+
+def test_verify_help_documents_every_exit_status(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Exit status: 0 when every certificate was recomputed and agrees" in text
+    assert "1 when the data differ from the data certified" in text
+    assert "2 for a bad record, file or option" in text
+    assert (
+        "3 (PARTIAL) when the data match (fingerprint matches) but some bound" in text
+    )
+
+
+def test_a_parameter_stored_as_repr_is_partial_and_says_what_was_not_checked(
+    data_file, capsys, tmp_path
+):
+    est = LipschitzBucketBound(h=H, n_buckets=np.array([4, 8]), random_state=0)
+    path, cert = _bare(data_file, tmp_path, est)
+    assert cert["params"]["n_buckets"] == "array([4, 8])"
+    code, out, _ = _verify_bare(capsys, path, data_file)
+    assert code == PARTIAL and out.startswith("PARTIAL")
+    assert "(params and assumption as used not checked: " in out
+    assert out.rstrip().endswith(
+        "bound not recomputed (parameters stored as repr: n_buckets)"
+    )
+    # Taking the name out of params_as_repr gets a refit, which refuses the repr.
+    cert["params_as_repr"] = []
+    path.write_text(json.dumps(cert))
+    code, out, _ = _verify_bare(capsys, path, data_file)
+    assert code == PARTIAL
+    assert "bound not recomputed (cannot refit with its params: " in out
