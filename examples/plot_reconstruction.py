@@ -5,8 +5,9 @@ Reconstructing the calibration function (paper Figure 5)
 
 Each certified bound is built on a *surrogate* of the calibration function
 :math:`\\eta(s) = E[y \\mid s]`: a kernel smoother for the NW bound, a total-variation
-denoiser for the TV bound. ``predict`` returns the surrogate refit on all the data
-(recalibrated probabilities). Here the truth is a parabola,
+denoiser for the TV bound. ``predict`` returns the surrogate refit on all the data,
+the estimate of :math:`\\eta` the bound is built on; the TV surrogate is not a
+recalibration map (the denoising flattens its ends). Here the truth is a parabola,
 :math:`\\eta(s) = 0.1 + 3.2 (s - 1/2)^2` on uniform scores
 (:func:`skcalbound.datasets.make_parabola`), and we watch both surrogates approach it
 as the sample grows, as in Appendix H of the paper. The TV denoiser is pulled towards
