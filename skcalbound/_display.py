@@ -137,17 +137,17 @@ _HIST_COLOR = "0.5"
 def _band_note(method, guarantee):
     """What the band is, in words: the smoother's pointwise error bound (the
     paper's Lemma 6), whose average over the scores enters the bound."""
+    form = ""
     if method == "nw":
-        what = "kernel smoother's"
+        what, source = "kernel smoother's", "the assumed derivative bounds"
         if guarantee == "paper":
-            what = "kernel smoother's (paper's looser form)"
-        source = "the assumed derivative bounds"
+            form = " (the paper's looser form)"
     else:
         what, source = "bucket average's", "the Lipschitz constant"
     return (
         f"shaded: $\\hat\\eta \\pm \\tilde g$, the {what} error bound at each "
-        f"score:\nits bias (from {source}) plus its label noise, bounding the "
-        "expected\nerror of $\\hat\\eta$ there (not a confidence band)"
+        f"score{form}:\nits bias (from {source}) plus its label noise,\na bound on "
+        "the expected error of $\\hat\\eta$ there (not a confidence band)"
     )
 
 

@@ -286,6 +286,14 @@ def test_nw_band_is_the_modes_lemma_6_with_the_modes_b2(perturbed, guarantee):
         for q in disp.grid
     ]
     assert_allclose(disp.band, reference, rtol=1e-9)
+    # The legend names the band in words, and the paper's form as such.
+    form = " (the paper's looser form)" if guarantee == "paper" else ""
+    assert _legend_texts(disp.ax_)[-1] == (
+        "shaded: $\\hat\\eta \\pm \\tilde g$, the kernel smoother's error bound at "
+        f"each score{form}:\nits bias (from the assumed derivative bounds) plus its "
+        "label noise,\na bound on the expected error of $\\hat\\eta$ there (not a "
+        "confidence band)"
+    )
     # With the other mode's b2 the band would differ: the mode's constant is used.
     other_b2 = 3 * sharp_b2 if guarantee == "high_probability" else sharp_b2
     other = [
