@@ -151,8 +151,8 @@ def _band_note(method, guarantee):
     )
 
 
-# What the hatched ends of a TV curve are (SPEC section 8: the TV surrogate is the
-# denoised step function, which flattens both ends, and is no recalibration map).
+# The legend of a TV curve and of its hatched ends (SPEC section 8: the TV surrogate
+# is the denoised step function, which flattens both ends, not a recalibration map).
 _TV_CURVE = (
     "TV-denoised surrogate $\\hat\\eta$ (used by the bound, not a recalibration map)"
 )
@@ -360,8 +360,8 @@ class CalibrationBoundDisplay:
         the upper bound only.
 
     band : ndarray of shape (n_grid,), default=None
-        Half-width of the band around the surrogate (the error bound :math:`\\tilde g`,
-        ``grid``), or None for no band.
+        Half-width of the band around the surrogate (the error bound
+        :math:`\\tilde g` at ``grid``), or None for no band.
 
     y_prob : ndarray of shape (n_samples,), default=None
         Scores shown as a histogram, or None for no histogram.
