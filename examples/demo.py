@@ -147,7 +147,7 @@ def _plot(curves, y, path):
     from skcalbound import CalibrationBoundDisplay
 
     # One column per classifier: the TV surrogate of its raw scores above, the NW
-    # surrogate of its perturbed scores (with the Lemma 6 band) below. Each panel's
+    # surrogate of its perturbed scores (with its error band) below. Each panel's
     # legend is its certified interval; what the lines and shades are is said once,
     # under the figure.
     fig, axes = plt.subplots(
@@ -177,6 +177,9 @@ def _plot(curves, y, path):
         [
             Line2D([], [], color="black", linestyle=":", linewidth=1.0),
             Line2D([], [], color="0.2", linewidth=1.5),
+            Patch(
+                facecolor="none", edgecolor="0.2", hatch="///", alpha=0.3, linewidth=0
+            ),
             (
                 Patch(facecolor="0.2", alpha=0.2, linewidth=0),
                 Line2D([], [], color="0.2", linewidth=1.5),
@@ -185,11 +188,15 @@ def _plot(curves, y, path):
         ],
         [
             "perfectly calibrated",
-            "surrogate $\\hat\\eta$ of $E[y \\mid s]$ fitted by the bound\n(TV: a step "
-            "function; NW: a kernel smoother, drawn every 2 bandwidths)",
-            "shaded, in the curve's colour: $\\hat\\eta \\pm \\tilde g$, Lemma 6's "
-            "bound on the\nexpected error of $\\hat\\eta$ at each score (not a "
-            "confidence band)",
+            "surrogate $\\hat\\eta$ of $E[y \\mid s]$ fitted by the bound (TV: the "
+            "denoised\nstep function, not a recalibration map; NW: a kernel "
+            "smoother,\ndrawn every 2 bandwidths)",
+            "hatched, in the curve's colour: the TV surrogate's flat ends (below its\n"
+            "first jump, above its last): the denoising's flattening, not the model's",
+            "shaded, in the curve's colour: $\\hat\\eta \\pm \\tilde g$, the kernel "
+            "smoother's\nerror bound at each score: its bias plus its label noise, "
+            "a bound\non the expected error of $\\hat\\eta$ there (not a confidence "
+            "band)",
             "scores (histogram, scaled)",
         ],
         loc="outside lower center",

@@ -27,7 +27,13 @@ import numpy as np
 from scipy.integrate import quad
 
 problems = {
-    "smooth: eta(s) = s^2": dict(low=0.0, high=1.0, eta=lambda s: s**2, b1=2.0, b2=2.0),
+    "smooth: eta(s) = s^2": dict(
+        low=0.0,
+        high=1.0,
+        eta=lambda s: s**2,
+        b1=2.0,
+        b2=2.0,
+    ),
     "oscillating: eta(s) = s + 0.15 sin(30 pi s)": dict(
         low=0.2,
         high=0.8,
@@ -37,8 +43,13 @@ problems = {
     ),
 }
 for name, p in problems.items():
-    # True CE = E|s - eta(s)| for s uniform on [low, high], by quadrature.
-    integral, _ = quad(lambda s: abs(s - p["eta"](s)), p["low"], p["high"], limit=500)
+    # True CE = E|s - eta(s)|, s uniform on [low, high]: quadrature.
+    integral, _ = quad(
+        lambda s: abs(s - p["eta"](s)),
+        p["low"],
+        p["high"],
+        limit=500,
+    )
     p["ce"] = integral / (p["high"] - p["low"])
     print(f"{name}: true CE = {p['ce']:.4f}")
 
@@ -50,7 +61,12 @@ for name, p in problems.items():
 # Each bound holds with probability at least 95%.
 import pandas as pd
 
-from skcalbound import binned_ece, lipschitz_bucket_bound, nw_bound, tv_bound
+from skcalbound import (
+    binned_ece,
+    lipschitz_bucket_bound,
+    nw_bound,
+    tv_bound,
+)
 
 sizes = [10_000, 30_000, 100_000, 300_000, 1_000_000]
 rows = []
@@ -59,20 +75,24 @@ for name, p in problems.items():
     for n in sizes:
         s = rng.uniform(p["low"], p["high"], size=n)
         y = rng.uniform(size=n) < p["eta"](s)
+        b1, b2 = p["b1"], p["b2"]
+        nw = nw_bound(y, s, b1=b1, b2=b2, random_state=0)
+        lip = lipschitz_bucket_bound(y, s, L=b1, random_state=0)
         row = {
             "problem": name,
             "n": n,
             "true CE": p["ce"],
-            "NW": nw_bound(y, s, b1=p["b1"], b2=p["b2"], random_state=0),
-            "Lipschitz": lipschitz_bucket_bound(y, s, L=p["b1"], random_state=0),
+            "NW": nw,
+            "Lipschitz": lip,
             "ECE (15 bins)": binned_ece(y, s),
         }
-        if p["low"] == 0.0:  # monotone: bounded variation with V = 1
+        # Monotone: bounded variation with V = 1.
+        if p["low"] == 0.0:
             row["TV"] = tv_bound(y, s, V=1.0, random_state=0)
         rows.append(row)
 results = pd.DataFrame(rows)
-with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
-    print(results.drop(columns="problem").to_string(index=False))
+table = results.drop(columns="problem")
+print(table.to_string(index=False, float_format="{:.4f}".format))
 
 # %%
 # Every bound is above the truth
@@ -84,11 +104,18 @@ with pd.option_context("display.float_format", "{:.4f}".format, "display.width",
 import matplotlib.pyplot as plt
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 5))
-styles = {"NW": "o-", "TV": "s-", "Lipschitz": "^-", "ECE (15 bins)": "x--"}
-for ax, (name, group) in zip(axes, results.groupby("problem", sort=False)):
+styles = {
+    "NW": "o-",
+    "TV": "s-",
+    "Lipschitz": "^-",
+    "ECE (15 bins)": "x--",
+}
+groups = results.groupby("problem", sort=False)
+for ax, (name, group) in zip(axes, groups):
     ce = group["true CE"].iloc[0]
     ax.axhspan(0, ce, color="0.9", label="below the true CE")
-    ax.axhline(ce, color="k", linewidth=1, label=f"true CE = {ce:.4f}")
+    label = f"true CE = {ce:.4f}"
+    ax.axhline(ce, color="k", linewidth=1, label=label)
     for column, style in styles.items():
         if column in group and group[column].notna().all():
             ax.plot(group["n"], group[column], style, label=column)

@@ -37,12 +37,18 @@ X, y = make_classification(
     class_sep=0.8,
     random_state=0,
 )
-X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5, random_state=0)
-classifiers = {
-    "LogisticRegression": LogisticRegression(max_iter=1000).fit(X_train, y_train),
+X_train, X_test, y_train, y_test = train_test_split(
+    X, y, test_size=0.5, random_state=0
+)
+models = {
+    "LogisticRegression": LogisticRegression(max_iter=1000),
     "HistGradientBoosting": HistGradientBoostingClassifier(
         max_iter=50, random_state=0
-    ).fit(X_train, y_train),
+    ),
+}
+classifiers = {
+    name: model.fit(X_train, y_train)
+    for name, model in models.items()
 }
 
 # %%
@@ -67,25 +73,31 @@ for name, model in classifiers.items():
     proba = model.predict_proba(X_test)[:, 1]
     auroc_orig = roc_auc_score(y_test, proba)
     for h in bandwidths:
-        draws = [perturb_scores(proba, h, random_state=rng) for _ in range(5)]
-        bound = NWCalibrationBound(h=h, random_state=0).fit(draws[0], y_test)
+        draws = [
+            perturb_scores(proba, h, random_state=rng)
+            for _ in range(5)
+        ]
+        auroc = np.mean([roc_auc_score(y_test, s) for s in draws])
+        bound = NWCalibrationBound(h=h, random_state=0)
+        bound.fit(draws[0], y_test)
         rows.append(
             {
                 "classifier": name,
                 "log2(h)": int(np.log2(h)),
-                "AUROC loss": auroc_orig
-                - np.mean([roc_auc_score(y_test, s) for s in draws]),
+                "AUROC loss": auroc_orig - auroc,
                 "NW bound": bound.bound_,
             }
         )
 results = pd.DataFrame(rows)
 table = results.pivot(index="log2(h)", columns="classifier")
-print(table.round(4).to_string())
+for column in ("AUROC loss", "NW bound"):
+    print(f"{column}:\n{table[column].round(4).to_string()}")
 
 # %%
 # The AUROC loss at the paper's choice ``h = 2**-6``:
-at_paper_h = results[results["log2(h)"] == -6].set_index("classifier")["AUROC loss"]
-for name, loss in at_paper_h.items():
+at_paper_h = results[results["log2(h)"] == -6]
+losses = at_paper_h.set_index("classifier")["AUROC loss"]
+for name, loss in losses.items():
     print(f"AUROC loss at h = 2^-6, {name}: {loss:.4f}")
 
 # %%
@@ -93,11 +105,25 @@ for name, loss in at_paper_h.items():
 # on the perturbed classifier's calibration error shrinks.
 import matplotlib.pyplot as plt
 
-fig, (ax_auc, ax_bound) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+fig, (ax_auc, ax_bound) = plt.subplots(
+    1, 2, figsize=(10, 4), constrained_layout=True
+)
 for name, group in results.groupby("classifier"):
-    ax_auc.plot(group["log2(h)"], group["AUROC loss"], marker="o", label=name)
-    ax_bound.plot(group["log2(h)"], group["NW bound"], marker="o", label=name)
-ax_auc.axhline(0.001, color="grey", linestyle=":", label="tolerance 0.001")
+    ax_auc.plot(
+        group["log2(h)"],
+        group["AUROC loss"],
+        marker="o",
+        label=name,
+    )
+    ax_bound.plot(
+        group["log2(h)"],
+        group["NW bound"],
+        marker="o",
+        label=name,
+    )
+ax_auc.axhline(
+    0.001, color="grey", linestyle=":", label="tolerance 0.001"
+)
 ax_auc.set(
     xlabel="log2(h)",
     ylabel="AUROC(unperturbed) - AUROC(perturbed)",
@@ -141,7 +167,8 @@ from skcalbound import (
 start = time.perf_counter()
 search = GridSearchCV(
     SechPerturbedClassifier(
-        FrozenEstimator(classifiers["LogisticRegression"]), random_state=0
+        FrozenEstimator(classifiers["LogisticRegression"]),
+        random_state=0,
     ),
     {"h": bandwidths},
     scoring={
@@ -157,7 +184,9 @@ print(
 )
 cv_results = pd.DataFrame(
     {
-        "log2(h)": np.log2(np.asarray(search.cv_results_["param_h"], dtype=float)),
+        "log2(h)": np.log2(
+            search.cv_results_["param_h"].astype(float)
+        ),
         "AUROC loss": -search.cv_results_["mean_test_auroc_loss"],
         "NW bound": -search.cv_results_["mean_test_nw_bound"],
     }

@@ -18,7 +18,11 @@ bound's assumption holds, and certified as the chunks accumulate.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from skcalbound import NWCalibrationBound, TVCalibrationBound, perturb_scores
+from skcalbound import (
+    NWCalibrationBound,
+    TVCalibrationBound,
+    perturb_scores,
+)
 
 H = 2**-6
 SIZE = 100_000
@@ -29,7 +33,9 @@ def chunks(k):
         for j in range(k):
             rng = np.random.default_rng([1, j])
             p = rng.beta(2, 5, size=SIZE)
-            y = rng.uniform(size=SIZE) < p**1.2  # overconfident: true E[y|p] < p
+            y = (
+                rng.uniform(size=SIZE) < p**1.2
+            )  # overconfident: true E[y|p] < p
             yield y, perturb_scores(p, H, random_state=j)
 
     return read
@@ -52,7 +58,8 @@ y = np.concatenate([c[0] for c in chunks(10)()])
 s = np.concatenate([c[1] for c in chunks(10)()])
 in_memory = NWCalibrationBound(h=H, random_state=0).fit(s, y)
 on_dask = NWCalibrationBound(h=H, random_state=0).fit(
-    da.from_array(s, chunks=250_000), da.from_array(y, chunks=250_000)
+    da.from_array(s, chunks=250_000),
+    da.from_array(y, chunks=250_000),
 )
 print(
     f"in memory - chunks: {in_memory.bound_ - est.bound_:.1e}; "
@@ -71,7 +78,8 @@ except ValueError as exc:
 # -------------------------------------
 counts = [1, 2, 4, 8, 16]
 intervals = [
-    NWCalibrationBound(h=H, random_state=0).fit_chunks(chunks(k)) for k in counts
+    NWCalibrationBound(h=H, random_state=0).fit_chunks(chunks(k))
+    for k in counts
 ]
 n = [k * SIZE for k in counts]
 fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -82,11 +90,17 @@ ax.fill_between(
     alpha=0.3,
     label="certified interval (95%)",
 )
-ax.plot(n, [e.estimate_ for e in intervals], marker="o", label="plug-in estimate")
+ax.plot(
+    n,
+    [e.estimate_ for e in intervals],
+    marker="o",
+    label="plug-in estimate",
+)
 ax.set_xscale("log")
 ax.set_xlabel("rows read (in chunks of 100,000)")
 ax.set_ylabel("calibration error")
 ax.legend(loc="upper right")
 fig.tight_layout()
 for k, e in zip(counts, intervals):
-    print(f"{k * SIZE:>9} rows: [{e.lower_bound_:.4f}, {e.bound_:.4f}]")
+    interval = f"[{e.lower_bound_:.4f}, {e.bound_:.4f}]"
+    print(f"{k * SIZE:>9} rows: {interval}")

@@ -46,21 +46,27 @@ X, y = make_classification(
     flip_y=0.05,
     random_state=0,
 )
-X_fit, X_eval, y_fit, y_eval = train_test_split(X, y, train_size=0.25, random_state=0)
+X_fit, X_eval, y_fit, y_eval = train_test_split(
+    X, y, train_size=0.25, random_state=0
+)
 model = LogisticRegression(max_iter=1000).fit(X_fit, y_fit)
 P = model.predict_proba(X_eval)
 
-# TV on the raw probabilities: assumes each reduced calibration function has total
-# variation at most 1 (true when it is monotone).
-top = MulticlassCalibrationBound(TVCalibrationBound(random_state=0)).fit(P, y_eval)
-print(f"TV, top-label CE in [{top.lower_bound_:.3f}, {top.bound_:.3f}]")
-est = MulticlassCalibrationBound(
-    TVCalibrationBound(random_state=0), strategy="classwise"
+# TV on the raw probabilities: assumes each reduced calibration
+# function has total variation at most 1 (true when it is monotone).
+tv = TVCalibrationBound(random_state=0)
+top = MulticlassCalibrationBound(tv).fit(P, y_eval)
+print(
+    "TV, top-label CE in "
+    f"[{top.lower_bound_:.3f}, {top.bound_:.3f}]"
 )
+est = MulticlassCalibrationBound(tv, strategy="classwise")
 est.fit(P, y_eval)
 print(
-    f"TV, average class-wise CE in [{est.lower_bound_:.3f}, {est.bound_:.3f}], "
-    f"worst class in [{est.worst_lower_bound_:.3f}, {est.worst_bound_:.3f}]"
+    "TV, average class-wise CE in "
+    f"[{est.lower_bound_:.3f}, {est.bound_:.3f}], "
+    "worst class in "
+    f"[{est.worst_lower_bound_:.3f}, {est.worst_bound_:.3f}]"
 )
 print(est.per_class_.round(4).to_string(index=False))
 
@@ -70,7 +76,9 @@ print(est.per_class_.round(4).to_string(index=False))
 h = 2.0**-6
 confidence = perturb_scores(P.max(axis=1), h, random_state=0)
 correct = model.classes_[P.argmax(axis=1)] == y_eval
-nw = NWCalibrationBound(h=h, random_state=0).fit(confidence, correct)
+nw = NWCalibrationBound(h=h, random_state=0).fit(
+    confidence, correct
+)
 print(
     f"NW, top-label (perturbed confidence, h=2^-6): "
     f"CE in [{nw.lower_bound_:.3f}, {nw.bound_:.3f}]"

@@ -38,27 +38,41 @@ X_train, X_test, y_train, y_test = train_test_split(
 )
 classifiers = {
     "GaussianNB": GaussianNB().fit(X_train, y_train),
-    "LogisticRegression": LogisticRegression(max_iter=1000).fit(X_train, y_train),
+    "LogisticRegression": LogisticRegression(max_iter=1000).fit(
+        X_train, y_train
+    ),
 }
 
 # %%
 # Raw probabilities: the TV bound
 # -------------------------------
-# ``from_estimator`` fits the bound on ``predict_proba(X_test)[:, 1]``. The TV
-# surrogate is a step function, and the TV bound has no pointwise band (its
+# ``from_estimator`` fits the bound on ``predict_proba(X_test)[:, 1]``. The curve
+# is the TV-denoised surrogate the bound is computed from, a step function, and
+# **not a recalibration map**: the denoising pulls it towards a constant, so it is
+# flat below its first jump and above its last even for perfectly calibrated
+# scores. Those two ranges are hatched; read them as the denoising's flattening,
+# not as the model's over-confidence. The TV bound has no pointwise band (its
 # denoising term bounds an average error over the scores, not the error at any one
 # score), so only the bound appears in the legend.
 import matplotlib.pyplot as plt
 
 from skcalbound import CalibrationBoundDisplay, binned_ece
 
-fig, axes = plt.subplots(1, 2, figsize=(12, 7), sharey=True, layout="constrained")
+fig, axes = plt.subplots(
+    1, 2, figsize=(12, 7), sharey=True, layout="constrained"
+)
 for ax, (name, clf) in zip(axes, classifiers.items()):
     disp = CalibrationBoundDisplay.from_estimator(
-        clf, X_test, y_test, bound="tv", bound_params={"random_state": 0}, ax=ax
+        clf,
+        X_test,
+        y_test,
+        bound="tv",
+        bound_params={"random_state": 0},
+        ax=ax,
     )
     p = clf.predict_proba(X_test)[:, 1]
-    ax.set_title(f"{name}: 15-bin ECE {binned_ece(y_test, p):.3f} (not a bound)")
+    ece = binned_ece(y_test, p)
+    ax.set_title(f"{name}: 15-bin ECE {ece:.3f} (not a bound)")
     print(
         f"{name:>18}: TV bound {disp.bound:.3f}, "
         f"plug-in estimate {disp.estimator_.estimate_:.3f}"
@@ -72,16 +86,20 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
 # bounds, whatever the classifier. The NW bound then certifies the perturbed
 # classifier, here with less slack than TV.
 #
-# The shaded band is :math:`\hat\eta \pm \tilde g`, Lemma 6's bound on the
-# *expected* error of the surrogate at each score. It is not a confidence band:
-# narrow where the scores are dense, wide where the smoother has few points. Its
-# average over the scores is the bound's ``smoothing_mean`` term.
+# The shaded band is :math:`\hat\eta \pm \tilde g`, the kernel smoother's error
+# bound at each score (Lemma 6 of the paper): its bias, from the derivative bounds
+# that ``h`` implies, plus its label noise, a bound on the *expected* error of the
+# surrogate at that score. It is not a confidence band: narrow where the scores
+# are dense, wide where the smoother has few points. Its average over the scores is
+# the bound's ``smoothing_mean`` term.
 from sklearn.metrics import roc_auc_score
 
 from skcalbound import perturb_scores
 
 h = 2**-6
-fig, axes = plt.subplots(1, 2, figsize=(12, 7), sharey=True, layout="constrained")
+fig, axes = plt.subplots(
+    1, 2, figsize=(12, 7), sharey=True, layout="constrained"
+)
 for ax, (name, clf) in zip(axes, classifiers.items()):
     p = clf.predict_proba(X_test)[:, 1]
     s = perturb_scores(p, h, random_state=0)
@@ -93,12 +111,16 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
         ax=ax,
         name=name,
     )
-    ax.set_title(
-        f"perturbed, h=2^-6: AUROC {roc_auc_score(y_test, p):.4f} -> "
-        f"{roc_auc_score(y_test, s):.4f}"
+    before, after = (
+        roc_auc_score(y_test, p),
+        roc_auc_score(y_test, s),
     )
-    terms = {k: round(v, 4) for k, v in disp.estimator_.terms_.items()}
-    print(f"{name:>18}: NW bound {disp.bound:.3f} = sum of {terms}")
+    ax.set_title(
+        f"perturbed, h=2^-6: AUROC {before:.4f} -> {after:.4f}"
+    )
+    print(f"{name}: NW bound {disp.bound:.3f}, the sum of")
+    for term, value in disp.estimator_.terms_.items():
+        print(f"    {term:<20} {value:.4f}")
 
 # %%
 # An already fitted bound
@@ -111,12 +133,23 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
 from skcalbound import LipschitzBucketBound, NWCalibrationBound
 
 s = perturb_scores(
-    classifiers["LogisticRegression"].predict_proba(X_test)[:, 1], h, random_state=0
+    classifiers["LogisticRegression"].predict_proba(X_test)[:, 1],
+    h,
+    random_state=0,
 )
 nw = NWCalibrationBound(h=h, random_state=0).fit(s, y_test)
 lip = LipschitzBucketBound(h=h, random_state=0).fit(s, y_test)
-fig, axes = plt.subplots(1, 2, figsize=(12, 7), sharey=True, layout="constrained")
-CalibrationBoundDisplay.from_bound(lip, s, ax=axes[0], name="LogisticRegression")
-CalibrationBoundDisplay.from_bound(nw, s, ax=axes[1], name="LogisticRegression")
-print(f"Lipschitz bucketing bound {lip.bound_:.3f}, NW bound {nw.bound_:.3f}")
+fig, axes = plt.subplots(
+    1, 2, figsize=(12, 7), sharey=True, layout="constrained"
+)
+CalibrationBoundDisplay.from_bound(
+    lip, s, ax=axes[0], name="LogisticRegression"
+)
+CalibrationBoundDisplay.from_bound(
+    nw, s, ax=axes[1], name="LogisticRegression"
+)
+print(
+    f"Lipschitz bucketing bound {lip.bound_:.3f}, "
+    f"NW bound {nw.bound_:.3f}"
+)
 plt.show()

@@ -449,7 +449,7 @@ class _BaseCalibrationBound(BaseEstimator):
         return self._fit_source(method, source, "chunked input")
 
     def predict(self, X):
-        """Recalibrated probabilities: the surrogate refit on all fitted data.
+        """The surrogate calibration function the bound uses, refit on all data.
 
         Parameters
         ----------

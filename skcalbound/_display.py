@@ -135,15 +135,47 @@ _HIST_COLOR = "0.5"
 
 
 def _band_note(method, guarantee):
+    """What the band is, in words: the smoother's pointwise error bound (the
+    paper's Lemma 6), whose average over the scores enters the bound."""
     form = ""
     if method == "nw":
-        form = (
-            " (published form)" if guarantee == "paper" else " (expanded at the query)"
-        )
+        what, source = "kernel smoother's", "the assumed derivative bounds"
+        if guarantee == "paper":
+            form = " (the paper's looser form)"
+    else:
+        what, source = "bucket average's", "the Lipschitz constant"
     return (
-        f"shaded: $\\hat\\eta \\pm \\tilde g$, Lemma 6{form}: a bound on the expected "
-        "error\nof $\\hat\\eta$ at each score (not a confidence band)"
+        f"shaded: $\\hat\\eta \\pm \\tilde g$, the {what} error bound at each "
+        f"score{form}:\nits bias (from {source}) plus its label noise,\na bound on "
+        "the expected error of $\\hat\\eta$ there (not a confidence band)"
     )
+
+
+# The legend of a TV curve and of its hatched ends (SPEC section 8: the TV surrogate
+# is the denoised step function, which flattens both ends, not a recalibration map).
+_TV_CURVE = (
+    "TV-denoised surrogate $\\hat\\eta$ (used by the bound, not a recalibration map)"
+)
+_FLAT_NOTE = (
+    "hatched: flat ends of the TV-denoised surrogate (below its first jump, above "
+    "its\nlast): the denoising's flattening, not the model's"
+)
+
+
+def _flat_ends(grid, values):
+    """The score ranges where a drawn TV step function is flat at its ends.
+
+    With ``drawstyle="steps-post"`` the value at ``grid[i]`` holds on
+    ``[grid[i], grid[i + 1])``, so the curve is flat from ``grid[0]`` to its first
+    jump and from its last jump to ``grid[-1]``: ``[(grid[0], first jump), (last
+    jump, grid[-1])]``, or the whole range when it has no jump.
+    """
+    grid, values = np.asarray(grid, dtype=float), np.asarray(values, dtype=float)
+    jumps = np.flatnonzero(values[1:] != values[:-1]) + 1
+    if jumps.size == 0:
+        return [(float(grid[0]), float(grid[-1]))]
+    first, last = float(grid[jumps[0]]), float(grid[jumps[-1]])
+    return [(float(grid[0]), first), (last, float(grid[-1]))]
 
 
 def _legend_entries(ax):
@@ -268,10 +300,11 @@ class CalibrationBoundDisplay:
 
     Plots the surrogate calibration function :math:`\\hat\\eta` that a bound estimator
     fitted (what its ``predict`` returns), the diagonal of perfect calibration, for
-    the NW and Lipschitz bounds the band :math:`\\hat\\eta \\pm \\tilde g` of Lemma 6,
-    a histogram of the scores, and in the legend the certified interval
-    ``[lower_bound, bound]`` for the calibration error (the estimator's
-    ``lower_bound_`` and ``bound_``, which hold together) with its confidence level.
+    the NW and Lipschitz bounds the band :math:`\\hat\\eta \\pm \\tilde g` (the
+    smoother's error bound at each score, Lemma 6 of the paper), a histogram of the
+    scores, and in the legend the certified interval ``[lower_bound, bound]`` for
+    the calibration error (the estimator's ``lower_bound_`` and ``bound_``, which
+    hold together) with its confidence level.
     With ``guarantee="paper"`` the NW and Lipschitz bounds are the published form,
     which holds in expectation over the training labels only; the legend says so
     instead of "certified".
@@ -287,6 +320,13 @@ class CalibrationBoundDisplay:
     the NW and Lipschitz bounds. The TV bound has no pointwise counterpart (its
     denoising term bounds an average of :math:`|\\hat\\eta - \\eta|` over the training
     scores, not the error at any one score), so no band is drawn for it.
+
+    For TV the curve is the TV-denoised step function the bound is computed from,
+    **not a recalibration map**: the denoising pulls it towards a constant, so it is
+    flat below its first jump and above its last even for perfectly calibrated
+    scores. The legend says so, and those two score ranges are hatched in the
+    curve's colour (:attr:`flat_ends_`) and labelled as the denoising's flattening,
+    so that they are not read as the model's over- or under-confidence.
 
     For NW the band drawn is Lemma 6 in the form the certificate averages, with the
     fitted ``b1_`` and ``b2_`` of the estimator's ``guarantee`` mode: with
@@ -320,8 +360,8 @@ class CalibrationBoundDisplay:
         the upper bound only.
 
     band : ndarray of shape (n_grid,), default=None
-        Half-width of the band around the surrogate (Lemma 6's :math:`\\tilde g` at
-        ``grid``), or None for no band.
+        Half-width of the band around the surrogate (the error bound
+        :math:`\\tilde g` at ``grid``), or None for no band.
 
     y_prob : ndarray of shape (n_samples,), default=None
         Scores shown as a histogram, or None for no histogram.
@@ -351,6 +391,12 @@ class CalibrationBoundDisplay:
 
     band_ : matplotlib PolyCollection or None
         The band, or None if no band was drawn.
+
+    flat_ends_ : list of matplotlib Rectangle or None
+        For TV, the hatched score ranges where the drawn step function is flat at
+        its ends: from the smallest grid score to its first jump and from its last
+        jump to the largest (one range, the whole curve, if it has no jump). None
+        for the other bounds.
 
     hist_ : matplotlib StepPatch or None
         The score histogram (heights scaled to at most 0.2), or None.
@@ -485,9 +531,30 @@ class CalibrationBoundDisplay:
         label = f"{prefix}{method} surrogate $\\hat\\eta$; {_bound_text(self)}"
         line_kwargs = {"label": label, "zorder": 3, "linewidth": 1.5}
         if self.method == "tv":
+            label = f"{prefix}{_TV_CURVE};\n{_bound_text(self)}"
+            line_kwargs["label"] = label
             line_kwargs["drawstyle"] = "steps-post"  # a right-continuous step function
         line_kwargs.update(kwargs)
         (self.line_,) = ax.plot(self.grid, self.surrogate, **line_kwargs)
+
+        self.flat_ends_ = None
+        if self.method == "tv":
+            # Hatched in the curve's colour: the ends the denoising flattened.
+            shown = _FLAT_NOTE in ax.get_legend_handles_labels()[1]
+            self.flat_ends_ = [
+                ax.axvspan(
+                    low,
+                    high,
+                    facecolor="none",
+                    edgecolor=self.line_.get_color(),
+                    hatch="///",
+                    alpha=0.3,
+                    linewidth=0,
+                    zorder=0,
+                    label="_flat end" if shown or k else _FLAT_NOTE,
+                )
+                for k, (low, high) in enumerate(_flat_ends(self.grid, self.surrogate))
+            ]
 
         self.band_ = None
         if show_band and self.band is not None:

@@ -163,7 +163,12 @@ def test_nw_display_draws_the_surrogate_the_band_and_the_bound(perturbed):
     assert "NW" in line_label and line_label in texts
     band_note = texts[-1]
     assert "not a confidence band" in band_note and "certified" not in band_note
-    assert "Lemma 6 (expanded at the query)" in band_note
+    # The note says what the band is in words, not by the paper's lemma number.
+    assert "Lemma" not in band_note
+    assert "kernel smoother's error bound at each score" in band_note
+    assert "its bias (from the assumed derivative bounds) plus its label noise" in (
+        band_note.replace("\n", " ")
+    )
     assert texts == [
         "Perfectly calibrated",
         line_label,
@@ -187,7 +192,7 @@ def miscalibrated():
     [
         ("nw", {"b1": 2.0, "b2": 2.0}, "NW"),
         ("lipschitz", {"L": 2.0}, "Lipschitz bucketing"),
-        ("tv", {}, "TV"),
+        ("tv", {}, "TV-denoised"),
     ],
 )
 def test_legend_shows_the_certified_interval(
@@ -281,6 +286,14 @@ def test_nw_band_is_the_modes_lemma_6_with_the_modes_b2(perturbed, guarantee):
         for q in disp.grid
     ]
     assert_allclose(disp.band, reference, rtol=1e-9)
+    # The legend names the band in words, and the paper's form as such.
+    form = " (the paper's looser form)" if guarantee == "paper" else ""
+    assert _legend_texts(disp.ax_)[-1] == (
+        "shaded: $\\hat\\eta \\pm \\tilde g$, the kernel smoother's error bound at "
+        f"each score{form}:\nits bias (from the assumed derivative bounds) plus its "
+        "label noise,\na bound on the expected error of $\\hat\\eta$ there (not a "
+        "confidence band)"
+    )
     # With the other mode's b2 the band would differ: the mode's constant is used.
     other_b2 = 3 * sharp_b2 if guarantee == "high_probability" else sharp_b2
     other = [
@@ -328,7 +341,86 @@ def test_tv_display_has_no_band_and_draws_a_step_function(perturbed):
     assert any(
         f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]" in t and "TV" in t for t in texts
     )
-    assert not any("Lemma 6" in t for t in texts)
+    assert not any("Lemma" in t or t.startswith("shaded") for t in texts)
+
+
+def test_tv_curve_is_the_denoised_surrogate_with_its_flat_ends_hatched():
+    # Perfectly calibrated uniform scores: the TV surrogate is flat below its first
+    # jump and above its last (issue 36, item 4). The legend says the curve is the
+    # denoised surrogate, not a recalibration map, and the two ends are hatched in
+    # the curve's colour, labelled as the denoising's flattening.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=20_000)
+    y = rng.uniform(size=s.size) < s
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="tv", bound_params={"random_state": 0}, name="m"
+    )
+    est, grid = disp.estimator_, disp.grid
+    label = disp.line_.get_label()
+    assert label.startswith(
+        "m: TV-denoised surrogate $\\hat\\eta$ (used by the bound, not a "
+        "recalibration map);\n"
+    )
+    assert "recalibrated" not in label
+    texts = _legend_texts(disp.ax_)
+    note = (
+        "hatched: flat ends of the TV-denoised surrogate (below its first jump, above "
+        "its\nlast): the denoising's flattening, not the model's"
+    )
+    assert texts == [
+        "Perfectly calibrated",
+        label,
+        note,
+        "m: scores (histogram, scaled)",
+    ]
+    # The hatched ranges: from the smallest score to the first grid point past the
+    # step function's first jump, and from the first grid point past its last jump
+    # to the largest score; over the full height, in the curve's colour.
+    knots = est.surrogate_.step.knots
+    first = grid[np.searchsorted(grid, knots[1])]
+    last = grid[np.searchsorted(grid, knots[-1])]
+    left, right = disp.flat_ends_
+    assert left.get_label() == note and right.get_label().startswith("_")
+    for patch, (x0, x1) in zip(disp.flat_ends_, [(grid[0], first), (last, grid[-1])]):
+        assert_allclose([patch.get_x(), patch.get_x() + patch.get_width()], [x0, x1])
+        assert (patch.get_y(), patch.get_height()) == (0.0, 1.0)
+        assert patch.get_transform().contains_branch_seperately(disp.ax_.transData) == (
+            True,
+            False,
+        )  # x in data, y in axes coordinates
+        assert patch.get_hatch() == "///"
+        assert_allclose(
+            patch.get_edgecolor()[:3], matplotlib.colors.to_rgb(disp.line_.get_color())
+        )
+    # Wide ends, where the curve is flat while the diagonal climbs by 0.1 or more.
+    assert first > 0.1 and last < 0.9
+    inside = grid[(grid >= grid[0]) & (grid < first)]
+    assert np.unique(est.predict(inside)).size == 1
+    assert np.unique(est.predict(grid[grid >= last])).size == 1
+    assert est.predict([first])[0] != est.predict([grid[0]])[0]
+
+
+def test_flat_ends_of_a_constant_curve_and_on_shared_axes():
+    # No jump: the whole curve is the denoising's flat end, one hatched range.
+    disp = CalibrationBoundDisplay(
+        np.linspace(0.2, 0.7, 6), np.full(6, 0.4), 0.3, method="tv"
+    ).plot()
+    (patch,) = disp.flat_ends_
+    assert_allclose([patch.get_x(), patch.get_width()], [0.2, 0.5])
+    # Other bounds hatch nothing; two TV curves on one axes: one legend entry.
+    fig, ax = plt.subplots()
+    grid = np.linspace(0, 1, 11)
+    step = np.repeat([0.2, 0.5, 0.8], [3, 4, 4])
+    for name in ("a", "b"):
+        tv = CalibrationBoundDisplay(grid, step, 0.3, method="tv").plot(
+            ax=ax, name=name
+        )
+        xs = [(p.get_x(), p.get_x() + p.get_width()) for p in tv.flat_ends_]
+        assert_allclose(xs, [(0.0, 0.3), (0.7, 1.0)])
+    nw = CalibrationBoundDisplay(grid, grid, 0.3, method="nw").plot(ax=ax)
+    assert nw.flat_ends_ is None
+    texts = _legend_texts(ax)
+    assert sum(t.startswith("hatched: flat ends") for t in texts) == 1
 
 
 def test_lipschitz_band_matches_the_box_weight_definition_with_fallback():
@@ -357,7 +449,11 @@ def test_lipschitz_band_matches_the_box_weight_definition_with_fallback():
     assert "Lipschitz" in disp.line_.get_label()
     assert f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]" in disp.line_.get_label()
     note = _legend_texts(disp.ax_)[-1]
-    assert "Lemma 6" in note and "(published form)" not in note
+    assert "Lemma" not in note and "paper's looser form" not in note
+    assert note.startswith(
+        "shaded: $\\hat\\eta \\pm \\tilde g$, the bucket average's error bound at "
+        "each score:\nits bias (from the Lipschitz constant) plus its label noise"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -449,7 +545,7 @@ def test_one_note_per_kind_of_band_when_displays_share_axes(perturbed):
     CalibrationBoundDisplay.from_bound(lip, s, ax=ax, name="c", show_hist=False)
     texts = _legend_texts(ax)
     notes = [t for t in texts if t.startswith("shaded")]
-    assert len(notes) == 2  # NW's form of Lemma 6 and Lipschitz's, once each
+    assert len(notes) == 2  # NW's error bound and Lipschitz's, once each
     assert [t.split(":")[0] for t in texts[1:4]] == ["a", "b", "c"]
     assert texts[4] == "a: scores (histogram, scaled)"
 

@@ -367,3 +367,37 @@ def test_prox_into_scratch_buffer_equals_public_prox():
         assert not np.isnan(out).any()
         assert_allclose(out, prox_tv.tv1_1d(y, w), atol=1e-12)
         assert_allclose(got(s), fit_tv_surrogate(s, y, w)(s), rtol=0, atol=0)
+
+
+def test_predict_is_documented_as_the_denoised_surrogate_not_a_recalibration():
+    # Issue 36, item 4 (SPEC section 8): TV's predict is the denoised step function,
+    # which flattens both ends, so neither it nor the shared predict docstring calls
+    # it recalibrated probabilities.
+    from skcalbound._base import _BaseCalibrationBound
+
+    doc = " ".join(TVCalibrationBound.predict.__doc__.split())
+    assert doc.startswith(
+        "The TV-denoised surrogate used by the bound, not a recalibration map."
+    )
+    assert "flat below its first jump and above its last" in doc
+    assert "not the model's over-confidence" in doc
+    assert "Do not use it to recalibrate" in doc
+    class_doc = " ".join(TVCalibrationBound.__doc__.split())
+    assert (
+        "returns the TV-denoised surrogate the bound is built on, not a " in class_doc
+    )
+    for text in (doc, class_doc, _BaseCalibrationBound.predict.__doc__):
+        assert "recalibrated probabilities" not in text.lower()
+    # What the docstring states, on perfectly calibrated uniform scores: flat ends
+    # well inside (0, 1) (0.16 and 0.83 at 10**4 scores), one value below the first
+    # jump and one above the last.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=10_000)
+    y = rng.uniform(size=s.size) < s
+    est = TVCalibrationBound(random_state=0).fit(s, y)
+    knots = est.surrogate_.step.knots
+    low, high = est.predict([0.0, 1.0])
+    assert_allclose([low, high], [0.157, 0.826], atol=5e-4)
+    assert_allclose(est.predict(np.linspace(0, knots[1], 50, endpoint=False)), low)
+    assert_allclose(est.predict(np.linspace(knots[-1], 1, 50)), high)
+    assert knots[1] > 0.1 and knots[-1] < 0.9

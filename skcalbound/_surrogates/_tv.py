@@ -45,7 +45,11 @@ def _tv1_1d(y, weight, out):
 
 @dataclass(frozen=True)
 class TVSurrogate:
-    """The fitted TV surrogate: a step function and the size of its training set."""
+    """The fitted TV surrogate: a step function and the size of its training set.
+
+    The denoised labels the bound is computed from, not a recalibration map: the
+    denoising pulls the step function towards a constant, which flattens both ends.
+    """
 
     step: StepFunction
     n_train: int
