@@ -40,14 +40,20 @@ H = 2.0**-6  # perturbation bandwidth
 CLASSIFIERS = {
     "GaussianNB": GaussianNB(),
     "LogisticRegression": LogisticRegression(max_iter=1000),
-    "HistGradientBoosting": HistGradientBoostingClassifier(random_state=0),
+    "HistGradientBoosting": HistGradientBoostingClassifier(
+        random_state=0
+    ),
 }
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--n-samples", type=int, default=400_000)
-    parser.add_argument("--output", default="demo_output/reliability.png")
+    parser.add_argument(
+        "--output", default="demo_output/reliability.png"
+    )
     args = parser.parse_args(argv)
 
     X, y = make_classification(
@@ -75,17 +81,25 @@ def main(argv=None):
         perturbed_clf = SechPerturbedClassifier(
             FrozenEstimator(clf), h=H, random_state=0
         )
-        perturbed = perturbed_clf.fit(X_fit, y_fit).predict_proba(X_eval)[:, 1]
+        perturbed = perturbed_clf.fit(X_fit, y_fit).predict_proba(
+            X_eval
+        )[:, 1]
         start = time.perf_counter()
-        tv = TVCalibrationBound(V=1.0, confidence_level=0.95, random_state=0)
+        tv = TVCalibrationBound(
+            V=1.0, confidence_level=0.95, random_state=0
+        )
         tv.fit(scores, y_eval)
         tv_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        nw = NWCalibrationBound(h=H, confidence_level=0.95, random_state=0)
+        nw = NWCalibrationBound(
+            h=H, confidence_level=0.95, random_state=0
+        )
         nw.fit(perturbed, y_eval)
         nw_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        lip = LipschitzBucketBound(h=H, confidence_level=0.95, random_state=0)
+        lip = LipschitzBucketBound(
+            h=H, confidence_level=0.95, random_state=0
+        )
         lip.fit(perturbed, y_eval)
         lip_seconds = time.perf_counter() - start
         rows.append(
@@ -94,16 +108,23 @@ def main(argv=None):
                 "raw scores:": "",
                 "  TV interval (95%)": f"[{tv.lower_bound_:.4f}, {tv.bound_:.4f}]",
                 "  TV plug-in estimate": tv.estimate_,
-                "  ECE (15 bins)": binned_ece(y_eval, scores, n_bins=15),
+                "  ECE (15 bins)": binned_ece(
+                    y_eval, scores, n_bins=15
+                ),
                 "  AUROC": roc_auc_score(y_eval, scores),
                 f"perturbed, h=2^{np.log2(H):.0f}:": "",
                 "  NW interval (95%)": f"[{nw.lower_bound_:.4f}, {nw.bound_:.4f}]",
-                **{f"    {term}": value for term, value in nw.terms_.items()},
+                **{
+                    f"    {term}": value
+                    for term, value in nw.terms_.items()
+                },
                 "  Lipschitz interval (95%)": (
                     f"[{lip.lower_bound_:.4f}, {lip.bound_:.4f}]"
                 ),
                 "    buckets, shift (for predict)": f"{lip.n_buckets_}, {lip.shift_}",
-                "  ECE (15 bins) ": binned_ece(y_eval, perturbed, n_bins=15),
+                "  ECE (15 bins) ": binned_ece(
+                    y_eval, perturbed, n_bins=15
+                ),
                 "  AUROC ": roc_auc_score(y_eval, perturbed),
                 "fit TV / NW / Lip [s]": (
                     f"{tv_seconds:.2f} / {nw_seconds:.2f} / {lip_seconds:.2f}"
@@ -114,13 +135,18 @@ def main(argv=None):
 
     table = pd.DataFrame(rows).set_index("classifier").T
     with pd.option_context(
-        "display.float_format", "{:.4f}".format, "display.width", 120
+        "display.float_format",
+        "{:.4f}".format,
+        "display.width",
+        120,
     ):
         print(
             "Certified intervals [lower, upper] for CE = E|s - E[y|s]| "
             "next to the usual"
         )
-        print("heuristics; the NW upper bound's terms (indented) add up to it:\n")
+        print(
+            "heuristics; the NW upper bound's terms (indented) add up to it:\n"
+        )
         print(table.to_string())
     print(
         "\nEach interval holds (both ends at once) with probability >= 95% whatever the"
@@ -159,26 +185,56 @@ def _plot(curves, y, path):
         layout="constrained",
     )
     exponent = f"{np.log2(H):.0f}"
-    for k, (name, (scores, perturbed, tv, nw)) in enumerate(curves.items()):
+    for k, (name, (scores, perturbed, tv, nw)) in enumerate(
+        curves.items()
+    ):
         panels = [
-            (axes[0, k], tv, scores, f"{name}\nraw scores: TV bound"),
-            (axes[1, k], nw, perturbed, f"perturbed, $h = 2^{{{exponent}}}$: NW bound"),
+            (
+                axes[0, k],
+                tv,
+                scores,
+                f"{name}\nraw scores: TV bound",
+            ),
+            (
+                axes[1, k],
+                nw,
+                perturbed,
+                f"perturbed, $h = 2^{{{exponent}}}$: NW bound",
+            ),
         ]
         for ax, bound, s, title in panels:
-            disp = CalibrationBoundDisplay.from_bound(bound, s, ax=ax, color=f"C{k}")
-            handle = disp.line_ if disp.band_ is None else (disp.band_, disp.line_)
-            interval = (
-                f"certified CE $\\in$ [{disp.lower_bound:.3f}, {disp.bound:.3f}] (95%)"
+            disp = CalibrationBoundDisplay.from_bound(
+                bound, s, ax=ax, color=f"C{k}"
             )
-            ax.legend([handle], [interval], loc="upper left", fontsize="medium")
+            handle = (
+                disp.line_
+                if disp.band_ is None
+                else (disp.band_, disp.line_)
+            )
+            lo, up = disp.lower_bound, disp.bound
+            interval = (
+                f"certified CE $\\in$ [{lo:.3f}, {up:.3f}] (95%)"
+            )
+            ax.legend(
+                [handle],
+                [interval],
+                loc="upper left",
+                fontsize="medium",
+            )
             ax.set_title(title)
             ax.label_outer()
     fig.legend(
         [
-            Line2D([], [], color="black", linestyle=":", linewidth=1.0),
+            Line2D(
+                [], [], color="black", linestyle=":", linewidth=1.0
+            ),
             Line2D([], [], color="0.2", linewidth=1.5),
             Patch(
-                facecolor="none", edgecolor="0.2", hatch="///", alpha=0.3, linewidth=0
+                facecolor="none",
+                edgecolor="0.2",
+                hatch="///",
+                alpha=0.3,
+                linewidth=0,
             ),
             (
                 Patch(facecolor="0.2", alpha=0.2, linewidth=0),
