@@ -389,12 +389,13 @@ def test_unbounded_density_truth_matches_monte_carlo(a, b, h, n):
     assert abs(residual.mean() - problem.true_ce) < 4 * se, (residual.mean(), se)
 
 
-def test_unbounded_density_unperturbed_truth_is_the_closed_form():
+@pytest.mark.parametrize("a, b", [(0.5, 20.0), (2.0, 0.5), (0.5, 0.5), (0.05, 2.0)])
+def test_unbounded_density_unperturbed_truth_is_the_closed_form(a, b):
     # eta = min(1.2 s, 1) >= s: CE = 0.2 E[s; s < 5/6] + E[1 - s; s >= 5/6], in
     # incomplete Beta functions; and Monte Carlo agrees.
     from scipy import special
 
-    a, b, c = 0.5, 20.0, 5.0 / 6.0
+    c = 5.0 / 6.0
     exact = 0.2 * a / (a + b) * special.betainc(a + 1, b, c) + b / (
         a + b
     ) * special.betaincc(a, b + 1, c)
@@ -418,3 +419,20 @@ def test_a_truth_that_misses_its_promise_raises():
     # make_calibration_problem(..., h=2**-3) samples through _sample, which refuses it.
     with pytest.raises(ArithmeticError, match="known only to"):
         _generators._sample(problem, 10, 0)
+
+
+def test_unbounded_points_are_found_only_where_the_density_blows_up():
+    from skcalbound.datasets._exact import unbounded_points
+    from skcalbound.datasets._generators import PROBLEM_NAMES, get_problem
+
+    ends = np.array([0.0, 0.5, 1.0])
+    assert unbounded_points(stats.beta(0.5, 20).pdf, ends) == [(0.0, 1)]
+    assert unbounded_points(stats.beta(2, 0.5).pdf, ends) == [(1.0, -1)]
+    assert unbounded_points(stats.beta(0.9, 0.9).pdf, ends) == [(0.0, 1), (1.0, -1)]
+    for law in (stats.beta(1, 1), stats.beta(1, 3), stats.beta(2, 5)):
+        assert unbounded_points(law.pdf, ends) == []
+    # None in the built-in problems (steps of a density are not singularities):
+    # their truths, and the regression values above, are the ungraded ones.
+    for name in PROBLEM_NAMES:
+        base = get_problem(name)
+        assert unbounded_points(base._continuous_pdf, base._breakpoints()) == []
