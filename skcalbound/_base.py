@@ -267,6 +267,22 @@ def bound_name(estimator):
     return name
 
 
+def fit_without_positives(estimator, scores):
+    """Fit an unfitted bound estimator on validated scores whose labels are all 0.
+
+    ``fit`` refuses labels of one class (the likely sign of a wrong column); the
+    one-vs-rest problem of a class absent from the labels
+    (``MulticlassCalibrationBound(classes=...)``) has no positive, and its bound is as
+    valid as any: the guarantee holds over all samples, those without one included.
+    """
+    estimator._validate_params()
+    method = estimator._method()
+    warn_if_low_confidence(estimator.confidence_level)
+    estimator.classes_, estimator.n_features_in_ = np.array([0, 1]), 1
+    labels = np.zeros(scores.shape[0], dtype=np.uint8)
+    return estimator._fit_arrays(method, scores, labels)
+
+
 class _BaseCalibrationBound(BaseEstimator):
     """Base class: cross-fitted certified upper bound on the L1 calibration error.
 
@@ -331,6 +347,10 @@ class _BaseCalibrationBound(BaseEstimator):
                 method, DaskSource(y, X, self.pos_label), "Dask input"
             )
         scores, labels, self.classes_ = check_scores_labels(self, X, y, self.pos_label)
+        return self._fit_arrays(method, scores, labels)
+
+    def _fit_arrays(self, method, scores, labels):
+        """Fit on validated float64 scores in [0, 1] and uint8 labels in {0, 1}."""
         source = ArraySource(scores, labels, self.n_jobs)
         # The audit record's SHA-256 of the data reads 9 bytes a row; hashlib releases
         # the GIL, so on large inputs it runs in a thread beside the fit (6% of an NW

@@ -6,6 +6,7 @@ from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
 from sklearn.utils import ClassifierTags
 from sklearn.utils.validation import validate_data
 
+from ._base import fit_without_positives
 from ._compat import HasMethods, StrOptions, _fit_context
 from ._validation import _ROW_SUM_ATOL, _num
 
@@ -39,6 +40,40 @@ def _check_proba(X):
             f"X must be {_SHAPE} whose rows sum to one, but {bad.size} row(s) do not "
             f"(row {bad[0]} sums to {_num(row_sums[bad[0]])})."
         )
+
+
+def _check_classes(classes, y, K):
+    """The labels of the ``K`` columns: ``classes`` as given, or the sorted labels of
+    ``y``; every label of ``y`` must be one of them."""
+    seen = np.unique(y)
+    if classes is None:
+        if seen.size != K:
+            shown = seen[:10].tolist()
+            more = ", ..." if seen.size > 10 else ""
+            raise ValueError(
+                f"y has {seen.size} distinct label(s) {shown}{more} but X has {K} "
+                "columns: column k is read as the probability of the k-th smallest "
+                f"label, so y must contain exactly {K} classes, each at least once "
+                "(or pass classes=, the labels of the columns, e.g. the model's "
+                "classes_, when some class does not occur in y)."
+            )
+        return seen
+    given = np.asarray(classes)
+    if given.ndim != 1 or given.size != K:
+        raise ValueError(
+            f"classes must be a 1-D list of one label per column of X ({K}); got "
+            f"{given.size} label(s) of shape {given.shape}."
+        )
+    _, counts = np.unique(given, return_counts=True)
+    if np.any(counts > 1):
+        raise ValueError(f"classes must be distinct; got {given.tolist()}.")
+    missing = [label for label in seen.tolist() if label not in given.tolist()]
+    if missing:
+        raise ValueError(
+            f"y contains label(s) {missing[:10]} not in classes={given.tolist()}; "
+            "classes must include every label of y."
+        )
+    return given
 
 
 def _json_safe(value):
@@ -92,6 +127,13 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     strategy : {'top_label', 'classwise'}, default='top_label'
         Which calibration error is bounded (see above).
 
+    classes : array-like of shape (n_classes,), default=None
+        The label of each column of ``X``, in column order (e.g. the model's
+        ``classes_``), as ``labels`` of :func:`~sklearn.metrics.log_loss`: needed when
+        some class does not occur in ``y``. It must include every label of ``y``.
+        ``None`` reads the labels from ``y``, which must then contain all of them:
+        column ``k`` is the ``k``-th smallest.
+
     Attributes
     ----------
     bound_ : float
@@ -132,8 +174,9 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
         certificates). Defined only if the inner estimators define ``certificate_``.
 
     classes_ : ndarray of shape (n_classes,)
-        The sorted labels; column ``k`` of ``X`` is the probability of
-        ``classes_[k]``, as scikit-learn orders ``predict_proba``.
+        The labels of the columns: ``classes`` if given, else the sorted labels of
+        ``y``; column ``k`` of ``X`` is the probability of ``classes_[k]``, as
+        scikit-learn orders ``predict_proba``.
 
     n_features_in_ : int
         Number of columns of ``X``, the number of classes ``K``.
@@ -156,7 +199,16 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     holds whenever these functions are monotone.
 
     **Ties in the argmax** go to the first maximal column (``numpy.argmax``), that
-    is to the smallest label: a row ``[0.4, 0.4, 0.2]`` predicts ``classes_[0]``.
+    is to the smallest label (to the first of ``classes``): a row ``[0.4, 0.4,
+    0.2]`` predicts ``classes_[0]``.
+
+    **A class absent from** ``y`` (given in ``classes``). Top-label: its predictions
+    are all wrong, as they should be. Class-wise: its one-vs-rest problem has no
+    positive label, and the inner bound is computed on those all-negative labels
+    (which the binary estimators' ``fit`` refuses from a user, as a likely wrong
+    column); the certificate is as valid as any other, the guarantee being over all
+    samples, those without a positive included. Its row of :attr:`per_class_` has
+    ``n_positive`` 0.
 
     **NW and Lipschitz with** ``h``. ``h`` is an assumption about *perturbed*
     scores, and the estimators reject many exactly tied scores when ``h`` is given.
@@ -191,11 +243,13 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "get_params", "set_params"])],
         "strategy": [StrOptions({"top_label", "classwise"})],
+        "classes": ["array-like", None],
     }
 
-    def __init__(self, estimator, *, strategy="top_label"):
+    def __init__(self, estimator, *, strategy="top_label", classes=None):
         self.estimator = estimator
         self.strategy = strategy
+        self.classes = classes
 
     def _inner(self, confidence_level=None):
         params = self.estimator.get_params(deep=False)
@@ -222,7 +276,8 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
             A ``predict_proba`` output: rows in [0, 1] summing to one, column ``k``
             the probability of the ``k``-th smallest label. Not modified.
         y : array-like of shape (n_samples,)
-            Labels; every one of the ``n_classes`` classes must occur.
+            Labels, each one of ``classes``; without ``classes``, every one of the
+            ``n_classes`` classes must occur.
 
         Returns
         -------
@@ -243,17 +298,7 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
         # validate_data leaves n_features_in_ unset for input it cannot call 2-D.
         self.n_features_in_ = 1 if X.ndim == 1 else X.shape[1]
         _check_proba(X)
-        classes = np.unique(y)
-        K = X.shape[1]
-        if classes.size != K:
-            shown = classes[:10].tolist()
-            more = ", ..." if classes.size > 10 else ""
-            raise ValueError(
-                f"y has {classes.size} distinct label(s) {shown}{more} but X has {K} "
-                "columns: column k is read as the probability of the k-th smallest "
-                f"label, so y must contain exactly {K} classes, each at least once."
-            )
-        self.classes_ = classes
+        self.classes_ = _check_classes(self.classes, y, X.shape[1])
         if self.strategy == "top_label":
             self._fit_top_label(X, y)
         else:
@@ -282,7 +327,16 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
         rows = []
         for k, label in enumerate(self.classes_):
             positive = (y == label).astype(np.int64)
-            fitted = self._inner(level).fit(X[:, k].astype(np.float64), positive)
+            if positive.all():
+                raise ValueError(
+                    f"Every label of y is {_json_safe(label)!r}: the class-wise "
+                    "reduction needs at least two classes to occur in y."
+                )
+            scores = X[:, k].astype(np.float64)
+            if positive.any():
+                fitted = self._inner(level).fit(scores, positive)
+            else:  # a class of ``classes`` absent from y (see Notes)
+                fitted = fit_without_positives(self._inner(level), scores)
             self.estimators_.append(fitted)
             rows.append(
                 {

@@ -535,9 +535,9 @@ def test_generators_reject_bad_parameters_clearly(call, match):
 
 
 def test_too_inaccurate_truth_is_refused(monkeypatch):
-    from skcalbound.datasets import _generators
+    from skcalbound.datasets import _exact
 
-    monkeypatch.setattr(_generators, "MAX_INTEGRATION_ERROR", 0.0)
+    monkeypatch.setattr(_exact, "MAX_INTEGRATION_ERROR", 0.0)
     with pytest.raises(ArithmeticError, match="known only to"):
         make_parabola(10, h=2.0**-4)
 
@@ -556,3 +556,21 @@ def test_datasets_module_is_documented():
     assert all(inspect.getdoc(getattr(datasets, name)) for name in datasets.__all__)
     api = (Path(__file__).resolve().parents[1] / "docs" / "api.rst").read_text()
     assert re.search(r"^\.\. automodule:: skcalbound\.datasets", api, flags=re.M)
+
+
+def test_every_integrated_truth_checks_its_promise(monkeypatch):
+    # CustomProblem.true_ce and make_multiclass's truth, like SechPerturbed's, refuse
+    # to return a value whose error estimate is not below MAX_INTEGRATION_ERROR
+    # (forced here to 0: quad's estimates are ~1e-12, never 0).
+    from scipy import stats
+
+    from skcalbound.datasets import _exact, make_multiclass
+
+    problem = CustomProblem(np.sqrt, stats.beta(0.5, 20))
+    assert 0 < problem.ce_integration_error < 1e-9
+    assert 0.1 < problem.true_ce < 0.11
+    monkeypatch.setattr(_exact, "MAX_INTEGRATION_ERROR", 0.0)
+    with pytest.raises(ArithmeticError, match="custom: the true calibration error is"):
+        CustomProblem(np.sqrt, stats.beta(0.5, 20)).true_ce
+    with pytest.raises(ArithmeticError, match="make_multiclass: .* known only to"):
+        make_multiclass(10, 3, random_state=0)

@@ -238,6 +238,129 @@ def test_pickle_round_trip():
 
 
 # --------------------------------------------------------------------------------------
+# classes: the labels of the columns, for a class absent from y.
+# --------------------------------------------------------------------------------------
+
+
+def _without_class_2(seed=7):
+    """Rows of a K = 3 model's output whose label is not 2: column 2 stays."""
+    P, y = _data(n=3000, seed=seed)
+    keep = y != 2
+    return P[keep], y[keep]
+
+
+def test_classes_top_label_with_a_class_absent_from_y():
+    P, y = _without_class_2()
+    inner = TVCalibrationBound(random_state=0, confidence_level=0.9)
+    with pytest.raises(ValueError, match="or pass classes="):
+        MulticlassCalibrationBound(inner).fit(P, y)
+    est = MulticlassCalibrationBound(inner, classes=[0, 1, 2]).fit(P, y)
+    assert_array_equal(est.classes_, [0, 1, 2])
+    # Predictions of class 2 are wrong, as they are.
+    assert (P.argmax(axis=1) == 2).sum() > 100
+    hand = clone(inner).fit(P.max(axis=1), (P.argmax(axis=1) == y).astype(int))
+    _same_fit(est.estimator_, hand)
+    assert est.certificate_["classes"] == [0, 1, 2]
+
+
+def test_classes_classwise_fits_an_absent_class_on_all_negative_labels(monkeypatch):
+    from skcalbound import _validation
+
+    P, y = _without_class_2()
+    inner = TVCalibrationBound(random_state=0, confidence_level=0.9)
+    est = MulticlassCalibrationBound(inner, strategy="classwise", classes=[0, 1, 2])
+    est.fit(P, y)
+    level = 1.0 - 0.1 / 3
+    assert_array_equal(est.classes_, [0, 1, 2])
+    assert_array_equal(
+        est.per_class_["n_positive"], [(y == 0).sum(), (y == 1).sum(), 0]
+    )
+    for k in (0, 1):
+        hand = clone(inner).set_params(confidence_level=level).fit(P[:, k], y == k)
+        _same_fit(est.estimators_[k], hand)
+    absent = est.estimators_[2]
+    assert absent.confidence_level == pytest.approx(level, abs=1e-15)
+    assert absent.certificate_["n_positive"] == 0
+    # The binary estimator's own fit on (P[:, 2], all 0), once its refusal of a
+    # single class (meant for a user's wrong label column) is lifted: the same bound.
+    with pytest.raises(ValueError, match="single class"):
+        clone(inner).fit(P[:, 2], np.zeros(y.size, dtype=int))
+    binary_classes = _validation._binary_classes
+
+    def both_classes(labels):
+        return np.array([0, 1]) if np.all(labels == 0) else binary_classes(labels)
+
+    monkeypatch.setattr(_validation, "_binary_classes", both_classes)
+    hand = clone(inner).set_params(confidence_level=level)
+    _same_fit(absent, hand.fit(P[:, 2], np.zeros(y.size, dtype=int)))
+    # No positive: the TV surrogate is 0, the estimate the mean of the column (as a
+    # mean of the folds' means: within 1e-4), and the certified interval contains it.
+    assert_allclose(absent.estimate_, P[:, 2].mean(), rtol=1e-4)
+    assert absent.lower_bound_ <= absent.estimate_ < absent.bound_ <= 1.0
+    bounds = est.per_class_["bound"].to_numpy()
+    assert_allclose(est.bound_, bounds.mean(), rtol=1e-15)
+    assert est.worst_bound_ == bounds.max()
+
+
+def test_classes_give_the_column_order():
+    # Columns permuted together with their labels: the same certificates.
+    P, y = _data(n=2000, seed=8)
+    names = np.array(["ant", "bee", "cat"])
+    order = [2, 0, 1]
+    inner = TVCalibrationBound(random_state=0)
+    for strategy in ("top_label", "classwise"):
+        ref = MulticlassCalibrationBound(inner, strategy=strategy).fit(P, names[y])
+        est = MulticlassCalibrationBound(
+            inner, strategy=strategy, classes=names[order]
+        ).fit(P[:, order], names[y])
+        assert_array_equal(est.classes_, names[order])
+        assert est.bound_ == ref.bound_ and est.lower_bound_ == ref.lower_bound_
+    assert_array_equal(est.per_class_["class"], names[order])
+    assert_array_equal(
+        est.per_class_["bound"], ref.per_class_["bound"].to_numpy()[order]
+    )
+
+
+@pytest.mark.parametrize("strategy", ["top_label", "classwise"])
+@pytest.mark.parametrize(
+    "classes, y_change, match",
+    [
+        ([0, 1], None, r"one label per column of X \(3\); got 2 label\(s\)"),
+        ([[0, 1, 2]], None, r"1-D list .* of shape \(1, 3\)"),
+        ([0, 1, 1], None, r"classes must be distinct; got \[0, 1, 1\]"),
+        ([0, 1, 3], None, r"y contains label\(s\) \[2\] not in classes=\[0, 1, 3\]"),
+        (["a", "b", "c"], None, r"label\(s\) \[0, 1, 2\] not in classes"),
+        ([0, 1, 2], 7, r"y contains label\(s\) \[7\] not in classes=\[0, 1, 2\]"),
+    ],
+    ids=["too-few", "2-D", "repeated", "missing-label", "other-type", "unknown-y"],
+)
+def test_inconsistent_classes_are_clear_errors(classes, y_change, match, strategy):
+    P, y = _data(n=200, seed=9)
+    if y_change is not None:
+        y = np.where(np.arange(y.size) == 0, y_change, y)
+    P_copy, y_copy = P.copy(), y.copy()
+    est = MulticlassCalibrationBound(
+        TVCalibrationBound(), strategy=strategy, classes=classes
+    )
+    with pytest.raises(ValueError, match=match):
+        est.fit(P, y)
+    assert_array_equal(P, P_copy)
+    assert_array_equal(y, y_copy)
+    assert not hasattr(est, "bound_") and not hasattr(est, "classes_")
+
+
+def test_classes_with_a_single_label_in_y_is_a_clear_error():
+    P, _ = _data(n=200, seed=10)
+    est = MulticlassCalibrationBound(
+        TVCalibrationBound(), strategy="classwise", classes=[0, 1, 2]
+    )
+    with pytest.raises(ValueError, match="Every label of y is 1: the class-wise"):
+        est.fit(P, np.ones(200, dtype=int))
+    with pytest.raises(InvalidParameterError, match="'classes' parameter"):
+        MulticlassCalibrationBound(TVCalibrationBound(), classes=3).fit(P, _)
+
+
+# --------------------------------------------------------------------------------------
 # Bad input: a ValueError naming the problem; the arrays are never modified.
 # --------------------------------------------------------------------------------------
 

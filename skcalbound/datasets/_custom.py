@@ -6,6 +6,7 @@ from functools import cached_property
 import numpy as np
 from scipy import integrate, stats
 
+from ._exact import checked_truth
 from ._problems import CalibrationProblem
 
 _CONSTANTS = ("V", "b1", "b2", "L")
@@ -21,7 +22,11 @@ class CustomProblem(CalibrationProblem):
     ``i``. The true calibration error
     ``sum_i p_i |x_i - e_i| + w int_0^1 |s - eta(s)| f(s) ds`` is computed with
     :func:`scipy.integrate.quad` (splitting at ``breakpoints``), and its error estimate
-    is :attr:`ce_integration_error`.
+    is :attr:`ce_integration_error`; :attr:`true_ce` raises ``ArithmeticError`` rather
+    than return a value whose error estimate is not below ``1e-5``. A density
+    unbounded at an end (a Beta law with ``a < 1`` or ``b < 1``) is integrated as
+    such: ``quad``'s extrapolation here, and a mesh graded towards that end through
+    the perturbation (:class:`SechPerturbed`).
 
     Parameters
     ----------
@@ -51,7 +56,8 @@ class CustomProblem(CalibrationProblem):
     Attributes
     ----------
     true_ce : float
-        The calibration error ``E|s - eta(s)|``.
+        The calibration error ``E|s - eta(s)|`` (``ArithmeticError`` if it is not
+        known to ``1e-5``).
     ce_integration_error : float
         The error estimate of the quadrature behind :attr:`true_ce`.
     assumptions : dict
@@ -167,7 +173,9 @@ class CustomProblem(CalibrationProblem):
 
     @property
     def true_ce(self):
-        return self._ce_quadrature[0]
+        """The calibration error; ``ArithmeticError`` if :attr:`ce_integration_error`
+        is not below ``1e-5`` (``MAX_INTEGRATION_ERROR``)."""
+        return checked_truth(*self._ce_quadrature, self.name)
 
     @property
     def ce_integration_error(self):

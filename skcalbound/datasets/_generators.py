@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
 from .._compat import HasMethods, Interval, StrOptions, validate_params
+from ._exact import checked_truth
 from ._perturbed import SechPerturbed, perturbed_name
 from ._problems import (
     CalibratedBeta,
@@ -14,9 +15,6 @@ from ._problems import (
     atoms_and_linear,
 )
 from ._smooth import Oscillating, Parabola, SmoothSine
-
-#: Largest integration error accepted for a returned true calibration error.
-MAX_INTEGRATION_ERROR = 1e-5
 
 PROBLEM_NAMES = (
     "calibrated",
@@ -58,12 +56,7 @@ def perturb_problem(problem, h):
 def _sample(problem, n_samples, random_state):
     """The ``Bunch`` every generator returns; checks the integration error first."""
     error = float(problem.ce_integration_error)
-    if not error < MAX_INTEGRATION_ERROR:
-        raise ArithmeticError(
-            f"{problem}: the true calibration error is known only to "
-            f"{error:.2g}, above "
-            f"{MAX_INTEGRATION_ERROR:g}; use a smaller resolution or a larger h"
-        )
+    true_ce = float(checked_truth(problem.true_ce, error, str(problem)))
     rng = check_random_state(random_state)
     # One numpy Generator seeded from the RandomState: fast vectorised samplers.
     generator = np.random.default_rng(rng.randint(np.iinfo(np.int32).max, size=4))
@@ -71,7 +64,7 @@ def _sample(problem, n_samples, random_state):
     return Bunch(
         scores=scores,
         labels=labels,
-        true_ce=float(problem.true_ce),
+        true_ce=true_ce,
         ce_integration_error=error,
         assumptions=dict(problem.assumptions),
         problem=problem,

@@ -8,6 +8,7 @@ from sklearn.utils import Bunch, check_random_state
 
 from .._compat import Interval, validate_params
 from ._custom import CustomProblem
+from ._exact import checked_truth
 
 
 def _confidence_law(n_classes, a, b):
@@ -219,7 +220,9 @@ def make_multiclass(
         epsrel=1e-12,
         limit=500,
     )
-    true_top = (1.0 - low) * value
+    true_top = checked_truth(
+        (1.0 - low) * value, (1.0 - low) * error, "make_multiclass"
+    )
 
     rng = check_random_state(random_state)
     generator = np.random.default_rng(rng.randint(np.iinfo(np.int32).max, size=4))

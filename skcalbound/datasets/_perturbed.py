@@ -12,7 +12,13 @@ import numpy as np
 from scipy import optimize
 
 from .._sech import _gd_inplace, _sech_inplace, sech_derivative_bounds, sech_normalizer
-from ._exact import gauss_legendre_panels, panel_edges
+from ._exact import (
+    checked_truth,
+    gauss_legendre_panels,
+    graded_edges,
+    panel_edges,
+    unbounded_points,
+)
 from ._problems import (
     CalibratedBeta,
     CalibrationProblem,
@@ -166,17 +172,22 @@ class SechPerturbed(CalibrationProblem):
       feature of ``eta_orig``, e.g. a quarter period of an oscillation): the integrand
       is analytic on each panel, with singularities of ``sech`` and ``1 / Z`` at
       distance ``pi h / 2`` from the real axis, so an ``n``-node rule errs by
-      ``~ 6.4^(-2n)``.
+      ``~ 6.4^(-2n)``. Where the base's density is unbounded (a Beta law's end with
+      ``a < 1`` or ``b < 1``) it is not analytic there, and the panel next to that
+      point is cut geometrically towards it (pieces ``w / 8^j``), on which the rule
+      converges again.
     - The outer integral uses the same kind of rule over ``s``, with extra edges at the
       sign changes of ``s p(s) - q(s)`` (found on the nodes and refined by ``brentq``),
       where ``|.|`` has a kink.
 
     ``true_ce`` is the finer of two refinements (``PERTURBED_RULES``);
     ``ce_integration_error`` is ``max(|CE_coarse - CE_fine|, |int p - 1|)`` over both,
-    an estimate of the integration error. Both, and the roots of ``sign_changes``, are
-    integrated once per instance; with a base of this package (``CACHEABLE_BASES``,
-    fields of numbers, strings and tuples) once per process for every equal
-    definition, through a cache keyed by the base's class and fields and ``h``.
+    an estimate of the integration error; :attr:`true_ce` raises ``ArithmeticError``
+    rather than return a value whose estimate is not below ``1e-5``. Both, and the
+    roots of ``sign_changes``, are integrated once per instance; with a base of this
+    package (``CACHEABLE_BASES``, fields of numbers, strings and tuples) once per
+    process for every equal definition, through a cache keyed by the base's class and
+    fields and ``h``.
 
     Assumptions (Corollary 3 and the sharp second-derivative bound of SPEC section 12,
     whatever ``base`` is): ``b1 = tanh(1/h) / (2h)``, ``b2 = tanh(1/h)^2 / (2 h^2)``
@@ -255,14 +266,26 @@ class SechPerturbed(CalibrationProblem):
 
     @cached_property
     def _inner_rules(self):
-        """Per rule: nodes ``so``, weights ``w(so) / Z(so, h)`` and ``eta_orig(so)``."""
+        """Per rule: nodes ``so``, weights ``w(so) / Z(so, h)`` and ``eta_orig(so)``.
+
+        Panels next to a point where the base's density is unbounded (a Beta law's
+        end with ``a < 1`` or ``b < 1``) are graded geometrically towards it
+        (:func:`~skcalbound.datasets._exact.graded_edges`); elsewhere the panels are
+        those of ``panel_edges``.
+        """
+        singular = (
+            unbounded_points(self.base._continuous_pdf, self.base._breakpoints())
+            if self.base.continuous_weight > 0.0
+            else []
+        )
         rules = []
         for width, order in PERTURBED_RULES:
             if self.base.continuous_weight == 0.0:
                 rules.append((np.empty(0), np.empty(0), np.empty(0)))
                 continue
+            edges = panel_edges(self.base._breakpoints(), width * self._panel_scale)
             nodes, weights = gauss_legendre_panels(
-                panel_edges(self.base._breakpoints(), width * self._panel_scale), order
+                graded_edges(edges, singular, self.base._continuous_pdf), order
             )
             weights = (
                 self.base.continuous_weight
@@ -449,7 +472,10 @@ class SechPerturbed(CalibrationProblem):
 
     @property
     def true_ce(self):
-        return self._truth.true_ce
+        """The calibration error; ``ArithmeticError`` if :attr:`ce_integration_error`
+        is not below ``1e-5`` (``MAX_INTEGRATION_ERROR``)."""
+        truth = self._truth
+        return checked_truth(truth.true_ce, truth.ce_integration_error, self.name)
 
     @property
     def ce_integration_error(self):
