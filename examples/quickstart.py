@@ -15,9 +15,7 @@ s = rng.uniform(size=200_000)  # scores of a binary classifier
 y = rng.uniform(size=200_000) < s**2  # E[y|s] = s^2: true CE = 1/6
 est = TVCalibrationBound(V=1.0, random_state=0).fit(s, y)
 lo, up = est.lower_bound_, est.bound_
-print(
-    f"certified: {lo:.3f} <= CE <= {up:.3f}  (true CE = {1 / 6:.3f})"
-)
+print(f"certified: {lo:.3f} <= CE <= {up:.3f}  (true CE = {1 / 6:.3f})")
 ece = binned_ece(y, s)
 print(f"plug-in estimate {est.estimate_:.3f}, 15-bin ECE {ece:.3f}")
 print({k: round(v, 4) for k, v in est.terms_.items()})
@@ -39,9 +37,7 @@ test = calibration_test(
     alternative="greater",
     random_state=0,
 )
-print(
-    f"CE > 0.1 certified: {test.reject}, p-value {test.pvalue:.1e}"
-)
+print(f"CE > 0.1 certified: {test.reject}, p-value {test.pvalue:.1e}")
 
 # A scikit-learn classifier: wrap it, and the NW bound certifies the wrapped one.
 from sklearn.datasets import make_classification
@@ -49,14 +45,10 @@ from sklearn.linear_model import LogisticRegression
 
 from skcalbound import SechPerturbedClassifier
 
-X, y = make_classification(
-    n_samples=100_000, flip_y=0.1, random_state=0
-)
+X, y = make_classification(n_samples=100_000, flip_y=0.1, random_state=0)
 X_fit, y_fit = X[:50_000], y[:50_000]
 X_test, y_test = X[50_000:], y[50_000:]
-clf = SechPerturbedClassifier(
-    LogisticRegression(), h=2**-6, random_state=0
-)
+clf = SechPerturbedClassifier(LogisticRegression(), h=2**-6, random_state=0)
 clf.fit(X_fit, y_fit)
 proba = clf.predict_proba(X_test)  # perturbed, fresh noise per call
 nw = NWCalibrationBound(h=clf.h, random_state=0).fit(proba, y_test)

@@ -73,8 +73,10 @@ examples:
 
 The --json output has each bound's audit record ("certificates": data fingerprint,
 parameters, numbers, by bound). skcalbound verify RECORD.json DATA checks that DATA are
-the data certified and recomputes each bound (skcalbound verify --help; a data file
-named verify is given as ./verify).
+the data certified and, for a record made with an int --random-state, refits each bound
+and compares the whole certificate; a record it cannot refit exits 3 (fingerprint
+checked, bound not recomputed). See skcalbound verify --help; a data file named verify
+is given as ./verify.
 
 Exit status: 0 on success (with --max-ce: every upper bound is below TAU); 1 with
 --max-ce when some upper bound is not below TAU; 2 for a bad option, file, column or

@@ -515,7 +515,7 @@ def test_float32_scores(Est, data):
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_predict_returns_recalibrated_probabilities(Est, data):
+def test_predict_returns_the_surrogate_calibration_function(Est, data):
     scores, labels = data
     est = _make(Est, random_state=0).fit(scores, labels)
     query = np.concatenate([[0.0, 1.0], _scores_labels(400, seed=2)[0]])
@@ -528,7 +528,7 @@ def test_predict_returns_recalibrated_probabilities(Est, data):
     perm = np.random.default_rng(0).permutation(query.shape[0])
     assert_array_equal(est.predict(query[perm]), pred[perm], strict=True)
     assert_array_equal(est.predict(query[:7]), pred[:7], strict=True)
-    # y ~ Bernoulli(s**2): the recalibrated probabilities track s**2, not s.
+    # y ~ Bernoulli(s**2): the surrogate tracks E[y|s] = s**2, not s.
     grid = np.linspace(0.05, 0.95, 19)
     assert np.mean(np.abs(est.predict(grid) - grid**2)) < np.mean(
         np.abs(grid - grid**2)
