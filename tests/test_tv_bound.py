@@ -367,3 +367,26 @@ def test_prox_into_scratch_buffer_equals_public_prox():
         assert not np.isnan(out).any()
         assert_allclose(out, prox_tv.tv1_1d(y, w), atol=1e-12)
         assert_allclose(got(s), fit_tv_surrogate(s, y, w)(s), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("cv", [2, 3, 5])
+@pytest.mark.parametrize("n", range(2, 9))
+def test_too_few_samples_for_uneven_folds_is_a_clear_error(n, cv):
+    # TV's surrogate needs 2 training points per fold (t2 has ln(4(m - 1)/delta));
+    # balanced folds of n rows leave n - ceil(n / cv) in the smallest training part.
+    # 3 rows with cv=2 once passed the size check and died in math.log.
+    s = np.linspace(0.1, 0.9, n)
+    y = np.arange(n) % 2
+    est = TVCalibrationBound(cv=cv, random_state=0)
+    if n >= cv and n - math.ceil(n / cv) >= 2:
+        with pytest.warns(UserWarning):  # vacuous at this size
+            assert 0.0 <= est.fit(s, y).bound_ <= 1.0
+        return
+    needed = min(k for k in range(cv, 20) if k - math.ceil(k / cv) >= 2)
+    with pytest.raises(
+        ValueError,
+        match=rf"^Too few samples for cv={cv}: TVCalibrationBound with cv={cv} needs "
+        rf"at least {needed} samples .* got n_samples={n}\. Use more samples or a "
+        "smaller cv\\.$",
+    ):
+        est.fit(s, y)
