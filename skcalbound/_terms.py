@@ -84,12 +84,19 @@ def tv_denoising_term(m, delta1, V):
 
     .. math:: TVB(\delta_1) = \sqrt{\frac{2 t_1^2 + 2 t_1 \sqrt{t_1^2 + 4 t_2 V}
               + 4 t_2 V}{m}}
+
+    When :math:`4 t_2 V` overflows (``V`` near the largest double), the same value
+    is computed with :math:`V` factored out.
     """
     t1 = tv_t1(delta1)
     t2 = tv_t2(m, delta1)
-    return math.sqrt(
-        (2.0 * t1**2 + 2.0 * t1 * math.sqrt(t1**2 + 4.0 * t2 * V) + 4.0 * t2 * V) / m
-    )
+    if math.isfinite(4.0 * t2 * V):
+        return math.sqrt(
+            (2.0 * t1**2 + 2.0 * t1 * math.sqrt(t1**2 + 4.0 * t2 * V) + 4.0 * t2 * V)
+            / m
+        )
+    scaled = 2.0 * t1**2 / V + 2.0 * t1 * math.sqrt((t1 / V) ** 2 + 4.0 * t2 / V)
+    return math.sqrt(V) * math.sqrt((scaled + 4.0 * t2) / m)
 
 
 def tv_population_transfer_term(m, delta2, V, V_hat, delta3=None):

@@ -866,3 +866,17 @@ def test_tiny_derivative_bounds_give_a_bound(b1, b2, bandwidth, guarantee):
     assert nw_bound(
         y, s, b1=b1, b2=b2, bandwidth=bandwidth, guarantee=guarantee, random_state=0
     ) == pytest.approx(est.bound_, abs=0)
+
+
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+@pytest.mark.parametrize("L", [0.0, 5e-324, 1e-300])
+def test_tiny_lipschitz_constant_gives_a_bound(L, guarantee):
+    # The Lipschitz bound's counterpart of the tiny b1, b2 above (no bandwidth rule:
+    # it never overflowed; kept so that it stays so).
+    from skcalbound import LipschitzBucketBound
+
+    s, y = _uniform_sample(2000)
+    est = LipschitzBucketBound(L=L, guarantee=guarantee, random_state=0).fit(s, y)
+    zero = LipschitzBucketBound(L=0.0, guarantee=guarantee, random_state=0).fit(s, y)
+    assert 0.0 <= est.lower_bound_ <= est.bound_ <= 1.0
+    assert est.bound_ == pytest.approx(zero.bound_, rel=1e-12)

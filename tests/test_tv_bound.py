@@ -390,3 +390,33 @@ def test_too_few_samples_for_uneven_folds_is_a_clear_error(n, cv):
         "smaller cv\\.$",
     ):
         est.fit(s, y)
+
+
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_largest_V_gives_the_trivial_bound(guarantee):
+    # V = 1.7e308 is legal (V > 0); 4 t2 V once overflowed to inf and the fit raised
+    # FloatingPointError ("a kernel bandwidth or tempering"). The bound is 1.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=500)
+    y = (rng.uniform(size=500) < s).astype(int)
+    with pytest.warns(UserWarning, match="clipped at 1"):
+        est = TVCalibrationBound(V=1.7e308, guarantee=guarantee, random_state=0)
+        est.fit(s, y)
+    assert (est.bound_, est.lower_bound_) == (1.0, 0.0)
+    assert est.terms_["tv_denoising"] > 1e150
+    assert est.score(s[:100], y[:100]) == -1.0
+
+
+def test_tv_denoising_term_with_V_factored_out_is_the_same_value():
+    from skcalbound._terms import tv_denoising_term, tv_t1, tv_t2
+
+    m, delta = 400, 0.01
+    t1, t2 = tv_t1(delta), tv_t2(m, delta)
+    for V in [1e300, 1e305]:  # the direct formula is finite here
+        direct = math.sqrt(
+            (2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / m
+        )
+        assert tv_denoising_term(m, delta, V) == direct
+    huge = tv_denoising_term(m, delta, 1.7e308)
+    assert math.isfinite(huge)
+    assert huge == pytest.approx(math.sqrt(1.7e308) * math.sqrt(4 * t2 / m), rel=1e-12)
