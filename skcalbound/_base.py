@@ -283,6 +283,19 @@ def fit_without_positives(estimator, scores):
     return estimator._fit_arrays(method, scores, labels)
 
 
+def in_expectation_only(method, guarantee):
+    """Whether the bound ``method`` (its short name, class or an instance) with this
+    ``guarantee`` holds only in expectation over the training labels (SPEC section
+    9), not with probability at least ``confidence_level``: the published
+    Proposition 2 of NW and Lipschitz bucketing, ``guarantee='paper'``. TV's
+    published form (Proposition 1) has no such gap. The one place that decides it:
+    the results, warnings, display, ``calibration_test``, ``bounds_by_group`` and the
+    command line all ask here."""
+    if isinstance(method, str):
+        method = bound_classes()[method]
+    return guarantee == "paper" and bool(method.paper_in_expectation)
+
+
 class _BaseCalibrationBound(BaseEstimator):
     """Base class: cross-fitted certified upper bound on the L1 calibration error.
 
@@ -318,6 +331,13 @@ class _BaseCalibrationBound(BaseEstimator):
 
     def _method(self):
         raise NotImplementedError
+
+    def _vacuous_advice(self):
+        """What shrinks this bound when it is vacuous (``VacuousBoundWarning``)."""
+        return (
+            "More labelled samples shrink the slack (the user guide's table gives its "
+            "typical size by sample size)."
+        )
 
     def _score_method(self):
         """The method :meth:`score` uses (fitted state may fix its randomness)."""
@@ -427,9 +447,21 @@ class _BaseCalibrationBound(BaseEstimator):
 
     def _set_result(self, method, results, surrogate, n_samples, key_seed):
         """The fitted attributes from the fold results and the refit surrogate."""
-        self.result_ = aggregate_folds(results, self.aggregate, self.confidence_level)
+        self.result_ = aggregate_folds(
+            results,
+            self.aggregate,
+            self.confidence_level,
+            guarantee=self.guarantee,
+            in_expectation_only=in_expectation_only(self, self.guarantee),
+        )
         self.bound_ = self.result_.bound
-        warn_if_vacuous(self.bound_, n_samples, type(self).__name__)
+        warn_if_vacuous(
+            self.bound_,
+            n_samples,
+            type(self).__name__,
+            self._vacuous_advice(),
+            in_expectation_only=self.result_.in_expectation_only,
+        )
         self.lower_bound_ = self.result_.lower_bound
         self.estimate_ = self.result_.estimate
         self.terms_ = dict(self.result_.terms)

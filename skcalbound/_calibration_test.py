@@ -2,13 +2,14 @@
 interval (SPEC section 11)."""
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from numbers import Real
 
 from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
 from ._base import bound_classes, interval_at
 from ._compat import Interval, StrOptions, validate_params
-from ._validation import check_prob_labels
+from ._validation import _user_stacklevel, check_prob_labels
 
 _ESTIMATORS = bound_classes()  # by short name, from the classes
 # Smallest level the p-value search reaches; below it the p-value is reported as this.
@@ -23,8 +24,10 @@ class CalibrationTestResult:
     ----------
     pvalue : float
         The smallest level at which the test rejects (``nan`` for ``method='tv'``).
+        Not a valid p-value when ``in_expectation_only``.
     reject : bool
-        Whether the test rejects at level ``1 - confidence_level``.
+        Whether the test rejects at level ``1 - confidence_level`` (a level that is
+        not guaranteed when ``in_expectation_only``).
     lower_bound : float
         Certified lower bound on the calibration error at ``confidence_level``.
     upper_bound : float
@@ -39,6 +42,12 @@ class CalibrationTestResult:
         ``'nw'``, ``'tv'`` or ``'lipschitz'``.
     estimator : object
         The fitted bound estimator (its terms and per-fold results).
+    guarantee : str
+        The bound's ``guarantee``: ``'high_probability'`` or ``'paper'``.
+    in_expectation_only : bool
+        True for ``method='nw'`` or ``'lipschitz'`` with ``guarantee='paper'``: the
+        published bound holds in expectation over the training labels only, so
+        neither the level of the test nor the p-value is guaranteed.
     """
 
     pvalue: float
@@ -50,6 +59,8 @@ class CalibrationTestResult:
     confidence_level: float
     method: str
     estimator: object = field(repr=False, compare=False)
+    guarantee: str = "high_probability"
+    in_expectation_only: bool = False
 
 
 def _rejects(interval, tolerance, alternative):
@@ -168,7 +179,8 @@ def calibration_test(
     -------
     result : CalibrationTestResult
         With ``pvalue``, ``reject``, ``lower_bound``, ``upper_bound``, ``tolerance``,
-        ``alternative``, ``confidence_level``, ``method`` and the fitted ``estimator``.
+        ``alternative``, ``confidence_level``, ``method``, the fitted ``estimator``,
+        ``guarantee`` and ``in_expectation_only`` (see Notes).
 
     See Also
     --------
@@ -187,7 +199,10 @@ def calibration_test(
 
     With ``guarantee='paper'`` NW and Lipschitz use the published Proposition 2, which
     holds in expectation over the training labels only; the level is then not
-    guaranteed.
+    guaranteed (a true null hypothesis can be rejected more often than ``1 -
+    confidence_level``), and the p-value is not a valid one: the result says so
+    (``in_expectation_only=True``) and a ``UserWarning`` is issued. TV's published
+    form holds with probability ``confidence_level``: no caveat.
 
     Examples
     --------
@@ -210,6 +225,19 @@ def calibration_test(
         )
     labels, scores = check_prob_labels(y_true, y_prob, pos_label, "calibration_test")
     estimator = cls(**params, confidence_level=confidence_level).fit(scores, labels)
+    expectation = estimator.result_.in_expectation_only
+    if expectation:
+        warnings.warn(
+            f"calibration_test(method={method!r}, guarantee='paper'): the published "
+            "bound holds in expectation over the training labels only, not with "
+            f"probability {confidence_level:g}, so the test's level is not guaranteed "
+            "(a true null hypothesis can be rejected more often than "
+            f"{1 - confidence_level:g}) and the p-value is not a valid one. Use "
+            "guarantee='high_probability' (the default) for a test with a "
+            "finite-sample level.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
     interval = (estimator.lower_bound_, estimator.bound_)
     reject = _rejects(interval, tolerance, alternative)
     if interval_at(estimator, 1.0 - confidence_level) is None:
@@ -229,4 +257,6 @@ def calibration_test(
         confidence_level=float(confidence_level),
         method=method,
         estimator=estimator,
+        guarantee=estimator.guarantee,
+        in_expectation_only=expectation,
     )

@@ -473,7 +473,14 @@ def _table_name(name):
 
 
 def _in_expectation_only(name, guarantee):
-    return guarantee == "paper" and _bound_classes()[name].paper_in_expectation
+    from ._base import in_expectation_only
+
+    return in_expectation_only(_bound_classes()[name], guarantee)
+
+
+def _is_bound(row):
+    """Whether a result row is a bound (certified or not), not the binned ECE."""
+    return row["bound"] is not None
 
 
 def bound_names(args):
@@ -489,16 +496,19 @@ def bound_names(args):
 
 
 def _result_row(name, est, caught):
-    """One bound's row of the report (``caught``: the warnings of its fit)."""
+    """One bound's row of the report (``caught``: the warnings of its fit).
+    ``certified``: it holds with probability at least ``confidence_level``; false for
+    the paper's NW and Lipschitz forms, which hold in expectation only."""
+    expectation = _in_expectation_only(name, est.guarantee)
     return {
         "method": name,
-        "certified": True,
+        "certified": not expectation,
         "lower_bound": float(est.lower_bound_),
         "bound": float(est.bound_),
         "estimate": float(est.estimate_),
         "confidence_level": float(est.confidence_level),
         "guarantee": est.guarantee,
-        "in_expectation_only": _in_expectation_only(name, est.guarantee),
+        "in_expectation_only": expectation,
         "assumption": _assumption(est),
         "terms": {k: float(v) for k, v in est.terms_.items()},
         "warnings": list(
@@ -580,7 +590,7 @@ def compute_chunks(args):
 def selection_note(results):
     """With several bounds, why reporting the smallest is not certified, and the
     confidence level at which each must be computed for that; else None."""
-    bounds = [r for r in results if r["certified"]]
+    bounds = [r for r in results if _is_bound(r)]
     k = len(bounds)
     if k < 2:
         return None
@@ -608,7 +618,7 @@ def format_table(results, header):
     lines = [header, ""]
     lines.append(f"{'method':<12}{'[lower, upper]':<22}{'plug-in':>9}  assumption")
     for r in results:
-        if r["certified"]:
+        if _is_bound(r):
             name = _table_name(r["method"])
             level = f"{100 * r['confidence_level']:g}%"
             if r["in_expectation_only"]:
@@ -650,7 +660,7 @@ def gate(results, max_ce):
     Returns a dict with ``max_ce``, ``passed``, ``gated`` (the bounds compared),
     ``failed`` (those not below ``max_ce``) and the one-line ``verdict``.
     """
-    bounds = [r for r in results if r["certified"]]
+    bounds = [r for r in results if _is_bound(r)]
     failed = [r for r in bounds if not r["bound"] < max_ce]
     passed = not failed
     level = f"{100 * bounds[0]['confidence_level']:g}%"
@@ -755,13 +765,8 @@ def compute_by(args, frame, scores, labels):
     return tables
 
 
-def _by_note(table, guarantee, n_tables):
-    note = table.attrs["note"]
-    if _in_expectation_only(table.attrs["method"], guarantee):
-        note += (
-            " guarantee=paper: each interval holds in expectation over the training "
-            "labels only, not with that probability."
-        )
+def _by_note(table, n_tables):
+    note = table.attrs["note"]  # with the caveat of guarantee='paper' where it applies
     if n_tables > 1:
         p = table.attrs["confidence_level"]
         note += (
@@ -787,7 +792,7 @@ def by_rows(tables):
     return rows
 
 
-def format_by_table(tables, header, column, guarantee):
+def format_by_table(tables, header, column):
     """The ``--by`` report: per bound, one row per segment, worst first."""
     lines = [header]
     for name, table in tables.items():
@@ -801,10 +806,11 @@ def format_by_table(tables, header, column, guarantee):
             f"{'plug-in':>9}{'ECE':>9}  status"
         )
         for r in table.to_dict("records"):
-            if r["status"] == "certified":
+            if not math.isnan(r["upper_bound"]):  # certified or in expectation only
                 interval = f"[{r['lower_bound']:.6f}, {r['upper_bound']:.6f}]"
                 plug_in = f"{r['estimate']:.6f}"
-                status = "certified" + (" (vacuous: above 0.5)" if r["vacuous"] else "")
+                vacuous = " (vacuous: above 0.5)" if r["vacuous"] else ""
+                status = r["status"] + vacuous
             else:
                 interval, plug_in, status = "-", "-", r["status"]
             ece = "-" if math.isnan(r["binned_ece"]) else f"{r['binned_ece']:.6f}"
@@ -812,9 +818,7 @@ def format_by_table(tables, header, column, guarantee):
                 f"{str(_plain(r['group'])):<16}{r['n']:>8}{r['n_positive']:>8}  "
                 f"{interval:<22}{plug_in:>9}{ece:>9}  {status}"
             )
-        lines.extend(
-            textwrap.wrap(f"Note: {_by_note(table, guarantee, len(tables))}", width=88)
-        )
+        lines.extend(textwrap.wrap(f"Note: {_by_note(table, len(tables))}", width=88))
     return "\n".join(lines)
 
 
@@ -836,8 +840,7 @@ def _report_by(args, frame, scores, labels, positive):
             "confidence_level": args.confidence_level,
             "segments": by_rows(tables),
             "notes": {
-                name: _by_note(table, args.guarantee, len(tables))
-                for name, table in tables.items()
+                name: _by_note(table, len(tables)) for name, table in tables.items()
             },
         }
         print(json.dumps(report, indent=2))
@@ -848,7 +851,7 @@ def _report_by(args, frame, scores, labels, positive):
             f"column {args.by!r}; cv={args.cv}, aggregate={args.aggregate}, "
             f"guarantee={args.guarantee}, random_state={args.random_state}"
         )
-        print(format_by_table(tables, header, args.by, args.guarantee))
+        print(format_by_table(tables, header, args.by))
     return 0
 
 

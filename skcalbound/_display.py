@@ -13,7 +13,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
-from ._base import bound_classes, bound_name
+from ._base import bound_classes, bound_name, in_expectation_only
 from ._scorers import _perturbed_step
 from ._sech_perturbed import SechPerturbedClassifier
 from ._validation import check_prob_labels, check_probabilities, classifier_labels_01
@@ -277,12 +277,6 @@ def _percent(confidence_level):
     return f"{100 * confidence_level:g}%"
 
 
-def _holds_in_expectation_only(method, guarantee):
-    """Whether the bound is the published form that holds in expectation over the
-    training labels (SPEC section 9), not with probability ``confidence_level``."""
-    return guarantee == "paper" and _BOUND_CLASSES[method].paper_in_expectation
-
-
 def _bound_text(display):
     """The legend's statement of the bound: the interval, its level and its form."""
     level = _percent(display.confidence_level)
@@ -290,7 +284,7 @@ def _bound_text(display):
         claim = f"CE $\\leq$ {display.bound:.3f}"
     else:
         claim = f"CE $\\in$ [{display.lower_bound:.3f}, {display.bound:.3f}]"
-    if _holds_in_expectation_only(display.method, display.guarantee):
+    if in_expectation_only(display.method, display.guarantee):
         return f"{claim} ({level}, paper's form: in expectation over training labels)"
     return f"certified {claim} ({level})"
 

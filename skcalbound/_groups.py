@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
-from ._base import bound_classes
+from ._base import bound_classes, in_expectation_only
 from ._binned_ece import binned_ece
 from ._compat import Interval, StrOptions, validate_params
 from ._validation import VacuousBoundWarning, _user_stacklevel, check_prob_labels
@@ -106,7 +106,12 @@ def _certify(cls, params, level, scores, labels):
         "lower_bound": float(estimator.lower_bound_),
         "upper_bound": float(estimator.bound_),
         "estimate": float(estimator.estimate_),
-        "status": "certified",
+        # The paper's NW and Lipschitz forms are not certified (SPEC section 9).
+        "status": (
+            "in expectation only"
+            if estimator.result_.in_expectation_only
+            else "certified"
+        ),
         "vacuous": bool(estimator.bound_ > 0.5),
     }
 
@@ -197,10 +202,13 @@ def bounds_by_group(
         ``group``, ``n``, ``n_positive``, ``lower_bound``, ``upper_bound``,
         ``estimate`` (the plug-in estimate of the bound), ``binned_ece``,
         ``confidence_level`` (the per-certificate level), ``status``
-        (``'certified'`` or why there is no bound) and ``vacuous`` (the upper bound
-        is above 0.5). ``table.attrs`` holds ``note`` (the simultaneity statement),
+        (``'certified'``; ``'in expectation only'`` for the NW and Lipschitz bounds
+        with ``guarantee='paper'``, which hold in expectation over the training
+        labels only; or why there is no bound) and ``vacuous`` (the upper bound is
+        above 0.5). ``table.attrs`` holds ``note`` (the simultaneity statement),
         ``n_certificates`` (``G``), ``confidence_level`` (simultaneous),
-        ``per_certificate_level`` and ``method``.
+        ``per_certificate_level``, ``method``, ``guarantee`` and
+        ``in_expectation_only``.
 
     See Also
     --------
@@ -301,13 +309,20 @@ def bounds_by_group(
     body = [r for r in rows if r["group"] != OVERALL or not include_overall]
     # Stable sort: worst upper bound first, rows without a bound after, in group order.
     body.sort(
-        key=lambda r: -r["upper_bound"] if r["status"] == "certified" else math.inf
+        key=lambda r: math.inf if math.isnan(r["upper_bound"]) else -r["upper_bound"]
     )
     table = pd.DataFrame(body + rows[len(body) :], columns=COLUMNS)
+    guarantee = params.get("guarantee", cls().get_params()["guarantee"])
+    expectation = in_expectation_only(cls, guarantee)
     vacuous = table.loc[table["vacuous"], "group"].tolist()
     if vacuous:
+        which = (
+            "upper bound (in expectation only)"
+            if expectation
+            else "certified upper bound"
+        )
         warnings.warn(
-            f"The certified upper bound is above 0.5 for {len(vacuous)} segment(s) "
+            f"The {which} is above 0.5 for {len(vacuous)} segment(s) "
             f"({', '.join(map(str, vacuous[:10]))}"
             f"{', ...' if len(vacuous) > 10 else ''})"
             ": it says little about their calibration error; more labelled samples per "
@@ -316,8 +331,16 @@ def bounds_by_group(
             stacklevel=_user_stacklevel(),
         )
     per = f"{level:.6g}"
+    caveat = (
+        " guarantee='paper': each interval holds in expectation over the training "
+        "labels only, not with that probability."
+        if expectation
+        else ""
+    )
     table.attrs.update(
         method=method,
+        guarantee=guarantee,
+        in_expectation_only=expectation,
         confidence_level=float(confidence_level),
         n_certificates=int(n_certificates),
         per_certificate_level=float(level),
@@ -327,6 +350,7 @@ def bounds_by_group(
             f"{confidence_level:g})/{n_certificates} (union bound over the "
             f"{n_certificates} certificates issued; segments too small for cv get no "
             "certificate, single-class segments are counted but have no bound)."
+            + caveat
         ),
     )
     return table

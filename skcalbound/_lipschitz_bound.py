@@ -313,8 +313,9 @@ class LipschitzBucketBound(_BaseCalibrationBound):
 
     result_ : object
         The same numbers as a frozen dataclass with fields ``bound``,
-        ``lower_bound``, ``estimate``, ``terms``, ``folds``, ``aggregate`` and
-        ``confidence_level``.
+        ``lower_bound``, ``estimate``, ``terms``, ``folds``, ``aggregate``,
+        ``confidence_level``, ``guarantee`` and ``in_expectation_only`` (true with
+        ``guarantee='paper'``: the bound then holds in expectation only).
 
     n_splits_ : int
         Number of cross-fitting splits.
@@ -441,6 +442,13 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         self.aggregate = aggregate
         self.random_state = random_state
         self.n_jobs = n_jobs
+
+    def _vacuous_advice(self):
+        return (
+            f"{super()._vacuous_advice()} On perturbed scores, NWCalibrationBound "
+            "with the same h is tighter than bucketing: it also uses the second "
+            "derivative."
+        )
 
     def _method(self):
         return _LipschitzMethod(

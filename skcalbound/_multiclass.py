@@ -138,7 +138,10 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     ----------
     bound_ : float
         Certified upper bound: on the top-label calibration error, or on the average
-        class-wise calibration error (mean of the per-class bounds).
+        class-wise calibration error (mean of the per-class bounds). An inner NW or
+        Lipschitz estimator with ``guarantee='paper'`` makes this and every other
+        bound here hold in expectation only: not certified (its
+        ``result_.in_expectation_only``).
 
     lower_bound_ : float
         Certified lower bound on the same quantity (for ``'classwise'`` the mean of

@@ -408,8 +408,9 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     result_ : object
         The same numbers as a frozen dataclass with fields ``bound``,
-        ``lower_bound``, ``estimate``, ``terms``, ``folds``, ``aggregate`` and
-        ``confidence_level``.
+        ``lower_bound``, ``estimate``, ``terms``, ``folds``, ``aggregate``,
+        ``confidence_level``, ``guarantee`` and ``in_expectation_only`` (true with
+        ``guarantee='paper'``: the bound then holds in expectation only).
 
     n_splits_ : int
         Number of cross-fitting splits.
@@ -546,6 +547,20 @@ class NWCalibrationBound(_BaseCalibrationBound):
         if self.max_validation is None:
             return method
         return replace(method, random_state=self._score_seed)
+
+    def _vacuous_advice(self):
+        if self.h is not None:
+            what = (
+                f"A larger h (now {self.h:.6g}: a stronger perturbation, smaller b1 "
+                "and b2) also shrinks it, for a noisier classifier: see the user "
+                "guide's 'Choosing h'."
+            )
+        else:
+            what = (
+                "Smaller b1 and b2 also shrink it, if the calibration function is "
+                "that smooth; perturbed scores give them from h."
+            )
+        return f"{super()._vacuous_advice()} {what}"
 
     def _method(self):
         b1, b2 = _derivative_bounds(self.h, self.b1, self.b2, self.guarantee)

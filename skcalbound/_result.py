@@ -41,13 +41,14 @@ class FoldResult:
 
 @dataclass(frozen=True)
 class BoundResult:
-    """A certified upper bound on the L1 calibration error, with its parts.
+    """An upper bound on the L1 calibration error, with its parts: certified (it holds
+    with probability at least ``confidence_level``) unless ``in_expectation_only``.
 
     Attributes
     ----------
     bound : float
         ``min(aggregate of the unclipped fold bounds, 1)``; holds with probability at
-        least ``confidence_level``.
+        least ``confidence_level`` (only in expectation if ``in_expectation_only``).
     lower_bound : float
         ``max(aggregate of the unclipped fold lower bounds, 0)``; holds jointly with
         ``bound`` (the same event).
@@ -58,6 +59,12 @@ class BoundResult:
     folds : tuple of FoldResult
     aggregate : str
     confidence_level : float
+    guarantee : str
+        The estimator's ``guarantee``: ``'high_probability'`` or ``'paper'``.
+    in_expectation_only : bool
+        True for the published form of the NW and Lipschitz bounds
+        (``guarantee='paper'``), which holds only in expectation over the training
+        labels, not with probability ``confidence_level``: not certified.
     """
 
     bound: float
@@ -67,6 +74,8 @@ class BoundResult:
     folds: tuple = field(repr=False)
     aggregate: str
     confidence_level: float
+    guarantee: str = "high_probability"
+    in_expectation_only: bool = False
 
     def fold_frame(self):
         """One row per fold: sizes, every term, the unclipped bound and diagnostics."""
@@ -88,7 +97,15 @@ class BoundResult:
         )
 
 
-def aggregate_folds(folds, aggregate, confidence_level, *, warn=True):
+def aggregate_folds(
+    folds,
+    aggregate,
+    confidence_level,
+    *,
+    warn=True,
+    guarantee="high_probability",
+    in_expectation_only=False,
+):
     """Combine fold results; every fold was computed at ``delta / len(folds)``.
 
     By the union bound all fold bounds hold simultaneously with probability at least
@@ -126,12 +143,23 @@ def aggregate_folds(folds, aggregate, confidence_level, *, warn=True):
     if warn and lower > bound:
         # Both hold on one event of probability >= confidence_level: an empty interval
         # means that event failed or the assumption on eta is false.
+        if in_expectation_only:
+            why = (
+                "With guarantee='paper' they hold only in expectation over the "
+                f"training labels, not with probability at least {confidence_level}, "
+                "so either they failed on these training labels (the paper's form "
+                "does not make that rare)"
+            )
+        else:
+            why = (
+                f"Both hold together with probability at least {confidence_level}, "
+                "so either a rare event occurred"
+            )
+        word = "" if in_expectation_only else "certified "
         warnings.warn(
-            f"The certified interval is empty: lower bound {lower:.6g} > upper bound "
-            f"{bound:.6g}. Both hold together with probability at least "
-            f"{confidence_level}, so either a rare event occurred or the assumption on "
-            "the calibration function (V, h, b1, b2 or L) does not hold for these "
-            "scores.",
+            f"The {word}interval is empty: lower bound {lower:.6g} > upper bound "
+            f"{bound:.6g}. {why} or the assumption on the calibration function (V, "
+            "h, b1, b2 or L) does not hold for these scores.",
             UserWarning,
             stacklevel=3,
         )
@@ -143,4 +171,6 @@ def aggregate_folds(folds, aggregate, confidence_level, *, warn=True):
         folds=tuple(folds),
         aggregate=aggregate,
         confidence_level=confidence_level,
+        guarantee=guarantee,
+        in_expectation_only=bool(in_expectation_only),
     )

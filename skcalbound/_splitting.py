@@ -5,6 +5,7 @@ Inputs are assumed validated (see ``_validation``).
 
 import functools
 import itertools
+import math
 from dataclasses import dataclass
 from numbers import Integral
 
@@ -313,13 +314,28 @@ def _generic_folds(splitter, sample):
 
 def check_enough_rows(n, cv, min_train, estimator_name):
     """``cv`` folds of ``n`` rows leave every fold ``min_train`` training points and
-    one validation point, or a ValueError says how many rows are needed."""
-    if n < max(cv, min_train + 1):
-        raise ValueError(
-            f"{estimator_name} with cv={cv} needs at least {max(cv, min_train + 1)} "
-            f"samples (every fold needs {min_train} training points and one "
-            f"validation point); got n_samples={n}."
-        )
+    one validation point, or a ValueError says how many rows are needed.
+
+    The folds are as balanced as ``KFold``'s: the largest validation part has
+    ``ceil(n / cv)`` rows, so the smallest training part has ``n - ceil(n / cv)``.
+    """
+    if n >= cv and n - math.ceil(n / cv) >= min_train:
+        return
+    needed = max(cv, min_train + 1)
+    while needed - math.ceil(needed / cv) < min_train:
+        needed += 1
+    smallest = max(n - math.ceil(n / cv), 0) if n >= cv else None
+    why = (
+        f"the smallest training part of {cv} folds of {n} rows has {smallest}"
+        if smallest is not None
+        else f"{n} rows cannot be split into {cv} folds"
+    )
+    raise ValueError(
+        f"Too few samples for cv={cv}: {estimator_name} with cv={cv} needs at least "
+        f"{needed} samples (every fold needs {min_train} training points and one "
+        f"validation point; {why}); got n_samples={n}. Use more samples or a "
+        "smaller cv."
+    )
 
 
 def make_folds(cv, random_state, sample, min_train, estimator_name):

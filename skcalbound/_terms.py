@@ -84,12 +84,19 @@ def tv_denoising_term(m, delta1, V):
 
     .. math:: TVB(\delta_1) = \sqrt{\frac{2 t_1^2 + 2 t_1 \sqrt{t_1^2 + 4 t_2 V}
               + 4 t_2 V}{m}}
+
+    When :math:`4 t_2 V` overflows (``V`` near the largest double), the same value
+    is computed with :math:`V` factored out.
     """
     t1 = tv_t1(delta1)
     t2 = tv_t2(m, delta1)
-    return math.sqrt(
-        (2.0 * t1**2 + 2.0 * t1 * math.sqrt(t1**2 + 4.0 * t2 * V) + 4.0 * t2 * V) / m
-    )
+    if math.isfinite(4.0 * t2 * V):
+        return math.sqrt(
+            (2.0 * t1**2 + 2.0 * t1 * math.sqrt(t1**2 + 4.0 * t2 * V) + 4.0 * t2 * V)
+            / m
+        )
+    scaled = 2.0 * t1**2 / V + 2.0 * t1 * math.sqrt((t1 / V) ** 2 + 4.0 * t2 / V)
+    return math.sqrt(V) * math.sqrt((scaled + 4.0 * t2) / m)
 
 
 def tv_population_transfer_term(m, delta2, V, V_hat, delta3=None):
@@ -184,6 +191,16 @@ def tv_bound_terms(residual_moments, m, delta, V, V_hat, guarantee="high_probabi
     }
 
 
+def _own_root(coefficient, target, power, cap=2.0**20):
+    """``(target / coefficient) ** (1 / power)`` (where ``coefficient * t**power``
+    alone reaches ``target``), at most ``cap``; 0 when ``coefficient`` is 0."""
+    if coefficient <= 0.0:
+        return 0.0
+    if coefficient * cap**power <= target:
+        return cap
+    return (target / coefficient) ** (1.0 / power)
+
+
 def nw_plugin_bandwidth(m, b1, b2):
     r"""Plug-in bandwidth of the smoother (paper Appendix E), clipped to [1e-4, 1/4].
 
@@ -206,16 +223,17 @@ def nw_plugin_bandwidth(m, b1, b2):
 
     The left side is increasing and convex in :math:`t > 0`, so Newton's method
     started to the right of the root (where either term alone reaches :math:`c/2`)
-    decreases monotonically to it. With :math:`b_1 = b_2 = 0` there is no root and the
-    upper clip :math:`1/4` is returned.
+    decreases monotonically to it. The result is clipped to :math:`[10^{-4}, 1/4]`,
+    i.e. :math:`t \le 1/2`: when the left side is not positive at :math:`t = 1/2`
+    (the root is beyond it, or there is none, :math:`b_1 = b_2 = 0`) the upper clip
+    :math:`1/4` is returned at once. The start is at most :math:`2^{20}`: tiny
+    :math:`b_1` or :math:`b_2` put a term's own root near :math:`10^{100}`, where
+    :math:`t^5` overflows.
     """
     a, b, c = 3.0 * b1 / 8.0, b2 / 10.0, 1.15 / (2.0 * math.sqrt(2.0 * m))
-    if a <= 0.0 and b <= 0.0:
+    if 2.0 * b * 0.5**5 + a * 0.5**3 <= 0.5 * c:
         return 0.25
-    t = max(
-        (c / (2.0 * a)) ** (1.0 / 3.0) if a > 0 else 0.0,
-        (c / (4.0 * b)) ** 0.2 if b > 0 else 0.0,
-    )
+    t = max(_own_root(2.0 * a, c, 3), _own_root(4.0 * b, c, 5))
     for _ in range(100):
         f = 2.0 * b * t**5 + a * t**3 - 0.5 * c
         step = f / (10.0 * b * t**4 + 3.0 * a * t**2)

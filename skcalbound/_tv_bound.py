@@ -344,8 +344,9 @@ class TVCalibrationBound(_BaseCalibrationBound):
 
     result_ : object
         The same numbers as a frozen dataclass with fields ``bound``,
-        ``lower_bound``, ``estimate``, ``terms``, ``folds``, ``aggregate`` and
-        ``confidence_level``.
+        ``lower_bound``, ``estimate``, ``terms``, ``folds``, ``aggregate``,
+        ``confidence_level``, ``guarantee`` and ``in_expectation_only`` (always
+        false: both of TV's forms hold with probability ``confidence_level``).
 
     n_splits_ : int
         Number of cross-fitting splits.
@@ -473,6 +474,13 @@ class TVCalibrationBound(_BaseCalibrationBound):
             The denoised surrogate at the scores.
         """
         return super().predict(X)
+
+    def _vacuous_advice(self):
+        return (
+            f"{super()._vacuous_advice()} TV's shrinks slowly (like n**(-1/4)): "
+            "NWCalibrationBound on scores perturbed with SechPerturbedClassifier (or "
+            "perturb_scores), the tightest of the bounds, needs far fewer labels."
+        )
 
 
 @validate_params(

@@ -481,12 +481,16 @@ def _user_stacklevel():
 
 
 class VacuousBoundWarning(UserWarning):
-    """Warning that a certified upper bound is too large to be informative.
+    """Warning that an upper bound is too large to be informative.
 
     Issued by ``fit`` when the upper bound is above 0.5 (or clipped at 1): the
-    calibration error is at most 1 anyway. More labelled samples help; the slack
-    shrinks like ``n**(-1/4)`` for TV and ``n**(-1/3)`` for NW. Silence it with
-    :func:`warnings.filterwarnings` (``category=VacuousBoundWarning``).
+    calibration error is at most 1 anyway. The message says what shrinks the bound
+    that raised it: more labelled samples for all (the slack shrinks like
+    ``n**(-1/4)`` for TV and ``n**(-1/3)`` for NW); for TV and Lipschitz bucketing,
+    NW on perturbed scores; for NW, a larger ``h`` (or smaller ``b1``, ``b2``). It
+    calls the bound certified only when it is: with ``guarantee='paper'`` the NW and
+    Lipschitz bounds hold in expectation over the training labels only. Silence it
+    with :func:`warnings.filterwarnings` (``category=VacuousBoundWarning``).
 
     See Also
     --------
@@ -508,17 +512,22 @@ class VacuousBoundWarning(UserWarning):
     """
 
 
-def warn_if_vacuous(bound, n_samples, name):
-    """Warn when the upper bound is clipped at 1 or above 1/2, saying what helps."""
+def warn_if_vacuous(bound, n_samples, name, advice, *, in_expectation_only=False):
+    """Warn when the upper bound is clipped at 1 or above 1/2, saying what helps
+    (``advice``, the bound's own) and what kind of bound it is."""
     if not bound > 0.5:
         return
     what = "clipped at 1" if bound >= 1.0 else f"{bound:.3f}, above 0.5"
+    if in_expectation_only:
+        which = (
+            f"The upper bound of {name} (guarantee='paper': it holds in expectation "
+            "over the training labels only, not with probability confidence_level)"
+        )
+    else:
+        which = f"The certified upper bound of {name}"
     warnings.warn(
-        f"The certified upper bound of {name} is {what} with {n_samples} samples: it "
-        "says little about the calibration error. More labelled samples shrink the "
-        "slack (the user guide's table gives its typical size by sample size); for "
-        "any classifier, NWCalibrationBound on scores perturbed with "
-        "SechPerturbedClassifier (or perturb_scores) is the tightest of the bounds.",
+        f"{which} is {what} with {n_samples} samples: it says little about the "
+        f"calibration error. {advice}",
         VacuousBoundWarning,
         stacklevel=_user_stacklevel(),
     )

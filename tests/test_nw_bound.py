@@ -819,3 +819,64 @@ def test_smallest_accepted_h_gives_a_bound_in_range():
     assert est.b1_ == 2.0**40
     assert 0.999 < est.terms_["smoothing_mean"] <= 1.0
     assert est.bound_ == 1.0
+
+
+TINY = [0.0, 5e-324, 1e-300, 1e-200]
+
+
+@pytest.mark.parametrize("m", [1, 2, 100, 10**6, 10**9])
+@pytest.mark.parametrize("b1", TINY + [1e-10, 1.0, 1e12])
+@pytest.mark.parametrize("b2", TINY + [1e-10, 1.0, 7e24])
+def test_plugin_bandwidth_is_finite_and_solves_its_equation(m, b1, b2):
+    # Tiny b1 or b2 once started Newton near t = 1e100, where t**5 overflowed
+    # (OverflowError from NWCalibrationBound(b1=1e-300, b2=0).fit).
+    h = nw_plugin_bandwidth(m, b1, b2)
+    assert 1e-4 <= h <= 0.25
+    a, b, c = 3.0 * b1 / 8.0, b2 / 10.0, 1.15 / (2.0 * math.sqrt(2.0 * m))
+
+    def f(t):
+        return 2.0 * b * t**5 + a * t**3 - c / 2.0
+
+    if f(0.5) <= 0.0:  # the root is beyond the clip, or there is none
+        assert h == 0.25
+    elif f(0.01) >= 0.0:
+        assert h == 1e-4
+    else:
+        t = math.sqrt(h)
+        assert f(t * (1 - 1e-12)) <= 0.0 <= f(t * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+@pytest.mark.parametrize("bandwidth", ["auto", "plugin"])
+@pytest.mark.parametrize(
+    "b1, b2", [(1e-300, 0.0), (0.0, 1e-300), (1e-300, 1e-300), (5e-324, 1e-10)]
+)
+def test_tiny_derivative_bounds_give_a_bound(b1, b2, bandwidth, guarantee):
+    # The assumption "eta is (nearly) constant" is legal; the plug-in bandwidth is
+    # then the widest, 1/4 (its equation's root lies beyond the clip).
+    s, y = _uniform_sample(2000)
+    est = NWCalibrationBound(
+        b1=b1, b2=b2, bandwidth=bandwidth, guarantee=guarantee, random_state=0
+    ).fit(s, y)
+    assert 0.0 <= est.lower_bound_ <= est.bound_ <= 1.0
+    assert est.bandwidth_ == 0.25 or bandwidth == "auto"
+    if bandwidth == "plugin" or guarantee == "paper":
+        assert (est.fold_results_["bandwidth"] == 0.25).all()
+    assert -1.0 <= est.score(s[:200], y[:200]) <= 0.0
+    assert nw_bound(
+        y, s, b1=b1, b2=b2, bandwidth=bandwidth, guarantee=guarantee, random_state=0
+    ) == pytest.approx(est.bound_, abs=0)
+
+
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+@pytest.mark.parametrize("L", [0.0, 5e-324, 1e-300])
+def test_tiny_lipschitz_constant_gives_a_bound(L, guarantee):
+    # The Lipschitz bound's counterpart of the tiny b1, b2 above (no bandwidth rule:
+    # it never overflowed; kept so that it stays so).
+    from skcalbound import LipschitzBucketBound
+
+    s, y = _uniform_sample(2000)
+    est = LipschitzBucketBound(L=L, guarantee=guarantee, random_state=0).fit(s, y)
+    zero = LipschitzBucketBound(L=0.0, guarantee=guarantee, random_state=0).fit(s, y)
+    assert 0.0 <= est.lower_bound_ <= est.bound_ <= 1.0
+    assert est.bound_ == pytest.approx(zero.bound_, rel=1e-12)

@@ -401,3 +401,56 @@ def test_predict_is_documented_as_the_denoised_surrogate_not_a_recalibration():
     assert_allclose(est.predict(np.linspace(0, knots[1], 50, endpoint=False)), low)
     assert_allclose(est.predict(np.linspace(knots[-1], 1, 50)), high)
     assert knots[1] > 0.1 and knots[-1] < 0.9
+
+
+@pytest.mark.parametrize("cv", [2, 3, 5])
+@pytest.mark.parametrize("n", range(2, 9))
+def test_too_few_samples_for_uneven_folds_is_a_clear_error(n, cv):
+    # TV's surrogate needs 2 training points per fold (t2 has ln(4(m - 1)/delta));
+    # balanced folds of n rows leave n - ceil(n / cv) in the smallest training part.
+    # 3 rows with cv=2 once passed the size check and died in math.log.
+    s = np.linspace(0.1, 0.9, n)
+    y = np.arange(n) % 2
+    est = TVCalibrationBound(cv=cv, random_state=0)
+    if n >= cv and n - math.ceil(n / cv) >= 2:
+        with pytest.warns(UserWarning):  # vacuous at this size
+            assert 0.0 <= est.fit(s, y).bound_ <= 1.0
+        return
+    needed = min(k for k in range(cv, 20) if k - math.ceil(k / cv) >= 2)
+    with pytest.raises(
+        ValueError,
+        match=rf"^Too few samples for cv={cv}: TVCalibrationBound with cv={cv} needs "
+        rf"at least {needed} samples .* got n_samples={n}\. Use more samples or a "
+        "smaller cv\\.$",
+    ):
+        est.fit(s, y)
+
+
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_largest_V_gives_the_trivial_bound(guarantee):
+    # V = 1.7e308 is legal (V > 0); 4 t2 V once overflowed to inf and the fit raised
+    # FloatingPointError ("a kernel bandwidth or tempering"). The bound is 1.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=500)
+    y = (rng.uniform(size=500) < s).astype(int)
+    with pytest.warns(UserWarning, match="clipped at 1"):
+        est = TVCalibrationBound(V=1.7e308, guarantee=guarantee, random_state=0)
+        est.fit(s, y)
+    assert (est.bound_, est.lower_bound_) == (1.0, 0.0)
+    assert est.terms_["tv_denoising"] > 1e150
+    assert est.score(s[:100], y[:100]) == -1.0
+
+
+def test_tv_denoising_term_with_V_factored_out_is_the_same_value():
+    from skcalbound._terms import tv_denoising_term, tv_t1, tv_t2
+
+    m, delta = 400, 0.01
+    t1, t2 = tv_t1(delta), tv_t2(m, delta)
+    for V in [1e300, 1e305]:  # the direct formula is finite here
+        direct = math.sqrt(
+            (2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2 * V) + 4 * t2 * V) / m
+        )
+        assert tv_denoising_term(m, delta, V) == direct
+    huge = tv_denoising_term(m, delta, 1.7e308)
+    assert math.isfinite(huge)
+    assert huge == pytest.approx(math.sqrt(1.7e308) * math.sqrt(4 * t2 / m), rel=1e-12)
