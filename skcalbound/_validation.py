@@ -392,11 +392,13 @@ def check_smoothness_constants(names, values, h=None):
 MAX_PERTURBATION_H = 0.5
 
 
-def check_perturbation_h(h, constants):
+def check_perturbation_h(h, constants=None):
     """Raise a ValueError, saying what ``h`` is, if ``h`` exceeds 1/2.
 
-    ``constants`` names the parameters that state the assumption directly (``"b1 and
-    b2"`` or ``"L"``), for a user who really means a weak one.
+    ``constants`` names the parameters that state a bound's assumption directly
+    (``"b1 and b2"`` or ``"L"``), for a user who really means a weak one; ``None``
+    for the doors that perturb (``perturb_scores``, ``SechPerturbedClassifier``, the
+    perturbed losses and scorers), where ``h`` is the noise itself.
     """
     if h is None or h <= MAX_PERTURBATION_H:
         return
@@ -406,6 +408,14 @@ def check_perturbation_h(h, constants):
     if float(h).is_integer() and h <= 41:
         guesses.append(f"h=2**-{int(h)}={2.0**-h:.6g}")
     meant = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
+    if constants is None:
+        raise ValueError(
+            f"h={h!r} is above 0.5. h is the bandwidth, in probability units, of the "
+            "sech perturbation (perturb_scores(y_prob, h) or "
+            "SechPerturbedClassifier(h=h)), typically 2**-6 = 0.015625: above 0.5 "
+            "it spreads each score over most of [0, 1], the perturbed scores rank "
+            f"little better than chance, and the bounds refuse it.{meant}"
+        )
     raise ValueError(
         f"h={h!r} is above 0.5. h is the bandwidth, in probability units, of the sech "
         "perturbation the scores went through (perturb_scores(y_prob, h) or "

@@ -1,6 +1,7 @@
 """Scorers for cross_validate / GridSearchCV and the refit rule that chooses h."""
 
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -190,6 +191,17 @@ def test_bound_scorer_uses_the_positive_class_of_string_labels(data):
             "'h' parameter",
         ),
         (
+            # As the bounds and perturb_scores: h = 64 was meant as 1/64.
+            lambda: make_perturbation_scorer("auroc_loss", h=64),
+            ValueError,
+            r"^h=64 is above 0.5\. .* Did you mean h=1/64=0.015625\?$",
+        ),
+        (
+            lambda: make_bound_scorer("nw", h=64),
+            ValueError,
+            r"^h=64 is above 0.5\. .* Did you mean h=1/64=0.015625\?",
+        ),
+        (
             lambda: largest_h_within_tolerance(-0.1),
             InvalidParameterError,
             "'tolerance' parameter",
@@ -207,8 +219,10 @@ def test_nw_scorer_on_an_unperturbed_classifier_asks_for_h(data):
     with pytest.raises(
         ValueError,
         match=(
-            r"make_bound_scorer\('nw'\) needs .* got LogisticRegression\. "
-            r"Pass h or b1 or b2"
+            r"make_bound_scorer\('nw'\) bounds the probabilities of a "
+            r"SechPerturbedClassifier .* got LogisticRegression, .* Wrap the model: "
+            r"SechPerturbedClassifier\(model, h=\.\.\.\) .* pass b1 and b2 to "
+            r"make_bound_scorer\.$"
         ),
     ):
         make_bound_scorer("nw")(model, X, y)
@@ -216,6 +230,71 @@ def test_nw_scorer_on_an_unperturbed_classifier_asks_for_h(data):
         ValueError, match=r"make_perturbation_scorer\('log_loss'\) needs h"
     ):
         make_perturbation_scorer("log_loss")(model, X, y)
+
+
+@pytest.mark.parametrize("method, direct", [("nw", "b1 and b2"), ("lipschitz", "L")])
+def test_bound_scorer_with_h_on_an_unperturbed_classifier_says_to_wrap_it(
+    data, method, direct
+):
+    # The trap: given h, the bound scorer bounded a plain classifier's unperturbed
+    # probabilities under an assumption only the perturbation makes true, while
+    # make_perturbation_scorer(h=...) in the same scoring dict scored the classifier
+    # as perturbed: two different classifiers. The bound scorer now refuses.
+    X_fit, y_fit, X, y = data
+    model = LogisticRegression().fit(X_fit, y_fit)
+    with pytest.raises(ValueError) as info:
+        make_bound_scorer(method, h=2**-6, random_state=0)(model, X, y)
+    assert str(info.value).startswith(
+        f"make_bound_scorer({method!r}, h=0.015625) bounds the probabilities of a "
+        "SechPerturbedClassifier (or a Pipeline ending in one), under the assumption "
+        "its h states; got LogisticRegression, whose probabilities were not "
+        "perturbed, so that assumption does not hold for them. Wrap the model: "
+        "SechPerturbedClassifier(model, h=...)"
+    )
+    assert str(info.value).endswith(f"pass {direct} to make_bound_scorer.")
+    # Wrapped, it is scored under that h, on the perturbed probabilities.
+    wrapped = SechPerturbedClassifier(model, h=2**-6, random_state=0).fit(X_fit, y_fit)
+    state = wrapped.random_state_.get_state()
+    value = make_bound_scorer(method, h=2**-6, random_state=0)(wrapped, X, y)
+    wrapped.random_state_.set_state(state)
+    Bound = {"nw": NWCalibrationBound, "lipschitz": LipschitzBucketBound}[method]
+    proba = wrapped.predict_proba(X)
+    assert value == -Bound(h=2**-6, random_state=0).fit(proba, y).bound_
+
+
+@pytest.mark.parametrize("pipeline", [False, True], ids=["classifier", "pipeline"])
+def test_scorers_refuse_an_h_that_is_not_the_classifiers(data, pipeline):
+    # The trap: make_bound_scorer("nw", h=2**-6) scoring a SechPerturbedClassifier
+    # with h = 2**-8 bounded under the wrong h without a word (0.156 instead of
+    # 0.222).
+    model, clf = _fitted(data, h=2**-8, pipeline=pipeline)
+    _, _, X, y = data
+    for method in ("nw", "lipschitz"):
+        with pytest.raises(
+            ValueError,
+            match=re.escape(
+                f"make_bound_scorer({method!r}, h=0.015625) scored a "
+                "SechPerturbedClassifier with h=0.00390625: the bound would assume "
+                "another perturbation than the one its probabilities went through. "
+                "Leave h out (the scorer reads it from the classifier)."
+            ),
+        ):
+            make_bound_scorer(method, h=2**-6, random_state=0)(model, X, y)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "make_perturbation_scorer('auroc_loss', h=0.015625) scored a "
+            "SechPerturbedClassifier with h=0.00390625: it would score another "
+            "perturbation than the classifier's."
+        ),
+    ):
+        make_perturbation_scorer("auroc_loss", h=2**-6)(model, X, y)
+    # The classifier's own h, stated, is the bound under that h.
+    state = clf.random_state_.get_state()
+    value = make_bound_scorer("nw", h=2**-8, random_state=0)(model, X, y)
+    clf.random_state_.set_state(state)
+    proba = model.predict_proba(X)
+    assert value == -NWCalibrationBound(h=2**-8, random_state=0).fit(proba, y).bound_
 
 
 def test_scorers_take_no_metadata(data):
@@ -292,7 +371,10 @@ def test_largest_h_rule_finds_the_pipeline_parameter_and_says_what_is_missing():
     assert rule(results) == 1
     with pytest.raises(ValueError, match="cv_results_ has no 'mean_test_cost'"):
         largest_h_within_tolerance(0.001, scorer="cost")(results)
-    ambiguous = {"params": [{"a__h": 0.1, "b__h": 0.2}], "mean_test_auroc_loss": [0.0]}
+    ambiguous = {
+        "params": [{"a__h": 0.1, "b__h": 0.2}],
+        "mean_test_auroc_loss": [0.0],
+    }
     with pytest.raises(ValueError, match=r"found \['a__h', 'b__h'\] .* Pass param="):
         rule(ambiguous)
     assert largest_h_within_tolerance(0.001, param="b__h")(ambiguous) == 0
