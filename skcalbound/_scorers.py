@@ -395,7 +395,10 @@ def make_perturbation_scorer(metric, *, h=None, pos_label=None, random_state=Non
     Returns
     -------
     scorer : callable
-        ``scorer(estimator, X, y)`` returning minus the cost.
+        ``scorer(estimator, X, y)`` returning minus the cost. Name it ``neg_`` and
+        the metric in a ``scoring`` dict (``"neg_auroc_loss"``, the key
+        :func:`largest_h_within_tolerance` reads by default), as scikit-learn names
+        its negated scores (``"neg_log_loss"``): ``cv_results_`` holds minus the cost.
 
     See Also
     --------
@@ -416,6 +419,17 @@ def make_perturbation_scorer(metric, *, h=None, pos_label=None, random_state=Non
     """
     check_perturbation_h(h)
     return _PerturbationScorer(metric, h, random_state, pos_label)
+
+
+def _renamed(cv_results):
+    """A hint for ``cv_results_`` keyed by ``auroc_loss``, the earlier default."""
+    if "mean_test_auroc_loss" not in cv_results:
+        return ""
+    return (
+        " It has 'mean_test_auroc_loss': the default key is now 'neg_auroc_loss' "
+        "(the scorer returns minus the AUROC loss, and scikit-learn names negated "
+        "scores neg_...); rename the scorer, or pass scorer='auroc_loss'."
+    )
 
 
 class _LargestH:
@@ -450,7 +464,7 @@ class _LargestH:
             raise ValueError(
                 f"cv_results_ has no {key!r}: give GridSearchCV a scorer named "
                 f"{self.scorer!r}, e.g. scoring={{{self.scorer!r}: "
-                f"make_perturbation_scorer('auroc_loss'), ...}}."
+                f"make_perturbation_scorer('auroc_loss'), ...}}.{_renamed(cv_results)}"
             )
         params = cv_results["params"]
         name = self._param_name(params)
@@ -471,7 +485,7 @@ class _LargestH:
     },
     prefer_skip_nested_validation=True,
 )
-def largest_h_within_tolerance(tolerance=0.001, *, scorer="auroc_loss", param=None):
+def largest_h_within_tolerance(tolerance=0.001, *, scorer="neg_auroc_loss", param=None):
     """``GridSearchCV`` refit rule: the largest ``h`` whose cost is within a tolerance.
 
     The paper's recipe for choosing the perturbation (section 7): the larger ``h``, the
@@ -486,9 +500,10 @@ def largest_h_within_tolerance(tolerance=0.001, *, scorer="auroc_loss", param=No
     tolerance : float, default=0.001
         Largest accepted mean cost (for ``"auroc_loss"``: drop in ROC AUC).
 
-    scorer : str, default='auroc_loss'
+    scorer : str, default='neg_auroc_loss'
         Key of the cost scorer in ``GridSearchCV``'s ``scoring`` dict; it must return
-        minus the cost, as :func:`make_perturbation_scorer` does.
+        minus the cost, as :func:`make_perturbation_scorer` does (hence ``neg_``,
+        scikit-learn's prefix for negated scores).
 
     param : str, default=None
         Name of the bandwidth in the parameter grid; ``None`` finds the one parameter
@@ -522,7 +537,7 @@ def largest_h_within_tolerance(tolerance=0.001, *, scorer="auroc_loss", param=No
     >>> search = GridSearchCV(
     ...     SechPerturbedClassifier(LogisticRegression(), random_state=0),
     ...     {"h": [2.0**-k for k in range(5, 9)]},
-    ...     scoring={"auroc_loss": make_perturbation_scorer("auroc_loss")},
+    ...     scoring={"neg_auroc_loss": make_perturbation_scorer("auroc_loss")},
     ...     refit=largest_h_within_tolerance(0.001),
     ... ).fit(X, y)
     >>> search.best_params_["h"] == 2**-7  # AUROC drop 0.0017 at 2**-6, 0.0006 at 2**-7

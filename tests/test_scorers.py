@@ -297,6 +297,27 @@ def test_scorers_refuse_an_h_that_is_not_the_classifiers(data, pipeline):
     assert value == -NWCalibrationBound(h=2**-8, random_state=0).fit(proba, y).bound_
 
 
+def test_the_rule_reads_the_neg_key_as_scikit_learn_names_negated_scores():
+    # make_perturbation_scorer returns minus the cost, so cv_results_ holds negative
+    # AUROC losses: the documented key and the rule's default are neg_auroc_loss.
+    results = {"params": [{"h": 0.25}, {"h": 0.5}], "mean_test_neg_auroc_loss": [0, -1]}
+    assert largest_h_within_tolerance(0.001)(results) == 0
+    assert "scorer='neg_auroc_loss'" in repr(largest_h_within_tolerance())
+    # A search keyed by the earlier name is told what changed.
+    old = {"params": [{"h": 0.25}], "mean_test_auroc_loss": [-0.0005]}
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "cv_results_ has no 'mean_test_neg_auroc_loss': give GridSearchCV a scorer "
+            "named 'neg_auroc_loss', e.g. scoring={'neg_auroc_loss': "
+            "make_perturbation_scorer('auroc_loss'), ...}. It has "
+            "'mean_test_auroc_loss': the default key is now 'neg_auroc_loss'"
+        ),
+    ):
+        largest_h_within_tolerance(0.001)(old)
+    assert largest_h_within_tolerance(0.001, scorer="auroc_loss")(old) == 0
+
+
 def test_scorers_take_no_metadata(data):
     model, _ = _fitted(data)
     _, _, X, y = data
@@ -337,7 +358,7 @@ def test_perturbation_scorers_equal_the_metric_functions(data, pipeline):
 def _cv_results(h, auroc_loss, name="h"):
     return {
         "params": [{name: v} for v in h],
-        "mean_test_auroc_loss": -np.asarray(auroc_loss, dtype=float),
+        "mean_test_neg_auroc_loss": -np.asarray(auroc_loss, dtype=float),
     }
 
 
@@ -373,7 +394,7 @@ def test_largest_h_rule_finds_the_pipeline_parameter_and_says_what_is_missing():
         largest_h_within_tolerance(0.001, scorer="cost")(results)
     ambiguous = {
         "params": [{"a__h": 0.1, "b__h": 0.2}],
-        "mean_test_auroc_loss": [0.0],
+        "mean_test_neg_auroc_loss": [0.0],
     }
     with pytest.raises(ValueError, match=r"found \['a__h', 'b__h'\] .* Pass param="):
         rule(ambiguous)
@@ -388,7 +409,7 @@ def test_largest_h_rule_finds_the_pipeline_parameter_and_says_what_is_missing():
 def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data, grid):
     X, y, _, _ = data
     scoring = {
-        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss"),
         "nw": make_bound_scorer("nw", random_state=0),
     }
     search = GridSearchCV(
@@ -399,7 +420,7 @@ def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data, grid):
         cv=StratifiedKFold(3, shuffle=True, random_state=0),
     ).fit(X, y)
     res = search.cv_results_
-    cost = -res["mean_test_auroc_loss"]
+    cost = -res["mean_test_neg_auroc_loss"]
     h = np.array(res["param_h"], dtype=float)
     within = np.flatnonzero(cost <= 0.002)
     assert within.size and search.best_index_ == within[np.argmax(h[within])]
@@ -421,7 +442,7 @@ def test_cross_validate_with_several_scorers_equals_a_hand_loop_on_one_draw(data
         "lipschitz": make_bound_scorer("lipschitz", random_state=0),
         "tv": make_bound_scorer("tv", random_state=0),
         "log_loss": make_perturbation_scorer("log_loss"),
-        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss"),
     }
     model = SechPerturbedClassifier(LogisticRegression(), h=2**-4, random_state=0)
     cv = StratifiedKFold(2, shuffle=True, random_state=1)
@@ -439,7 +460,7 @@ def test_cross_validate_with_several_scorers_equals_a_hand_loop_on_one_draw(data
         expected = {
             **{name: -b.fit(drawn, y[test]).bound_ for name, b in bounds.items()},
             "log_loss": -perturbed_log_loss(y[test], original, h=2**-4),
-            "auroc_loss": -(
+            "neg_auroc_loss": -(
                 roc_auc_score(y[test], original) - roc_auc_score(y[test], drawn[:, 1])
             ),
         }
@@ -494,7 +515,7 @@ def _counted_search(X, y, scoring, grid):
 def test_grid_search_scorers_share_one_prediction_per_candidate_and_fold(data, grid):
     X, y, _, _ = data
     scoring = {
-        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss"),
         "nw": make_bound_scorer("nw", random_state=0),
     }
     perturbed, inner = _counted_search(X, y, scoring, grid)
@@ -519,7 +540,7 @@ def test_scorers_share_the_prediction_with_sklearn_scorers(data):
         "roc_auc": "roc_auc",
         "nw": make_bound_scorer("nw", random_state=0),
         "neg_brier_score": "neg_brier_score",
-        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss"),
     }
     state = clf.random_state_.get_state()
     scores = check_scoring(model, scoring=scoring)(model, X, y)
@@ -533,7 +554,7 @@ def test_scorers_share_the_prediction_with_sklearn_scorers(data):
     nw = NWCalibrationBound(h=2**-4, random_state=0).fit(drawn, y)
     assert scores["nw"] == -nw.bound_
     original = clf.estimator_.predict_proba(X)[:, 1]
-    assert scores["auroc_loss"] == -(roc_auc_score(y, original) - scores["roc_auc"])
+    assert scores["neg_auroc_loss"] == -(roc_auc_score(y, original) - scores["roc_auc"])
 
 
 def test_scorers_fall_back_to_plain_callables_without_sklearn_scorer_api(monkeypatch):
@@ -561,7 +582,7 @@ def test_pos_label_scores_the_probability_of_that_class(data, pipeline):
     scoring = {
         "nw": make_bound_scorer("nw", pos_label="churn", random_state=0),
         "tv": make_bound_scorer("tv", pos_label="churn", random_state=0),
-        "auroc_loss": make_perturbation_scorer("auroc_loss", pos_label="churn"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss", pos_label="churn"),
         "log_loss": make_perturbation_scorer("log_loss", pos_label="churn"),
         "roc_auc": "roc_auc",  # scikit-learn's, for classes_[1] = "stay"
     }
@@ -579,7 +600,7 @@ def test_pos_label_scores_the_probability_of_that_class(data, pipeline):
     )
     tv = TVCalibrationBound(random_state=0).fit(drawn[:, 0], churn)
     assert scores["tv"] == -tv.bound_
-    assert scores["auroc_loss"] == -(
+    assert scores["neg_auroc_loss"] == -(
         roc_auc_score(churn, original[:, 0]) - roc_auc_score(churn, drawn[:, 0])
     )
     assert scores["log_loss"] == -perturbed_log_loss(churn, original[:, 0], h=2**-4)
