@@ -22,6 +22,7 @@ from skcalbound import (
 )
 from skcalbound._cli import main
 from skcalbound._validation import _binned_auroc, check_scores_labels
+from skcalbound.datasets import make_calibrated, make_calibration_problem
 
 # --------------------------------------------------------------------------------------
 # calibration_test: tolerance in [0, 1]
@@ -57,6 +58,28 @@ def test_calibration_test_tolerance_at_the_ends_is_accepted():
     )
     assert not zero.reject and zero.pvalue == 1.0  # calibrated: CE > 0 not shown
     assert one.reject and one.upper_bound < 1.0 and one.tolerance == 1.0
+
+
+# --------------------------------------------------------------------------------------
+# h above 1/2 in the synthetic problems, as at every other door
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda h: make_calibration_problem("overconfident", 100, h=h),
+        lambda h: make_calibrated(100, h=h),
+    ],
+    ids=["make_calibration_problem", "make_calibrated"],
+)
+def test_synthetic_problems_refuse_h_above_one_half(make):
+    with pytest.raises(
+        ValueError,
+        match=r"^h=64 is above 0\.5\. .* Did you mean h=1/64=0\.015625\?$",
+    ):
+        make(64)
+    assert make(0.5).scores.shape == (100,)
 
 
 # --------------------------------------------------------------------------------------
