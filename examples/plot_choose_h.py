@@ -172,7 +172,7 @@ search = GridSearchCV(
     ),
     {"h": bandwidths},
     scoring={
-        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss"),
         "nw_bound": make_bound_scorer("nw", random_state=0),
     },
     refit=largest_h_within_tolerance(0.001),
@@ -185,9 +185,11 @@ print(
 cv_results = pd.DataFrame(
     {
         "log2(h)": np.log2(
-            search.cv_results_["param_h"].astype(float)
+            np.asarray(search.cv_results_["param_h"], dtype=float)
         ),
-        "AUROC loss": -search.cv_results_["mean_test_auroc_loss"],
+        "AUROC loss": -search.cv_results_[
+            "mean_test_neg_auroc_loss"
+        ],
         "NW bound": -search.cv_results_["mean_test_nw_bound"],
     }
 )

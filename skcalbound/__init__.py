@@ -10,6 +10,7 @@ __version__ = "0.1.0.dev0"
 
 # Public name -> the private module that defines it.
 _MODULES = {
+    "BelowChanceWarning": "_validation",
     "CalibrationBoundDisplay": "_display",
     "LipschitzBucketBound": "_lipschitz_bound",
     "MulticlassCalibrationBound": "_multiclass",
@@ -51,7 +52,7 @@ if _TYPE_CHECKING:  # what static tools and IDEs see
     )
     from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
     from ._tv_bound import TVCalibrationBound, tv_bound
-    from ._validation import VacuousBoundWarning
+    from ._validation import BelowChanceWarning, VacuousBoundWarning
 
 
 def __getattr__(name):

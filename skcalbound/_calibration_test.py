@@ -105,7 +105,7 @@ def _pvalue(estimator, tolerance, alternative):
         "y_true": ["array-like"],
         "y_prob": ["array-like"],
         "method": [StrOptions(set(_ESTIMATORS))],
-        "tolerance": [Interval(Real, 0, None, closed="left")],
+        "tolerance": [Interval(Real, 0, 1, closed="both")],
         "alternative": [StrOptions({"greater", "less", "two-sided"})],
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
         "pos_label": [Real, str, "boolean", None],
@@ -154,7 +154,9 @@ def calibration_test(
         or :class:`LipschitzBucketBound`.
 
     tolerance : float, default=0.0
-        The tolerance :math:`\\tau \\ge 0` of the hypotheses.
+        The tolerance :math:`\\tau \\in [0, 1]` of the hypotheses, in probability
+        units, as the calibration error (which is at most 1: a larger tolerance would
+        let ``alternative='less'`` certify any model).
 
     alternative : {'greater', 'less', 'two-sided'}, default='greater'
         The alternative hypothesis, as in :mod:`scipy.stats`.

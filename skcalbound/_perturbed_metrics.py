@@ -10,7 +10,7 @@ import numpy as np
 
 from ._compat import Interval, validate_params
 from ._sech import sech_expectations
-from ._validation import check_prob_labels
+from ._validation import check_perturbation_h, check_prob_labels
 
 _PARAMETERS = {
     "y_true": ["array-like"],
@@ -52,7 +52,8 @@ def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None):
         output.
 
     h : float
-        Bandwidth of the sech perturbation, ``h > 0``.
+        Bandwidth of the sech perturbation, in probability units, ``0 < h <= 0.5``
+        (a larger ``h`` is refused, as by :func:`perturb_scores`).
 
     n_nodes : int, default=64
         Quadrature nodes per sample; 64 gives about 10 exact digits.
@@ -88,6 +89,7 @@ def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None):
     >>> round(perturbed_log_loss(y, p, h=2**-6), 4)
     0.1172
     """
+    check_perturbation_h(h)
     labels, scores = check_prob_labels(y_true, y_prob, pos_label, "perturbed_log_loss")
     losses = _per_sample(
         labels,
@@ -120,7 +122,8 @@ def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None)
         output.
 
     h : float
-        Bandwidth of the sech perturbation, ``h > 0``.
+        Bandwidth of the sech perturbation, in probability units, ``0 < h <= 0.5``
+        (a larger ``h`` is refused, as by :func:`perturb_scores`).
 
     n_nodes : int, default=64
         Quadrature nodes per sample.
@@ -146,6 +149,7 @@ def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None)
     >>> round(perturbed_brier_score_loss(y, p, h=2**-6), 4)
     0.0173
     """
+    check_perturbation_h(h)
     labels, scores = check_prob_labels(
         y_true, y_prob, pos_label, "perturbed_brier_score_loss"
     )

@@ -17,10 +17,11 @@ from ._base import bound_classes
 from ._compat import Interval, StrOptions, _Scorer, validate_params
 from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
 from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
-from ._validation import classifier_labels_01
+from ._validation import check_perturbation_h, classifier_labels_01
 
-# The bounds by short name, from the classes (``bound_classes``). Without any of a
-# bound's ``smoothness_params``, ``h`` is read from the perturbed classifier scored.
+# The bounds by short name, from the classes (``bound_classes``). Without b1/b2 or L
+# (a bound's ``smoothness_params`` other than ``h``), ``h`` is read from the perturbed
+# classifier scored; a given ``h`` must be its.
 _BOUNDS = bound_classes()
 
 
@@ -164,19 +165,34 @@ class _BoundScorer(_ProbaScorer):
         """The unfitted bound estimator for the model ``estimator``."""
         params = dict(self.params)
         names = _BOUNDS[self.method].smoothness_params
-        if names and not any(params.get(name) is not None for name in names):
-            perturbed = _perturbed_step(estimator)
-            if perturbed is None:
-                raise ValueError(
-                    f"make_bound_scorer({self.method!r}) needs the smoothness of the "
-                    "calibration function: the scored estimator is not a "
-                    "SechPerturbedClassifier nor a Pipeline ending in one, so its h "
-                    f"cannot be read; got {type(estimator).__name__}. Pass "
-                    f"{' or '.join(names)} to make_bound_scorer."
-                )
-            # The bandwidth, not the classifier's b1_/b2_: the bound estimator derives
-            # b1 and b2 from h in its own guarantee mode (SPEC section 12).
-            params["h"] = perturbed.h
+        stated = [n for n in names if n != "h" and params.get(n) is not None]
+        if not names or stated:
+            return _BOUNDS[self.method](**params)  # TV, or b1/b2 or L as stated
+        h = params.get("h")
+        perturbed = _perturbed_step(estimator)
+        if perturbed is None:
+            given = "" if h is None else f", h={h!r}"
+            direct = " and ".join(n for n in names if n != "h")
+            raise ValueError(
+                f"make_bound_scorer({self.method!r}{given}) bounds the probabilities "
+                "of a SechPerturbedClassifier (or a Pipeline ending in one), under the "
+                f"assumption its h states; got {type(estimator).__name__}, whose "
+                "probabilities were not perturbed, so that assumption does not hold "
+                "for them. Wrap the model: SechPerturbedClassifier(model, h=...) "
+                "(SechPerturbedClassifier(FrozenEstimator(model), h=...) for a fitted "
+                "one); or, if its calibration function is smooth for another reason, "
+                f"pass {direct} to make_bound_scorer."
+            )
+        if h is not None and float(h) != float(perturbed.h):
+            raise ValueError(
+                f"make_bound_scorer({self.method!r}, h={h!r}) scored a "
+                f"SechPerturbedClassifier with h={perturbed.h!r}: the bound would "
+                "assume another perturbation than the one its probabilities went "
+                "through. Leave h out (the scorer reads it from the classifier)."
+            )
+        # The bandwidth, not the classifier's b1_/b2_: the bound estimator derives
+        # b1 and b2 from h in its own guarantee mode (SPEC section 12).
+        params["h"] = perturbed.h
         return _BOUNDS[self.method](**params)
 
     def _value(self, estimator, X, labels, column, predicted):
@@ -200,11 +216,15 @@ def make_bound_scorer(method, *, pos_label=None, **params):
     fits the bound estimator of ``method`` on the probability of ``pos_label`` in
     ``estimator.predict_proba(X)`` and ``y == pos_label``, and returns ``-bound_``
     (greater is better, like scikit-learn's ``neg_*`` scorers). For ``"nw"`` and
-    ``"lipschitz"`` without ``h``, ``b1``/``b2`` or ``L``, the bandwidth ``h`` is read
+    ``"lipschitz"`` without ``b1``/``b2`` or ``L``, the bandwidth ``h`` is read
     from the scored :class:`SechPerturbedClassifier` (also as the last step of a
     :class:`~sklearn.pipeline.Pipeline`), so a grid over ``h`` scores each candidate
-    under its own assumption. The bound estimator receives that ``h`` and derives
-    ``b1`` and ``b2`` from it in its own ``guarantee`` mode (the sharp
+    under its own assumption; an ``h`` given here must be the classifier's, and a
+    classifier that is not perturbed is an error (wrap it in
+    :class:`SechPerturbedClassifier`, or state ``b1`` and ``b2``, or ``L``): the
+    bound is never computed on unperturbed probabilities under an assumption that
+    only the perturbation makes true. The bound estimator receives that ``h`` and
+    derives ``b1`` and ``b2`` from it in its own ``guarantee`` mode (the sharp
     ``b2 = tanh(1/h)**2 / (2 h**2)`` for ``"high_probability"``, Corollary 4's three
     times larger value for ``"paper"``), never from the classifier's ``b1_`` and
     ``b2_``.
@@ -301,6 +321,13 @@ class _PerturbationScorer(_ProbaScorer):
                 f"one; got {type(estimator).__name__}. Pass h to "
                 "make_perturbation_scorer to score the perturbation of any classifier."
             )
+        if step is not None and self.h is not None and self.h != step.h:
+            raise ValueError(
+                f"make_perturbation_scorer({self.metric!r}, h={self.h!r}) scored a "
+                f"SechPerturbedClassifier with h={step.h!r}: it would score another "
+                "perturbation than the classifier's. Leave h out (the scorer reads it "
+                "from the classifier)."
+            )
         h = step.h if self.h is None else self.h
         if step is None:  # not perturbed: the shared prediction is the original
             original = predicted()
@@ -351,9 +378,10 @@ def make_perturbation_scorer(metric, *, h=None, pos_label=None, random_state=Non
         What to score.
 
     h : float, default=None
-        Perturbation bandwidth. ``None`` reads it from the scored
+        Perturbation bandwidth, ``0 < h <= 0.5``. ``None`` reads it from the scored
         :class:`SechPerturbedClassifier`; given, any probabilistic classifier can be
-        scored as if it were perturbed with ``h``.
+        scored as if it were perturbed with ``h`` (a
+        :class:`SechPerturbedClassifier` with another ``h`` is an error).
 
     pos_label : int, float, bool or str, default=None
         The positive class, as in scikit-learn's scorers: the probabilities are those
@@ -367,7 +395,10 @@ def make_perturbation_scorer(metric, *, h=None, pos_label=None, random_state=Non
     Returns
     -------
     scorer : callable
-        ``scorer(estimator, X, y)`` returning minus the cost.
+        ``scorer(estimator, X, y)`` returning minus the cost. Name it ``neg_`` and
+        the metric in a ``scoring`` dict (``"neg_auroc_loss"``, the key
+        :func:`largest_h_within_tolerance` reads by default), as scikit-learn names
+        its negated scores (``"neg_log_loss"``): ``cv_results_`` holds minus the cost.
 
     See Also
     --------
@@ -386,7 +417,19 @@ def make_perturbation_scorer(metric, *, h=None, pos_label=None, random_state=Non
     >>> round(-scorer(clf, X, y), 4)
     0.07
     """
+    check_perturbation_h(h)
     return _PerturbationScorer(metric, h, random_state, pos_label)
+
+
+def _renamed(cv_results):
+    """A hint for ``cv_results_`` keyed by ``auroc_loss``, the earlier default."""
+    if "mean_test_auroc_loss" not in cv_results:
+        return ""
+    return (
+        " It has 'mean_test_auroc_loss': the default key is now 'neg_auroc_loss' "
+        "(the scorer returns minus the AUROC loss, and scikit-learn names negated "
+        "scores neg_...); rename the scorer, or pass scorer='auroc_loss'."
+    )
 
 
 class _LargestH:
@@ -421,7 +464,7 @@ class _LargestH:
             raise ValueError(
                 f"cv_results_ has no {key!r}: give GridSearchCV a scorer named "
                 f"{self.scorer!r}, e.g. scoring={{{self.scorer!r}: "
-                "make_perturbation_scorer('auroc_loss'), ...}."
+                f"make_perturbation_scorer('auroc_loss'), ...}}.{_renamed(cv_results)}"
             )
         params = cv_results["params"]
         name = self._param_name(params)
@@ -442,7 +485,7 @@ class _LargestH:
     },
     prefer_skip_nested_validation=True,
 )
-def largest_h_within_tolerance(tolerance=0.001, *, scorer="auroc_loss", param=None):
+def largest_h_within_tolerance(tolerance=0.001, *, scorer="neg_auroc_loss", param=None):
     """``GridSearchCV`` refit rule: the largest ``h`` whose cost is within a tolerance.
 
     The paper's recipe for choosing the perturbation (section 7): the larger ``h``, the
@@ -457,9 +500,10 @@ def largest_h_within_tolerance(tolerance=0.001, *, scorer="auroc_loss", param=No
     tolerance : float, default=0.001
         Largest accepted mean cost (for ``"auroc_loss"``: drop in ROC AUC).
 
-    scorer : str, default='auroc_loss'
+    scorer : str, default='neg_auroc_loss'
         Key of the cost scorer in ``GridSearchCV``'s ``scoring`` dict; it must return
-        minus the cost, as :func:`make_perturbation_scorer` does.
+        minus the cost, as :func:`make_perturbation_scorer` does (hence ``neg_``,
+        scikit-learn's prefix for negated scores).
 
     param : str, default=None
         Name of the bandwidth in the parameter grid; ``None`` finds the one parameter
@@ -493,7 +537,7 @@ def largest_h_within_tolerance(tolerance=0.001, *, scorer="auroc_loss", param=No
     >>> search = GridSearchCV(
     ...     SechPerturbedClassifier(LogisticRegression(), random_state=0),
     ...     {"h": [2.0**-k for k in range(5, 9)]},
-    ...     scoring={"auroc_loss": make_perturbation_scorer("auroc_loss")},
+    ...     scoring={"neg_auroc_loss": make_perturbation_scorer("auroc_loss")},
     ...     refit=largest_h_within_tolerance(0.001),
     ... ).fit(X, y)
     >>> search.best_params_["h"] == 2**-7  # AUROC drop 0.0017 at 2**-6, 0.0006 at 2**-7

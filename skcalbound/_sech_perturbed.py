@@ -22,7 +22,7 @@ from ._compat import (
     validate_params,
 )
 from ._sech import sech_derivative_bounds, sech_inverse_cdf
-from ._validation import check_probabilities
+from ._validation import check_perturbation_h, check_probabilities
 
 
 @validate_params(
@@ -53,9 +53,10 @@ def perturb_scores(scores, h, *, random_state=None):
         ``predict_proba`` output.
 
     h : float
-        Bandwidth of the perturbation, ``h > 0``. Small ``h`` changes the scores
-        little (and the ranking, hence AUROC, hardly at all); the bound's slack grows
-        as ``h`` shrinks.
+        Bandwidth of the perturbation, in probability units, ``0 < h <= 0.5``
+        (typically ``2**-6``; a larger ``h`` is refused, as by the bounds). Small
+        ``h`` changes the scores little (and the ranking, hence AUROC, hardly at all);
+        the bound's slack grows as ``h`` shrinks.
 
     random_state : int, RandomState instance or None, default=None
         Source of the uniforms of the sampler. Pass an int for reproducible output
@@ -77,6 +78,7 @@ def perturb_scores(scores, h, *, random_state=None):
     >>> perturb_scores(np.array([0.0, 0.5, 1.0]), h=2**-6, random_state=0).round(3)
     array([0.016, 0.511, 0.99 ])
     """
+    check_perturbation_h(h)
     s = check_probabilities(scores)
     u = check_random_state(random_state).uniform(size=s.shape[0])
     return sech_inverse_cdf(u, s, float(h))
@@ -107,8 +109,9 @@ class SechPerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         it, pass ``sklearn.frozen.FrozenEstimator(model)``.
 
     h : float, default=2**-6
-        Bandwidth of the perturbation, ``h > 0``. The paper finds ``2**-6`` costs
-        almost no AUROC; larger ``h`` gives tighter certified bounds.
+        Bandwidth of the perturbation, in probability units, ``0 < h <= 0.5``
+        (:meth:`fit` refuses a larger ``h``, as the bounds do). The paper finds
+        ``2**-6`` costs almost no AUROC; larger ``h`` gives tighter certified bounds.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the generator, created in :meth:`fit`, from which every call of
@@ -216,6 +219,7 @@ class SechPerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         self : object
             Fitted estimator.
         """
+        check_perturbation_h(self.h)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
             raise ValueError(

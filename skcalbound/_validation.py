@@ -244,6 +244,8 @@ def check_scores_labels(estimator, X, y, pos_label=None):
     if index != 1:
         scores = _scores_from_array(X, column=index)
         _check_range(scores)
+    column = index if X.ndim == 2 and X.shape[1] == 2 else None
+    warn_if_below_chance(scores, labels, classes, column)
     return scores, labels, classes
 
 
@@ -392,11 +394,13 @@ def check_smoothness_constants(names, values, h=None):
 MAX_PERTURBATION_H = 0.5
 
 
-def check_perturbation_h(h, constants):
+def check_perturbation_h(h, constants=None):
     """Raise a ValueError, saying what ``h`` is, if ``h`` exceeds 1/2.
 
-    ``constants`` names the parameters that state the assumption directly (``"b1 and
-    b2"`` or ``"L"``), for a user who really means a weak one.
+    ``constants`` names the parameters that state a bound's assumption directly
+    (``"b1 and b2"`` or ``"L"``), for a user who really means a weak one; ``None``
+    for the doors that perturb (``perturb_scores``, ``SechPerturbedClassifier``, the
+    perturbed losses and scorers), where ``h`` is the noise itself.
     """
     if h is None or h <= MAX_PERTURBATION_H:
         return
@@ -406,6 +410,14 @@ def check_perturbation_h(h, constants):
     if float(h).is_integer() and h <= 41:
         guesses.append(f"h=2**-{int(h)}={2.0**-h:.6g}")
     meant = f" Did you mean {' or '.join(guesses)}?" if guesses else ""
+    if constants is None:
+        raise ValueError(
+            f"h={h!r} is above 0.5. h is the bandwidth, in probability units, of the "
+            "sech perturbation (perturb_scores(y_prob, h) or "
+            "SechPerturbedClassifier(h=h)), typically 2**-6 = 0.015625: above 0.5 "
+            "it spreads each score over most of [0, 1], the perturbed scores rank "
+            f"little better than chance, and the bounds refuse it.{meant}"
+        )
     raise ValueError(
         f"h={h!r} is above 0.5. h is the bandwidth, in probability units, of the sech "
         "perturbation the scores went through (perturb_scores(y_prob, h) or "
@@ -544,3 +556,130 @@ def warn_if_low_confidence(confidence_level):
             UserWarning,
             stacklevel=_user_stacklevel(),
         )
+
+
+class BelowChanceWarning(UserWarning):
+    """Warning that the scores rank the positive class below chance.
+
+    Issued by ``fit`` (and the functions that call it) when the AUROC of the scores
+    against the labels is below 1/2 by more than three times the largest standard
+    error it can have: the scores point away from the positive class. A certified
+    interval on such scores is valid for them as given, but the usual cause is a
+    mix-up: a wrong ``pos_label``, or the columns of a ``predict_proba`` output in
+    another order than the sorted classes. A calibrated model ranks at least at
+    chance, so an uninformative model does not raise it (beyond a rate of about
+    ``1e-3`` in the worst case).
+
+    See Also
+    --------
+    VacuousBoundWarning : The warning for a bound too large to inform.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skcalbound import BelowChanceWarning, TVCalibrationBound
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=2000)
+    >>> y = rng.uniform(size=2000) < s
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = TVCalibrationBound(random_state=0).fit(1 - s, y)  # P(y = 0), not 1
+    >>> below = [w for w in caught if w.category is BelowChanceWarning]
+    >>> print(str(below[0].message)[:79])
+    The scores rank the positive class below chance: their AUROC against the labels
+    """
+
+
+# The AUROC is counted on a grid of this many cells of [0, 1] (no sort), in chunks of
+# this many scores (no temporary of the size of the data).
+_AUROC_CELLS = 2**16
+_AUROC_CHUNK = 2**18
+# Standard errors below 1/2 that the AUROC must be to warn.
+_BELOW_CHANCE_Z = 3.0
+
+
+def _binned_auroc(scores, labels):
+    """``(auroc, tied)``: the AUROC of the scores rounded down to the grid, and the
+    fraction of (positive, negative) pairs in one cell.
+
+    Pairs in one cell count 1/2 here, and between 0 and 1 in the AUROC of the scores
+    themselves, so that AUROC is at most ``auroc + tied / 2``.
+    """
+    # One bincount of ``2 * cell + label`` per chunk: the even slots count the
+    # negatives of each cell, the odd ones its positives. ``floor(2 K s)`` rounded
+    # down to even is ``2 floor(K s)`` (K a power of two: the product is exact).
+    counts = np.zeros(2 * _AUROC_CELLS, dtype=np.intp)
+    scaled = np.empty(min(_AUROC_CHUNK, scores.shape[0]))
+    keys = np.empty(scaled.shape[0], dtype=np.intp)
+    for start in range(0, scores.shape[0], _AUROC_CHUNK):
+        part = scores[start : start + _AUROC_CHUNK]
+        key = keys[: part.shape[0]]
+        np.copyto(
+            key,
+            np.multiply(part, 2 * _AUROC_CELLS, out=scaled[: part.shape[0]]),
+            casting="unsafe",
+        )
+        key &= ~1
+        np.minimum(key, 2 * _AUROC_CELLS - 2, out=key)  # s = 1 in the last cell
+        key |= labels[start : start + _AUROC_CHUNK]
+        counts += np.bincount(key, minlength=2 * _AUROC_CELLS)
+    negative = counts[0::2].astype(np.float64)
+    positive = counts[1::2].astype(np.float64)
+    pairs = positive.sum() * negative.sum()
+    below = np.cumsum(negative) - negative  # negatives in lower cells
+    return (
+        float(positive @ (below + 0.5 * negative) / pairs),
+        float(positive @ negative / pairs),
+    )
+
+
+def warn_if_below_chance(scores, labels, classes=None, column=None):
+    """Warn when the scores' AUROC against the labels is clearly below 1/2.
+
+    ``labels`` are 0/1, with both classes present. ``classes`` (the sorted labels)
+    and ``column`` (the index of the positive one) are given when the scores were
+    read from that column of a two-column ``predict_proba`` input, for the message.
+
+    The test: ``auroc + tied / 2`` (an upper bound on the AUROC, from
+    :func:`_binned_auroc`) below ``1/2 - z se`` with ``z = 3`` and
+    ``se = sqrt((n1 + n0 - 1) / (n1 n0)) / 2``. That ``se`` is the largest standard
+    error the AUROC (a two-sample U-statistic with a kernel in [0, 1]) can have at any
+    population value ``A``: each of the three variance components of the
+    U-statistic is the variance of a quantity in [0, 1] with mean ``A``, at most
+    ``A (1 - A) <= 1/4``. The null value ``sqrt((n1 + n0 + 1) / (12 n1 n0))``, for
+    scores independent of the labels, is smaller by up to ``sqrt(3)`` than the
+    standard error at ``A = 1/2`` of scores that do depend on the labels (positives
+    at both ends of the negatives), so it would warn too often there.
+    """
+    n1 = int(np.count_nonzero(labels))
+    n0 = labels.shape[0] - n1
+    se = 0.5 * np.sqrt((n1 + n0 - 1) / (n1 * n0))
+    threshold = 0.5 - _BELOW_CHANCE_Z * se
+    if threshold <= 0.0:
+        return  # too few samples of a class to ever tell
+    auroc, tied = _binned_auroc(scores, labels)
+    if not auroc + 0.5 * tied < threshold:
+        return
+    if column is None:
+        check = (
+            "pos_label (the class whose probability the scores are) and, if the "
+            "scores are a column of a predict_proba output, that it is that class's "
+            "column (predict_proba's columns follow the sorted classes, classes_)"
+        )
+    else:
+        shown = [c.item() if isinstance(c, np.generic) else c for c in classes]
+        check = (
+            f"pos_label (here {shown[column]!r}) and the column order: the scores "
+            f"were read from column {column} of the two-column input, the column of "
+            f"{shown[column]!r} among the sorted classes {shown}"
+        )
+    warnings.warn(
+        f"The scores rank the positive class below chance: their AUROC against the "
+        f"labels is {auroc:.3f} ({n1} positive and {n0} negative samples), more than "
+        f"{_BELOW_CHANCE_Z:g} standard errors below 0.5. A bound holds for these "
+        "scores as given, but scores that point away from the labels usually mean a "
+        f"mix-up: check {check}.",
+        BelowChanceWarning,
+        stacklevel=_user_stacklevel(),
+    )

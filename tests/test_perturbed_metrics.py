@@ -1,6 +1,8 @@
 """Expected losses under the sech perturbation: deterministic quadrature against Monte
 Carlo averages of the sampler, limits and hand values."""
 
+import re
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
@@ -153,3 +155,20 @@ def test_predict_proba_input_and_labels_of_any_two_classes():
 def test_bad_input(func, kwargs, match):
     with pytest.raises(ValueError, match=match):
         func(**kwargs)
+
+
+@pytest.mark.parametrize("metric", [perturbed_log_loss, perturbed_brier_score_loss])
+def test_h_above_one_half_is_refused_with_the_bounds_hint(metric):
+    # The loss of a perturbation that no bound accepts would be scored without a
+    # word; h = 6 meant 2**-6 or 1/6.
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "h=6 is above 0.5. h is the bandwidth, in probability units, of the sech "
+            "perturbation"
+        )
+        + ".*"
+        + re.escape("Did you mean h=1/6=0.166667 or h=2**-6=0.015625?"),
+    ):
+        metric(Y, P, h=6)
+    assert np.isfinite(metric(Y, P, h=0.5))

@@ -1,6 +1,7 @@
 """Scorers for cross_validate / GridSearchCV and the refit rule that chooses h."""
 
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -190,6 +191,17 @@ def test_bound_scorer_uses_the_positive_class_of_string_labels(data):
             "'h' parameter",
         ),
         (
+            # As the bounds and perturb_scores: h = 64 was meant as 1/64.
+            lambda: make_perturbation_scorer("auroc_loss", h=64),
+            ValueError,
+            r"^h=64 is above 0.5\. .* Did you mean h=1/64=0.015625\?$",
+        ),
+        (
+            lambda: make_bound_scorer("nw", h=64),
+            ValueError,
+            r"^h=64 is above 0.5\. .* Did you mean h=1/64=0.015625\?",
+        ),
+        (
             lambda: largest_h_within_tolerance(-0.1),
             InvalidParameterError,
             "'tolerance' parameter",
@@ -207,8 +219,10 @@ def test_nw_scorer_on_an_unperturbed_classifier_asks_for_h(data):
     with pytest.raises(
         ValueError,
         match=(
-            r"make_bound_scorer\('nw'\) needs .* got LogisticRegression\. "
-            r"Pass h or b1 or b2"
+            r"make_bound_scorer\('nw'\) bounds the probabilities of a "
+            r"SechPerturbedClassifier .* got LogisticRegression, .* Wrap the model: "
+            r"SechPerturbedClassifier\(model, h=\.\.\.\) .* pass b1 and b2 to "
+            r"make_bound_scorer\.$"
         ),
     ):
         make_bound_scorer("nw")(model, X, y)
@@ -216,6 +230,92 @@ def test_nw_scorer_on_an_unperturbed_classifier_asks_for_h(data):
         ValueError, match=r"make_perturbation_scorer\('log_loss'\) needs h"
     ):
         make_perturbation_scorer("log_loss")(model, X, y)
+
+
+@pytest.mark.parametrize("method, direct", [("nw", "b1 and b2"), ("lipschitz", "L")])
+def test_bound_scorer_with_h_on_an_unperturbed_classifier_says_to_wrap_it(
+    data, method, direct
+):
+    # The trap: given h, the bound scorer bounded a plain classifier's unperturbed
+    # probabilities under an assumption only the perturbation makes true, while
+    # make_perturbation_scorer(h=...) in the same scoring dict scored the classifier
+    # as perturbed: two different classifiers. The bound scorer now refuses.
+    X_fit, y_fit, X, y = data
+    model = LogisticRegression().fit(X_fit, y_fit)
+    with pytest.raises(ValueError) as info:
+        make_bound_scorer(method, h=2**-6, random_state=0)(model, X, y)
+    assert str(info.value).startswith(
+        f"make_bound_scorer({method!r}, h=0.015625) bounds the probabilities of a "
+        "SechPerturbedClassifier (or a Pipeline ending in one), under the assumption "
+        "its h states; got LogisticRegression, whose probabilities were not "
+        "perturbed, so that assumption does not hold for them. Wrap the model: "
+        "SechPerturbedClassifier(model, h=...)"
+    )
+    assert str(info.value).endswith(f"pass {direct} to make_bound_scorer.")
+    # Wrapped, it is scored under that h, on the perturbed probabilities.
+    wrapped = SechPerturbedClassifier(model, h=2**-6, random_state=0).fit(X_fit, y_fit)
+    state = wrapped.random_state_.get_state()
+    value = make_bound_scorer(method, h=2**-6, random_state=0)(wrapped, X, y)
+    wrapped.random_state_.set_state(state)
+    Bound = {"nw": NWCalibrationBound, "lipschitz": LipschitzBucketBound}[method]
+    proba = wrapped.predict_proba(X)
+    assert value == -Bound(h=2**-6, random_state=0).fit(proba, y).bound_
+
+
+@pytest.mark.parametrize("pipeline", [False, True], ids=["classifier", "pipeline"])
+def test_scorers_refuse_an_h_that_is_not_the_classifiers(data, pipeline):
+    # The trap: make_bound_scorer("nw", h=2**-6) scoring a SechPerturbedClassifier
+    # with h = 2**-8 bounded under the wrong h without a word (0.156 instead of
+    # 0.222).
+    model, clf = _fitted(data, h=2**-8, pipeline=pipeline)
+    _, _, X, y = data
+    for method in ("nw", "lipschitz"):
+        with pytest.raises(
+            ValueError,
+            match=re.escape(
+                f"make_bound_scorer({method!r}, h=0.015625) scored a "
+                "SechPerturbedClassifier with h=0.00390625: the bound would assume "
+                "another perturbation than the one its probabilities went through. "
+                "Leave h out (the scorer reads it from the classifier)."
+            ),
+        ):
+            make_bound_scorer(method, h=2**-6, random_state=0)(model, X, y)
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "make_perturbation_scorer('auroc_loss', h=0.015625) scored a "
+            "SechPerturbedClassifier with h=0.00390625: it would score another "
+            "perturbation than the classifier's."
+        ),
+    ):
+        make_perturbation_scorer("auroc_loss", h=2**-6)(model, X, y)
+    # The classifier's own h, stated, is the bound under that h.
+    state = clf.random_state_.get_state()
+    value = make_bound_scorer("nw", h=2**-8, random_state=0)(model, X, y)
+    clf.random_state_.set_state(state)
+    proba = model.predict_proba(X)
+    assert value == -NWCalibrationBound(h=2**-8, random_state=0).fit(proba, y).bound_
+
+
+def test_the_rule_reads_the_neg_key_as_scikit_learn_names_negated_scores():
+    # make_perturbation_scorer returns minus the cost, so cv_results_ holds negative
+    # AUROC losses: the documented key and the rule's default are neg_auroc_loss.
+    results = {"params": [{"h": 0.25}, {"h": 0.5}], "mean_test_neg_auroc_loss": [0, -1]}
+    assert largest_h_within_tolerance(0.001)(results) == 0
+    assert "scorer='neg_auroc_loss'" in repr(largest_h_within_tolerance())
+    # A search keyed by the earlier name is told what changed.
+    old = {"params": [{"h": 0.25}], "mean_test_auroc_loss": [-0.0005]}
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "cv_results_ has no 'mean_test_neg_auroc_loss': give GridSearchCV a scorer "
+            "named 'neg_auroc_loss', e.g. scoring={'neg_auroc_loss': "
+            "make_perturbation_scorer('auroc_loss'), ...}. It has "
+            "'mean_test_auroc_loss': the default key is now 'neg_auroc_loss'"
+        ),
+    ):
+        largest_h_within_tolerance(0.001)(old)
+    assert largest_h_within_tolerance(0.001, scorer="auroc_loss")(old) == 0
 
 
 def test_scorers_take_no_metadata(data):
@@ -258,7 +358,7 @@ def test_perturbation_scorers_equal_the_metric_functions(data, pipeline):
 def _cv_results(h, auroc_loss, name="h"):
     return {
         "params": [{name: v} for v in h],
-        "mean_test_auroc_loss": -np.asarray(auroc_loss, dtype=float),
+        "mean_test_neg_auroc_loss": -np.asarray(auroc_loss, dtype=float),
     }
 
 
@@ -292,7 +392,10 @@ def test_largest_h_rule_finds_the_pipeline_parameter_and_says_what_is_missing():
     assert rule(results) == 1
     with pytest.raises(ValueError, match="cv_results_ has no 'mean_test_cost'"):
         largest_h_within_tolerance(0.001, scorer="cost")(results)
-    ambiguous = {"params": [{"a__h": 0.1, "b__h": 0.2}], "mean_test_auroc_loss": [0.0]}
+    ambiguous = {
+        "params": [{"a__h": 0.1, "b__h": 0.2}],
+        "mean_test_neg_auroc_loss": [0.0],
+    }
     with pytest.raises(ValueError, match=r"found \['a__h', 'b__h'\] .* Pass param="):
         rule(ambiguous)
     assert largest_h_within_tolerance(0.001, param="b__h")(ambiguous) == 0
@@ -306,7 +409,7 @@ def test_largest_h_rule_finds_the_pipeline_parameter_and_says_what_is_missing():
 def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data, grid):
     X, y, _, _ = data
     scoring = {
-        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss"),
         "nw": make_bound_scorer("nw", random_state=0),
     }
     search = GridSearchCV(
@@ -317,7 +420,7 @@ def test_grid_search_over_h_with_the_tolerance_rule_and_the_bound(data, grid):
         cv=StratifiedKFold(3, shuffle=True, random_state=0),
     ).fit(X, y)
     res = search.cv_results_
-    cost = -res["mean_test_auroc_loss"]
+    cost = -res["mean_test_neg_auroc_loss"]
     h = np.array(res["param_h"], dtype=float)
     within = np.flatnonzero(cost <= 0.002)
     assert within.size and search.best_index_ == within[np.argmax(h[within])]
@@ -339,7 +442,7 @@ def test_cross_validate_with_several_scorers_equals_a_hand_loop_on_one_draw(data
         "lipschitz": make_bound_scorer("lipschitz", random_state=0),
         "tv": make_bound_scorer("tv", random_state=0),
         "log_loss": make_perturbation_scorer("log_loss"),
-        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss"),
     }
     model = SechPerturbedClassifier(LogisticRegression(), h=2**-4, random_state=0)
     cv = StratifiedKFold(2, shuffle=True, random_state=1)
@@ -357,7 +460,7 @@ def test_cross_validate_with_several_scorers_equals_a_hand_loop_on_one_draw(data
         expected = {
             **{name: -b.fit(drawn, y[test]).bound_ for name, b in bounds.items()},
             "log_loss": -perturbed_log_loss(y[test], original, h=2**-4),
-            "auroc_loss": -(
+            "neg_auroc_loss": -(
                 roc_auc_score(y[test], original) - roc_auc_score(y[test], drawn[:, 1])
             ),
         }
@@ -412,7 +515,7 @@ def _counted_search(X, y, scoring, grid):
 def test_grid_search_scorers_share_one_prediction_per_candidate_and_fold(data, grid):
     X, y, _, _ = data
     scoring = {
-        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss"),
         "nw": make_bound_scorer("nw", random_state=0),
     }
     perturbed, inner = _counted_search(X, y, scoring, grid)
@@ -437,7 +540,7 @@ def test_scorers_share_the_prediction_with_sklearn_scorers(data):
         "roc_auc": "roc_auc",
         "nw": make_bound_scorer("nw", random_state=0),
         "neg_brier_score": "neg_brier_score",
-        "auroc_loss": make_perturbation_scorer("auroc_loss"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss"),
     }
     state = clf.random_state_.get_state()
     scores = check_scoring(model, scoring=scoring)(model, X, y)
@@ -451,7 +554,7 @@ def test_scorers_share_the_prediction_with_sklearn_scorers(data):
     nw = NWCalibrationBound(h=2**-4, random_state=0).fit(drawn, y)
     assert scores["nw"] == -nw.bound_
     original = clf.estimator_.predict_proba(X)[:, 1]
-    assert scores["auroc_loss"] == -(roc_auc_score(y, original) - scores["roc_auc"])
+    assert scores["neg_auroc_loss"] == -(roc_auc_score(y, original) - scores["roc_auc"])
 
 
 def test_scorers_fall_back_to_plain_callables_without_sklearn_scorer_api(monkeypatch):
@@ -479,7 +582,7 @@ def test_pos_label_scores_the_probability_of_that_class(data, pipeline):
     scoring = {
         "nw": make_bound_scorer("nw", pos_label="churn", random_state=0),
         "tv": make_bound_scorer("tv", pos_label="churn", random_state=0),
-        "auroc_loss": make_perturbation_scorer("auroc_loss", pos_label="churn"),
+        "neg_auroc_loss": make_perturbation_scorer("auroc_loss", pos_label="churn"),
         "log_loss": make_perturbation_scorer("log_loss", pos_label="churn"),
         "roc_auc": "roc_auc",  # scikit-learn's, for classes_[1] = "stay"
     }
@@ -497,7 +600,7 @@ def test_pos_label_scores_the_probability_of_that_class(data, pipeline):
     )
     tv = TVCalibrationBound(random_state=0).fit(drawn[:, 0], churn)
     assert scores["tv"] == -tv.bound_
-    assert scores["auroc_loss"] == -(
+    assert scores["neg_auroc_loss"] == -(
         roc_auc_score(churn, original[:, 0]) - roc_auc_score(churn, drawn[:, 0])
     )
     assert scores["log_loss"] == -perturbed_log_loss(churn, original[:, 0], h=2**-4)

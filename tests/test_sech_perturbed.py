@@ -275,3 +275,45 @@ def test_unfitted_methods_raise_not_fitted():
     for method in (clf.predict, clf.predict_proba, clf.predict_log_proba):
         with pytest.raises(NotFittedError):
             method(np.zeros((2, 5)))
+
+
+# ----------------------------------------------------------------------------------
+# h above 1/2: refused at the doors that perturb, with the bounds' hint
+# ----------------------------------------------------------------------------------
+from skcalbound import NWCalibrationBound  # noqa: E402
+
+PERTURBATION_H_MESSAGE = (
+    "h={h!r} is above 0.5. h is the bandwidth, in probability units, of the sech "
+    "perturbation (perturb_scores(y_prob, h) or SechPerturbedClassifier(h=h)), "
+    "typically 2**-6 = 0.015625: above 0.5 it spreads each score over most of "
+    "[0, 1], the perturbed scores rank little better than chance, and the bounds "
+    "refuse it.{meant}"
+)
+
+
+@pytest.mark.parametrize(
+    "h, meant",
+    [
+        (64, " Did you mean h=1/64=0.015625?"),
+        (6, " Did you mean h=1/6=0.166667 or h=2**-6=0.015625?"),
+        (0.75, ""),
+    ],
+)
+def test_h_above_one_half_is_refused_where_the_perturbation_is_drawn(h, meant):
+    # The trap: perturb_scores(s, 64) and SechPerturbedClassifier(h=64), meaning
+    # h = 1/64, were accepted and took a model's AUROC from 0.72 to 0.50, while the
+    # bounds refused h=64 with this hint.
+    expected = PERTURBATION_H_MESSAGE.format(h=h, meant=meant)
+    X, y = _data()
+    with pytest.raises(ValueError) as perturb:
+        perturb_scores(np.linspace(0, 1, 11), h)
+    with pytest.raises(ValueError) as wrap:
+        SechPerturbedClassifier(LogisticRegression(), h=h).fit(X, y)
+    with pytest.raises(ValueError) as bound:
+        NWCalibrationBound(h=h).fit(np.linspace(0, 1, 400), y)
+    assert str(perturb.value) == str(wrap.value) == expected
+    assert meant in str(bound.value)  # the bounds' hint, word for word
+    # h = 1/2 itself is accepted, as by the bounds.
+    assert perturb_scores(np.linspace(0, 1, 11), 0.5, random_state=0).shape == (11,)
+    clf = SechPerturbedClassifier(LogisticRegression(), h=0.5, random_state=0)
+    assert clf.fit(X, y).predict_proba(X).shape == (X.shape[0], 2)

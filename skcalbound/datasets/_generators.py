@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
 from .._compat import HasMethods, Interval, StrOptions, validate_params
+from .._validation import check_perturbation_h
 from ._exact import checked_truth
 from ._perturbed import SechPerturbed, perturbed_name
 from ._problems import (
@@ -45,6 +46,7 @@ def get_problem(name, h=None):
 
 def perturb_problem(problem, h):
     """``problem`` seen through the sech perturbation of bandwidth ``h``."""
+    check_perturbation_h(h)  # h > 1/2 refused, with the hint, as everywhere
     return SechPerturbed(
         base=problem,
         h=float(h),
