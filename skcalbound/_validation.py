@@ -654,6 +654,8 @@ def warn_if_below_chance(scores, labels, classes=None, column=None):
     """
     n1 = int(np.count_nonzero(labels))
     n0 = labels.shape[0] - n1
+    if n1 == 0 or n0 == 0:
+        return  # no pair to rank (a class absent: the caller decides whether to refuse)
     se = 0.5 * np.sqrt((n1 + n0 - 1) / (n1 * n0))
     threshold = 0.5 - _BELOW_CHANCE_Z * se
     if threshold <= 0.0:
