@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
 from ._base import bound_classes, bound_name, in_expectation_only
-from ._scorers import _perturbed_step
+from ._scorers import perturbation_assumption
 from ._sech_perturbed import SechPerturbedClassifier
 from ._validation import check_prob_labels, check_probabilities, classifier_labels_01
 
@@ -84,18 +84,28 @@ def _positive_column(estimator, y, pos_label):
 
 
 def _with_perturbation_h(estimator, bound, bound_params):
-    """``bound_params`` with the ``h`` of a perturbed classifier, when the bound needs
-    a smoothness assumption that neither ``bound`` nor ``bound_params`` states."""
-    step = _perturbed_step(estimator)
+    """``bound_params`` with the ``h`` of a perturbed classifier, by the bound scorer's
+    rule (:func:`~skcalbound._scorers.perturbation_assumption`): a bound that needs a
+    smoothness assumption stated by neither ``bound`` nor ``bound_params`` reads
+    ``h`` from the classifier; an ``h`` that differs from it, or a plain classifier,
+    is an error."""
     cls = _BOUND_CLASSES.get(bound) if isinstance(bound, str) else type(bound)
-    if step is None or not getattr(cls, "smoothness_params", ()):
-        return bound_params
     params = dict(bound_params or {})
     stated = dict(bound.get_params()) if not isinstance(bound, str) else {}
     stated.update(params)
-    if all(stated.get(name) is None for name in cls.smoothness_params):
-        params["h"] = step.h
-    return params
+    caller = f"CalibrationBoundDisplay.from_estimator(bound={bound!r})"
+    checked = perturbation_assumption(
+        cls,
+        stated,
+        estimator,
+        caller,
+        verb="was given",
+        reader="the display",
+        target="the bound (bound_params)",
+    )
+    if checked.get("h") != stated.get("h"):
+        params["h"] = checked["h"]
+    return params or bound_params
 
 
 def _check_n_grid(n_grid):

@@ -72,6 +72,48 @@ def _perturbed_step(estimator):
     return estimator if isinstance(estimator, SechPerturbedClassifier) else None
 
 
+def perturbation_assumption(cls, params, estimator, caller, *, verb, reader, target):
+    """The constructor parameters ``params`` of the bound class ``cls``, for bounding
+    the probabilities of ``estimator``, with the ``h`` of its perturbation.
+
+    TV, or a smoothness assumption stated directly (``b1``/``b2``, ``L``): ``params``
+    as they are. Otherwise the probabilities must come from a
+    :class:`SechPerturbedClassifier` (or a ``Pipeline`` ending in one), whose ``h`` is
+    the assumption; a plain classifier, or an ``h`` in ``params`` that differs from
+    the classifier's, is an error. ``caller`` (the call), ``verb`` (what it did to
+    the classifier), ``reader`` (who reads ``h``) and ``target`` (where ``b1``/``b2``
+    or ``L`` go) word the messages. The one rule for the bound scorer and
+    ``CalibrationBoundDisplay.from_estimator``.
+    """
+    names = getattr(cls, "smoothness_params", ())
+    stated = [n for n in names if n != "h" and params.get(n) is not None]
+    if not names or stated:
+        return dict(params)  # TV, or b1/b2 or L as stated
+    h = params.get("h")
+    perturbed = _perturbed_step(estimator)
+    if perturbed is None:
+        direct = " and ".join(n for n in names if n != "h")
+        raise ValueError(
+            f"{caller} bounds the probabilities of a SechPerturbedClassifier (or a "
+            "Pipeline ending in one), under the assumption its h states; got "
+            f"{type(estimator).__name__}, whose probabilities were not perturbed, so "
+            "that assumption does not hold for them. Wrap the model: "
+            "SechPerturbedClassifier(model, h=...) "
+            "(SechPerturbedClassifier(FrozenEstimator(model), h=...) for a fitted "
+            "one); or, if its calibration function is smooth for another reason, "
+            f"pass {direct} to {target}."
+        )
+    if h is not None and float(h) != float(perturbed.h):
+        raise ValueError(
+            f"{caller} {verb} a SechPerturbedClassifier with h={perturbed.h!r}: the "
+            "bound would assume another perturbation than the one its probabilities "
+            f"went through. Leave h out ({reader} reads it from the classifier)."
+        )
+    # The bandwidth, not the classifier's b1_/b2_: the bound estimator derives
+    # b1 and b2 from h in its own guarantee mode (SPEC section 12).
+    return {**params, "h": perturbed.h}
+
+
 def _unperturbed_proba(estimator, X):
     """``predict_proba`` of the model before its perturbation (of the model itself if
     it is not perturbed)."""
@@ -163,37 +205,20 @@ class _BoundScorer(_ProbaScorer):
 
     def bound_estimator(self, estimator):
         """The unfitted bound estimator for the model ``estimator``."""
-        params = dict(self.params)
-        names = _BOUNDS[self.method].smoothness_params
-        stated = [n for n in names if n != "h" and params.get(n) is not None]
-        if not names or stated:
-            return _BOUNDS[self.method](**params)  # TV, or b1/b2 or L as stated
-        h = params.get("h")
-        perturbed = _perturbed_step(estimator)
-        if perturbed is None:
-            given = "" if h is None else f", h={h!r}"
-            direct = " and ".join(n for n in names if n != "h")
-            raise ValueError(
-                f"make_bound_scorer({self.method!r}{given}) bounds the probabilities "
-                "of a SechPerturbedClassifier (or a Pipeline ending in one), under the "
-                f"assumption its h states; got {type(estimator).__name__}, whose "
-                "probabilities were not perturbed, so that assumption does not hold "
-                "for them. Wrap the model: SechPerturbedClassifier(model, h=...) "
-                "(SechPerturbedClassifier(FrozenEstimator(model), h=...) for a fitted "
-                "one); or, if its calibration function is smooth for another reason, "
-                f"pass {direct} to make_bound_scorer."
-            )
-        if h is not None and float(h) != float(perturbed.h):
-            raise ValueError(
-                f"make_bound_scorer({self.method!r}, h={h!r}) scored a "
-                f"SechPerturbedClassifier with h={perturbed.h!r}: the bound would "
-                "assume another perturbation than the one its probabilities went "
-                "through. Leave h out (the scorer reads it from the classifier)."
-            )
-        # The bandwidth, not the classifier's b1_/b2_: the bound estimator derives
-        # b1 and b2 from h in its own guarantee mode (SPEC section 12).
-        params["h"] = perturbed.h
-        return _BOUNDS[self.method](**params)
+        cls = _BOUNDS[self.method]
+        caller = f"make_bound_scorer({self.method!r}"
+        if self.params.get("h") is not None:
+            caller += f", h={self.params['h']!r}"
+        params = perturbation_assumption(
+            cls,
+            self.params,
+            estimator,
+            caller + ")",
+            verb="scored",
+            reader="the scorer",
+            target="make_bound_scorer",
+        )
+        return cls(**params)
 
     def _value(self, estimator, X, labels, column, predicted):
         bound = self.bound_estimator(estimator)

@@ -917,3 +917,45 @@ def test_valid_inputs_are_not_mutated(perturbed):
     CalibrationBoundDisplay.from_predictions(y, s, bound="nw", bound_params={"h": H})
     assert_array_equal(s, s_copy)
     assert_array_equal(y, y_copy)
+
+
+def test_from_estimator_refuses_an_h_that_is_not_the_classifiers():
+    # The scorers' trap, in the display: a bound stating h = 2**-6 drawn for a
+    # classifier perturbed with h = 2**-8 was fitted under the wrong h without a word.
+    X, y = make_classification(n_samples=4000, random_state=0)
+    clf = SechPerturbedClassifier(LogisticRegression(), h=2.0**-8, random_state=0)
+    clf.fit(X[:2000], y[:2000])
+    for bound, params in [(NWCalibrationBound(h=2.0**-6), None), ("nw", {"h": 0.5})]:
+        with pytest.raises(
+            ValueError,
+            match=r"was given a SechPerturbedClassifier with h=0\.00390625: the "
+            r"bound would assume another perturbation .* Leave h out \(the display "
+            r"reads it from the classifier\)\.",
+        ):
+            CalibrationBoundDisplay.from_estimator(
+                clf, X[2000:], y[2000:], bound=bound, bound_params=params
+            )
+    # Its own h, stated, is accepted and used.
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X[2000:], y[2000:], bound=NWCalibrationBound(h=2.0**-8, random_state=0)
+    )
+    assert disp.estimator_.h == 2.0**-8
+
+
+def test_from_estimator_with_h_on_an_unperturbed_classifier_says_to_wrap_it():
+    X, y = make_classification(n_samples=4000, random_state=0)
+    clf = LogisticRegression().fit(X[:2000], y[:2000])
+    with pytest.raises(
+        ValueError,
+        match=r"got LogisticRegression, whose probabilities were not perturbed.* "
+        r"Wrap the model: SechPerturbedClassifier\(model, h=\.\.\.\).* pass b1 and b2 "
+        r"to the bound \(bound_params\)\.",
+    ):
+        CalibrationBoundDisplay.from_estimator(
+            clf, X[2000:], y[2000:], bound=NWCalibrationBound(h=2.0**-6)
+        )
+    # A smoothness assumption stated directly is the user's, as for the scorer.
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X[2000:], y[2000:], bound=NWCalibrationBound(b1=2.0, b2=4.0)
+    )
+    assert disp.estimator_.b1 == 2.0 and disp.estimator_.h is None
