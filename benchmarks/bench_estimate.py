@@ -9,7 +9,7 @@ what ``estimate_`` was until issue 36) and of the 15-bin ECE on the same rows, w
 the mean signed error (bias). Repeats use seeds ``0 .. repeats - 1`` for the data and
 ``random_state=seed`` for the fit.
 
-Run: ``python benchmarks/bench_estimate.py [--repeats 40]`` (a few minutes on one
+Run: ``python benchmarks/bench_estimate.py [--repeats 100]`` (a few minutes on one
 core).
 """
 
@@ -48,7 +48,7 @@ def one_cell(bound, problem, n, repeats):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=100)
     args = parser.parse_args(argv)
     print(
         f"{'bound':<6}{'problem':<15}{'n':>7}  "
