@@ -9,8 +9,12 @@ what ``estimate_`` was until issue 36) and of the 15-bin ECE on the same rows, w
 the mean signed error (bias). Repeats use seeds ``0 .. repeats - 1`` for the data and
 ``random_state=seed`` for the fit.
 
-Run: ``python benchmarks/bench_estimate.py [--repeats 100]`` (a few minutes on one
-core).
+Run: ``python benchmarks/bench_estimate.py [--repeats 100]`` (about two minutes).
+
+On the over-confident problem both estimates are nearly unbiased at these sizes, and
+their errors are the labels' sampling noise (standard deviation about
+``sqrt(E[eta (1 - eta)] / n)``, 0.004 at ``n = 10**4``): there the ratio is near 1
+and moves by a few hundredths with the repeats.
 """
 
 import argparse

@@ -25,12 +25,15 @@ sum |.|`` again). Hence:
    per cell of a fixed grid of ``2**16`` equal cells on ``[0, 1]``, the count, the sum
    of the scores and the sum of the labels (:class:`EstimateCells`, merged by
    addition).
-2. ``B = round(n ** (1/3))`` bins of consecutive cells with about ``n / B`` rows each
-   (from the counts of all rows; a cell, and so a tie, is never split).
+2. ``B = round((2/3) n ** (1/3))`` bins of consecutive cells with about ``n / B``
+   rows each (from the counts of all rows; a cell, and so a tie, is never split).
+   The factor 2/3 was chosen on ``benchmarks/bench_estimate.py`` (0.5 to 0.7 did as
+   well; 1 and 1.5 let more bins straddle a sign change).
 3. On half ``A``, the bin means ``d_b = mean(y - s)`` are denoised by 1-D total
    variation (``argmin_x 0.5 ||x - d||**2 + lambda sum |x_{b+1} - x_b|``, exact, by
-   prox-tv's taut string; ``lambda = sd * sqrt(B)`` with ``sd`` the root mean
-   square of the bins' standard errors: a noise-only sequence becomes flat); the
+   prox-tv's taut string; ``lambda = sd * sqrt(m)`` with ``sd`` the root mean
+   square of the standard errors of the ``m`` bins that have rows in ``A``, the
+   size of a pure-noise walk over them: a noise-only sequence becomes flat); the
    signs of the denoised values cut the bins into runs. The bins on either side of a
    sign change stay single (where the sign is uncertain, a run must not reach across
    the true change and cancel).
@@ -59,6 +62,9 @@ from ._surrogates._tv import _tv1_1d
 # Cells of the fixed grid of the per-cell sums: a power of two, so that
 # ``floor(s * G)`` is exact. 3 MB of sums per chunk.
 ESTIMATE_CELLS = 2**16
+# The TV weight in units of the noise walk, and the bins in units of n ** (1/3).
+_TV_SCALE = 1.0
+_BINS_SCALE = 2.0 / 3.0
 
 
 @dataclass
@@ -100,8 +106,8 @@ def estimate_cells(scores, labels, halves):
 
 
 def n_estimate_bins(n):
-    """The number of bins for ``n`` rows: ``round(n ** (1/3))``, at least 1."""
-    return max(1, int(round(n ** (1.0 / 3.0))))
+    """The number of bins for ``n`` rows: ``round((2/3) n ** (1/3))``, at least 1."""
+    return max(1, int(round(_BINS_SCALE * n ** (1.0 / 3.0))))
 
 
 def equal_count_bins(count, n_bins):
@@ -113,20 +119,23 @@ def equal_count_bins(count, n_bins):
 
 
 def _runs(n, s, y):
-    """Run of each bin from one half's bin sums: signs of the fused-lasso fit of the
-    bin means, the bins beside a sign change kept single."""
-    filled = n > 0
-    mean = np.where(filled, (y - s) / np.where(filled, n, 1), 0.0)
-    ybar = np.where(filled, y / np.where(filled, n, 1), 0.5)
-    var = ybar * (1.0 - ybar) / np.maximum(n, 1)
-    lam = np.sqrt(np.mean(var) * n.shape[0])
+    """Run of each bin from one half's bin sums ``(n, s, y)``: signs of the TV fit of
+    the bin means, the bins beside a sign change kept single. A bin without rows in
+    this half takes the sign of the filled bin before it (after it, at the start)."""
+    filled = np.flatnonzero(n > 0)
+    if filled.shape[0] == 0:
+        return np.zeros(n.shape[0], dtype=np.intp)
+    count = n[filled]
+    mean = (y[filled] - s[filled]) / count
+    ybar = y[filled] / count
+    # lambda: the root mean square standard error of the filled bins times
+    # sqrt(their number), the size of a pure-noise walk over them.
+    var = ybar * (1.0 - ybar) / count
+    lam = _TV_SCALE * np.sqrt(np.mean(var) * filled.shape[0])
     # The exact 1-D TV prox (prox-tv's taut string, as the TV bound uses).
-    fit = _tv1_1d(np.ascontiguousarray(mean[filled]), float(lam), None)
-    sign = np.zeros(n.shape[0])
-    sign[filled] = np.sign(fit)
-    # An empty bin takes the sign of the bin before it (there is no evidence in it).
-    for i in np.flatnonzero(~filled):
-        sign[i] = sign[i - 1] if i > 0 else 0.0
+    fit = _tv1_1d(np.ascontiguousarray(mean), float(lam), None)
+    owner = np.searchsorted(filled, np.arange(n.shape[0]), side="right") - 1
+    sign = np.sign(fit)[np.maximum(owner, 0)]
     change = sign[1:] != sign[:-1]
     cut = change.copy()
     cut[:-1] |= change[1:]

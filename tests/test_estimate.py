@@ -16,31 +16,32 @@ from skcalbound._estimate import (
     estimate_cells,
     n_estimate_bins,
 )
-from skcalbound.datasets import make_calibrated, make_overconfident
+from skcalbound.datasets import make_calibrated, make_discrete, make_overconfident
 
 
-def test_formula_by_hand_on_eight_rows():
-    # Two cells (s = 0.2, s = 0.8), four rows each, two per half; B = round(8**(1/3))
-    # = 2 bins, one per cell.
-    scores = np.repeat([0.2, 0.8], 4)
-    labels = np.array([1, 1, 1, 0, 0, 0, 1, 0], dtype=float)
-    halves = np.array([0, 0, 1, 1, 0, 0, 1, 1])
+def test_formula_by_hand_on_twelve_rows():
+    # Two cells (s = 0.2, s = 0.8), six rows each, three per half; B =
+    # round(2/3 * 12**(1/3)) = 2 bins, one per cell.
+    scores = np.repeat([0.2, 0.8], 6)
+    labels = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0], dtype=float)
+    halves = np.array([0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1])
     cells = estimate_cells(scores, labels, halves)
-    assert cells.count.sum() == 8
-    assert_allclose(cells.sum_y.sum(axis=1), [2, 2])
+    assert cells.count.sum() == 12
+    assert_allclose(cells.sum_y.sum(axis=1), [3, 3])
     # Signs from half 0: bin means +0.8 and -0.8 with no label variance, so the TV
     # weight is 0, the signs differ, and both bins (beside the change) stay single.
-    # Measured on half 1: |(1 + 0) - 0.4| + |(1 + 0) - 1.6| = 1.2 over 4 rows = 0.3.
-    # Signs from half 1: means +0.3, -0.3, variances 0.25 / 2, weight
-    # sqrt(0.125 * 2) = 0.5 >= |0.3 - (-0.3)| / 2, so the fit is flat: one run.
-    # Measured on half 0: |(2 - 0.4) + (0 - 1.6)| / 4 = 0. Mean (0.3 + 0) / 2.
-    assert calibration_estimate(cells) == pytest.approx(0.15, abs=1e-15)
-    # The plain 2-bin ECE on the same rows: (|0.75 - 0.2| + |0.25 - 0.8|) / 2.
-    assert binned_ece(labels, scores, n_bins=2) == pytest.approx(0.55)
+    # Measured on half 1: |1 - 0.6| + |2 - 2.4| = 0.8 over 6 rows.
+    # Signs from half 1: means +2/15 and -2/15, variances (1/3)(2/3)/3 = 2/27 each,
+    # weight sqrt(2/27 * 2) = 0.385 >= (2/15 + 2/15) / 2, so the fit is flat: one
+    # run. Measured on half 0: |(3 - 0.6) + (0 - 2.4)| / 6 = 0.
+    assert calibration_estimate(cells) == pytest.approx((0.8 / 6 + 0.0) / 2, abs=1e-12)
+    # The plain 2-bin ECE on the same rows is far above: both bins 0.4667 off.
+    assert binned_ece(labels, scores, n_bins=2) == pytest.approx(7 / 15)
 
 
 def test_bins_are_equal_count_and_never_split_a_cell():
-    assert [n_estimate_bins(n) for n in (1, 7, 8, 1000, 10**5)] == [1, 2, 2, 10, 46]
+    sizes = (1, 12, 27, 1000, 10**4, 10**5)
+    assert [n_estimate_bins(n) for n in sizes] == [1, 2, 2, 7, 14, 31]
     count = np.array([3.0, 0.0, 1.0, 4.0, 1.0, 1.0])
     # Rows before each cell: 0, 3, 3, 4, 8, 9 of 10; two bins of about 5 rows.
     assert equal_count_bins(count, 2).tolist() == [0, 0, 0, 0, 1, 1]
@@ -112,3 +113,12 @@ def test_estimate_does_not_touch_the_interval():
     )
     assert est.bound_ == pytest.approx(sum(est.terms_.values()))
     assert est.estimate_ != est.terms_["validation_mean"]
+
+
+def test_tied_scores_with_empty_bins_are_estimated():
+    # Five atoms fill 5 of the 14 bins; the empty bins must not widen the TV weight
+    # (they did, flattening the signs into one run: 0.02 instead of 0.07).
+    data = make_discrete(10**4, random_state=0)
+    est = TVCalibrationBound(random_state=0).fit(data.scores, data.labels)
+    assert data.true_ce == pytest.approx(0.07)
+    assert abs(est.estimate_ - data.true_ce) < 0.012
