@@ -13,7 +13,7 @@ Run: ``python benchmarks/bench_estimate.py [--repeats 100]`` (about two minutes)
 
 On the over-confident problem both estimates are nearly unbiased at these sizes, and
 their errors are the labels' sampling noise (standard deviation about
-``sqrt(E[eta (1 - eta)] / n)``, 0.004 at ``n = 10**4``): there the ratio is near 1
+``sqrt(E[eta (1 - eta)] / n)``, 0.0044 at ``n = 10**4``): there the ratio is near 1
 and moves by a few hundredths with the repeats.
 """
 

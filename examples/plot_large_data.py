@@ -82,7 +82,7 @@ ax.fill_between(
     alpha=0.3,
     label="certified interval (95%)",
 )
-ax.plot(n, [e.estimate_ for e in intervals], marker="o", label="plug-in estimate")
+ax.plot(n, [e.estimate_ for e in intervals], marker="o", label="estimate")
 ax.set_xscale("log")
 ax.set_xlabel("rows read (in chunks of 100,000)")
 ax.set_ylabel("calibration error")

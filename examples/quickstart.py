@@ -18,7 +18,7 @@ print(
     f"certified: {est.lower_bound_:.3f} <= CE <= {est.bound_:.3f}"
     f"  (true CE = {1 / 6:.3f})"
 )
-print(f"plug-in estimate {est.estimate_:.3f}, 15-bin ECE {binned_ece(y, s):.3f}")
+print(f"estimate {est.estimate_:.3f}, 15-bin ECE {binned_ece(y, s):.3f}")
 print({k: round(v, 4) for k, v in est.terms_.items()})
 
 # Any classifier: perturb its scores; the NW bound certifies the perturbed classifier.
@@ -26,7 +26,7 @@ sp = perturb_scores(s, h=2**-6, random_state=0)
 nw = NWCalibrationBound(h=2**-6, random_state=0).fit(sp, y)
 print(
     f"perturbed (h=2^-6): {nw.lower_bound_:.3f} <= CE <= {nw.bound_:.3f}, "
-    f"plug-in estimate {nw.estimate_:.3f}"
+    f"estimate {nw.estimate_:.3f}"
 )
 
 # A test with a finite-sample level: is the perturbed classifier off by more than 0.1?
