@@ -192,10 +192,22 @@ class _Paired:
         return self
 
 
+def _estimate_chunk(key_seed, chunk):
+    """The :class:`EstimateCells` of one chunk, its rows' halves drawn from
+    ``(key_seed, row index)`` like the folds."""
+    halves = row_folds(key_seed, chunk.start, chunk.n, 2)
+    return estimate_cells(chunk.scores, chunk.labels, halves)
+
+
+def _paired_chunk(fn, key_seed, chunk):
+    return _Paired(fn(chunk), _estimate_chunk(key_seed, chunk))
+
+
 class _EstimateTap:
     """``source`` whose first pass also gathers the :class:`EstimateCells` of
-    ``estimate_`` (``_estimate``), so that the estimate costs no pass of its own; the
-    rows' halves are drawn from ``(key_seed, row index)`` like the folds."""
+    ``estimate_`` (``_estimate``), so that the estimate costs no pass of its own.
+    The functions it hands to the source hold the seed, not the source (Dask ships
+    them)."""
 
     def __init__(self, source, key_seed):
         self._source, self._key_seed, self.cells = source, key_seed, None
@@ -203,21 +215,21 @@ class _EstimateTap:
     def __getattr__(self, name):
         return getattr(self._source, name)
 
-    def _cells(self, chunk):
-        halves = row_folds(self._key_seed, chunk.start, chunk.n, 2)
-        return estimate_cells(chunk.scores, chunk.labels, halves)
-
     def map_reduce(self, fn):
         if self.cells is not None:
             return self._source.map_reduce(fn)
-        paired = self._source.map_reduce(lambda c: _Paired(fn(c), self._cells(c)))
+        paired = self._source.map_reduce(
+            functools.partial(_paired_chunk, fn, self._key_seed)
+        )
         self.cells = paired.cells
         return paired.result
 
     def estimate(self):
         """``estimate_``; one pass of its own if the bound made none (TV)."""
         if self.cells is None:
-            self.cells = self._source.map_reduce(self._cells)
+            self.cells = self._source.map_reduce(
+                functools.partial(_estimate_chunk, self._key_seed)
+            )
         return calibration_estimate(self.cells)
 
 
