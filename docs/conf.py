@@ -207,7 +207,7 @@ def _h_table():
                 "b2": nw.b2_,
                 "AUROC": roc_auc_score(y_test, s),
                 "NW bound": nw.bound_,
-                "plug-in": nw.estimate_,
+                "estimate": nw.estimate_,
                 "smoothing_mean": nw.terms_["smoothing_mean"],
             }
         )

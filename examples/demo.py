@@ -9,7 +9,7 @@ for each classifier
   classifier, with the perturbation's cost in AUROC, and the paper's
   Lipschitz bucketing baseline on the same perturbed scores,
 
-with the bounds' terms, next to the plug-in estimates and the 15-bin ECE that people
+with the bounds' terms, next to the point estimates and the 15-bin ECE that people
 usually report, and writes a reliability plot to ``demo_output/reliability.png``.
 """
 
@@ -107,7 +107,7 @@ def main(argv=None):
                 "classifier": name,
                 "raw scores:": "",
                 "  TV interval (95%)": f"[{tv.lower_bound_:.4f}, {tv.bound_:.4f}]",
-                "  TV plug-in estimate": tv.estimate_,
+                "  TV estimate (not certified)": tv.estimate_,
                 "  ECE (15 bins)": binned_ece(
                     y_eval, scores, n_bins=15
                 ),

@@ -94,7 +94,7 @@ ax.plot(
     n,
     [e.estimate_ for e in intervals],
     marker="o",
-    label="plug-in estimate",
+    label="estimate",
 )
 ax.set_xscale("log")
 ax.set_xlabel("rows read (in chunks of 100,000)")

@@ -75,7 +75,7 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
     ax.set_title(f"{name}: 15-bin ECE {ece:.3f} (not a bound)")
     print(
         f"{name:>18}: TV bound {disp.bound:.3f}, "
-        f"plug-in estimate {disp.estimator_.estimate_:.3f}"
+        f"estimate {disp.estimator_.estimate_:.3f}"
     )
 
 # %%

@@ -17,7 +17,7 @@ est = TVCalibrationBound(V=1.0, random_state=0).fit(s, y)
 lo, up = est.lower_bound_, est.bound_
 print(f"certified: {lo:.3f} <= CE <= {up:.3f}  (true CE = {1 / 6:.3f})")
 ece = binned_ece(y, s)
-print(f"plug-in estimate {est.estimate_:.3f}, 15-bin ECE {ece:.3f}")
+print(f"estimate {est.estimate_:.3f}, 15-bin ECE {ece:.3f}")
 print({k: round(v, 4) for k, v in est.terms_.items()})
 
 # Any classifier: perturb its scores; the NW bound certifies the perturbed classifier.
@@ -25,7 +25,7 @@ sp = perturb_scores(s, h=2**-6, random_state=0)
 nw = NWCalibrationBound(h=2**-6, random_state=0).fit(sp, y)
 print(
     f"perturbed (h=2^-6): {nw.lower_bound_:.3f} <= CE <= "
-    f"{nw.bound_:.3f}, plug-in estimate {nw.estimate_:.3f}"
+    f"{nw.bound_:.3f}, estimate {nw.estimate_:.3f}"
 )
 
 # A test with a finite-sample level: is the perturbed classifier off by more than 0.1?

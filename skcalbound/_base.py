@@ -5,6 +5,7 @@
 A bound plugs in through a small picklable *method* object (see ``_BoundMethod``).
 """
 
+import dataclasses
 import functools
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -25,8 +26,15 @@ from ._chunks import (
     is_dask_collection,
 )
 from ._compat import Interval, StrOptions, _fit_context
+from ._estimate import calibration_estimate, estimate_cells
 from ._result import FoldResult, aggregate_folds
-from ._splitting import DataOrder, GroupDesign, check_enough_rows, make_folds, row_folds
+from ._splitting import (
+    DataOrder,
+    GroupDesign,
+    check_enough_rows,
+    make_folds,
+    row_folds,
+)
 from ._validation import (
     check_held_out_labels,
     check_scores,
@@ -166,6 +174,63 @@ def cross_fit(method, source, designs, delta, key_seed, check=None, check_counts
         results.extend(fold_result(method, s, delta_split, i) for s, i in run.splits)
     surrogate = method.surrogate(tuple(runs), tuple(results), source, delta)
     return results, surrogate, runs[0].n_positive
+
+
+class _Paired:
+    """A pass's result and the estimate's cell sums of the same chunks, merged
+    together by addition."""
+
+    def __init__(self, result, cells):
+        self.result, self.cells = result, cells
+
+    def __add__(self, other):
+        return _Paired(self.result + other.result, self.cells + other.cells)
+
+    def __iadd__(self, other):
+        self.result += other.result
+        self.cells += other.cells
+        return self
+
+
+def _estimate_chunk(key_seed, chunk):
+    """The :class:`EstimateCells` of one chunk, its rows' halves drawn from
+    ``(key_seed, row index)`` like the folds."""
+    halves = row_folds(key_seed, chunk.start, chunk.n, 2)
+    return estimate_cells(chunk.scores, chunk.labels, halves)
+
+
+def _paired_chunk(fn, key_seed, chunk):
+    return _Paired(fn(chunk), _estimate_chunk(key_seed, chunk))
+
+
+class _EstimateTap:
+    """``source`` whose first pass also gathers the :class:`EstimateCells` of
+    ``estimate_`` (``_estimate``), so that the estimate costs no pass of its own.
+    The functions it hands to the source hold the seed, not the source (Dask ships
+    them)."""
+
+    def __init__(self, source, key_seed):
+        self._source, self._key_seed, self.cells = source, key_seed, None
+
+    def __getattr__(self, name):
+        return getattr(self._source, name)
+
+    def map_reduce(self, fn):
+        if self.cells is not None:
+            return self._source.map_reduce(fn)
+        paired = self._source.map_reduce(
+            functools.partial(_paired_chunk, fn, self._key_seed)
+        )
+        self.cells = paired.cells
+        return paired.result
+
+    def estimate(self):
+        """``estimate_``; one pass of its own if the bound made none (TV)."""
+        if self.cells is None:
+            self.cells = self._source.map_reduce(
+                functools.partial(_estimate_chunk, self._key_seed)
+            )
+        return calibration_estimate(self.cells)
 
 
 def interval_at(estimator, alpha):
@@ -418,6 +483,7 @@ class _BaseCalibrationBound(BaseEstimator):
             )
             designs = GroupDesign.from_folds(folds)
         check, check_counts = _tie_checks(getattr(self, "h", None), arrays, n)
+        source = _EstimateTap(source, key_seed)
         results, surrogate, n_positive = cross_fit(
             method,
             source,
@@ -430,7 +496,7 @@ class _BaseCalibrationBound(BaseEstimator):
         if arrays is None:
             self.classes_ = source.classes
             self.n_features_in_ = 1
-        self._set_result(method, results, surrogate, n, key_seed)
+        self._set_result(method, results, surrogate, n, key_seed, source.estimate())
         # The audit record (``_certificate``): data fingerprint in data order.
         if arrays is not None:
             labels = arrays[1]
@@ -445,15 +511,17 @@ class _BaseCalibrationBound(BaseEstimator):
             )
         return self
 
-    def _set_result(self, method, results, surrogate, n_samples, key_seed):
-        """The fitted attributes from the fold results and the refit surrogate."""
-        self.result_ = aggregate_folds(
+    def _set_result(self, method, results, surrogate, n_samples, key_seed, estimate):
+        """The fitted attributes from the fold results, the refit surrogate and the
+        point estimate (``_estimate``)."""
+        result = aggregate_folds(
             results,
             self.aggregate,
             self.confidence_level,
             guarantee=self.guarantee,
             in_expectation_only=in_expectation_only(self, self.guarantee),
         )
+        self.result_ = dataclasses.replace(result, estimate=estimate)
         self.bound_ = self.result_.bound
         warn_if_vacuous(
             self.bound_,

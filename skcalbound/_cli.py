@@ -614,9 +614,9 @@ def _interval(result):
 
 def format_table(results, header):
     """The human-readable report: per bound its interval ``[lower, upper]``, the
-    plug-in estimate, its assumption and level, and the terms of the upper bound."""
+    point estimate, its assumption and level, and the terms of the upper bound."""
     lines = [header, ""]
-    lines.append(f"{'method':<12}{'[lower, upper]':<22}{'plug-in':>9}  assumption")
+    lines.append(f"{'method':<12}{'[lower, upper]':<22}{'estimate':>9}  assumption")
     for r in results:
         if _is_bound(r):
             name = _table_name(r["method"])
@@ -803,7 +803,7 @@ def format_by_table(tables, header, column):
         ]
         lines.append(
             f"{'group':<16}{'n':>8}{'n_pos':>8}  {'[lower, upper]':<22}"
-            f"{'plug-in':>9}{'ECE':>9}  status"
+            f"{'estimate':>9}{'ECE':>9}  status"
         )
         for r in table.to_dict("records"):
             if not math.isnan(r["upper_bound"]):  # certified or in expectation only

@@ -285,9 +285,11 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         at no extra cost.
 
     estimate_ : float
-        Plug-in estimate of the calibration error: the mean over folds of
-        ``mean |s - eta_hat(s)|`` on the validation part, for each fold's chosen
-        candidate. Not certified.
+        Point estimate of the calibration error, not certified: the same for
+        every bound on the same rows and ``random_state`` (a cross-fitted binned
+        estimate whose bins are pooled where ``s - eta`` keeps its sign, see the
+        :ref:`User Guide <estimate>`). In a rare sample it lies outside
+        ``[lower_bound_, bound_]``.
 
     terms_ : dict of str to float
         Named additive components of the aggregated bound before clipping. With

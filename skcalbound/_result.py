@@ -10,7 +10,9 @@ import pandas as pd
 
 @dataclass(frozen=True)
 class FoldResult:
-    """One fold: additive ``terms`` (their sum is the unclipped fold bound) and ``info``
+    """One fold: additive ``terms`` (their sum is the unclipped fold bound),
+    ``estimate`` (the fold's plug-in ``validation_mean``, the ``estimate`` column of
+    ``fold_results_``; not the estimator's ``estimate_``) and ``info``
     (scalars, one column each of ``fold_results_``); ``extra`` holds anything else a
     method reports (arrays), kept out of the frame.
 
@@ -53,7 +55,10 @@ class BoundResult:
         ``max(aggregate of the unclipped fold lower bounds, 0)``; holds jointly with
         ``bound`` (the same event).
     estimate : float
-        Mean over folds of the plug-in estimate (not certified).
+        The point estimate of the calibration error (``_estimate``; not
+        certified). :func:`aggregate_folds` gives the mean of the folds' plug-in
+        ``mean |s - eta_hat(s)|`` (``validation_mean``); the estimators replace it
+        with the estimate of ``_estimate``.
     terms : dict
         Named additive components of the aggregate, before clipping.
     folds : tuple of FoldResult

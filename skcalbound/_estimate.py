@@ -1,0 +1,171 @@
+"""The point estimate of the calibration error (``estimate_``): not certified.
+
+Every bound reports, beside its certified interval, one number meant to be close to
+``CE = E|s - eta(s)|``. The plug-in ``mean |s - eta_hat(s)|`` of a fold's surrogate is
+not that number: the surrogate's noise adds to ``|s - eta_hat|`` on average, so it
+overstates a small calibration error by more than the 15-bin ECE does (issue 36).
+This module computes instead a *cross-fitted sign-pooled binned* estimate from
+mergeable per-cell sums, so that it is the same number in memory, in chunks and on
+Dask, whichever bound is fitted.
+
+The estimator (derived here, not taken from a paper)
+----------------------------------------------------
+Write ``F(t) = E[(y - s) 1{s <= t}]``. Then ``CE = E|eta(s) - s|`` is the total
+variation of ``F``: over an interval where ``eta - s`` keeps one sign, the
+contribution to ``CE`` is ``|F(b) - F(a)|``, the absolute value of a *sum*. A binned
+ECE takes ``|.|`` bin by bin; where a bin's signal is small against its noise,
+``E|mean(y - s)| > |mean(eta - s)|`` and the ECE is biased upwards (by about
+``0.8 sd`` per bin when the scores are calibrated). Pooling the bins over which the
+sign of ``eta - s`` does not change loses nothing of ``CE`` and divides that bias by
+the pooling, but the signs must not be read from the same labels (then ``|sum| =
+sum |.|`` again). Hence:
+
+1. The rows are split into two halves ``A`` and ``B`` independently of the data
+   (the caller's counter-based draw from ``(random_state, row index)``); per half and
+   per cell of a fixed grid of ``2**16`` equal cells on ``[0, 1]``, the count, the sum
+   of the scores and the sum of the labels (:class:`EstimateCells`, merged by
+   addition).
+2. ``B = round((2/3) n ** (1/3))`` bins of consecutive cells with about ``n / B``
+   rows each (from the counts of all rows; a cell, and so a tie, is never split).
+   The factor 2/3 was chosen on ``benchmarks/bench_estimate.py`` (0.5 to 0.7 did as
+   well; 1 and 1.5 let more bins straddle a sign change).
+3. On half ``A``, the bin means ``d_b = mean(y - s)`` are denoised by 1-D total
+   variation (``argmin_x 0.5 ||x - d||**2 + lambda sum |x_{b+1} - x_b|``, exact, by
+   prox-tv's taut string; ``lambda = sd * sqrt(m)`` with ``sd`` the root mean
+   square of the standard errors of the ``m`` bins that have rows in ``A``, the
+   size of a pure-noise walk over them: a noise-only sequence becomes flat); the
+   signs of the denoised values cut the bins into runs. The bins on either side of a
+   sign change stay single (where the sign is uncertain, a run must not reach across
+   the true change and cancel).
+4. On half ``B``, the estimate is ``sum_runs |sum_{rows of B in the run} (y - s)| /
+   n_B``; then the roles are swapped and the two are averaged.
+
+Given the scores and half ``A``'s labels the runs are fixed, and each run's sum over
+``B`` is an unbiased estimate of its part of ``F``; its ``|.|`` is biased upward only
+by the run's noise, now small against a run's signal. What remains is a downward
+bias from a run that still straddles a sign change and from bins that do (at most
+the slope of ``eta - s`` times a bin width squared at each change). As ``n`` grows,
+``B`` grows, the bins shrink and each run's relative noise goes to zero: the estimate
+is consistent for ``CE`` when ``eta - s`` changes sign finitely often. Measured
+against the 15-bin ECE in ``benchmarks/bench_estimate.py``.
+
+It is an estimate, not a bound: in a rare sample it falls outside the certified
+interval.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._surrogates._tv import _tv1_1d
+
+# Cells of the fixed grid of the per-cell sums: a power of two, so that
+# ``floor(s * G)`` is exact. 3 MB of sums per chunk.
+ESTIMATE_CELLS = 2**16
+# The TV weight in units of the noise walk, and the bins in units of n ** (1/3).
+_TV_SCALE = 1.0
+_BINS_SCALE = 2.0 / 3.0
+
+
+@dataclass
+class EstimateCells:
+    """Per (half, cell): ``count``, ``sum_s`` (scores), ``sum_y`` (labels 0/1); each of
+    shape ``(2, ESTIMATE_CELLS)``. Merged by addition."""
+
+    count: np.ndarray
+    sum_s: np.ndarray
+    sum_y: np.ndarray
+
+    def __add__(self, other):
+        return EstimateCells(
+            self.count + other.count,
+            self.sum_s + other.sum_s,
+            self.sum_y + other.sum_y,
+        )
+
+    def __iadd__(self, other):
+        self.count += other.count
+        self.sum_s += other.sum_s
+        self.sum_y += other.sum_y
+        return self
+
+
+def estimate_cells(scores, labels, halves):
+    """The :class:`EstimateCells` of validated ``scores`` in [0, 1], 0/1 ``labels``
+    and ``halves`` in {0, 1} (inputs are assumed validated)."""
+    G = ESTIMATE_CELLS
+    key = np.minimum((scores * G).astype(np.intp), G - 1)
+    key += G * np.asarray(halves, dtype=np.intp)
+
+    def per_cell(weights):
+        return np.bincount(key, weights=weights, minlength=2 * G).reshape(2, G)
+
+    return EstimateCells(
+        per_cell(None).astype(np.float64), per_cell(scores), per_cell(labels)
+    )
+
+
+def n_estimate_bins(n):
+    """The number of bins for ``n`` rows: ``round((2/3) n ** (1/3))``, at least 1."""
+    return max(1, int(round(_BINS_SCALE * n ** (1.0 / 3.0))))
+
+
+def equal_count_bins(count, n_bins):
+    """Bin of each cell: consecutive cells, about ``sum(count) / n_bins`` rows a bin
+    (cell ``c`` goes to bin ``floor(rows before c * n_bins / n)``)."""
+    n = count.sum()
+    before = np.cumsum(count) - count
+    return np.minimum((before * n_bins / n).astype(np.intp), n_bins - 1)
+
+
+def _runs(n, s, y):
+    """Run of each bin from one half's bin sums ``(n, s, y)``: signs of the TV fit of
+    the bin means, the bins beside a sign change kept single. A bin without rows in
+    this half takes the sign of the filled bin before it (after it, at the start)."""
+    filled = np.flatnonzero(n > 0)
+    if filled.shape[0] == 0:
+        return np.zeros(n.shape[0], dtype=np.intp)
+    count = n[filled]
+    mean = (y[filled] - s[filled]) / count
+    ybar = y[filled] / count
+    # lambda: the root mean square standard error of the filled bins times
+    # sqrt(their number), the size of a pure-noise walk over them.
+    var = ybar * (1.0 - ybar) / count
+    lam = _TV_SCALE * np.sqrt(np.mean(var) * filled.shape[0])
+    # The exact 1-D TV prox (prox-tv's taut string, as the TV bound uses).
+    fit = _tv1_1d(np.ascontiguousarray(mean), float(lam), None)
+    owner = np.searchsorted(filled, np.arange(n.shape[0]), side="right") - 1
+    sign = np.sign(fit)[np.maximum(owner, 0)]
+    change = sign[1:] != sign[:-1]
+    cut = change.copy()
+    cut[:-1] |= change[1:]
+    cut[1:] |= change[:-1]
+    return np.concatenate(([0], np.cumsum(cut)))
+
+
+def calibration_estimate(cells):
+    """The cross-fitted sign-pooled binned estimate of ``CE`` from
+    :class:`EstimateCells` (see the module docstring), or ``nan`` without rows."""
+    total = cells.count.sum(axis=0)
+    n = total.sum()
+    if n == 0:
+        return float("nan")
+    n_bins = n_estimate_bins(n)
+    bins = equal_count_bins(total, n_bins)
+
+    def per_bin(a, half):
+        return np.bincount(bins, weights=a[half], minlength=n_bins)
+
+    sums = [
+        tuple(per_bin(a, h) for a in (cells.count, cells.sum_s, cells.sum_y))
+        for h in (0, 1)
+    ]
+    parts = []
+    for signs_from, measured in ((0, 1), (1, 0)):
+        runs = _runs(*sums[signs_from])
+        count, s, y = (
+            np.bincount(runs, weights=a, minlength=runs[-1] + 1) for a in sums[measured]
+        )
+        if count.sum() > 0:
+            parts.append(np.abs(y - s).sum() / count.sum())
+    return float(np.mean(parts))
