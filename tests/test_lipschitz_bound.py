@@ -274,7 +274,7 @@ def test_one_candidate_one_fold_by_hand(guarantee, path):
     total = sum(terms.values())
     assert_allclose(est.bound_, min(total, 1.0), rtol=1e-12)
     assert est.lower_bound_ == max(row["lower_bound"], 0.0)
-    assert_allclose(est.estimate_, terms["validation_mean"], rtol=1e-12)
+    assert_allclose(row["estimate"], terms["validation_mean"], rtol=1e-12)
     assert row["n_train"] == train.size and row["n_validation"] == val.size
     assert_allclose(row["delta"], delta, rtol=1e-15)
     assert (row["n_buckets"], row["shift"], row["n_candidates"]) == (4, 0, 1)

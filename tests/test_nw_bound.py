@@ -247,7 +247,7 @@ def test_one_fold_by_hand(guarantee, path, bandwidth):
     assert_allclose(row["lower_bound"], lower, rtol=1e-12)
     assert_allclose(est.bound_, min(total, 1.0), rtol=1e-12)
     assert est.lower_bound_ == max(row["lower_bound"], 0.0)
-    assert_allclose(est.estimate_, expected["validation_mean"], rtol=1e-12)
+    assert_allclose(row["estimate"], expected["validation_mean"], rtol=1e-12)
     assert row["n_train"] == train.size
     assert row["n_validation"] == val.size
     assert_allclose(row["delta"], delta, rtol=1e-15)

@@ -127,7 +127,9 @@ def test_tv_terms_by_hand_with_ties(guarantee):
         assert_allclose(row["V_hat"], V_hat, rtol=0, atol=1e-12)
         assert row["n_train"] == m
         assert row["n_validation"] == n_val
-        assert_allclose(est.estimate_, expected["validation_mean"], rtol=0, atol=1e-12)
+        assert_allclose(
+            row["estimate"], expected["validation_mean"], rtol=0, atol=1e-12
+        )
         assert est.n_splits_ == 1
         if len(seen) == 2:
             break
