@@ -210,7 +210,7 @@ class IterableSource:
             elif self.digest is None:
                 self._digest.update(y01.astype(np.uint8).data)
             result = fn(Chunk(scores, y01, start))
-            results = result if results is None else results + result
+            results = result if results is None else _merge((results, result))
             start += scores.shape[0]
         if start != self.n_samples:
             raise ValueError(
@@ -286,6 +286,18 @@ def _frame_of_columns(y_true, y_prob):
     return y_true.to_frame(name="y_true").assign(y_prob=y_prob)
 
 
+def _partition_lengths(frame):
+    """The rows of each partition of ``frame``: from the Parquet metadata when Dask's
+    planner knows them without reading (no filter), else one pass over the
+    partitions, one at a time."""
+    from dask.dataframe.dask_expr._expr import Lengths, Literal
+
+    known = Lengths(frame.expr).optimize()
+    if isinstance(known, Literal) and len(known.value) == frame.npartitions:
+        return list(known.value)
+    return list(frame.map_partitions(len).compute())
+
+
 class DaskSource:
     """Scores and labels on Dask: two dask arrays of the same length, or two columns
     of dask DataFrames.
@@ -304,11 +316,11 @@ class DaskSource:
         self.digest = None
         frame = _frame_of_columns(y_true, y_prob)
         if frame is not None:
-            # The rows per partition: one pass that holds a partition at a time.
-            sizes = [int(n) for n in frame.map_partitions(len).compute()]
+            sizes = _partition_lengths(frame)
             self._blocks = [(part,) for part in frame.to_delayed()]
         else:
             sizes, self._blocks = self._array_blocks(y_true, y_prob)
+        self._sizes = [int(size) for size in sizes]
         self._starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(int)
         self.n_samples = int(np.sum(sizes))
 
@@ -355,15 +367,19 @@ class DaskSource:
         first_pass = self.classes is None
         pos, call = self.pos_label, self.call
 
-        def block(*data, start, k):
+        def block(*data, start, size, k, after=None):
+            # ``after``: the running total of block k - ahead is done (None).
             if len(data) == 1:  # a DataFrame partition [y_true, y_prob]
                 y, s = (data[0].iloc[:, j].to_numpy() for j in (0, 1))
             else:
                 y, s = data
             labels = _LabelCheck(pos, call)
             n = len(s)
-            if len(y) != n:  # pragma: no cover - same chunks by construction
-                raise ValueError(f"Block {k}: {len(y)} labels for {n} scores.")
+            if len(y) != n or n != size:  # the rows' indices (folds) hang on it
+                raise ValueError(
+                    f"Block {k} of the Dask input has {len(y)} labels and {n} scores; "
+                    f"{size} rows were expected (its length before the passes)."
+                )
 
             def slices():
                 for a in range(0, n, _ARRAY_BLOCK) if n else (0,):
@@ -379,23 +395,45 @@ class DaskSource:
             statistics += b[0]
             return (statistics, seen | b[1])
 
-        parts = [
-            dask.delayed(block)(*data, start=int(start), k=k)
-            for k, (data, start) in enumerate(zip(self._blocks, self._starts))
-        ]
-        # A chain in block order (the same additions for the same blocks): the
-        # scheduler adds each block's result to the total as it comes, holding the
-        # total and the blocks in flight (a tree would hold one partial total per
-        # level, each as large as the statistics: tens of MB).
-        total = parts[0]
-        for part in parts[1:]:
-            total = dask.delayed(add)(total, part)
+        # A chain in block order (the same additions for the same blocks): each
+        # block's result goes into the running total as it comes. Block k waits for
+        # the total of block k - ahead, so that at most ``ahead`` results (tens of MB
+        # each, as large as the statistics) wait to be added, however the scheduler
+        # orders the blocks; a tree would hold one partial total per level.
+        ahead = _threads()
+        total, done = None, []
+        for k, data in enumerate(self._blocks):
+            after = done[k - ahead] if k >= ahead else None
+            start, size = int(self._starts[k]), self._sizes[k]
+            part = dask.delayed(block)(*data, start=start, size=size, k=k, after=after)
+            total = part if total is None else dask.delayed(add)(total, part)
+            done.append(dask.delayed(_nothing)(total))
         result, seen = dask.compute(total)[0]
         if first_pass:
             labels = _LabelCheck(pos, call)
             labels.seen = set(seen)
             self.classes = labels.classes()
         return result
+
+
+def _nothing(_):
+    """A token that its argument is computed (not the argument: no copy of it)."""
+    return None
+
+
+def _threads():
+    """How many blocks a Dask pass computes ahead of its running total: the threads
+    of the active scheduler (a distributed client's, else the local pool's), at
+    least 2."""
+    import dask
+    from dask.system import CPU_COUNT
+
+    try:
+        from distributed import get_client
+
+        return max(2, sum(get_client().nthreads().values()))
+    except (ImportError, ValueError):  # no distributed, or no client
+        return max(2, dask.config.get("num_workers", None) or CPU_COUNT)
 
 
 def is_dask_collection(x):

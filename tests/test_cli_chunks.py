@@ -158,7 +158,7 @@ def test_nw_and_lipschitz_stream_without_chunksize(
     monkeypatch.undo()
     table = main([str(files / name), "--bound", "nw", "--h", "2**-4"])
     assert table == 0
-    assert f"read in chunks of {2**20} rows" in capsys.readouterr().out
+    assert f"read in chunks of {2**19} rows" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", ["d.csv", "d.parquet"])
@@ -190,6 +190,6 @@ def test_help_says_what_streams(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "nw only" not in text
     assert (
-        "nw and lipschitz (either --guarantee) stream in chunks of 1048576 rows" in text
+        "nw and lipschitz (either --guarantee) stream in chunks of 524288 rows" in text
     )
     assert "tv sorts every score" in text
