@@ -384,6 +384,19 @@ def test_dask_read_parquet_streams_by_row_groups(tmp_path, monkeypatch):
     )
 
 
+def test_dask_read_parquet_after_row_wise_steps(tmp_path, monkeypatch):
+    # A row filter and a comparison between the read and the columns: the read is
+    # re-planned by row groups (the lengths then need a pass), the rows are the same.
+    dd = pytest.importorskip("dask.dataframe")
+    monkeypatch.setattr(_chunks, "_PARQUET_BLOCKSIZE", 1, raising=False)
+    s, y = _data("smooth")
+    df = dd.read_parquet(_parquet(tmp_path / "scores.parquet", s, y))
+    kept = df[df["y_prob"] > 0.1]
+    b = nw_bound(kept["y_true"] == 1, kept["y_prob"], b1=2.0, b2=4.0, random_state=0)
+    a = nw_bound(y[s > 0.1] == 1, s[s > 0.1], b1=2.0, b2=4.0, random_state=0)
+    assert abs(b - a) <= 1e-12 * a
+
+
 def test_dask_series_of_two_frames_are_read_by_position():
     # Two Series not partitioned alike are paired by position, as arrays are, not
     # aligned by index.
