@@ -241,10 +241,12 @@ def _by_row_groups(series):
     ``partitions[...]`` nor ``map_partitions``; else (or with no Parquet read) None,
     and the partitions stay those the user made.
     """
-    from dask.dataframe.dask_expr._collection import new_collection
-    from dask.dataframe.dask_expr._expr import Elemwise, Filter
-    from dask.dataframe.dask_expr.io.parquet import ReadParquetFSSpec
-
+    try:
+        from dask.dataframe.dask_expr._collection import new_collection
+        from dask.dataframe.dask_expr._expr import Elemwise, Filter
+        from dask.dataframe.dask_expr.io.parquet import ReadParquetFSSpec
+    except ImportError:  # another Dask: its partitions as they are
+        return None
     expr = series.expr
     reads = []
     for node in expr.walk():
@@ -326,11 +328,14 @@ def _partition_lengths(frame):
     """The rows of each partition of ``frame``: from the Parquet metadata when Dask's
     planner knows them without reading (no filter), else one pass over the
     partitions, one at a time."""
-    from dask.dataframe.dask_expr._expr import Lengths, Literal
-
-    known = Lengths(frame.expr).optimize()
-    if isinstance(known, Literal) and len(known.value) == frame.npartitions:
-        return list(known.value)
+    try:
+        from dask.dataframe.dask_expr._expr import Lengths, Literal
+    except ImportError:  # another Dask: count them
+        pass
+    else:
+        known = Lengths(frame.expr).optimize()
+        if isinstance(known, Literal) and len(known.value) == frame.npartitions:
+            return list(known.value)
     return list(frame.map_partitions(len).compute())
 
 
