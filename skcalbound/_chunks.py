@@ -9,8 +9,8 @@ that the result depends on the rows, not on how they were cut. Three sources:
   one-chunk case of the same code, and threads for ``n_jobs``);
 - :class:`IterableSource`: a re-iterable of ``(y_true, y_prob)`` chunks (arrays,
   pandas Series, a file read by row groups), read once per pass;
-- :class:`DaskSource`: two dask arrays; each pass is one ``dask.delayed`` reduction
-  tree over the blocks, computed with the active scheduler.
+- :class:`DaskSource`: two dask arrays or DataFrame columns; each pass is one chain
+  of ``dask.delayed`` additions over the blocks, computed with the active scheduler.
 
 Each source validates its chunks the way ``fit`` validates arrays, and gives every
 row its global index (``Chunk.start``), from which the counter-based fold ids and
@@ -33,12 +33,20 @@ from ._validation import (
     _positive_index,
     _probabilities_array,
     _scores_from_array,
+    _swapped_message,
 )
 
 # Rows per block of an in-memory pass: big enough that the per-block grids (a few MB)
 # cost little, small enough that threads share the work. Fixed, so that ``n_jobs``
 # changes no result (the blocks and the merge order are the same).
 _ARRAY_BLOCK = 2**21
+
+# How the arguments go, for the message when labels and scores look swapped.
+_CHUNK_CALL = "Each chunk of fit_chunks is a pair (y_true, y_prob): the labels first."
+_DASK_CALL = (
+    "On Dask input, fit takes the scores first (fit(y_prob, y_true)) and the "
+    "functions the labels first (nw_bound(y_true, y_prob))."
+)
 
 
 @dataclass
@@ -94,25 +102,31 @@ class ArraySource:
 class _LabelCheck:
     """The labels seen so far across chunks, checked as ``fit`` checks them once the
     last chunk is in: two classes, and ``pos_label`` among them (or labels {0, 1},
-    {-1, 1} or booleans without it)."""
+    {-1, 1} or booleans without it). ``call`` says how the arguments go, for the
+    message when labels and scores look swapped."""
 
-    def __init__(self, pos_label):
+    def __init__(self, pos_label, call=_CHUNK_CALL):
         self.pos_label = pos_label
         self.positive = 1 if pos_label is None else pos_label
+        self.call = call
         self.seen = set()
 
-    def labels_01(self, y):
+    def labels_01(self, y, scores):
         values = pd.unique(y)
         self.seen.update(values.tolist())
         if len(self.seen) > 2:
-            _binary_classes(np.array(sorted(self.seen, key=repr)))
+            try:
+                _binary_classes(np.array(sorted(self.seen, key=repr)))
+            except ValueError as exc:
+                # Scores where the labels go: fit's message, not "got 20000 classes".
+                message = _swapped_message(np.asarray(y), scores, self.call)
+                if message is None:
+                    raise
+                raise ValueError(message) from exc
         return (y == self.positive).astype(np.float64)
 
     def classes(self):
-        try:
-            classes = _binary_classes(np.array(list(self.seen)))
-        except TypeError:
-            raise
+        classes = _binary_classes(np.array(list(self.seen)))
         _positive_index(classes, self.pos_label)
         return classes
 
@@ -131,7 +145,8 @@ def _validated_chunk(y_true, y_prob, k, labels):
     scores = _scores_from_array(X, "y_prob")
     if scores.shape[0]:
         _check_range(scores)
-    return np.ascontiguousarray(scores, dtype=np.float64), labels.labels_01(y)
+    scores = np.ascontiguousarray(scores, dtype=np.float64)
+    return scores, labels.labels_01(y, scores)
 
 
 def _as_pair(chunk, k):
@@ -195,7 +210,7 @@ class IterableSource:
             elif self.digest is None:
                 self._digest.update(y01.astype(np.uint8).data)
             result = fn(Chunk(scores, y01, start))
-            results = result if results is None else results + result
+            results = result if results is None else _merge((results, result))
             start += scores.shape[0]
         if start != self.n_samples:
             raise ValueError(
@@ -211,13 +226,150 @@ class IterableSource:
         return results
 
 
-class DaskSource:
-    """Scores and labels as two dask arrays of the same length (1-D, same chunks)."""
+# Parquet read by Dask is re-planned at most this many bytes (uncompressed, from the
+# file's metadata) a partition, split at row groups: by default dd.read_parquet makes
+# one partition of a file below 512 MiB, which a pass would hold whole.
+_PARQUET_BLOCKSIZE = "8MiB"
 
-    def __init__(self, y_true, y_prob, pos_label=None):
+
+def _by_row_groups(series):
+    """``series`` with its Parquet reads re-planned in partitions of row groups (at
+    most ``_PARQUET_BLOCKSIZE``), or None.
+
+    Only when the rows do not depend on the partitioning: every step between the
+    read and ``series`` is row-wise (a column, a comparison, a row filter), no
+    ``partitions[...]`` nor ``map_partitions``; else (or with no Parquet read) None,
+    and the partitions stay those the user made.
+    """
+    try:
+        from dask.dataframe.dask_expr._collection import new_collection
+        from dask.dataframe.dask_expr._expr import Elemwise, Filter
+        from dask.dataframe.dask_expr.io.parquet import ReadParquetFSSpec
+    except ImportError:  # another Dask: its partitions as they are
+        return None
+    expr = series.expr
+    reads = []
+    for node in expr.walk():
+        if isinstance(node, ReadParquetFSSpec):
+            if node.operand("_partitions") is not None:
+                return None
+            reads.append(node)
+        elif not isinstance(node, (Elemwise, Filter)):
+            return None
+    if not reads:
+        return None
+    for node in reads:
+        replan = {
+            "split_row_groups": "adaptive",
+            "blocksize": _PARQUET_BLOCKSIZE,
+            "_dataset_info_cache": None,
+        }
+        expr = expr.substitute(node, node.substitute_parameters(replan))
+    return new_collection(expr)
+
+
+def _frame_of_columns(y_true, y_prob):
+    """One dask DataFrame ``[y_true, y_prob]`` of two Series partitioned alike (from
+    one DataFrame, row-wise): each partition then reads both columns once and no
+    other column. None for anything else (read as arrays, row by row position)."""
+    try:
+        import dask.dataframe as dd
+        from dask.dataframe.dask_expr._expr import are_co_aligned
+    except ImportError:  # a Dask without its expression planner
+        return None
+    if not (isinstance(y_true, dd.Series) and isinstance(y_prob, dd.Series)):
+        return None
+    planned = _by_row_groups(y_true), _by_row_groups(y_prob)
+    if planned[0] is not None and planned[1] is not None:  # both, or neither
+        y_true, y_prob = planned
+    # Not partitioned alike, assign would align the rows by index, not by position.
+    if not are_co_aligned(y_true.expr, y_prob.expr):
+        return None
+    return y_true.to_frame(name="y_true").assign(y_prob=y_prob)
+
+
+class _Partition:
+    """One partition of a dask DataFrame as its own small graph, computed (with the
+    synchronous scheduler) inside the block that uses it: a pass then reads a
+    partition when its block runs. As tasks of their own, partitions are read ahead
+    by the scheduler's idle threads while the blocks wait for the running total
+    (34 of 40 partitions at once, measured), which is the memory the pass saves."""
+
+    def __init__(self, graph, key):
+        self.graph = graph
+        self.key = key
+
+    def compute(self):
+        from dask.local import get_sync
+
+        return get_sync(self.graph, self.key)
+
+
+def _partitions(frame):
+    """The :class:`_Partition` of every partition of ``frame``, in order."""
+    from dask.optimization import cull
+
+    frame = frame.optimize()
+    keys = frame.__dask_keys__()
+    graph, dependencies = cull(dict(frame.__dask_graph__()), keys)
+    partitions = []
+    for key in keys:
+        own, stack = {}, [key]
+        while stack:
+            k = stack.pop()
+            if k not in own:
+                own[k] = graph[k]
+                stack.extend(dependencies[k])
+        partitions.append(_Partition(own, key))
+    return partitions
+
+
+def _partition_lengths(frame):
+    """The rows of each partition of ``frame``: from the Parquet metadata when Dask's
+    planner knows them without reading (no filter), else one pass over the
+    partitions, one at a time."""
+    try:
+        from dask.dataframe.dask_expr._expr import Lengths, Literal
+    except ImportError:  # another Dask: count them
+        pass
+    else:
+        known = Lengths(frame.expr).optimize()
+        if isinstance(known, Literal) and len(known.value) == frame.npartitions:
+            return list(known.value)
+    return list(frame.map_partitions(len).compute())
+
+
+class DaskSource:
+    """Scores and labels on Dask: two dask arrays of the same length, or two columns
+    of dask DataFrames.
+
+    Each pass is one chain of additions over the blocks (array chunks, or DataFrame
+    partitions holding both columns), each block cut in slices of ``_ARRAY_BLOCK``
+    rows as ``ArraySource`` cuts arrays: a pass holds the running total and the
+    blocks the scheduler runs at once, never the data. Parquet read with
+    ``dd.read_parquet`` is re-planned by row groups (``_by_row_groups``).
+    """
+
+    def __init__(self, y_true, y_prob, pos_label=None, call=_DASK_CALL):
+        self.pos_label = pos_label
+        self.call = call
+        self.classes = None
+        self.digest = None
+        frame = _frame_of_columns(y_true, y_prob)
+        if frame is not None:
+            sizes = _partition_lengths(frame)
+            self._blocks = [(part,) for part in _partitions(frame)]
+        else:
+            sizes, self._blocks = self._array_blocks(y_true, y_prob)
+        self._sizes = [int(size) for size in sizes]
+        self._starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(int)
+        self.n_samples = int(np.sum(sizes))
+
+    @staticmethod
+    def _array_blocks(y_true, y_prob):
+        """The chunk sizes and the ``(labels, scores)`` blocks of two arrays."""
         import dask.array as da
 
-        # Columns of a dask DataFrame: arrays with known chunk lengths.
         with warnings.catch_warnings():
             # String labels become an object array: what the blocks are checked on.
             warnings.filterwarnings("ignore", "Dask currently has limited support")
@@ -240,56 +392,90 @@ class DaskSource:
                 "Found input variables with inconsistent numbers of samples: "
                 f"[{y_true.shape[0]}, {y_prob.shape[0]}]"
             )
-        self.y_true = y_true.rechunk(y_prob.chunks)
-        self.y_prob = y_prob
-        self.pos_label = pos_label
-        self.n_samples = int(y_prob.shape[0])
-        self.classes = None
-        self.digest = None
+        y_true = y_true.rechunk(y_prob.chunks)
+        # The blocks unoptimised: optimising each array's graph on its own would
+        # inline what they share (two columns of one generated block) into both, and
+        # compute it twice per pass.
+        blocks = zip(
+            y_true.to_delayed(optimize_graph=False).ravel(),
+            y_prob.to_delayed(optimize_graph=False).ravel(),
+        )
+        return y_prob.chunks[0], list(blocks)
 
     def map_reduce(self, fn):
         import dask
 
         first_pass = self.classes is None
-        sizes = self.y_prob.chunks[0]
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1])).tolist()
-        pos = self.pos_label
+        pos, call = self.pos_label, self.call
 
-        def block(y, s, start, k):
-            labels = _LabelCheck(pos)
-            scores, y01 = _validated_chunk(y, s, k, labels)
-            return (fn(Chunk(scores, y01, start)), frozenset(labels.seen))
-
-        def add(a, b):
-            return (a[0] + b[0], a[1] | b[1])
-
-        # The blocks unoptimised: optimising each array's graph on its own would
-        # inline what they share (two columns of one DataFrame, or of one generated
-        # block) into both, and compute it twice per pass.
-        parts = [
-            dask.delayed(block)(y, s, start, k)
-            for k, (y, s, start) in enumerate(
-                zip(
-                    self.y_true.to_delayed(optimize_graph=False).ravel(),
-                    self.y_prob.to_delayed(optimize_graph=False).ravel(),
-                    starts,
+        def block(*data, start, size, k, after=None):
+            # ``after``: the running total of block k - ahead is done (None).
+            if len(data) == 1:  # a DataFrame partition [y_true, y_prob]
+                part = data[0].compute()
+                y, s = (part.iloc[:, j].to_numpy() for j in (0, 1))
+            else:
+                y, s = data
+            labels = _LabelCheck(pos, call)
+            n = len(s)
+            if len(y) != n or n != size:  # the rows' indices (folds) hang on it
+                raise ValueError(
+                    f"Block {k} of the Dask input has {len(y)} labels and {n} scores; "
+                    f"{size} rows were expected (its length before the passes)."
                 )
-            )
-        ]
-        # A binary tree in block order: the same additions for the same chunks.
-        while len(parts) > 1:
-            parts = [
-                dask.delayed(add)(parts[i], parts[i + 1])
-                if i + 1 < len(parts)
-                else parts[i]
-                for i in range(0, len(parts), 2)
-            ]
-        result, seen = dask.compute(parts[0])[0]
+
+            def slices():
+                for a in range(0, n, _ARRAY_BLOCK) if n else (0,):
+                    stop = a + _ARRAY_BLOCK
+                    scores, y01 = _validated_chunk(y[a:stop], s[a:stop], k, labels)
+                    yield fn(Chunk(scores, y01, start + a))
+
+            return (_merge(slices()), frozenset(labels.seen))
+
+        def add(total, b):
+            # In place into the running total, which only this task reads.
+            statistics, seen = total
+            statistics += b[0]
+            return (statistics, seen | b[1])
+
+        # A chain in block order (the same additions for the same blocks): each
+        # block's result goes into the running total as it comes. Block k waits for
+        # the total of block k - ahead, so that at most ``ahead`` results (tens of MB
+        # each, as large as the statistics) wait to be added, however the scheduler
+        # orders the blocks; a tree would hold one partial total per level.
+        ahead = _threads()
+        total, done = None, []
+        for k, data in enumerate(self._blocks):
+            after = done[k - ahead] if k >= ahead else None
+            start, size = int(self._starts[k]), self._sizes[k]
+            part = dask.delayed(block)(*data, start=start, size=size, k=k, after=after)
+            total = part if total is None else dask.delayed(add)(total, part)
+            done.append(dask.delayed(_nothing)(total))
+        result, seen = dask.compute(total)[0]
         if first_pass:
-            labels = _LabelCheck(pos)
+            labels = _LabelCheck(pos, call)
             labels.seen = set(seen)
             self.classes = labels.classes()
         return result
+
+
+def _nothing(_):
+    """A token that its argument is computed (not the argument: no copy of it)."""
+    return None
+
+
+def _threads():
+    """How many blocks a Dask pass computes ahead of its running total: the threads
+    of the active scheduler (a distributed client's, else the local pool's), at
+    least 2."""
+    import dask
+    from dask.system import CPU_COUNT
+
+    try:
+        from distributed import get_client
+
+        return max(2, sum(get_client().nthreads().values()))
+    except (ImportError, ValueError):  # no distributed, or no client
+        return max(2, dask.config.get("num_workers", None) or CPU_COUNT)
 
 
 def is_dask_collection(x):

@@ -1,5 +1,6 @@
-"""``skcalbound FILE --chunksize ROWS``: a file read in chunks gives the numbers and
-the audit record of the same file read whole."""
+"""``skcalbound FILE --chunksize ROWS``, and ``--bound nw`` / ``lipschitz`` without it:
+a file read in chunks gives the numbers and the audit record of the same file read
+whole."""
 
 import json
 
@@ -8,7 +9,7 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
-from skcalbound import perturb_scores
+from skcalbound import LipschitzBucketBound, NWCalibrationBound, perturb_scores
 from skcalbound._cli import main
 
 
@@ -55,7 +56,8 @@ def _same(a, b):
 @pytest.mark.parametrize("name", ["d.csv", "d.parquet"])
 @pytest.mark.parametrize("chunksize", [777, 4000, 10_000])
 def test_chunks_give_the_numbers_of_the_whole_file(capsys, files, name, chunksize):
-    whole = _json(capsys, files / name, "--bound", "nw", "--h", "2**-4")
+    # With tv among the bounds the file is read whole (tv sorts every score).
+    whole = _json(capsys, files / name, "--bound", "nw", "tv", "--h", "2**-4")
     chunked = _json(
         capsys, files / name, "--bound", "nw", "--h", "2**-4", "--chunksize", chunksize
     )
@@ -66,7 +68,7 @@ def test_chunks_give_the_numbers_of_the_whole_file(capsys, files, name, chunksiz
 
 def test_text_labels_and_the_table(capsys, files):
     options = ["--labels", "lab", "--pos-label", "churn", "--h", "2**-4"]
-    whole = _json(capsys, files / "d.parquet", *options, "--bound", "nw")
+    whole = _json(capsys, files / "d.parquet", *options, "--bound", "nw", "tv")
     chunked = _json(capsys, files / "d.parquet", *options, "--chunksize", 999)
     _same(whole, chunked)
     assert chunked["positive_label"] == "churn"
@@ -113,3 +115,81 @@ def test_bad_rows_are_named_with_their_row_in_the_file(capsys, tmp_path):
     frame.to_csv(path, index=False)
     assert main([str(path), "--h", "2**-4", "--chunksize", "10"]) == 2
     assert "row 37 holds 1.5" in capsys.readouterr().err
+
+
+def _whole_file(files):
+    """The scores and labels of the test files, read whole."""
+    frame = pd.read_csv(files / "d.csv")
+    return frame["y_prob"].to_numpy(), frame["y_true"].to_numpy()
+
+
+@pytest.mark.parametrize("name", ["d.csv", "d.parquet"])
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_nw_and_lipschitz_stream_without_chunksize(
+    capsys, monkeypatch, files, name, guarantee
+):
+    # The bounds that run on chunks never read the file whole, with no option for it.
+    from skcalbound import _cli
+
+    def whole(*args, **kwargs):
+        raise AssertionError("the file was read whole")
+
+    monkeypatch.setattr(_cli, "read_table", whole)
+    monkeypatch.setattr(_cli, "CHUNK_ROWS", 1500, raising=False)
+    options = ["--bound", "nw", "lipschitz", "--h", "2**-4", "--guarantee", guarantee]
+    report = _json(capsys, files / name, *options)
+    assert report["chunksize"] == 1500 and report["n_samples"] == 4000
+    s, y = _whole_file(files)
+    params = {"h": 2**-4, "guarantee": guarantee, "random_state": 0}
+    for row, est in zip(
+        report["results"],
+        [
+            NWCalibrationBound(**params).fit(s, y),
+            LipschitzBucketBound(**params).fit(s, y),
+        ],
+    ):
+        for key in ("bound", "lower_bound", "estimate"):
+            assert_allclose(row[key], getattr(est, key + "_"), rtol=1e-12, atol=1e-15)
+        method = row["method"]
+        assert (
+            report["certificates"][method]["fingerprint"]
+            == est.certificate_["fingerprint"]
+        )
+    monkeypatch.undo()
+    table = main([str(files / name), "--bound", "nw", "--h", "2**-4"])
+    assert table == 0
+    assert f"read in chunks of {2**19} rows" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["d.csv", "d.parquet"])
+def test_tv_reads_only_its_two_columns(capsys, monkeypatch, files, name):
+    reads = []
+    for reader in ("read_csv", "read_parquet"):
+        original = getattr(pd, reader)
+
+        def spy(path, *args, _original=original, **kwargs):
+            reads.append(kwargs)
+            return _original(path, *args, **kwargs)
+
+        monkeypatch.setattr(pd, reader, spy)
+    report = _json(capsys, files / name, "--bound", "tv", "nw", "--h", "2**-4")
+    assert [r["method"] for r in report["results"]] == ["tv", "nw", "binned_ece"]
+    (read,) = [kwargs for kwargs in reads if kwargs.get("nrows") != 0]
+    assert read.get("usecols", read.get("columns")) == ["y_prob", "y_true"]
+    assert report["n_samples"] == 4000 and "chunksize" not in report
+    # A column not in the file: the message lists the file's columns.
+    assert main([str(files / name), "--scores", "nope"]) == 2
+    assert "no column 'nope' (columns: y_prob, y_true, lab, seg)" in (
+        capsys.readouterr().err
+    )
+
+
+def test_help_says_what_streams(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "nw only" not in text
+    assert (
+        "nw and lipschitz (either --guarantee) stream in chunks of 524288 rows" in text
+    )
+    assert "tv sorts every score" in text

@@ -297,6 +297,136 @@ def test_dask_dataframe_columns():
     _assert_same_fit(a, b)
 
 
+def _parquet(path, s, y, row_group=1000):
+    """``s``, ``y`` and a wide third column in a Parquet file of row groups of
+    ``row_group`` rows (small enough that dd.read_parquet makes one partition)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pa.table(
+        {
+            "y_prob": s,
+            "y_true": y.astype(np.int8),
+            "text": np.array(["x" * 40] * s.shape[0], dtype=object),
+        }
+    )
+    pq.write_table(table, path, row_group_size=row_group)
+    return path
+
+
+@pytest.mark.parametrize(
+    "Est, one_liner, params",
+    [
+        (NWCalibrationBound, nw_bound, {"b1": 2.0, "b2": 4.0, "max_validation": 500}),
+        (LipschitzBucketBound, lipschitz_bucket_bound, {"L": 3.0}),
+    ],
+)
+def test_dask_read_parquet_gives_the_in_memory_numbers(
+    tmp_path, Est, one_liner, params
+):
+    # The way a data engineer writes it: the columns of dd.read_parquet.
+    dd = pytest.importorskip("dask.dataframe")
+    s, y = _data("atoms")
+    df = dd.read_parquet(_parquet(tmp_path / "scores.parquet", s, y))
+    a = Est(random_state=3, **params).fit(s, y)
+    b = Est(random_state=3, **params).fit(df["y_prob"], df["y_true"])
+    (_assert_same_fit if Est is NWCalibrationBound else _assert_same_lipschitz_fit)(
+        a, b
+    )
+    bound = one_liner(df["y_true"], df["y_prob"], random_state=3, **params)
+    assert abs(bound - a.bound_) <= 1e-12 * a.bound_
+
+
+def test_dask_read_parquet_streams_by_row_groups(tmp_path, monkeypatch):
+    # dd.read_parquet makes one partition of a file below 512 MiB: the passes must
+    # not compute it (nor a whole column), but a row group at a time.
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    from collections import Counter
+
+    from dask.callbacks import Callback
+
+    s, y = _data("smooth")
+    df = dd.read_parquet(_parquet(tmp_path / "scores.parquet", s, y))
+    assert df.npartitions == 1
+    sizes, slices, rows_of_block = [], [], Counter()
+
+    class Record(Callback):
+        def _posttask(self, key, result, dsk, state, id):
+            if isinstance(result, (pd.Series, pd.DataFrame, np.ndarray)):
+                sizes.append(len(result))
+
+    validated = _chunks._validated_chunk
+
+    def record_slice(y_true, y_prob, k, labels):
+        slices.append(len(y_prob))
+        rows_of_block[k] += len(y_prob)
+        return validated(y_true, y_prob, k, labels)
+
+    monkeypatch.setattr(_chunks, "_ARRAY_BLOCK", 400)
+    monkeypatch.setattr(_chunks, "_validated_chunk", record_slice)
+    # Partitions of at most 1 byte: one row group each (8 MiB would group them all).
+    monkeypatch.setattr(_chunks, "_PARQUET_BLOCKSIZE", 1, raising=False)
+    with Record():
+        b = nw_bound(df["y_true"], df["y_prob"], b1=2.0, b2=4.0, random_state=0)
+    # No task outside the blocks computes more than a row group (no whole column).
+    assert max(sizes, default=0) <= 1000
+    # Six blocks of one row group each, read once per pass (two passes), in slices
+    # of _ARRAY_BLOCK rows.
+    assert rows_of_block == {k: 2 * 1000 for k in range(6)}
+    assert max(slices) == 400
+    assert abs(b - nw_bound(y, s, b1=2.0, b2=4.0, random_state=0)) <= 1e-12 * b
+    # A step whose rows depend on the partitioning keeps the user's partitions.
+    head = df.map_partitions(lambda frame: frame.head(5000))
+    with dask.config.set(scheduler="synchronous"):
+        c = nw_bound(head["y_true"], head["y_prob"], b1=2.0, b2=4.0, random_state=0)
+    assert_allclose(
+        c, nw_bound(y[:5000], s[:5000], b1=2.0, b2=4.0, random_state=0), rtol=1e-12
+    )
+
+
+def test_dask_read_parquet_after_row_wise_steps(tmp_path, monkeypatch):
+    # A row filter and a comparison between the read and the columns: the read is
+    # re-planned by row groups (the lengths then need a pass), the rows are the same.
+    dd = pytest.importorskip("dask.dataframe")
+    monkeypatch.setattr(_chunks, "_PARQUET_BLOCKSIZE", 1, raising=False)
+    s, y = _data("smooth")
+    df = dd.read_parquet(_parquet(tmp_path / "scores.parquet", s, y))
+    kept = df[df["y_prob"] > 0.1]
+    b = nw_bound(kept["y_true"] == 1, kept["y_prob"], b1=2.0, b2=4.0, random_state=0)
+    a = nw_bound(y[s > 0.1] == 1, s[s > 0.1], b1=2.0, b2=4.0, random_state=0)
+    assert abs(b - a) <= 1e-12 * a
+
+
+def test_dask_series_of_two_frames_are_read_by_position():
+    # Two Series not partitioned alike are paired by position, as arrays are, not
+    # aligned by index.
+    dd = pytest.importorskip("dask.dataframe")
+    s, y = _data("smooth", n=3000)
+    reversed_index = pd.Series(s, index=np.arange(3000)[::-1])
+    scores = dd.from_pandas(reversed_index, npartitions=3, sort=False)
+    labels = dd.from_pandas(pd.Series(y), npartitions=4)
+    a = NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit(s, y)
+    b = NWCalibrationBound(b1=2.0, b2=4.0, random_state=0).fit(scores, labels)
+    _assert_same_fit(a, b)
+
+
+def test_swapped_labels_and_scores_in_chunks_and_on_dask():
+    # fit's message, not "got 6000 classes".
+    s, y = _data("smooth")
+    y = y.astype(float)
+    with pytest.raises(ValueError, match="the arguments look swapped") as info:
+        NWCalibrationBound(b1=2.0, b2=4.0).fit_chunks([(s, y)])
+    assert "Each chunk of fit_chunks is a pair (y_true, y_prob)" in str(info.value)
+    with pytest.raises(ValueError, match="the arguments look swapped"):
+        NWCalibrationBound(b1=2.0, b2=4.0).fit_chunks(_chunked(y, s, [700]))
+    da = pytest.importorskip("dask.array")
+    with pytest.raises(ValueError, match="the arguments look swapped") as info:
+        nw_bound(
+            da.from_array(s, chunks=1000), da.from_array(y, chunks=1000), b1=2.0, b2=4.0
+        )
+    assert "nw_bound(y_true, y_prob)" in str(info.value)
+
+
 def test_dask_blocks_shared_by_both_arrays_are_computed_once_per_pass():
     # Scores and labels cut from one block (as two columns of one DataFrame share a
     # partition): each of the two passes computes every block once, not once per
