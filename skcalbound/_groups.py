@@ -200,7 +200,7 @@ def bounds_by_group(
         One row per segment, worst first (by ``upper_bound``, descending; rows without
         a bound after those with one, the ``'(all)'`` row last), with columns
         ``group``, ``n``, ``n_positive``, ``lower_bound``, ``upper_bound``,
-        ``estimate`` (the plug-in estimate of the bound), ``binned_ece``,
+        ``estimate`` (the bound's ``estimate_``, not certified), ``binned_ece``,
         ``confidence_level`` (the per-certificate level), ``status``
         (``'certified'``; ``'in expectation only'`` for the NW and Lipschitz bounds
         with ``guarantee='paper'``, which hold in expectation over the training
