@@ -1,7 +1,9 @@
 """Typical slack of the TV and NW bounds for a calibrated classifier, against n.
 
 Run with ``python benchmarks/bench_slack.py`` (about a minute on two cores);
-``docs/user_guide.rst`` ("How many labels") shows its output.
+``--output docs/tables/slack.txt`` also writes what it prints to that file, which
+``docs/user_guide.rst`` ("How many labels") includes and ``tests/test_docs_pages.py``
+compares the README's quoted numbers with.
 
 How many labels does a bound need before it says something? For a *calibrated*
 classifier the true calibration error is (close to) zero, so the upper bound is all
@@ -99,6 +101,7 @@ def main(argv=None):
     parser.add_argument(
         "--repeats-large", type=int, default=3, help="samples per size above 1e6"
     )
+    parser.add_argument("--output", help="also write the printed report to this file")
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.sizes]
 
@@ -106,22 +109,30 @@ def main(argv=None):
     results = run(sizes, args.repeats, args.repeats_large)
     elapsed = time.perf_counter() - start
 
-    print(f"$ python benchmarks/bench_slack.py {' '.join(sys.argv[1:])}".rstrip())
-    print(
-        f"{datetime.date.today().isoformat()}, Python {platform.python_version()}, "
-        f"{elapsed:.0f} s"
-    )
-    print("A calibrated classifier: TV on its scores (true CE 0), NW on its sech")
-    print(
-        "perturbation with h = 2^-6 (true CE "
-        f"{results['true CE (NW)'].iloc[0]:.4f}). Defaults: "
-        "guarantee='high_probability',"
-    )
-    print("confidence_level=0.95, cv=5. slack = bound_ - true CE, width = bound_ -")
-    print("lower_bound_, medians over the runs; vacuous = runs whose bound was above")
-    print("0.5 (VacuousBoundWarning).\n")
+    command = " ".join(["python benchmarks/bench_slack.py", *sys.argv[1:]])
     with pd.option_context("display.float_format", "{:.4f}".format):
-        print(table(results).to_string())
+        report = "\n".join(
+            [
+                f"$ {command}",
+                f"{datetime.date.today().isoformat()}, "
+                f"Python {platform.python_version()}, {elapsed:.0f} s",
+                "A calibrated classifier: TV on its scores (true CE 0), NW on its sech",
+                "perturbation with h = 2^-6 (true CE "
+                f"{results['true CE (NW)'].iloc[0]:.4f}). Defaults: "
+                "guarantee='high_probability',",
+                "confidence_level=0.95, cv=5. slack = bound_ - true CE, width = "
+                "bound_ -",
+                "lower_bound_, medians over the runs; vacuous = runs whose bound was "
+                "above",
+                "0.5 (VacuousBoundWarning).",
+                "",
+                table(results).to_string(),
+            ]
+        )
+    print(report)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(report + "\n")
 
 
 if __name__ == "__main__":

@@ -173,7 +173,23 @@ def _write_outputs():
         os.chdir(cwd)
         csv.unlink()
     (GENERATED / "cli_run.txt").write_text(run)
+    (GENERATED / "cli_by.txt").write_text(_cli_by())
     (GENERATED / "h_table.txt").write_text(_h_table())
+
+
+def _cli_by():
+    """``skcalbound seg.csv --bound nw --h 2^-6 --by device`` on the file that
+    snippets/make_segments_csv.py writes (docs/cli.rst shows both)."""
+    argv = ["seg.csv", "--bound", "nw", "--h", "2^-6", "--by", "device"]
+    cwd = os.getcwd()
+    os.chdir(GENERATED)
+    try:
+        runpy.run_path(str(HERE / "snippets" / "make_segments_csv.py"))
+        run = _captured(lambda: cli_main(argv))
+    finally:
+        os.chdir(cwd)
+        (GENERATED / "seg.csv").unlink(missing_ok=True)
+    return "$ skcalbound " + " ".join(argv) + "\n" + run
 
 
 def _h_table():

@@ -100,5 +100,6 @@ table = bounds_by_group(
     random_state=0,
     include_overall=True,
 )
-print(table.round(4).to_string(index=False))
+columns = ["group", "n", "lower_bound", "upper_bound", "estimate"]
+print(table[columns].round(4).to_string(index=False))
 print(table.attrs["note"])
