@@ -594,8 +594,22 @@ class TVCalibrationBound(_BaseCalibrationBound):
     def score(self, X, y):
         """Negated fixed-split certified bound on held-out data (greater is better).
 
-        The denoising method only (``method='denoise'``): see
-        :meth:`_BaseCalibrationBound.score`. With ``method='cells'`` it is an error.
+        The denoising surrogate refit on all fitted data plays the training part and
+        ``(X, y)`` the validation part, at the full ``1 - confidence_level``. With
+        ``method='cells'`` there is no such bound (the cells and their limits come
+        from the fitted rows themselves): a ``ValueError``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+            Held-out scores, independent of the data passed to ``fit``.
+        y : array-like of shape (n_samples,)
+            Held-out labels, from the classes seen in ``fit``.
+
+        Returns
+        -------
+        float
+            ``-min(U, 1)`` where ``U`` is the certified bound on the held-out data.
         """
         if self.method == "cells":
             raise ValueError(
@@ -619,16 +633,16 @@ class TVCalibrationBound(_BaseCalibrationBound):
         the scores). Do not use it to recalibrate; fit a recalibrator (for example
         :class:`~sklearn.isotonic.IsotonicRegression`) on other data instead.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
-            Scores in [0, 1], or a ``predict_proba`` output.
-
         With ``method='cells'``: the mean label of each block on the cell the block
         owns (``[first score of the block, first score of the next)``; the first
         from 0, the last to 1), a step function fitted on the same rows as the
         bound: histogram binning with equal-count bins that never split a tie. Not
         monotone, and not certified; the bound does not use it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+            Scores in [0, 1], or a ``predict_proba`` output.
 
         Returns
         -------
