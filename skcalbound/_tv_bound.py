@@ -326,7 +326,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
     it is flat below its first jump and above its last, even for calibrated scores.
 
     With ``method='cells'`` the bound is computed on all rows at once from blocks of
-    sorted scores instead (SPEC section 14.5; see ``method``), and :meth:`predict`
+    sorted scores instead (see ``method``), and :meth:`predict`
     returns the blocks' mean labels.
 
     Read more in the :ref:`User Guide <tv_bound>`.
@@ -360,8 +360,8 @@ class TVCalibrationBound(_BaseCalibrationBound):
 
     method : {'denoise', 'cells'}, default='denoise'
         How the bound is computed under the same assumption. ``'denoise'`` is the
-        paper's (above; its slack shrinks like ``n**(-1/4)``). ``'cells'`` (SPEC
-        section 14.5) needs no folds: the sorted sample is cut into blocks of about
+        paper's (above; its slack shrinks like ``n**(-1/4)``). ``'cells'`` needs no
+        folds: the sorted sample is cut into blocks of about
         ``n / B`` points that never split a tie (a tie of at least ``n / B`` points is
         a block of its own), with ``B`` minimising ``V / B + sqrt(ln(2 B / delta1) B
         / (2 n))`` (a function of ``n``, ``V`` and the level only); KL–Chernoff limits
@@ -549,7 +549,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
             if self.guarantee == "paper":
                 raise ValueError(
                     "guarantee='paper' is the published bound, TV denoising "
-                    "(method='denoise'); method='cells' (SPEC 14.5) is not in the "
+                    "(method='denoise'); method='cells' is not in the "
                     "paper. Use method='denoise' with guarantee='paper', or "
                     "method='cells' with guarantee='high_probability'."
                 )
@@ -724,7 +724,7 @@ def tv_bound(
 
     method : {'denoise', 'cells'}, default='denoise'
         ``'denoise'``: the paper's TV denoising bound; ``'cells'``: the cell bound
-        of SPEC section 14.5 on all rows (no folds; ``cv`` and ``aggregate`` unused).
+        on all rows (no folds; ``cv`` and ``aggregate`` unused).
         See :class:`TVCalibrationBound`.
 
     cv : int, cross-validation generator or iterable, default=5

@@ -403,3 +403,17 @@ def test_coverage_slow(name, level):
     upper, lower = _misses(name, 2000, level, 500, seed=2)
     print(f"{name} level {level}: misses upper {upper}, lower {lower} of 500")
     assert upper <= _allowed(500, level) and lower <= _allowed(500, level)
+
+
+def test_a_false_V_is_caught():
+    # The harness can see a failure: with V far below the truth (the oscillating
+    # problem's eta has total variation 14.4) one block and no oscillation term
+    # leave the true CE outside the interval every time.
+    problem = get_problem("oscillating")
+    rng = np.random.default_rng(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            s, y = problem.sample(2000, rng)
+            est = TVCalibrationBound(V=1e-9, method="cells").fit(s, y)
+            assert est.lower_bound_ > problem.true_ce
