@@ -22,7 +22,7 @@ from skcalbound._surrogates._tv_cells import (
     dkw_epsilon,
     dkw_positions,
     quantile_transfer,
-    sliding_extremum,
+    window_extremum,
 )
 from skcalbound.datasets._generators import get_problem
 
@@ -224,9 +224,11 @@ def test_dkw_and_transfer_by_hand():
     assert dkw_positions(200, dkw_epsilon(200, 0.05)) == 20  # 200 * 0.0960 = 19.2
     assert dkw_positions(10, 0.0001) == 1
     v = np.array([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0])
-    assert sliding_extremum(v, 3, "max").tolist() == [4, 4, 5, 9, 9]
-    assert sliding_extremum(v, 3, "min").tolist() == [1, 1, 1, 1, 2]
-    assert sliding_extremum(v, 7, "max").tolist() == [9]
+    # K = 1: positions j - 1 and j; K = 2: j - 2 .. j + 1 (inside the array).
+    assert window_extremum(v, 1, "max").tolist() == [3, 3, 4, 4, 5, 9, 9]
+    assert window_extremum(v, 1, "min").tolist() == [3, 1, 1, 1, 1, 5, 2]
+    assert window_extremum(v, 2, "max").tolist() == [3, 4, 4, 5, 9, 9, 9]
+    assert window_extremum(v, 9, "min").tolist() == [1] * 7
     # K = 1: j = 1 .. n sees gaps j - 1 and j.
     gp = np.array([0.5, 0.1, 0.3, 0.2])
     gm = np.array([0.0, 0.2, 0.1, 0.4])

@@ -8,7 +8,7 @@ scale to reach the population, and an oscillation term ``V * p*`` for the gap be
 ``eta`` and its block means.
 
 The gap-envelope transfer (:func:`dkw_epsilon`, :func:`dkw_positions`,
-:func:`sliding_extremum`, :func:`quantile_transfer`) is SPEC section 14 steps 5–6,
+:func:`window_extremum`, :func:`quantile_transfer`) is SPEC section 14 steps 5–6,
 shared with the monotone band.
 """
 
@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from .._chernoff import kl_lower_limit, kl_upper_limit
 
@@ -36,23 +37,12 @@ def dkw_positions(n, eps):
     return max(1, int(K))
 
 
-def sliding_extremum(values, width, kind):
-    """``out[s] = max`` (or ``min``) ``values[s : s + width]`` for ``s = 0 ..
-    len(values) - width``: the van Herk / Gil–Werman scheme, O(n) in numpy."""
-    values = np.asarray(values, dtype=float)
-    m = values.shape[0]
-    if width > m:
-        raise ValueError(f"width {width} exceeds the {m} values")
-    ufunc = np.maximum if kind == "max" else np.minimum
-    fill = -np.inf if kind == "max" else np.inf
-    blocks = -(-m // width)
-    padded = np.full(blocks * width, fill)
-    padded[:m] = values
-    grid = padded.reshape(blocks, width)
-    prefix = ufunc.accumulate(grid, axis=1).ravel()
-    suffix = ufunc.accumulate(grid[:, ::-1], axis=1)[:, ::-1].ravel()
-    starts = np.arange(m - width + 1)
-    return ufunc(suffix[starts], prefix[starts + width - 1])
+def window_extremum(values, K, kind):
+    """``out[j] = max`` (or ``min``) of ``values[j - K : j + K]``, the part inside
+    the array, for every ``j``: a sliding window of ``2 K`` positions (O(n))."""
+    if kind == "max":
+        return maximum_filter1d(values, 2 * K, mode="constant", cval=-np.inf)
+    return minimum_filter1d(values, 2 * K, mode="constant", cval=np.inf)
 
 
 def quantile_transfer(g_plus, g_minus, K):
@@ -62,12 +52,9 @@ def quantile_transfer(g_plus, g_minus, K):
     (1/n) sum_j max{G+_i : i in [j - K, j + K - 1] and [0, n]}`` over ``j = 1 .. n``,
     and ``I_minus`` the same with the minimum of ``G-`` (unclipped).
     """
-    n = g_plus.shape[0] - 1
-    pad_hi, pad_lo = np.full(K, -np.inf), np.full(K, np.inf)
-    upper = sliding_extremum(np.concatenate([pad_hi, g_plus, pad_hi]), 2 * K, "max")
-    lower = sliding_extremum(np.concatenate([pad_lo, g_minus, pad_lo]), 2 * K, "min")
-    # Padded position j holds gap j - K; the window of j = 1 .. n starts there.
-    return float(np.mean(upper[1 : n + 1])), float(np.mean(lower[1 : n + 1]))
+    upper = window_extremum(g_plus, K, "max")[1:]
+    lower = window_extremum(g_minus, K, "min")[1:]
+    return float(np.mean(upper)), float(np.mean(lower))
 
 
 def _objective(B, V, delta1, n):
@@ -91,35 +78,27 @@ def choose_blocks(n, V, delta1):
             return best + 1
 
 
-def tie_blocks(x):
-    """``(starts, counts)`` of the runs of equal values of sorted ``x``."""
-    n = x.shape[0]
-    new = np.empty(n, dtype=bool)
-    new[0] = True
-    np.not_equal(x[1:], x[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    counts = np.diff(np.append(starts, n))
-    return starts, counts
-
-
 def block_boundaries(x, B):
     """Start positions (0-based, ascending, beginning with 0) of the blocks of sorted
     ``x``: whole tie blocks; a block ends after the tie block where the running count
     reaches or passes a multiple of ``n / B``, and before and after every tie block of
-    at least ``n / B`` points (which is a block of its own). Scores only."""
+    at least ``n / B`` points (which is a block of its own). Scores only.
+
+    The running count reaches ``m n / B`` inside the tie block holding position
+    ``ceil(m n / B) - 1``; consecutive such positions (with 0) are at most
+    ``ceil(n / B)`` apart, so every tie of at least ``n / B`` points holds one of
+    them. ``O(B log n)``: no pass over the rows.
+    """
     n = x.shape[0]
-    starts, counts = tie_blocks(x)
-    ends = starts + counts  # running count after each tie block
-    # Integer arithmetic: the multiple of n / B crossed is floor(count * B / n).
-    level = (ends * B) // n
-    before = np.concatenate([[0], level[:-1]])
-    cut_after = level > before  # a multiple reached inside or at the end of it
-    heavy = counts * B >= n
-    cut_after |= heavy
-    cut_before = heavy.copy()
-    cut_before[0] = False
-    cut_after[:-1] |= cut_before[1:]
-    return np.concatenate([[0], ends[:-1][cut_after[:-1]]]).astype(np.intp)
+    m = np.arange(1, B + 1, dtype=np.int64)
+    probes = np.concatenate([[0], -((-m * n) // B) - 1])  # ceil(m n / B) - 1
+    values = x[probes]
+    left = np.searchsorted(x, values, side="left")
+    right = np.searchsorted(x, values, side="right")
+    heavy = (right - left) * B >= n
+    cuts = np.concatenate([right[1:], left[heavy], right[heavy]])
+    cuts = np.unique(cuts)
+    return np.concatenate([[0], cuts[(cuts > 0) & (cuts < n)]]).astype(np.intp)
 
 
 @dataclass(frozen=True)
@@ -168,45 +147,61 @@ def cells_bound(x, y, V, delta):
     delta1 = delta2 = 0.5 * delta
     B = choose_blocks(n, V, delta1)
     first = block_boundaries(x, B)
+    stop = np.append(first[1:], n)
     n_blocks = first.shape[0]
-    k = np.diff(np.append(first, n))
-    csum = np.concatenate([[0], np.cumsum(y, dtype=np.int64)])
-    S = csum[np.append(first[1:], n)] - csum[first]
+    k = stop - first
+    S = np.add.reduceat(y, first, dtype=np.int64)
     c = math.log(2.0 * n_blocks / delta1)
     lo = kl_lower_limit(S, k, c)
     hi = kl_upper_limit(S, k, c)
-    last = np.append(first[1:], n) - 1
-    multi = x[last] > x[first]
+    multi = x[stop - 1] > x[first]
     largest = float(k[multi].max()) / n if multi.any() else 0.0
+    means = S / k
 
-    block = np.repeat(np.arange(n_blocks), k)  # block of each sorted position
-    # Gap i = 0 .. n is [x_i, x_{i+1}] with x_0 = 0, x_{n+1} = 1; block of x_i on
-    # [x_i, x_{i+1}) (block 0 for i = 0), block of x_{i+1} at x_{i+1} (the last for
-    # i = n).
-    xl = np.concatenate([[0.0], x])
-    xr = np.concatenate([x, [1.0]])
-    bl = np.concatenate([[0], block])
-    br = np.concatenate([block, [n_blocks - 1]])
+    # Gap i = 0 .. n is [x_i, x_{i+1}] (1-based scores, x_0 = 0, x_{n+1} = 1): the
+    # block of x_i on [x_i, x_{i+1}) (block 0 for i = 0), the block of x_{i+1} at
+    # x_{i+1} (the last block for i = n). In 0-based arrays gap i has x[i - 1] on
+    # its left and x[i] on its right.
+    g_plus, g_minus = np.empty(n + 1), np.empty(n + 1)
+    cells_upper = cells_lower = estimate = 0.0
+    for b in range(n_blocks):
+        a, e, L, H = int(first[b]), int(stop[b]), float(lo[b]), float(hi[b])
+        xb = x[a:e]
+        # Gaps a + 1 .. e - 1 lie inside the block: sup of max(x - L, H - x) at the
+        # ends, inf of dist(x, [L, H]) the distance between the intervals (the
+        # value at the right end, with the same block, is no smaller).
+        left, right = xb[:-1], xb[1:]
+        np.maximum(right - L, H - left, out=g_plus[a + 1 : e])
+        inside = g_minus[a + 1 : e]
+        np.maximum(left - H, L - right, out=inside)
+        np.maximum(inside, 0.0, out=inside)
+        cells_upper += float(np.maximum(xb - L, H - xb).sum())
+        cells_lower += float(np.maximum(np.maximum(xb - H, L - xb), 0.0).sum())
+        estimate += float(np.abs(xb - means[b]).sum())
+    # The gaps between blocks, and gaps 0 and n: the left end's block on the gap,
+    # the right end's block at the right end.
+    edge = np.concatenate([first, [n]])
+    bl = np.concatenate([[0], np.arange(n_blocks)])
+    br = np.append(np.arange(n_blocks), n_blocks - 1)
+    xl = np.where(edge > 0, x[np.maximum(edge - 1, 0)], 0.0)
+    xr = np.where(edge < n, x[np.minimum(edge, n - 1)], 1.0)
     lo_l, hi_l, lo_r, hi_r = lo[bl], hi[bl], lo[br], hi[br]
-    g_plus = np.maximum(
+    g_plus[edge] = np.maximum(
         np.maximum(xr - lo_l, hi_l - xl), np.maximum(xr - lo_r, hi_r - xr)
     )
     inside = np.maximum(np.maximum(xl - hi_l, lo_l - xr), 0.0)
     at_right = np.maximum(np.maximum(xr - hi_r, lo_r - xr), 0.0)
-    g_minus = np.minimum(inside, at_right)
+    g_minus[edge] = np.minimum(inside, at_right)
 
     eps = dkw_epsilon(n, delta2)
     K = dkw_positions(n, eps)
     i_plus, i_minus = quantile_transfer(g_plus, g_minus, K)
-    lo_x, hi_x = lo[block], hi[block]
-    cells_upper = float(np.mean(np.maximum(x - lo_x, hi_x - x)))
-    cells_lower = float(np.mean(np.maximum(np.maximum(x - hi_x, lo_x - x), 0.0)))
-    means = S / k
+    cells_upper, cells_lower = cells_upper / n, cells_lower / n
     oscillation = V * (largest + 2.0 * eps)
     return CellsResult(
         upper=i_plus + oscillation,
         lower=i_minus - oscillation,
-        estimate=float(np.mean(np.abs(x - means[block]))),
+        estimate=estimate / n,
         cells_upper=cells_upper,
         cells_lower=cells_lower,
         transfer_upper=i_plus - cells_upper,
