@@ -6,15 +6,18 @@ estimator's wiring, and Monte Carlo coverage on both sides (small by default, 50
 repeats under ``slow``).
 """
 
+import json
 import math
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import optimize, stats
 
 from skcalbound import TVCalibrationBound, tv_bound
 from skcalbound._certificate import consistency_problems
+from skcalbound._cli import main
 from skcalbound._surrogates._tv_cells import (
     block_boundaries,
     cells_bound,
@@ -419,3 +422,21 @@ def test_a_false_V_is_caught():
             s, y = problem.sample(2000, rng)
             est = TVCalibrationBound(V=1e-9, method="cells").fit(s, y)
             assert est.lower_bound_ > problem.true_ce
+
+
+def test_verify_recomputes_a_cells_certificate(tmp_path, capsys):
+    _, s, y = _data(800, seed=4)
+    data = tmp_path / "scores.csv"
+    pd.DataFrame({"prob": s, "y": y}).to_csv(data, index=False)
+    est = TVCalibrationBound(V=1.6, method="cells", random_state=0).fit(s, y)
+    record = tmp_path / "cert.json"
+    record.write_text(json.dumps(est.certificate_))
+    code = main(["verify", str(record), str(data), "--scores", "prob", "--labels", "y"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("OK"), out
+    assert f"recomputed bound {est.bound_:.6g}" in out
+    # A record whose bound was raised is caught without a refit.
+    bad = {**est.certificate_, "bound": est.bound_ + 0.05}
+    record.write_text(json.dumps(bad))
+    code = main(["verify", str(record), str(data), "--scores", "prob", "--labels", "y"])
+    assert code != 0
