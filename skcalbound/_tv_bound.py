@@ -356,7 +356,8 @@ class TVCalibrationBound(_BaseCalibrationBound):
         ``confidence_level``. ``'high_probability'`` drops Corollary 2's Hoeffding term,
         which is redundant (the DKW term already covers it), and splits each fold's
         ``1 - confidence_level`` in three; ``'paper'`` is the published form (four
-        shares and the extra term), to reproduce the paper's numbers.
+        shares and the extra term), to reproduce the paper's numbers. ``'paper'``
+        needs ``method='denoise'``.
 
     method : {'denoise', 'cells'}, default='denoise'
         How the bound is computed under the same assumption. ``'denoise'`` is the
@@ -417,7 +418,8 @@ class TVCalibrationBound(_BaseCalibrationBound):
 
     estimate_ : float
         Plug-in estimate of the calibration error, the mean over folds of
-        ``mean |s - eta_hat(s)|`` on the validation part. Not certified.
+        ``mean |s - eta_hat(s)|`` on the validation part (with ``method='cells'``,
+        ``mean |s - block mean label|`` over all rows). Not certified.
 
     terms_ : dict of str to float
         Named additive components of the aggregated bound before clipping:
@@ -720,7 +722,8 @@ def tv_bound(
         ``confidence_level``. ``'high_probability'`` drops Corollary 2's Hoeffding term,
         which is redundant (the DKW term already covers it), and splits each fold's
         ``1 - confidence_level`` in three; ``'paper'`` is the published form (four
-        shares and the extra term), to reproduce the paper's numbers.
+        shares and the extra term), to reproduce the paper's numbers. ``'paper'``
+        needs ``method='denoise'``.
 
     method : {'denoise', 'cells'}, default='denoise'
         ``'denoise'``: the paper's TV denoising bound; ``'cells'``: the cell bound

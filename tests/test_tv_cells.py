@@ -175,6 +175,9 @@ def _sorted_sample(kind, n, seed):
         ("discrete", 1500, 0.9, 0.05),
         ("atoms", 1200, 2.5, 0.2),
         ("continuous", 40, 3.0, 0.5),
+        ("discrete", 2000, 5.0, 0.05),
+        ("atoms", 2000, 0.3, 0.05),
+        ("continuous", 1000, 14.0, 0.01),
     ],
 )
 def test_matches_loop_reference(kind, n, V, delta):
