@@ -367,6 +367,38 @@ def certificate_differences(record, refit, *, drawn=True):
     return found
 
 
+_CELLS_TERMS = ("cells_upper", "transfer_upper", "oscillation", "cells_lower")
+
+
+def _cells_problems(record):
+    """What a ``TVCalibrationBound(method="cells")`` record says against itself
+    (SPEC 14.5): ``bound = min(1, cells_upper + transfer_upper + oscillation)`` and
+    ``lower_bound = max(0, cells_lower + transfer_lower - oscillation)``, the first
+    four non-negative."""
+    terms = record["terms"]
+    needed = (*_CELLS_TERMS, "transfer_lower")
+    missing = [name for name in needed if name not in terms]
+    if missing:
+        return [f"its terms have no {', '.join(missing)}"]
+    values = [record["bound"], record["lower_bound"], *terms.values()]
+    if not all(math.isfinite(v) for v in values):
+        return ["it holds a number that is not finite"]
+    t, problems = terms, []
+    tol = RTOL * math.fsum(abs(t[name]) for name in needed) + ATOL
+    negative = [name for name in _CELLS_TERMS if t[name] < -tol]
+    if negative:
+        problems.append(f"its terms {', '.join(negative)} are negative")
+    upper = min(1.0, t["cells_upper"] + t["transfer_upper"] + t["oscillation"])
+    lower = max(0.0, t["cells_lower"] + t["transfer_lower"] - t["oscillation"])
+    for name, value, expected in (
+        ("bound", record["bound"], upper),
+        ("lower_bound", record["lower_bound"], lower),
+    ):
+        if abs(value - expected) > tol:
+            problems.append(f"its {name} is {value!r}; its terms make it {expected!r}")
+    return problems
+
+
 def consistency_problems(record, obstacles):
     """What ``record`` says against itself, checked without a refit: its entries
     against its params, and what its terms imply (SPEC sections 2 and 11): every
@@ -395,6 +427,8 @@ def consistency_problems(record, obstacles):
             f"cannot repeat the folds ({obstacles[0]})"
         )
     terms = record["terms"]
+    if params.get("method") == "cells":
+        return [*problems, *_cells_problems(record)]
     if "validation_mean" not in terms:
         return [*problems, "its terms have no validation_mean"]
     values = [

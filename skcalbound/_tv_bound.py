@@ -6,13 +6,28 @@ from numbers import Real
 
 import numpy as np
 from joblib import effective_n_jobs
+from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 
-from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
-from ._chunks import is_dask_collection
-from ._compat import Interval, validate_params
-from ._splitting import TIE_STREAM, SortedSample, shuffle_ties, stable_argsort
+from ._base import (
+    FoldTerms,
+    Passes,
+    _BaseCalibrationBound,
+    _BoundMethod,
+    cross_fit,
+)
+from ._certificate import build_certificate
+from ._chunks import check_random_seed, is_dask_collection
+from ._compat import Interval, StrOptions, validate_params
+from ._splitting import (
+    TIE_STREAM,
+    GroupDesign,
+    SortedSample,
+    shuffle_ties,
+    stable_argsort,
+)
 from ._surrogates._tv import fit_tv_surrogate
+from ._surrogates._tv_cells import CellMeans, cells_bound
 from ._terms import population_variance, tv_bound_terms, tv_delta_share, tv_t2
 from ._validation import check_prob_labels
 
@@ -115,6 +130,58 @@ class _TVMethod(_BoundMethod):
 
     def held_out(self, surrogate, scores):
         return _statistics(surrogate, scores, surrogate(scores))
+
+
+@dataclass(frozen=True)
+class _TVCellsMethod(_TVMethod):
+    """SPEC section 14.5: one cell bound on all rows (no cross-fitting), at the
+    whole ``delta``; its one "split" has every row."""
+
+    def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
+        """All rows sorted once. Tied scores need no random order: every block holds
+        whole tie blocks, so no number depends on the order inside a tie."""
+        order, scores = stable_argsort(source.scores)
+        labels = source.labels.take(order)
+        del order
+        r = cells_bound(scores, labels, self.V, delta)
+        n = int(scores.shape[0])
+        info = {
+            "n_train": n,
+            "n_validation": n,
+            "n_blocks": r.n_blocks,
+            "largest_block_mass": r.largest_block_mass,
+        }
+        surrogate = CellMeans(edges=r.edges, values=r.means, n_train=n)
+        return Passes(((r, info),), int(np.count_nonzero(labels)), surrogate)
+
+    def fold_terms(self, statistics, delta):
+        r = statistics
+        # Additive, as every bound's terms (their sum is the unclipped upper bound):
+        # the block-means estimate, the excess of the block limits over it, the
+        # transfer and the oscillation.
+        terms = {
+            "validation_mean": r.estimate,
+            "block_limits": r.cells_upper - r.estimate,
+            "transfer_upper": r.transfer_upper,
+            "oscillation": r.oscillation,
+        }
+        info = {
+            "cells_upper": r.cells_upper,
+            "cells_lower": r.cells_lower,
+            "transfer_lower": r.transfer_lower,
+            "epsilon": r.epsilon,
+        }
+        return FoldTerms(terms, info=info, lower=r.lower)
+
+    def surrogate(self, passes, folds, source, delta):
+        return passes[0].refit
+
+    def held_out(self, surrogate, scores):
+        raise ValueError(
+            "TVCalibrationBound(method='cells') has no fixed-split bound on held-out "
+            "data (score): its cells and their limits come from the fitted rows "
+            "themselves. Fit a new estimator on the held-out data instead."
+        )
 
 
 @dataclass(frozen=True)
@@ -258,6 +325,10 @@ class TVCalibrationBound(_BaseCalibrationBound):
     recalibration map: the denoising pulls the step function towards a constant, so
     it is flat below its first jump and above its last, even for calibrated scores.
 
+    With ``method='cells'`` the bound is computed on all rows at once from blocks of
+    sorted scores instead (see ``method``), and :meth:`predict`
+    returns the blocks' mean labels.
+
     Read more in the :ref:`User Guide <tv_bound>`.
 
     Parameters
@@ -285,7 +356,25 @@ class TVCalibrationBound(_BaseCalibrationBound):
         ``confidence_level``. ``'high_probability'`` drops Corollary 2's Hoeffding term,
         which is redundant (the DKW term already covers it), and splits each fold's
         ``1 - confidence_level`` in three; ``'paper'`` is the published form (four
-        shares and the extra term), to reproduce the paper's numbers.
+        shares and the extra term), to reproduce the paper's numbers. ``'paper'``
+        needs ``method='denoise'``.
+
+    method : {'denoise', 'cells'}, default='denoise'
+        How the bound is computed under the same assumption. ``'denoise'`` is the
+        paper's (above; its slack shrinks like ``n**(-1/4)``). ``'cells'`` needs no
+        folds: the sorted sample is cut into blocks of about
+        ``n / B`` points that never split a tie (a tie of at least ``n / B`` points is
+        a block of its own), with ``B`` minimising ``V / B + sqrt(ln(2 B / delta1) B
+        / (2 n))`` (a function of ``n``, ``V`` and the level only); KL–Chernoff limits
+        of each block's mean label give the largest and smallest ``|s - eta(s)|`` on
+        each block's cell, DKW on the quantile scale carries them to the population,
+        and ``V * p*`` (``p*``: the largest mass of a block with several scores plus
+        twice the DKW radius) pays for ``eta`` varying inside a cell. Its slack shrinks
+        like ``n**(-1/3)``. It uses all rows once: ``cv`` and ``aggregate`` play no
+        part, ``n_splits_`` is 1 and :attr:`fold_results_` has one row; the numbers
+        do not depend on ``random_state`` (a block holds whole ties). It needs the
+        rows in memory, has no :meth:`score`, and is not the paper's bound:
+        ``guarantee='paper'`` with it is an error.
 
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` draws the folds row by row from one seed
@@ -339,6 +428,13 @@ class TVCalibrationBound(_BaseCalibrationBound):
         ``validation_mean``, ``bernstein_residual``, ``tv_denoising`` (TVB) and
         ``population_transfer`` (PTB). With ``aggregate='min'`` they are the terms of
         the smallest fold bound.
+        With ``method='cells'``: ``cells_upper`` and ``cells_lower`` (the sample
+        means of the largest and smallest ``|s - eta(s)|`` the block limits allow at
+        each score), ``transfer_upper`` and ``transfer_lower`` (the DKW transfer to
+        the population: ``bound_ = min(1, cells_upper + transfer_upper +
+        oscillation)``, ``lower_bound_ = max(0, cells_lower + transfer_lower -
+        oscillation)``), ``oscillation`` (``V * p*``), ``n_blocks`` and
+        ``largest_block_mass``.
 
     fold_results_ : pandas.DataFrame
         One row per fold: ``n_train``, ``n_validation``, ``delta``, ``V_hat`` (total
@@ -426,6 +522,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
     _parameter_constraints = {
         **_BaseCalibrationBound._parameter_constraints,
         "V": [Interval(Real, 0, None, closed="neither")],
+        "method": [StrOptions({"denoise", "cells"})],
     }
 
     def __init__(
@@ -435,6 +532,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
         pos_label=None,
         confidence_level=0.95,
         guarantee="high_probability",
+        method="denoise",
         cv=5,
         aggregate="mean",
         random_state=None,
@@ -444,13 +542,86 @@ class TVCalibrationBound(_BaseCalibrationBound):
         self.pos_label = pos_label
         self.confidence_level = confidence_level
         self.guarantee = guarantee
+        self.method = method
         self.cv = cv
         self.aggregate = aggregate
         self.random_state = random_state
         self.n_jobs = n_jobs
 
     def _method(self):
+        if self.method == "cells":
+            if self.guarantee == "paper":
+                raise ValueError(
+                    "guarantee='paper' is the published bound, TV denoising "
+                    "(method='denoise'); method='cells' is not in the "
+                    "paper. Use method='denoise' with guarantee='paper', or "
+                    "method='cells' with guarantee='high_probability'."
+                )
+            return _TVCellsMethod(V=float(self.V))
         return _TVMethod(V=float(self.V), guarantee=self.guarantee)
+
+    def _fit_source(self, method, source, what, arrays=None, digest=None):
+        if not isinstance(method, _TVCellsMethod):
+            return super()._fit_source(method, source, what, arrays, digest)
+        # One cell bound on all rows at the whole level: no folds, so ``cv`` and
+        # ``aggregate`` play no part (a single "split" holding every row).
+        if arrays is None:
+            raise ValueError(
+                f"{type(self).__name__}(method='cells') needs the whole sorted "
+                f"sample at once (got {what}); {method.unmergeable_alternative}"
+            )
+        key_seed = check_random_seed(check_random_state(self.random_state))
+        design = GroupDesign(1, ((0, ()),))
+        delta = 1.0 - self.confidence_level
+        results, surrogate, _ = cross_fit(method, source, [design], delta, key_seed)
+        n = source.n_samples
+        self._set_result(method, results, surrogate, n, key_seed)
+        summary = (n, np.count_nonzero(arrays[1]), digest())
+        self.certificate_ = build_certificate(self, *arrays, summary=summary)
+        return self
+
+    def _set_result(self, method, results, surrogate, n_samples, key_seed):
+        super()._set_result(method, results, surrogate, n_samples, key_seed)
+        if isinstance(method, _TVCellsMethod):
+            info = results[0].info
+            terms = results[0].terms
+            self.terms_ = {
+                "cells_upper": terms["validation_mean"] + terms["block_limits"],
+                "transfer_upper": terms["transfer_upper"],
+                "oscillation": terms["oscillation"],
+                "cells_lower": info["cells_lower"],
+                "transfer_lower": info["transfer_lower"],
+                "n_blocks": info["n_blocks"],
+                "largest_block_mass": info["largest_block_mass"],
+            }
+
+    def score(self, X, y):
+        """Negated fixed-split certified bound on held-out data (greater is better).
+
+        The denoising surrogate refit on all fitted data plays the training part and
+        ``(X, y)`` the validation part, at the full ``1 - confidence_level``. With
+        ``method='cells'`` there is no such bound (the cells and their limits come
+        from the fitted rows themselves): a ``ValueError``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+            Held-out scores, independent of the data passed to ``fit``.
+        y : array-like of shape (n_samples,)
+            Held-out labels, from the classes seen in ``fit``.
+
+        Returns
+        -------
+        float
+            ``-min(U, 1)`` where ``U`` is the certified bound on the held-out data.
+        """
+        if self.method == "cells":
+            raise ValueError(
+                "TVCalibrationBound(method='cells') has no fixed-split bound on "
+                "held-out data: its cells and their limits come from the fitted rows "
+                "themselves. Fit a new estimator on the held-out data instead."
+            )
+        return super().score(X, y)
 
     def predict(self, X):
         """The TV-denoised surrogate used by the bound, not a recalibration map.
@@ -466,6 +637,12 @@ class TVCalibrationBound(_BaseCalibrationBound):
         the scores). Do not use it to recalibrate; fit a recalibrator (for example
         :class:`~sklearn.isotonic.IsotonicRegression`) on other data instead.
 
+        With ``method='cells'``: the mean label of each block on the cell the block
+        owns (``[first score of the block, first score of the next)``; the first
+        from 0, the last to 1), a step function fitted on the same rows as the
+        bound: histogram binning with equal-count bins that never split a tie. Not
+        monotone, and not certified; the bound does not use it.
+
         Parameters
         ----------
         X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
@@ -474,13 +651,14 @@ class TVCalibrationBound(_BaseCalibrationBound):
         Returns
         -------
         ndarray of shape (n_samples,)
-            The denoised surrogate at the scores.
+            The denoised surrogate (or the block means) at the scores.
         """
         return super().predict(X)
 
     def _vacuous_advice(self):
+        rate = "n**(-1/3)" if self.method == "cells" else "n**(-1/4)"
         return (
-            f"{super()._vacuous_advice()} TV's shrinks slowly (like n**(-1/4)): "
+            f"{super()._vacuous_advice()} TV's shrinks slowly (like {rate}): "
             "NWCalibrationBound on scores perturbed with SechPerturbedClassifier (or "
             "perturb_scores), the tightest of the bounds, needs far fewer labels."
         )
@@ -502,6 +680,7 @@ def tv_bound(
     pos_label=None,
     confidence_level=0.95,
     guarantee="high_probability",
+    method="denoise",
     cv=5,
     aggregate="mean",
     random_state=None,
@@ -545,7 +724,13 @@ def tv_bound(
         ``confidence_level``. ``'high_probability'`` drops Corollary 2's Hoeffding term,
         which is redundant (the DKW term already covers it), and splits each fold's
         ``1 - confidence_level`` in three; ``'paper'`` is the published form (four
-        shares and the extra term), to reproduce the paper's numbers.
+        shares and the extra term), to reproduce the paper's numbers. ``'paper'``
+        needs ``method='denoise'``.
+
+    method : {'denoise', 'cells'}, default='denoise'
+        ``'denoise'``: the paper's TV denoising bound; ``'cells'``: the cell bound
+        on all rows (no folds; ``cv`` and ``aggregate`` unused).
+        See :class:`TVCalibrationBound`.
 
     cv : int, cross-validation generator or iterable, default=5
         Cross-fitting splits. An int ``k`` draws the folds row by row from one seed
@@ -605,6 +790,7 @@ def tv_bound(
         V=V,
         confidence_level=confidence_level,
         guarantee=guarantee,
+        method=method,
         cv=cv,
         aggregate=aggregate,
         random_state=random_state,
