@@ -783,8 +783,6 @@ def compute_by(args, frame, scores, labels):
     groups = _column(frame, args.by, "--by", args.file)
     tables = {}
     for name, est in _estimators(args, bound_names(args)).items():
-        params = est.get_params()
-        del params["confidence_level"], params["pos_label"]
         try:
             with warnings.catch_warnings():  # the table's vacuous column says it
                 warnings.simplefilter("ignore", VacuousBoundWarning)
@@ -792,11 +790,10 @@ def compute_by(args, frame, scores, labels):
                     labels,
                     scores,
                     groups,
-                    method=name,
+                    method=est,
                     include_overall=True,
                     confidence_level=args.confidence_level,
                     n_bins=args.n_bins,
-                    **params,
                 )
         except (ValueError, TypeError) as exc:
             raise CLIError(f"--by {args.by}: {name}: {exc}") from exc

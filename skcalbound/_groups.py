@@ -121,7 +121,7 @@ def _certify(cls, params, level, scores, labels):
         "y_true": ["array-like"],
         "y_prob": ["array-like"],
         "groups": ["array-like"],
-        "method": [StrOptions(set(_ESTIMATORS))],
+        "method": [StrOptions(set(_ESTIMATORS)), *_ESTIMATORS.values()],
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
         "include_overall": ["boolean"],
         "pos_label": [Real, str, "boolean", None],
@@ -167,9 +167,13 @@ def bounds_by_group(
         values (NaN, None) are an error: give them a segment of their own on purpose
         (``groups.fillna("missing")``) or drop those samples.
 
-    method : {'nw', 'tv', 'lipschitz'}, default='nw'
+    method : {'nw', 'tv', 'lipschitz'} or bound estimator, default='nw'
         The certified bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound`
-        or :class:`LipschitzBucketBound`.
+        or :class:`LipschitzBucketBound`, by name, or an unfitted instance whose
+        parameters (all but ``confidence_level`` and ``pos_label``) are used, updated
+        by ``**params``; the instance itself is never fitted. An instance is how to
+        give :class:`TVCalibrationBound` its own ``method`` parameter
+        (``method=TVCalibrationBound(method="cells")``).
 
     confidence_level : float, default=0.95
         Probability, at least, that all the intervals hold together. Each interval is
@@ -255,7 +259,14 @@ def bounds_by_group(
     >>> table.attrs["n_certificates"], round(table.attrs["per_certificate_level"], 3)
     (2, 0.975)
     """
-    cls = _ESTIMATORS[method]
+    if isinstance(method, str):
+        cls = _ESTIMATORS[method]
+    else:
+        cls = type(method)
+        given = method.get_params(deep=False)
+        del given["confidence_level"], given["pos_label"]
+        params = {**given, **params}
+        method = next(name for name, c in _ESTIMATORS.items() if c is cls)
     valid = set(cls().get_params()) - {"confidence_level", "pos_label"}
     unknown = sorted(set(params) - valid)
     if unknown:

@@ -14,6 +14,7 @@ from ._base import (
     Passes,
     _BaseCalibrationBound,
     _BoundMethod,
+    _EstimateTap,
     cross_fit,
 )
 from ._certificate import build_certificate
@@ -573,15 +574,16 @@ class TVCalibrationBound(_BaseCalibrationBound):
         key_seed = check_random_seed(check_random_state(self.random_state))
         design = GroupDesign(1, ((0, ()),))
         delta = 1.0 - self.confidence_level
+        source = _EstimateTap(source, key_seed)
         results, surrogate, _ = cross_fit(method, source, [design], delta, key_seed)
         n = source.n_samples
-        self._set_result(method, results, surrogate, n, key_seed)
+        self._set_result(method, results, surrogate, n, key_seed, source.estimate())
         summary = (n, np.count_nonzero(arrays[1]), digest())
         self.certificate_ = build_certificate(self, *arrays, summary=summary)
         return self
 
-    def _set_result(self, method, results, surrogate, n_samples, key_seed):
-        super()._set_result(method, results, surrogate, n_samples, key_seed)
+    def _set_result(self, method, results, surrogate, n_samples, key_seed, estimate):
+        super()._set_result(method, results, surrogate, n_samples, key_seed, estimate)
         if isinstance(method, _TVCellsMethod):
             info = results[0].info
             terms = results[0].terms
