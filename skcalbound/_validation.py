@@ -524,6 +524,26 @@ class VacuousBoundWarning(UserWarning):
     """
 
 
+class MonotonicityWarning(UserWarning):
+    """Warning that the data reject a monotone calibration function.
+
+    Issued by :class:`MonotoneCalibrationBound` when its calibration band crosses
+    (``L(x) > U(x)`` at some score ``x``). Under the bound's assumption, a
+    non-decreasing ``E[y | s]``, this happens with probability at most
+    ``(1 - confidence_level) / 2``, so a crossing is a level-``(1 - confidence_level)
+    / 2`` test that rejects monotonicity: the interval should not be trusted. The
+    test catches only some non-monotone calibration functions, not all (see the user
+    guide). :class:`TVCalibrationBound` assumes bounded variation instead of
+    monotonicity. Silence it with :func:`warnings.filterwarnings`
+    (``category=MonotonicityWarning``).
+
+    See Also
+    --------
+    MonotoneCalibrationBound : The bound that issues it.
+    TVCalibrationBound : A bound that does not assume monotonicity.
+    """
+
+
 def warn_if_vacuous(bound, n_samples, name, advice, *, in_expectation_only=False):
     """Warn when the upper bound is clipped at 1 or above 1/2, saying what helps
     (``advice``, the bound's own) and what kind of bound it is."""
