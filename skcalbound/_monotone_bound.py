@@ -17,13 +17,7 @@ from ._chunks import ArraySource, check_random_seed, is_dask_collection
 from ._compat import StrOptions, validate_params
 from ._result import FoldResult, aggregate_folds
 from ._splitting import stable_argsort
-from ._surrogates._band import (
-    Band,
-    fit_band,
-    gap_envelopes,
-    maurer_pontil_term,
-    quantile_transfer,
-)
+from ._surrogates._band import Band, band_interval, fit_band, maurer_pontil_term
 from ._surrogates._step import tie_block_starts
 from ._validation import (
     MonotonicityWarning,
@@ -32,6 +26,9 @@ from ._validation import (
     check_scores,
     warn_if_vacuous,
 )
+
+# SPEC 14's terms that are not summands of the upper bound: in fold_results_'s info.
+_INFO_TERMS = ("band_lower", "transfer_lower", "mean_band_width", "n_windows")
 
 
 @dataclass(frozen=True)
@@ -89,16 +86,11 @@ def _isotonic(rows):
     return rows.scores[first].copy(), np.clip(values, 0.0, 1.0), counts
 
 
-def _monotone_fit(rows, delta):
-    """:class:`MonotoneFit` of sorted rows at ``delta`` (the band at ``delta / 2``)
-    and the band's values at the rows (``BandFit``)."""
-    band_fit = fit_band(rows.scores, rows.labels, delta / 2.0)
+def _monotone_fit(rows, band):
+    """:class:`MonotoneFit` of sorted rows with their ``band``."""
     scores, values, counts = _isotonic(rows)
     estimate = float(np.dot(counts, np.abs(scores - values)) / rows.scores.shape[0])
-    fit = MonotoneFit(
-        band_fit.band, scores, values, int(rows.scores.shape[0]), estimate
-    )
-    return fit, band_fit
+    return MonotoneFit(band, scores, values, int(rows.scores.shape[0]), estimate)
 
 
 def _held_out(band, scores):
@@ -166,7 +158,8 @@ class _BandMethod(_BoundMethod):
         return FoldTerms(terms, {"validation_lower_mean": mean_minus}, lower)
 
     def surrogate(self, passes, folds, source, delta):
-        return _monotone_fit(passes[0].refit, delta)[0]
+        rows = passes[0].refit
+        return _monotone_fit(rows, fit_band(rows.scores, rows.labels, delta / 2).band)
 
     def held_out(self, surrogate, scores):
         return _held_out(surrogate.band, scores)
@@ -399,27 +392,21 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         delta = 1.0 - self.confidence_level
         seed = check_random_seed(check_random_state(self.random_state))
         rows = _sorted_rows(scores, labels, seed)
-        fit, band_fit = _monotone_fit(rows, delta)
-        g_plus, g_minus = gap_envelopes(rows.scores, band_fit)
-        upper, lower = quantile_transfer(g_plus, g_minus, delta / 2.0)
-        x, L, U = rows.scores, band_fit.lower, band_fit.upper
-        band_upper = float(np.mean(np.maximum(x - L, U - x)))
-        band_lower = float(np.mean(np.maximum(np.maximum(x - U, L - x), 0.0)))
+        interval = band_interval(rows.scores, rows.labels, delta)
+        fit = _monotone_fit(rows, interval.fit.band)
+        terms = interval.terms
         fold = FoldResult(
-            terms={"band_upper": band_upper, "transfer_upper": upper - band_upper},
+            terms={k: terms[k] for k in ("band_upper", "transfer_upper")},
             info={
-                "n_train": int(x.shape[0]),
+                "n_train": int(rows.scores.shape[0]),
                 "n_validation": 0,
                 "delta": float(delta),
-                "band_lower": band_lower,
-                "transfer_lower": lower - band_lower,
-                "mean_band_width": float(np.mean(U - L)),
-                "n_windows": int(band_fit.n_windows),
+                **{k: terms[k] for k in _INFO_TERMS},
             },
             estimate=fit.estimate,
-            lower=lower,
+            lower=interval.lower,
         )
-        self._set_result(method, [fold], fit, x.shape[0], seed)
+        self._set_result(method, [fold], fit, rows.scores.shape[0], seed)
         self.certificate_ = build_certificate(self, scores, labels)
         return self
 
@@ -434,18 +421,7 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         self.estimate_ = self.result_.estimate
         if len(results) == 1 and "band_lower" in results[0].info:
             info = results[0].info
-            self.terms_ = {
-                **results[0].terms,
-                **{
-                    k: info[k]
-                    for k in (
-                        "band_lower",
-                        "transfer_lower",
-                        "mean_band_width",
-                        "n_windows",
-                    )
-                },
-            }
+            self.terms_ = {**results[0].terms, **{k: info[k] for k in _INFO_TERMS}}
         else:
             self.terms_ = dict(self.result_.terms)
         self.fold_results_ = self.result_.fold_frame()

@@ -175,12 +175,14 @@ def gap_envelopes(sorted_scores, fit):
     step 5; ``x_0 = 0``, ``x_{n+1} = 1``): the largest and the smallest
     ``|x - eta(x)|`` the band allows there,
     ``G+ = max(x_{i+1} - L(x_i), U(x_{i+1}) - x_i)`` and
-    ``G- = max(0, x_i - U(x_{i+1}), L(x_i) - x_{i+1})``."""
+    ``G- = max(0, x_i - U(x_{i+1}), L(x_i) - x_{i+1})``. ``G+`` is also taken at
+    least 0 (as ``|x - eta(x)|`` is): that changes nothing unless the band crosses,
+    where ``G+`` could otherwise be negative."""
     band = fit.band
     x = np.concatenate(([0.0], sorted_scores, [1.0]))
     lower = np.concatenate((band.lower_at([0.0]), fit.lower))  # L(x_0 .. x_n)
     upper = np.concatenate((fit.upper, band.upper_at([1.0])))  # U(x_1 .. x_{n+1})
-    g_plus = np.maximum(x[1:] - lower, upper - x[:-1])
+    g_plus = np.maximum(np.maximum(x[1:] - lower, upper - x[:-1]), 0.0)
     g_minus = np.maximum(np.maximum(x[:-1] - upper, lower - x[1:]), 0.0)
     return g_plus, g_minus
 
@@ -221,3 +223,35 @@ def maurer_pontil_term(mean_square_deviation, m, delta):
     return math.sqrt(2.0 * mean_square_deviation * log_term / m) + 7.0 * log_term / (
         3.0 * (m - 1)
     )
+
+
+@dataclass(frozen=True)
+class BandInterval:
+    """SPEC 14 on one sorted sample: ``fit`` (:class:`BandFit`), the unclipped
+    ``upper`` and ``lower`` bounds on CE, and ``terms`` (SPEC 14's ``terms_``, the
+    transfers relative to the unclipped bounds)."""
+
+    fit: BandFit
+    upper: float
+    lower: float
+    terms: dict
+
+
+def band_interval(sorted_scores, sorted_labels, delta):
+    """The interval of SPEC 14 steps 2–6 at ``delta`` (``delta1 = delta2 =
+    delta / 2``) from scores sorted with tie blocks in a label-independent order."""
+    fit = fit_band(sorted_scores, sorted_labels, delta / 2.0)
+    g_plus, g_minus = gap_envelopes(sorted_scores, fit)
+    upper, lower = quantile_transfer(g_plus, g_minus, delta / 2.0)
+    x, L, U = sorted_scores, fit.lower, fit.upper
+    band_upper = float(np.mean(np.maximum(x - L, U - x)))
+    band_lower = float(np.mean(np.maximum(np.maximum(x - U, L - x), 0.0)))
+    terms = {
+        "band_upper": band_upper,
+        "transfer_upper": upper - band_upper,
+        "band_lower": band_lower,
+        "transfer_lower": lower - band_lower,
+        "mean_band_width": float(np.mean(U - L)),
+        "n_windows": int(fit.n_windows),
+    }
+    return BandInterval(fit, upper, lower, terms)
