@@ -541,6 +541,21 @@ class MonotonicityWarning(UserWarning):
     --------
     MonotoneCalibrationBound : The bound that issues it.
     TVCalibrationBound : A bound that does not assume monotonicity.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skcalbound import MonotoneCalibrationBound, MonotonicityWarning
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20_000)
+    >>> eta = np.where((s > 0.3) & (s < 0.7), 1 - s, s)  # falls on (0.3, 0.7)
+    >>> y = rng.uniform(size=20_000) < eta
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     est = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    >>> est.monotonicity_rejected_, caught[0].category.__name__
+    (True, 'MonotonicityWarning')
     """
 
 
