@@ -77,8 +77,12 @@ def _isotonic(rows):
     """The isotonic regression of the labels on the scores (increasing), at the
     distinct scores: the weighted regression of the tie blocks' label means, which is
     what :class:`~sklearn.isotonic.IsotonicRegression` fits on all rows."""
+    n = rows.scores.shape[0]
+    if not np.any(rows.scores[1:] == rows.scores[:-1]):  # no ties: one block a row
+        values = isotonic_regression(rows.labels.astype(float), increasing=True)
+        return rows.scores.copy(), np.clip(values, 0.0, 1.0), np.ones(n)
     first = tie_block_starts(rows.scores)
-    counts = np.diff(first, append=rows.scores.shape[0])
+    counts = np.diff(first, append=n)
     positives = np.add.reduceat(rows.labels.astype(np.int64), first)
     values = isotonic_regression(
         positives / counts, sample_weight=counts.astype(float), increasing=True

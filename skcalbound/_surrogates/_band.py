@@ -145,15 +145,25 @@ def fit_band(sorted_scores, sorted_labels, delta1):
         starts = window_starts(n, ell)
         budget = math.log(2.0 * len(lengths) * starts.shape[0] / delta1)
         lo, hi = window_limits(csum[starts + ell] - csum[starts], ell, budget)
-        # Starts (and ends) of one length are distinct: a vectorised update is exact.
-        upper_at_start[starts] = np.minimum(upper_at_start[starts], hi)
-        ends = starts + ell
-        lower_at_end[ends] = np.maximum(lower_at_end[ends], lo)
+        # The regular starts 0, D, 2D, ... as strided views (faster than a gather),
+        # then the flush start n - ell if there is one.
+        regular = slice(0, n - ell + 1, max(1, ell // 4))
+        m = len(range(*regular.indices(n + 1)))
+        view = upper_at_start[regular]
+        np.minimum(view, hi[:m], out=view)
+        view = lower_at_end[ell:][regular]
+        np.maximum(view, lo[:m], out=view)
+        if starts.shape[0] > m:
+            upper_at_start[n - ell] = min(upper_at_start[n - ell], hi[m])
+            lower_at_end[n] = max(lower_at_end[n], lo[m])
         n_windows += starts.shape[0]
     # upper_first[a]: U at any x with x_a < x <= x_{a+1} (1-based): min, starts >= a.
     upper_first = np.minimum.accumulate(upper_at_start[::-1])[::-1]
     # lower_last[e]: L at any x with x_e <= x < x_{e+1}: max over ends <= e.
     lower_last = np.maximum.accumulate(lower_at_end)
+    if not np.any(sorted_scores[1:] == sorted_scores[:-1]):  # no ties: one per row
+        band = Band(sorted_scores.copy(), lower_last[1:], upper_first)
+        return BandFit(band, band.lower, band.upper, n_windows)
     first = tie_block_starts(sorted_scores)
     last = np.append(first[1:], n)  # one past the end of each tie block
     band = Band(
@@ -178,12 +188,23 @@ def gap_envelopes(sorted_scores, fit):
     ``G- = max(0, x_i - U(x_{i+1}), L(x_i) - x_{i+1})``. ``G+`` is also taken at
     least 0 (as ``|x - eta(x)|`` is): that changes nothing unless the band crosses,
     where ``G+`` could otherwise be negative."""
-    band = fit.band
-    x = np.concatenate(([0.0], sorted_scores, [1.0]))
-    lower = np.concatenate((band.lower_at([0.0]), fit.lower))  # L(x_0 .. x_n)
-    upper = np.concatenate((fit.upper, band.upper_at([1.0])))  # U(x_1 .. x_{n+1})
-    g_plus = np.maximum(np.maximum(x[1:] - lower, upper - x[:-1]), 0.0)
-    g_minus = np.maximum(np.maximum(x[:-1] - upper, lower - x[1:]), 0.0)
+    band, n = fit.band, sorted_scores.shape[0]
+    left = np.empty(n + 1)  # x_0 .. x_n
+    left[0], left[1:] = 0.0, sorted_scores
+    right = np.empty(n + 1)  # x_1 .. x_{n+1}
+    right[:n], right[n] = sorted_scores, 1.0
+    lower = np.empty(n + 1)  # L(x_0 .. x_n)
+    lower[0], lower[1:] = band.lower_at(0.0), fit.lower
+    upper = np.empty(n + 1)  # U(x_1 .. x_{n+1})
+    upper[:n], upper[n] = fit.upper, band.upper_at(1.0)
+    g_plus = np.subtract(right, lower)
+    scratch = np.subtract(upper, left)
+    np.maximum(g_plus, scratch, out=g_plus)
+    np.maximum(g_plus, 0.0, out=g_plus)
+    g_minus = np.subtract(left, upper, out=upper)
+    np.subtract(lower, right, out=scratch)
+    np.maximum(g_minus, scratch, out=g_minus)
+    np.maximum(g_minus, 0.0, out=g_minus)
     return g_plus, g_minus
 
 
