@@ -76,24 +76,28 @@ class MonotoneFit:
 def _isotonic(rows):
     """The isotonic regression of the labels on the scores (increasing), at the
     distinct scores: the weighted regression of the tie blocks' label means, which is
-    what :class:`~sklearn.isotonic.IsotonicRegression` fits on all rows."""
+    what :class:`~sklearn.isotonic.IsotonicRegression` fits on all rows. Returns the
+    distinct scores, the fitted values there and the rows per score (None: one
+    each)."""
     n = rows.scores.shape[0]
     if not np.any(rows.scores[1:] == rows.scores[:-1]):  # no ties: one block a row
         values = isotonic_regression(rows.labels.astype(float), increasing=True)
-        return rows.scores.copy(), np.clip(values, 0.0, 1.0), np.ones(n)
+        return rows.scores, np.clip(values, 0.0, 1.0, out=values), None
     first = tie_block_starts(rows.scores)
     counts = np.diff(first, append=n)
     positives = np.add.reduceat(rows.labels.astype(np.int64), first)
     values = isotonic_regression(
         positives / counts, sample_weight=counts.astype(float), increasing=True
     )
-    return rows.scores[first].copy(), np.clip(values, 0.0, 1.0), counts
+    return rows.scores[first], np.clip(values, 0.0, 1.0, out=values), counts
 
 
 def _monotone_fit(rows, band):
     """:class:`MonotoneFit` of sorted rows with their ``band``."""
     scores, values, counts = _isotonic(rows)
-    estimate = float(np.dot(counts, np.abs(scores - values)) / rows.scores.shape[0])
+    residuals = np.abs(np.subtract(scores, values))
+    total = residuals.sum() if counts is None else np.dot(counts, residuals)
+    estimate = float(total / rows.scores.shape[0])
     return MonotoneFit(band, scores, values, int(rows.scores.shape[0]), estimate)
 
 

@@ -7,11 +7,13 @@ import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 from scipy.optimize import brentq
 from scipy.special import expit, logit
+from sklearn.base import clone
 from sklearn.isotonic import IsotonicRegression
 from sklearn.utils import check_random_state
 
@@ -241,6 +243,9 @@ def test_maurer_pontil_term_by_hand():
 @pytest.mark.parametrize(
     "n, seed, kind",
     [
+        (2, 4, "steep"),
+        (5, 1, "atoms"),
+        (33, 2, "steep"),
         (40, 0, "continuous"),
         (300, 1, "continuous"),
         (2000, 2, "continuous"),
@@ -508,3 +513,27 @@ def test_narrower_than_tv_on_the_logistic_problem():
         warnings.simplefilter("ignore")
         tv = TVCalibrationBound(random_state=0).fit(s, y)
     assert band.bound_ - band.lower_bound_ < 0.5 * (tv.bound_ - tv.lower_bound_)
+
+
+def test_inputs_are_not_mutated_and_every_accepted_form_gives_the_same_bound():
+    s, y = _rows(1500, 15, "atoms")
+    s_copy, y_copy = s.copy(), y.copy()
+    est = MonotoneCalibrationBound(random_state=2)
+    assert est.fit(s, y) is est
+    assert_array_equal(s, s_copy)
+    assert_array_equal(y, y_copy)
+    read_only = s.copy()
+    read_only.flags.writeable = False
+    forms = [
+        read_only,
+        s.reshape(-1, 1),
+        np.column_stack([1 - s, s]),
+        np.asfortranarray(np.column_stack([1 - s, s])),
+        pd.Series(s),
+        s.tolist(),
+    ]
+    for X in forms:
+        other = clone(est).fit(X, y)
+        assert other.bound_ == est.bound_ and other.lower_bound_ == est.lower_bound_
+    assert_array_equal(s, s_copy)
+    assert clone(est).fit(s, y.astype(bool)).bound_ == est.bound_

@@ -133,6 +133,7 @@ def fit_band(sorted_scores, sorted_labels, delta1):
     Returns
     -------
     BandFit
+        Its band may hold ``sorted_scores`` itself (not a copy).
     """
     n = sorted_scores.shape[0]
     lengths = window_lengths(n)
@@ -158,11 +159,13 @@ def fit_band(sorted_scores, sorted_labels, delta1):
             lower_at_end[n] = max(lower_at_end[n], lo[m])
         n_windows += starts.shape[0]
     # upper_first[a]: U at any x with x_a < x <= x_{a+1} (1-based): min, starts >= a.
-    upper_first = np.minimum.accumulate(upper_at_start[::-1])[::-1]
+    upper_first = upper_at_start
+    np.minimum.accumulate(upper_first[::-1], out=upper_first[::-1])
     # lower_last[e]: L at any x with x_e <= x < x_{e+1}: max over ends <= e.
-    lower_last = np.maximum.accumulate(lower_at_end)
+    lower_last = lower_at_end
+    np.maximum.accumulate(lower_last, out=lower_last)
     if not np.any(sorted_scores[1:] == sorted_scores[:-1]):  # no ties: one per row
-        band = Band(sorted_scores.copy(), lower_last[1:], upper_first)
+        band = Band(sorted_scores, lower_last[1:], upper_first)
         return BandFit(band, band.lower, band.upper, n_windows)
     first = tie_block_starts(sorted_scores)
     last = np.append(first[1:], n)  # one past the end of each tie block
@@ -188,22 +191,23 @@ def gap_envelopes(sorted_scores, fit):
     ``G- = max(0, x_i - U(x_{i+1}), L(x_i) - x_{i+1})``. ``G+`` is also taken at
     least 0 (as ``|x - eta(x)|`` is): that changes nothing unless the band crosses,
     where ``G+`` could otherwise be negative."""
-    band, n = fit.band, sorted_scores.shape[0]
-    left = np.empty(n + 1)  # x_0 .. x_n
-    left[0], left[1:] = 0.0, sorted_scores
-    right = np.empty(n + 1)  # x_1 .. x_{n+1}
-    right[:n], right[n] = sorted_scores, 1.0
-    lower = np.empty(n + 1)  # L(x_0 .. x_n)
-    lower[0], lower[1:] = band.lower_at(0.0), fit.lower
-    upper = np.empty(n + 1)  # U(x_1 .. x_{n+1})
-    upper[:n], upper[n] = fit.upper, band.upper_at(1.0)
-    g_plus = np.subtract(right, lower)
-    scratch = np.subtract(upper, left)
-    np.maximum(g_plus, scratch, out=g_plus)
+    band, n, x = fit.band, sorted_scores.shape[0], sorted_scores
+    L, U = fit.lower, fit.upper
+    L0, U1 = float(band.lower_at(0.0)), float(band.upper_at(1.0))
+    # Gaps 1 .. n-1 are [x[i-1], x[i]] in 0-based positions; gaps 0 and n by hand.
+    g_plus, g_minus = np.empty(n + 1), np.empty(n + 1)
+    scratch = np.empty(max(n - 1, 0))
+    middle = g_plus[1:n]
+    np.subtract(x[1:], L[:-1], out=middle)
+    np.maximum(middle, np.subtract(U[1:], x[:-1], out=scratch), out=middle)
+    g_plus[0] = max(x[0] - L0, U[0])
+    g_plus[n] = max(1.0 - L[-1], U1 - x[-1])
     np.maximum(g_plus, 0.0, out=g_plus)
-    g_minus = np.subtract(left, upper, out=upper)
-    np.subtract(lower, right, out=scratch)
-    np.maximum(g_minus, scratch, out=g_minus)
+    middle = g_minus[1:n]
+    np.subtract(x[:-1], U[1:], out=middle)
+    np.maximum(middle, np.subtract(L[:-1], x[1:], out=scratch), out=middle)
+    g_minus[0] = max(-U[0], L0 - x[0])
+    g_minus[n] = max(x[-1] - U1, L[-1] - 1.0)
     np.maximum(g_minus, 0.0, out=g_minus)
     return g_plus, g_minus
 
@@ -226,9 +230,11 @@ def quantile_transfer(g_plus, g_minus, delta2):
     # Output i covers inputs i - K .. i + K - 1 (size 2K, origin 0); "nearest" pads
     # with the end values, which are inside the clipped window, so the extrema over
     # I_j are unchanged.
-    upper = maximum_filter1d(g_plus, size=size, mode="nearest")[1:]
-    lower = minimum_filter1d(g_minus, size=size, mode="nearest")[1:]
-    return float(np.mean(upper)), float(np.mean(lower))
+    out = np.empty_like(g_plus)
+    maximum_filter1d(g_plus, size=size, output=out, mode="nearest")
+    upper = float(np.mean(out[1:]))
+    minimum_filter1d(g_minus, size=size, output=out, mode="nearest")
+    return upper, float(np.mean(out[1:]))
 
 
 def maurer_pontil_term(mean_square_deviation, m, delta):
@@ -264,15 +270,23 @@ def band_interval(sorted_scores, sorted_labels, delta):
     fit = fit_band(sorted_scores, sorted_labels, delta / 2.0)
     g_plus, g_minus = gap_envelopes(sorted_scores, fit)
     upper, lower = quantile_transfer(g_plus, g_minus, delta / 2.0)
+    # The band's terms at the rows, in two reused buffers (g_plus, g_minus).
     x, L, U = sorted_scores, fit.lower, fit.upper
-    band_upper = float(np.mean(np.maximum(x - L, U - x)))
-    band_lower = float(np.mean(np.maximum(np.maximum(x - U, L - x), 0.0)))
+    a, b = g_plus[:-1], g_minus[:-1]
+    np.subtract(x, L, out=a)
+    np.subtract(U, x, out=b)
+    band_upper = float(np.mean(np.maximum(a, b, out=a)))
+    np.subtract(x, U, out=a)
+    np.subtract(L, x, out=b)
+    np.maximum(a, b, out=a)
+    band_lower = float(np.mean(np.maximum(a, 0.0, out=a)))
+    mean_band_width = float(np.mean(np.subtract(U, L, out=a)))
     terms = {
         "band_upper": band_upper,
         "transfer_upper": upper - band_upper,
         "band_lower": band_lower,
         "transfer_lower": lower - band_lower,
-        "mean_band_width": float(np.mean(U - L)),
+        "mean_band_width": mean_band_width,
         "n_windows": int(fit.n_windows),
     }
     return BandInterval(fit, upper, lower, terms)
