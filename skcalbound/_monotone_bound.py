@@ -81,7 +81,9 @@ def _isotonic(rows):
     each)."""
     n = rows.scores.shape[0]
     if not np.any(rows.scores[1:] == rows.scores[:-1]):  # no ties: one block a row
-        values = isotonic_regression(rows.labels.astype(float), increasing=True)
+        labels = rows.labels.astype(float)
+        values = isotonic_regression(labels, increasing=True)
+        del labels
         return rows.scores, np.clip(values, 0.0, 1.0, out=values), None
     first = tie_block_starts(rows.scores)
     counts = np.diff(first, append=n)
@@ -95,7 +97,8 @@ def _isotonic(rows):
 def _monotone_fit(rows, band):
     """:class:`MonotoneFit` of sorted rows with their ``band``."""
     scores, values, counts = _isotonic(rows)
-    residuals = np.abs(np.subtract(scores, values))
+    residuals = np.subtract(scores, values)
+    np.abs(residuals, out=residuals)
     total = residuals.sum() if counts is None else np.dot(counts, residuals)
     estimate = float(total / rows.scores.shape[0])
     return MonotoneFit(band, scores, values, int(rows.scores.shape[0]), estimate)
@@ -382,7 +385,8 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
 
     def _vacuous_advice(self):
         return (
-            "More labelled samples shrink it (the band's width shrinks like n**(-1/3))."
+            "More labelled samples shrink it (see the user guide's table of widths "
+            "by sample size)."
         )
 
     def _fit_arrays(self, method, scores, labels):
@@ -397,7 +401,8 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
             )
         delta = 1.0 - self.confidence_level
         seed = check_random_seed(check_random_state(self.random_state))
-        rows = _sorted_rows(scores, labels, seed)
+        # The data order is not needed any more (it is with cv: fold ids).
+        rows = dataclasses.replace(_sorted_rows(scores, labels, seed), order=None)
         interval = band_interval(rows.scores, rows.labels, delta)
         fit = _monotone_fit(rows, interval.fit.band)
         terms = interval.terms
