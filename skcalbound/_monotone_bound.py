@@ -324,15 +324,13 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
               \\qquad
               L = \\frac{1}{n} \\sum_{j=1}^n \\min_{j-K \\le i \\le j+K-1} G^-_i.
 
+    :math:`G^+_i` is also taken at least 0 (as :math:`|x - \\eta(x)|` is), which
+    changes nothing unless the band crosses, and :math:`K` is rounded up from
+    :math:`n \\varepsilon (1 + 10^{-12})`, so that rounding never makes it smaller
+    than :math:`n \\varepsilon`.
+
     ``window_bound='exact'`` (Clopper–Pearson limits through Hoeffding 1956) is not
     offered: its theorem has not been checked against the source here.
-
-    References
-    ----------
-    .. [1] W. Hoeffding, "Probability inequalities for sums of bounded random
-       variables", JASA 58 (1963), Theorem 1.
-    .. [2] P. Massart, "The tight constant in the Dvoretzky-Kiefer-Wolfowitz
-       inequality", Ann. Probab. 18 (1990).
 
     Examples
     --------
