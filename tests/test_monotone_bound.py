@@ -537,3 +537,14 @@ def test_inputs_are_not_mutated_and_every_accepted_form_gives_the_same_bound():
         assert other.bound_ == est.bound_ and other.lower_bound_ == est.lower_bound_
     assert_array_equal(s, s_copy)
     assert clone(est).fit(s, y.astype(bool)).bound_ == est.bound_
+
+
+def test_crossing_is_read_at_the_scores():
+    # L(0.5) = 0.6 > U(0.5) = 0.55: the band crosses at 0.5 (and nowhere else).
+    band = Band(np.array([0.2, 0.5]), np.array([0.1, 0.6]), np.array([0.3, 0.55]))
+    assert band.crossed
+    x = np.linspace(0, 1, 101)
+    assert np.flatnonzero(band.lower_at(x) > band.upper_at(x)).tolist() == [50]
+    ok = Band(np.array([0.2, 0.5]), np.array([0.1, 0.5]), np.array([0.3, 0.55]))
+    assert not ok.crossed
+    assert not np.any(ok.lower_at(x) > ok.upper_at(x))
