@@ -13,6 +13,8 @@ _MODULES = {
     "BelowChanceWarning": "_validation",
     "CalibrationBoundDisplay": "_display",
     "LipschitzBucketBound": "_lipschitz_bound",
+    "MonotoneCalibrationBound": "_monotone_bound",
+    "MonotonicityWarning": "_validation",
     "MulticlassCalibrationBound": "_multiclass",
     "NWCalibrationBound": "_nw_bound",
     "SechPerturbedClassifier": "_sech_perturbed",
@@ -25,6 +27,7 @@ _MODULES = {
     "lipschitz_bucket_bound": "_lipschitz_bound",
     "make_bound_scorer": "_scorers",
     "make_perturbation_scorer": "_scorers",
+    "monotone_bound": "_monotone_bound",
     "nw_bound": "_nw_bound",
     "perturb_scores": "_sech_perturbed",
     "perturbed_brier_score_loss": "_perturbed_metrics",
@@ -42,6 +45,7 @@ if _TYPE_CHECKING:  # what static tools and IDEs see
     from ._display import CalibrationBoundDisplay
     from ._groups import bounds_by_group
     from ._lipschitz_bound import LipschitzBucketBound, lipschitz_bucket_bound
+    from ._monotone_bound import MonotoneCalibrationBound, monotone_bound
     from ._multiclass import MulticlassCalibrationBound
     from ._nw_bound import NWCalibrationBound, nw_bound
     from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
@@ -52,7 +56,11 @@ if _TYPE_CHECKING:  # what static tools and IDEs see
     )
     from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
     from ._tv_bound import TVCalibrationBound, tv_bound
-    from ._validation import BelowChanceWarning, VacuousBoundWarning
+    from ._validation import (
+        BelowChanceWarning,
+        MonotonicityWarning,
+        VacuousBoundWarning,
+    )
 
 
 def __getattr__(name):

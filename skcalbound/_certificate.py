@@ -176,7 +176,7 @@ def build_certificate(estimator, scores, labels, *, summary=None):
         "version": __version__,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "method": type(estimator).__name__,
-        "guarantee": params["guarantee"],
+        "guarantee": params.get("guarantee", "high_probability"),
         "confidence_level": params["confidence_level"],
         "assumption": assumption,
         "n_samples": int(n_samples),

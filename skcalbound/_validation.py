@@ -524,6 +524,41 @@ class VacuousBoundWarning(UserWarning):
     """
 
 
+class MonotonicityWarning(UserWarning):
+    """Warning that the data reject a monotone calibration function.
+
+    Issued by :class:`MonotoneCalibrationBound` when its calibration band crosses
+    (``L(x) > U(x)`` at some score ``x``). Under the bound's assumption, a
+    non-decreasing ``E[y | s]``, this happens with probability at most
+    ``(1 - confidence_level) / 2``, so a crossing is a level-``(1 - confidence_level)
+    / 2`` test that rejects monotonicity: the interval should not be trusted. The
+    test catches only some non-monotone calibration functions, not all (see the user
+    guide). :class:`TVCalibrationBound` assumes bounded variation instead of
+    monotonicity. Silence it with :func:`warnings.filterwarnings`
+    (``category=MonotonicityWarning``).
+
+    See Also
+    --------
+    MonotoneCalibrationBound : The bound that issues it.
+    TVCalibrationBound : A bound that does not assume monotonicity.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skcalbound import MonotoneCalibrationBound, MonotonicityWarning
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20_000)
+    >>> eta = np.where((s > 0.3) & (s < 0.7), 1 - s, s)  # falls on (0.3, 0.7)
+    >>> y = rng.uniform(size=20_000) < eta
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     est = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    >>> est.monotonicity_rejected_, caught[0].category.__name__
+    (True, 'MonotonicityWarning')
+    """
+
+
 def warn_if_vacuous(bound, n_samples, name, advice, *, in_expectation_only=False):
     """Warn when the upper bound is clipped at 1 or above 1/2, saying what helps
     (``advice``, the bound's own) and what kind of bound it is."""

@@ -37,6 +37,7 @@ from sklearn.utils.estimator_checks import (
 
 from skcalbound import (
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     SechPerturbedClassifier,
     TVCalibrationBound,
@@ -60,7 +61,10 @@ PERTURBED_ESTIMATORS = [
     SechPerturbedClassifier(GaussianNB()),
     SechPerturbedClassifier(make_pipeline(StandardScaler(), LogisticRegression())),
 ]
-ESTIMATORS = BOUND_ESTIMATORS + PERTURBED_ESTIMATORS
+# The monotone band: no assumption constant, no guarantee parameter, no folds by
+# default (SPEC section 14); its X is checked as the other bounds' is.
+MONOTONE_ESTIMATORS = [MonotoneCalibrationBound()]
+ESTIMATORS = BOUND_ESTIMATORS + MONOTONE_ESTIMATORS + PERTURBED_ESTIMATORS
 
 # --------------------------------------------------------------------------------------
 # The single table of expected failures, keyed by class name. Every entry of a bound
@@ -161,6 +165,7 @@ EXPECTED_FAILED_CHECKS = {
     "TVCalibrationBound": _BOUND_ESTIMATOR_XFAILS,
     "NWCalibrationBound": _BOUND_ESTIMATOR_XFAILS,
     "LipschitzBucketBound": _BOUND_ESTIMATOR_XFAILS,
+    "MonotoneCalibrationBound": _BOUND_ESTIMATOR_XFAILS,
     # Only the checks that assume deterministic predictions (STYLE.md section 5). The
     # estimator sets the non_deterministic tag, so scikit-learn itself skips
     # check_pipeline_consistency, check_methods_subset_invariance and
@@ -265,7 +270,11 @@ def test_expected_failures_and_must_pass_checks_are_real_checks(estimator):
     assert set(MUST_PASS) <= names, sorted(set(MUST_PASS) - names)
 
 
-@pytest.mark.parametrize("estimator", BOUND_ESTIMATORS, ids=_ids(BOUND_ESTIMATORS))
+@pytest.mark.parametrize(
+    "estimator",
+    BOUND_ESTIMATORS + MONOTONE_ESTIMATORS,
+    ids=_ids(BOUND_ESTIMATORS + MONOTONE_ESTIMATORS),
+)
 def test_expected_failures_fail_on_our_input_validation(estimator):
     # Every expected failure of a bound estimator must come from our own rejection of
     # X, for the reason its table entry states (rows not summing to one, range, or

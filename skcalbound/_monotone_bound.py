@@ -1,0 +1,617 @@
+"""``MonotoneCalibrationBound``: a certified interval for raw scores from a calibration
+band, under a monotone calibration function (SPEC section 14)."""
+
+import dataclasses
+import functools
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.isotonic import isotonic_regression
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
+from ._certificate import build_certificate, data_fingerprint
+from ._chunks import ArraySource, check_random_seed, is_dask_collection
+from ._compat import StrOptions, validate_params
+from ._result import FoldResult, aggregate_folds
+from ._splitting import stable_argsort
+from ._surrogates._band import Band, band_interval, fit_band, maurer_pontil_term
+from ._surrogates._step import tie_block_starts
+from ._validation import (
+    MonotonicityWarning,
+    _user_stacklevel,
+    check_prob_labels,
+    check_scores,
+    warn_if_vacuous,
+)
+
+# SPEC 14's terms that are not summands of the upper bound: in fold_results_'s info.
+_INFO_TERMS = ("band_lower", "transfer_lower", "mean_band_width", "n_windows")
+
+
+@dataclass(frozen=True)
+class _SortedRows:
+    """All rows in score order, each tie block in a uniformly random order: float64
+    ``scores``, 0/1 ``labels`` and ``order`` (data positions)."""
+
+    order: np.ndarray
+    scores: np.ndarray
+    labels: np.ndarray
+
+
+def _sorted_rows(scores, labels, seed):
+    """SPEC 14 step 1: one uniformly random permutation drawn from ``seed`` (never
+    from the data), then a stable sort by score, so that the order inside a tie block
+    does not depend on the labels given the scores."""
+    permutation = np.random.default_rng(seed).permutation(scores.shape[0])
+    order, sorted_scores = stable_argsort(scores[permutation])
+    order = permutation[order]
+    return _SortedRows(order, sorted_scores, labels[order])
+
+
+@dataclass(frozen=True)
+class MonotoneFit:
+    """The band fitted on all rows and the isotonic regression inside it: ``band``
+    (:class:`Band`), ``isotonic_scores`` and ``isotonic_values`` (the isotonic fit at
+    the distinct scores, interpolated linearly between them and held constant
+    beyond, as :class:`~sklearn.isotonic.IsotonicRegression` with
+    ``out_of_bounds='clip'`` predicts), ``n_train`` and ``estimate`` (the isotonic
+    plug-in ``mean |s - iso(s)|`` over the rows). Calling it gives the isotonic fit
+    clipped into the band."""
+
+    band: Band
+    isotonic_scores: np.ndarray
+    isotonic_values: np.ndarray
+    n_train: int
+    estimate: float
+
+    def __call__(self, scores):
+        fitted = np.interp(scores, self.isotonic_scores, self.isotonic_values)
+        lower, upper = self.band.lower_at(scores), self.band.upper_at(scores)
+        return np.minimum(np.maximum(fitted, lower), upper)
+
+
+def _isotonic(rows):
+    """The isotonic regression of the labels on the scores (increasing), at the
+    distinct scores: the weighted regression of the tie blocks' label means, which is
+    what :class:`~sklearn.isotonic.IsotonicRegression` fits on all rows. Returns the
+    distinct scores, the fitted values there and the rows per score (None: one
+    each)."""
+    n = rows.scores.shape[0]
+    if not np.any(rows.scores[1:] == rows.scores[:-1]):  # no ties: one block a row
+        labels = rows.labels.astype(float)
+        values = isotonic_regression(labels, increasing=True)
+        del labels
+        return rows.scores, np.clip(values, 0.0, 1.0, out=values), None
+    first = tie_block_starts(rows.scores)
+    counts = np.diff(first, append=n)
+    positives = np.add.reduceat(rows.labels.astype(np.int64), first)
+    values = isotonic_regression(
+        positives / counts, sample_weight=counts.astype(float), increasing=True
+    )
+    return rows.scores[first], np.clip(values, 0.0, 1.0, out=values), counts
+
+
+def _monotone_fit(rows, band):
+    """:class:`MonotoneFit` of sorted rows with their ``band``."""
+    scores, values, counts = _isotonic(rows)
+    residuals = np.subtract(scores, values)
+    np.abs(residuals, out=residuals)
+    total = residuals.sum() if counts is None else np.dot(counts, residuals)
+    estimate = float(total / rows.scores.shape[0])
+    return MonotoneFit(band, scores, values, int(rows.scores.shape[0]), estimate)
+
+
+def _held_out(band, scores):
+    """``(statistics, info)`` of a band on held-out scores (SPEC 14.2):
+    ``h+ = max(x - L, U - x)`` and ``h- = dist(x, [L, U])``, their means and unbiased
+    variances."""
+    lower, upper = band.lower_at(scores), band.upper_at(scores)
+    h_plus = np.maximum(scores - lower, upper - scores)
+    h_minus = np.maximum(np.maximum(scores - upper, lower - scores), 0.0)
+    m = int(scores.shape[0])
+    ddof = 1 if m > 1 else 0
+    statistics = (
+        m,
+        float(np.mean(h_plus)),
+        float(np.var(h_plus, ddof=ddof)),
+        float(np.mean(h_minus)),
+        float(np.var(h_minus, ddof=ddof)),
+    )
+    return statistics, {"n_validation": m}
+
+
+@dataclass(frozen=True)
+class _BandMethod(_BoundMethod):
+    """SPEC 14.2 in the cross-fitting framework: per split the band on the training
+    rows at ``delta / 2`` and Maurer–Pontil terms at ``delta / 4`` per side on the
+    validation rows; ``delta`` is the split's share (``score``: the full level)."""
+
+    window_bound: str = "kl"
+    min_train = 2
+    level_free = False  # the band's window budgets depend on delta
+    unmergeable_reason = (
+        " needs all the rows in memory: its windows are runs of consecutive scores "
+        "of the whole sorted sample"
+    )
+    unmergeable_alternative = (
+        "load the scores and labels as arrays (10**7 rows take about 0.1 GB)."
+    )
+
+    def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
+        rows = _sorted_rows(source.scores, source.labels, key_seed)
+        groups = design.groups(0, source.n_samples)[rows.order]
+        splits = []
+        for k, (validation, train) in enumerate(design.splits):
+            in_train = np.isin(groups, train)
+            in_validation = groups == validation
+            n_validation = int(np.count_nonzero(in_validation))
+            if n_validation < 2:
+                raise ValueError(
+                    f"Split {k} has {n_validation} validation point(s); the "
+                    "cross-fitted MonotoneCalibrationBound needs at least 2 (its "
+                    "Maurer-Pontil term uses the unbiased variance)."
+                )
+            band = fit_band(rows.scores[in_train], rows.labels[in_train], delta / 2.0)
+            statistics, info = _held_out(band.band, rows.scores[in_validation])
+            splits.append((statistics, {"n_train": band.lower.shape[0], **info}))
+        return Passes(tuple(splits), int(np.count_nonzero(source.labels)), rows)
+
+    def fold_terms(self, statistics, delta):
+        m, mean_plus, var_plus, mean_minus, var_minus = statistics
+        terms = {
+            "validation_mean": mean_plus,
+            "maurer_pontil": maurer_pontil_term(var_plus, m, delta / 4.0),
+        }
+        lower = mean_minus - maurer_pontil_term(var_minus, m, delta / 4.0)
+        return FoldTerms(terms, {"validation_lower_mean": mean_minus}, lower)
+
+    def surrogate(self, passes, folds, source, delta):
+        rows = passes[0].refit
+        return _monotone_fit(rows, fit_band(rows.scores, rows.labels, delta / 2).band)
+
+    def held_out(self, surrogate, scores):
+        return _held_out(surrogate.band, scores)
+
+
+class MonotoneCalibrationBound(_BaseCalibrationBound):
+    """Certified interval for the L1 calibration error of a monotone calibration.
+
+    From a simultaneous calibration band. Assumes the calibration function
+    :math:`\\eta(s) = E[y \\mid s]` is non-decreasing (a model whose higher scores
+    never mean a lower chance of the positive class; flip the scores of a decreasing
+    one). No perturbation, no smoothness constant, no folds. The scores are sorted
+    once; the mean label of each of about ``0.43 n`` windows of consecutive sorted
+    scores gets a KL–Chernoff confidence interval, and monotonicity turns them into
+    a band ``L(s) <= eta(s) <= U(s)`` that holds for all scores at once; the largest and
+    smallest ``|s - eta(s)|`` the band allows, carried to the population by the DKW
+    inequality on the quantile scale, give :attr:`bound_` and :attr:`lower_bound_`.
+    Both hold together with probability at least ``confidence_level``, for every
+    sample size and every score distribution (ties and atoms included), if the
+    calibration function is monotone.
+
+    A band that crosses (``L(s) > U(s)`` somewhere) rejects monotonicity:
+    :attr:`monotonicity_rejected_` is set and a :class:`MonotonicityWarning` is
+    issued. The test catches only some non-monotone calibration functions.
+
+    Read more in the :ref:`User Guide <monotone_bound>`.
+
+    Parameters
+    ----------
+    confidence_level : float, default=0.95
+        Probability with which the bound holds, in (0, 1); the paper's
+        ``delta`` is ``1 - confidence_level``.
+
+    window_bound : {'kl'}, default='kl'
+        Confidence limits of the window means: ``'kl'``, the KL–Chernoff limits
+        (Hoeffding 1963, Theorem 1), valid for independent labels with unequal means.
+
+    cv : int, cross-validation generator, iterable or None, default=None
+        ``None``: one band on all rows (SPEC 14, the default and the narrowest at
+        large ``n``). Otherwise the cross-fitted variant (SPEC 14.2), for per-fold
+        results: per split a band on the training part at
+        ``(1 - confidence_level) / (2 K)`` and Maurer–Pontil bounds on the validation
+        part at ``(1 - confidence_level) / (4 K)`` per side. An int ``k`` draws the
+        folds row by row from one seed drawn from ``random_state``; any scikit-learn
+        splitter that looks at neither labels nor scores, or iterable of
+        ``(train, validation)`` index pairs chosen without them, is accepted.
+
+    aggregate : {'mean', 'min'}, default='mean'
+        How fold bounds are combined: their mean (most stable) or their minimum
+        (tighter). Both are certified by the union bound over the folds.
+
+    random_state : int, RandomState instance or None, default=None
+        Controls the randomness of the fit: the folds when ``cv`` is an int, the
+        order of tied scores, and the subsample of validation points if there is one.
+        Pass an int for reproducible output across calls.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
+        labels (``"churn"``/``"stay"``, {1, 2}) need it. For a two-column
+        ``predict_proba`` input, the column of ``pos_label`` among the sorted labels
+        is used (column 1 by default), as scikit-learn orders ``classes_``.
+
+    Attributes
+    ----------
+    bound_ : float
+        Certified upper bound on the calibration error, at most 1.
+
+    lower_bound_ : float
+        Certified lower bound on the calibration error, at least 0. It holds
+        together with :attr:`bound_`: both at once with probability at least
+        ``confidence_level``.
+
+    estimate_ : float
+        Plug-in estimate of the calibration error, ``mean |s - iso(s)|`` over the
+        rows with ``iso`` the isotonic regression of the labels on the scores. Not
+        certified.
+
+    terms_ : dict of str to float
+        With ``cv=None``: ``band_upper`` (the mean over the rows of the largest
+        ``|s - eta(s)|`` the band allows at ``s``) plus ``transfer_upper`` (the cost
+        of carrying it to the population) is the upper bound before clipping;
+        ``band_lower`` plus ``transfer_lower`` (negative) the lower bound;
+        ``mean_band_width`` (the mean of ``U(s) - L(s)`` over the rows) and
+        ``n_windows``. With ``cv``: ``validation_mean`` (the mean of
+        ``max(s - L(s), U(s) - s)`` over the validation rows) and ``maurer_pontil``,
+        aggregated over folds.
+
+    band_ : Band
+        The band fitted on all rows at ``(1 - confidence_level) / 2``, a frozen
+        dataclass of arrays: ``scores`` (the distinct sorted scores), ``lower`` and
+        ``upper`` (``L`` and ``U`` there); ``band_.lower_at(s)`` and
+        ``band_.upper_at(s)`` evaluate it anywhere (as :meth:`predict_interval`).
+
+    monotonicity_rejected_ : bool
+        Whether the band crosses, which rejects a monotone calibration function at
+        level ``(1 - confidence_level) / 2``.
+
+    fold_results_ : pandas.DataFrame
+        One row per fold (one row with ``cv=None``): sizes, ``delta``, the estimate,
+        the additive terms, the unclipped ``bound`` and ``lower_bound``, and (with
+        ``cv=None``) the other terms.
+
+    result_ : object
+        The same numbers as a frozen dataclass with fields ``bound``,
+        ``lower_bound``, ``estimate``, ``terms``, ``folds``, ``aggregate``,
+        ``confidence_level``, ``guarantee`` and ``in_expectation_only`` (false).
+
+    n_splits_ : int
+        Number of cross-fitting splits (1 with ``cv=None``).
+
+    surrogate_ : MonotoneFit
+        The band on all rows and the isotonic regression inside it, used by
+        :meth:`predict` and :meth:`score`.
+
+    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is the positive class.
+
+    certificate_ : dict
+        The audit record of the fit, JSON-serialisable: method, level, sample size,
+        seed, the interval and its terms, and a SHA-256 fingerprint of the scores
+        and labels used.
+
+    n_features_in_ : int
+        Number of columns of ``X`` seen in :meth:`fit` (1 for a vector of scores).
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Column names of ``X``, defined only when ``X`` is a data frame with string
+        column names.
+
+    See Also
+    --------
+    monotone_bound : The same bound as a function of arrays.
+    TVCalibrationBound : A bound under bounded variation, without monotonicity.
+
+    Notes
+    -----
+    With :math:`\\delta_1 = \\delta_2 = \\delta / 2`, sorted scores
+    :math:`x_1 \\le \\dots \\le x_n` (:math:`x_0 = 0`, :math:`x_{n+1} = 1`), windows
+    of lengths :math:`\\lceil 32 \\cdot 2^{k/2} \\rceil < n` and :math:`n`, starts
+    every quarter length, and per window the KL–Chernoff limits at
+    :math:`c = \\ln(2 J N_\\ell / \\delta_1)`,
+    :math:`U(x) = \\min\\{hi : x_{a+1} \\ge x\\}`,
+    :math:`L(x) = \\max\\{lo : x_{a+\\ell} \\le x\\}`. On gap :math:`i`,
+    :math:`G^+_i = \\max(x_{i+1} - L(x_i), U(x_{i+1}) - x_i)` and
+    :math:`G^-_i = \\max(0, x_i - U(x_{i+1}), L(x_i) - x_{i+1})`; with
+    :math:`K = \\lceil n \\varepsilon \\rceil`,
+    :math:`\\varepsilon = \\sqrt{\\ln(2/\\delta_2) / (2n)}`,
+
+    .. math:: U = \\frac{1}{n} \\sum_{j=1}^n \\max_{j-K \\le i \\le j+K-1} G^+_i,
+              \\qquad
+              L = \\frac{1}{n} \\sum_{j=1}^n \\min_{j-K \\le i \\le j+K-1} G^-_i.
+
+    :math:`G^+_i` is also taken at least 0 (as :math:`|x - \\eta(x)|` is), which
+    changes nothing unless the band crosses, and :math:`K` is rounded up from
+    :math:`n \\varepsilon (1 + 10^{-12})`, so that rounding never makes it smaller
+    than :math:`n \\varepsilon`.
+
+    ``window_bound='exact'`` (Clopper–Pearson limits through Hoeffding 1956) is not
+    offered: its theorem has not been checked against the source here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalbound import MonotoneCalibrationBound
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20_000)
+    >>> y = rng.uniform(size=20_000) < s ** 2  # miscalibrated: CE = 1/6
+    >>> est = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    >>> print(f"CE = {1 / 6:.3f} in [{est.lower_bound_:.3f}, {est.bound_:.3f}]")
+    CE = 0.167 in [0.082, 0.248]
+    """
+
+    short_name = None  # "monotone" once the scorers, tests and CLI know it
+    display_name = "Monotone band"
+    table_name = "Monotone"
+    assumption_params = ()
+    assumption_text = "E[y|s] non-decreasing in s"
+
+    _parameter_constraints = {
+        "confidence_level": _BaseCalibrationBound._parameter_constraints[
+            "confidence_level"
+        ],
+        "window_bound": [StrOptions({"kl"})],
+        "cv": [None, "cv_object"],
+        "aggregate": _BaseCalibrationBound._parameter_constraints["aggregate"],
+        "random_state": ["random_state"],
+        "pos_label": _BaseCalibrationBound._parameter_constraints["pos_label"],
+    }
+
+    def __init__(
+        self,
+        *,
+        confidence_level=0.95,
+        window_bound="kl",
+        cv=None,
+        aggregate="mean",
+        random_state=None,
+        pos_label=None,
+    ):
+        self.confidence_level = confidence_level
+        self.window_bound = window_bound
+        self.cv = cv
+        self.aggregate = aggregate
+        self.random_state = random_state
+        self.pos_label = pos_label
+
+    def _method(self):
+        return _BandMethod(window_bound=self.window_bound)
+
+    def _vacuous_advice(self):
+        return (
+            "More labelled samples shrink it (see the user guide's table of widths "
+            "by sample size)."
+        )
+
+    def _fit_arrays(self, method, scores, labels):
+        """Fit on validated float64 scores in [0, 1] and 0/1 labels."""
+        if self.cv is not None:  # SPEC 14.2: the shared fold loop
+            return self._fit_source(
+                method,
+                ArraySource(scores, labels),
+                "arrays",
+                arrays=(scores, labels),
+                digest=functools.partial(data_fingerprint, scores, labels),
+            )
+        delta = 1.0 - self.confidence_level
+        seed = check_random_seed(check_random_state(self.random_state))
+        # The data order is not needed any more (it is with cv: fold ids).
+        rows = dataclasses.replace(_sorted_rows(scores, labels, seed), order=None)
+        interval = band_interval(rows.scores, rows.labels, delta)
+        fit = _monotone_fit(rows, interval.fit.band)
+        terms = interval.terms
+        fold = FoldResult(
+            terms={k: terms[k] for k in ("band_upper", "transfer_upper")},
+            info={
+                "n_train": int(rows.scores.shape[0]),
+                "n_validation": 0,
+                "delta": float(delta),
+                **{k: terms[k] for k in _INFO_TERMS},
+            },
+            estimate=fit.estimate,
+            lower=interval.lower,
+        )
+        self._set_result(method, [fold], fit, rows.scores.shape[0], seed)
+        self.certificate_ = build_certificate(self, scores, labels)
+        return self
+
+    def _set_result(self, method, results, surrogate, n_samples, key_seed):
+        result = aggregate_folds(
+            results, self.aggregate, self.confidence_level, warn=False
+        )
+        # The estimate is the isotonic plug-in on all rows, whatever the folds.
+        self.result_ = dataclasses.replace(result, estimate=surrogate.estimate)
+        self.bound_ = self.result_.bound
+        self.lower_bound_ = self.result_.lower_bound
+        self.estimate_ = self.result_.estimate
+        if len(results) == 1 and "band_lower" in results[0].info:
+            info = results[0].info
+            self.terms_ = {**results[0].terms, **{k: info[k] for k in _INFO_TERMS}}
+        else:
+            self.terms_ = dict(self.result_.terms)
+        self.fold_results_ = self.result_.fold_frame()
+        self.n_splits_ = len(results)
+        self.surrogate_ = surrogate
+        self.band_ = surrogate.band
+        self.monotonicity_rejected_ = surrogate.band.crossed
+        name = type(self).__name__
+        if self.monotonicity_rejected_:
+            warnings.warn(
+                f"The calibration band of {name} crosses (L(s) > U(s) at some "
+                "score): the data reject a non-decreasing calibration function at "
+                f"level {(1.0 - self.confidence_level) / 2:g}, and the interval "
+                f"[{self.lower_bound_:.4g}, {self.bound_:.4g}] assumes one. Use "
+                "TVCalibrationBound (bounded variation instead of monotonicity; "
+                'its cell-based method="cells" where available).',
+                MonotonicityWarning,
+                stacklevel=_user_stacklevel(),
+            )
+        warn_if_vacuous(self.bound_, n_samples, name, self._vacuous_advice())
+
+    def predict(self, X):
+        """The isotonic regression of the labels on the scores, clipped into the band.
+
+        A recalibration map: the increasing step-and-ramp function
+        :class:`~sklearn.isotonic.IsotonicRegression` (``increasing=True``,
+        ``out_of_bounds='clip'``) fits on all rows, moved into the certified band
+        ``[L(s), U(s)]`` where it leaves it (to ``U`` where the band crosses).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+            Scores in [0, 1], or a ``predict_proba`` output.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Recalibrated probabilities.
+        """
+        return super().predict(X)
+
+    def predict_interval(self, X):
+        """The certified band at the scores: ``(L(s), U(s))``.
+
+        With probability at least ``1 - (1 - confidence_level) / 2``,
+        ``L(s) <= E[y | s] <= U(s)`` for every score ``s`` at once, if the
+        calibration function is monotone.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+            Scores in [0, 1], or a ``predict_proba`` output.
+
+        Returns
+        -------
+        lower : ndarray of shape (n_samples,)
+            ``L(s)``.
+        upper : ndarray of shape (n_samples,)
+            ``U(s)``.
+        """
+        check_is_fitted(self)
+        scores = check_scores(self, X)
+        return self.band_.lower_at(scores), self.band_.upper_at(scores)
+
+    def score(self, X, y):
+        """Negated fixed-split certified bound on held-out data (greater is better).
+
+        The band fitted on all rows plays the training part and ``(X, y)`` the
+        validation part, through the cross-fitted variant's per-fold formula (SPEC
+        14.2) with one fold at the full level: the mean of
+        ``max(s - L(s), U(s) - s)`` over the held-out scores plus a Maurer–Pontil
+        term at ``(1 - confidence_level) / 4``. Choosing among several bounds by
+        their value on the same held-out data needs fresh data or a union bound.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
+            Held-out scores (at least 2), independent of the data passed to ``fit``.
+        y : array-like of shape (n_samples,)
+            Held-out labels, from the classes seen in ``fit``; checked for
+            consistency only (the bound depends on the scores).
+
+        Returns
+        -------
+        float
+            ``-min(U, 1)`` where ``U`` is the certified bound on the held-out data.
+        """
+        return super().score(X, y)
+
+
+@validate_params(
+    {
+        "y_true": ["array-like"],
+        "y_prob": ["array-like"],
+        **MonotoneCalibrationBound._parameter_constraints,
+    },
+    prefer_skip_nested_validation=True,
+)
+def monotone_bound(
+    y_true,
+    y_prob,
+    *,
+    confidence_level=0.95,
+    window_bound="kl",
+    cv=None,
+    aggregate="mean",
+    random_state=None,
+    pos_label=None,
+):
+    """Certified upper bound on the L1 calibration error of a monotone calibration.
+
+    The functional form of :class:`MonotoneCalibrationBound`: returns the same number
+    as ``MonotoneCalibrationBound(...).fit(y_prob, y_true).bound_``.
+
+    Read more in the :ref:`User Guide <monotone_bound>`.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Binary labels; ``pos_label`` says which is the positive class.
+
+    y_prob : array-like of shape (n_samples,) or (n_samples, 2)
+        Predicted probabilities of the positive class, or a ``predict_proba`` output.
+
+    confidence_level : float, default=0.95
+        Probability with which the bound holds, in (0, 1); the paper's
+        ``delta`` is ``1 - confidence_level``.
+
+    window_bound : {'kl'}, default='kl'
+        Confidence limits of the window means: ``'kl'``, the KL–Chernoff limits
+        (Hoeffding 1963, Theorem 1), valid for independent labels with unequal means.
+
+    cv : int, cross-validation generator, iterable or None, default=None
+        ``None``: one band on all rows. Otherwise the cross-fitted variant, as in
+        :class:`MonotoneCalibrationBound`.
+
+    aggregate : {'mean', 'min'}, default='mean'
+        How fold bounds are combined: their mean (most stable) or their minimum
+        (tighter). Both are certified by the union bound over the folds.
+
+    random_state : int, RandomState instance or None, default=None
+        Controls the randomness of the fit: the folds when ``cv`` is an int, the
+        order of tied scores, and the subsample of validation points if there is one.
+        Pass an int for reproducible output across calls.
+
+    pos_label : int, float, bool or str, default=None
+        The label of the positive class (scikit-learn's ``pos_label``). ``None``
+        means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
+        labels (``"churn"``/``"stay"``, {1, 2}) need it. For a two-column
+        ``predict_proba`` input, the column of ``pos_label`` among the sorted labels
+        is used (column 1 by default), as scikit-learn orders ``classes_``.
+
+    Returns
+    -------
+    bound : float
+        Upper bound on the calibration error that holds with probability at least
+        ``confidence_level`` if ``E[y | s]`` is non-decreasing.
+
+    See Also
+    --------
+    MonotoneCalibrationBound : The estimator, with the band, the lower bound and the
+        terms.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcalbound import monotone_bound
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20_000)
+    >>> y = rng.uniform(size=20_000) < s  # perfectly calibrated: CE = 0
+    >>> print(round(monotone_bound(y, s, random_state=0), 3))
+    0.101
+    """
+    if is_dask_collection(y_true) or is_dask_collection(y_prob):
+        MonotoneCalibrationBound().fit(y_prob, y_true)  # says why it needs arrays
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "monotone_bound")
+    estimator = MonotoneCalibrationBound(
+        confidence_level=confidence_level,
+        window_bound=window_bound,
+        cv=cv,
+        aggregate=aggregate,
+        random_state=random_state,
+    )
+    return estimator.fit(scores, labels).bound_
