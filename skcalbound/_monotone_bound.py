@@ -11,7 +11,13 @@ from sklearn.isotonic import isotonic_regression
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
+from ._base import (
+    FoldTerms,
+    Passes,
+    _BaseCalibrationBound,
+    _BoundMethod,
+    _EstimateTap,
+)
 from ._certificate import build_certificate, data_fingerprint
 from ._chunks import ArraySource, check_random_seed, is_dask_collection
 from ._compat import StrOptions, validate_params
@@ -245,9 +251,11 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         ``confidence_level``.
 
     estimate_ : float
-        Plug-in estimate of the calibration error, ``mean |s - iso(s)|`` over the
-        rows with ``iso`` the isotonic regression of the labels on the scores. Not
-        certified.
+        Point estimate of the calibration error, not certified: the same for
+        every bound on the same rows and ``random_state`` (a cross-fitted binned
+        estimate whose bins are pooled where ``s - eta`` keeps its sign, see the
+        :ref:`User Guide <estimate>`). In a rare sample it lies outside
+        ``[lower_bound_, bound_]``.
 
     terms_ : dict of str to float
         With ``cv=None``: ``band_upper`` (the mean over the rows of the largest
@@ -415,16 +423,18 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
             estimate=fit.estimate,
             lower=interval.lower,
         )
-        self._set_result(method, [fold], fit, rows.scores.shape[0], seed)
+        # estimate_: the estimate every bound reports (_estimate), from the same seed.
+        estimate = _EstimateTap(ArraySource(scores, labels), seed).estimate()
+        self._set_result(method, [fold], fit, rows.scores.shape[0], seed, estimate)
         self.certificate_ = build_certificate(self, scores, labels)
         return self
 
-    def _set_result(self, method, results, surrogate, n_samples, key_seed):
+    def _set_result(self, method, results, surrogate, n_samples, key_seed, estimate):
         result = aggregate_folds(
             results, self.aggregate, self.confidence_level, warn=False
         )
-        # The estimate is the isotonic plug-in on all rows, whatever the folds.
-        self.result_ = dataclasses.replace(result, estimate=surrogate.estimate)
+        # The estimate every bound reports (_estimate), whatever the folds.
+        self.result_ = dataclasses.replace(result, estimate=estimate)
         self.bound_ = self.result_.bound
         self.lower_bound_ = self.result_.lower_bound
         self.estimate_ = self.result_.estimate
