@@ -4,6 +4,7 @@ import ast
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from skcalbound import NWCalibrationBound
@@ -258,3 +259,17 @@ def test_readme_slack_numbers_are_the_tables():
     ):
         decimals = len(quoted.split(".")[1])
         assert float(quoted) == round(rows[size][column], decimals), (size, column)
+
+
+def test_choosing_h_quotes_the_b2_the_default_uses():
+    # The page once quoted Corollary 4's 3 tanh^2/(2h^2) as the b2 in use, while the
+    # default (guarantee="high_probability") uses a third of it.
+    from skcalbound._sech import sech_derivative_bounds
+
+    page = (DOCS / "choosing_h.rst").read_text()
+    shown = re.search(r"b_2\(h\) = \\frac\{(\d*)\\tanh\^2\(1/h\)\}\{2h\^2\}", page)
+    assert shown, "the b2 formula was not found on choosing_h.rst"
+    factor = float(shown.group(1) or 1) / 2
+    for h in (2.0**-2, 2.0**-6, 2.0**-10):
+        b2 = sech_derivative_bounds(h)[1]
+        assert b2 == pytest.approx(factor * np.tanh(1 / h) ** 2 / h**2, rel=1e-12)
