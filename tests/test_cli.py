@@ -272,6 +272,7 @@ def _png_size(path):
         pytest.param([], 1, marks=pytest.mark.slow),
         pytest.param(["--b1", "2", "--b2", "4"], 2, marks=pytest.mark.slow),
         (["--h", "2^-6", "--bound", "tv", "nw", "lipschitz"], 3),
+        (["--bound", "monotone"], 1),  # the band: fast
     ],
 )
 def test_plot_has_one_panel_per_bound(csv_file, tmp_path, capsys, options, n_panels):
