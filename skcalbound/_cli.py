@@ -68,7 +68,7 @@ holds with probability at least --confidence-level (under each bound's assumptio
 and the exit status is 0; otherwise it is 1. A one-line verdict starting with PASS or
 FAIL is printed last (on stderr with --json, where the JSON also has a "gate" entry).
 To gate on one bound only, compute only that one (--bound nw). The binned ECE is
-never gated.
+never gated; a monotone band that crosses never passes.
 """
 
 EPILOG = """\
@@ -548,13 +548,17 @@ def bound_names(args):
 def _result_row(name, est, caught):
     """One bound's row of the report (``caught``: the warnings of its fit).
     ``certified``: it holds with probability at least ``confidence_level``; false for
-    the paper's NW and Lipschitz forms, which hold in expectation only."""
+    the paper's NW and Lipschitz forms, which hold in expectation only, and for a
+    band that crosses (``assumption_rejected``: the data reject the monotone
+    calibration function the interval assumes)."""
     expectation = _in_expectation_only(
         name, getattr(est, "guarantee", "high_probability")
     )
+    rejected = bool(getattr(est, "monotonicity_rejected_", False))
     return {
         "method": name,
-        "certified": not expectation,
+        "certified": not (expectation or rejected),
+        "assumption_rejected": rejected,
         "lower_bound": float(est.lower_bound_),
         "bound": float(est.bound_),
         "estimate": float(est.estimate_),
@@ -579,6 +583,7 @@ def _ece_row(args, ece):
         "confidence_level": None,
         "guarantee": None,
         "in_expectation_only": None,
+        "assumption_rejected": None,
         "assumption": f"heuristic, not a bound ({args.n_bins} equal-width bins)",
         "terms": {},
         "warnings": [],
@@ -690,7 +695,12 @@ def format_table(results, header):
         if _is_bound(r):
             name = _table_name(r["method"])
             level = f"{100 * r['confidence_level']:g}%"
-            if r["in_expectation_only"]:
+            if r.get("assumption_rejected"):
+                holds = (
+                    "rejected by the data (the band crosses): not certified, and "
+                    "never passes --max-ce"
+                )
+            elif r["in_expectation_only"]:
                 holds = (
                     "paper's form: holds in expectation over the training labels, not "
                     f"with probability >= {level}"
@@ -730,19 +740,28 @@ def gate(results, max_ce):
     """The ``--max-ce`` gate: passed iff every bound's upper bound is below ``max_ce``.
 
     Returns a dict with ``max_ce``, ``passed``, ``gated`` (the bounds compared),
-    ``failed`` (those not below ``max_ce``) and the one-line ``verdict``.
+    ``failed`` (those not below ``max_ce``, and a band that crosses: the data reject
+    the assumption its interval needs, so it never passes) and the one-line
+    ``verdict``.
     """
     bounds = [r for r in results if _is_bound(r)]
-    failed = [r for r in bounds if not r["bound"] < max_ce]
+
+    def below(r):
+        return r["bound"] < max_ce and not r.get("assumption_rejected")
+
+    failed = [r for r in bounds if not below(r)]
     passed = not failed
     level = f"{100 * bounds[0]['confidence_level']:g}%"
 
     def compared(r):
         sign = "<" if r["bound"] < max_ce else ">="
-        return f"{r['method']} upper bound {r['bound']:.6f} {sign} {max_ce:g}"
+        text = f"{r['method']} upper bound {r['bound']:.6f} {sign} {max_ce:g}"
+        if r.get("assumption_rejected"):
+            text += " but its band crosses (monotonicity rejected)"
+        return text
 
     # The failing bounds first: they are the reason for the verdict.
-    shown = failed + [r for r in bounds if r["bound"] < max_ce]
+    shown = failed + [r for r in bounds if below(r)]
     listed = "; ".join(compared(r) for r in shown)
     loose = [r["method"] for r in bounds if r["in_expectation_only"]]
     if passed:

@@ -1086,3 +1086,31 @@ def test_chunksize_without_h_names_the_band(csv_file, capsys):
     assert main([str(csv_file), "--chunksize", "1000"]) == 2
     err = capsys.readouterr().err
     assert "the default monotone band (and tv) needs the whole sorted sample" in err
+
+
+def test_a_crossing_band_is_not_certified_and_never_passes_the_gate(tmp_path, capsys):
+    from skcalbound import MonotonicityWarning
+    from skcalbound.datasets import make_oscillating
+
+    data = make_oscillating(10**4, random_state=0)  # E[y|s] not monotone
+    path = tmp_path / "oscillating.csv"
+    pd.DataFrame({"y_prob": data.scores, "y_true": data.labels}).to_csv(
+        path, index=False
+    )
+    with pytest.warns(MonotonicityWarning):  # the command reports it in the row
+        band = MonotoneCalibrationBound(random_state=0).fit(data.scores, data.labels)
+    assert band.monotonicity_rejected_ and band.bound_ < 0.5
+    assert main([str(path), "--max-ce", "0.5", "--json"]) == 1
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    row = report["results"][0]
+    assert row["bound"] == band.bound_
+    assert row["assumption_rejected"] is True and row["certified"] is False
+    assert any(w.startswith("The calibration band of") for w in row["warnings"])
+    assert report["gate"]["failed"] == ["monotone"]
+    assert err.startswith("FAIL (--max-ce 0.5)")
+    assert "but its band crosses (monotonicity rejected)" in err
+    assert main([str(path)]) == 0
+    assert "rejected by the data (the band crosses): not certified" in (
+        " ".join(capsys.readouterr().out.split())
+    )
