@@ -37,14 +37,23 @@ class, or any two labels with --pos-label naming the positive one).
 
 Each bound's interval holds (both ends at once) with probability at least
 --confidence-level under its assumption on the calibration function E[y|s]:
-  tv         total variation <= V (V=1: any monotone calibration function).
-             Needs nothing else; use it for raw classifier scores.
-  nw         bounded derivatives, which hold by construction when the scores were
-             perturbed with the sech kernel of bandwidth h (skcalbound.perturb_scores
-             or SechPerturbedClassifier): pass that --h (e.g. --h 2^-6). h states
-             how the scores were produced; it is not a knob to tune. The tightest
-             bound.
-  lipschitz  Lipschitz calibration function (the paper's baseline): pass --h or --L.
+  bound      assumption on E[y|s]                 for
+  monotone   non-decreasing in s                  raw scores (the default)
+  tv         total variation <= V (--V, 1)        raw scores, E[y|s] not monotone
+  nw         bounded derivatives (--h, or --b1    perturbed scores (the tightest)
+             and --b2)
+  lipschitz  Lipschitz (--h or --L)               perturbed scores (the paper's
+                                                  baseline)
+Default: monotone, plus nw with --h (or --b1/--b2) and lipschitz with --L (tv
+instead of monotone with --guarantee paper). monotone is a certified band
+L(s) <= E[y|s] <= U(s) for all scores at once (no folds, no constant to choose). A
+monotone E[y|s] is an assumption about the model: when the band crosses (L > U
+somewhere) the data reject it and the row warns, but not every non-monotone E[y|s]
+makes it cross; if E[y|s] may not be monotone, choose tv before looking at the
+data. nw's bounded derivatives hold by construction when the scores were perturbed
+with the sech kernel of bandwidth h (skcalbound.perturb_scores or
+SechPerturbedClassifier): pass that --h (e.g. --h 2^-6). h states how the scores
+were produced; it is not a knob to tune.
 The 15-bin ECE is printed next to them for comparison; it is a heuristic, not a bound.
 Each interval holds on its own: reporting the smallest of several intervals computed
 on the same file is not certified at --confidence-level (compute each at
@@ -59,7 +68,7 @@ holds with probability at least --confidence-level (under each bound's assumptio
 and the exit status is 0; otherwise it is 1. A one-line verdict starting with PASS or
 FAIL is printed last (on stderr with --json, where the JSON also has a "gate" entry).
 To gate on one bound only, compute only that one (--bound nw). The binned ECE is
-never gated.
+never gated; a monotone band that crosses never passes.
 """
 
 EPILOG = """\
@@ -183,8 +192,9 @@ def build_parser():
         help="read the file ROWS rows at a time, never whole (files larger than "
         "memory). Without it, nw and lipschitz (either --guarantee) stream in chunks "
         f"of {CHUNK_ROWS} rows when they are all the bounds asked for (--bound nw "
-        "lipschitz) and neither --by nor --plot is given; tv sorts every score, so "
-        "with it the two columns (and --by's) are read whole, no other column. The "
+        "lipschitz) and neither --by nor --plot is given; tv and monotone sort every "
+        "score, so with them the two columns (and --by's) are read whole, no other "
+        "column. The "
         "numbers do not depend on how the file is read",
     )
     data.add_argument(
@@ -201,8 +211,9 @@ def build_parser():
         nargs="+",
         default=None,
         metavar="NAME",
-        help="bounds to compute, any of: tv, nw, lipschitz (default: tv; also nw "
-        "when --h or --b1/--b2 is given, lipschitz when --L is given)",
+        help="bounds to compute, any of: monotone, tv, nw, lipschitz (default: "
+        "monotone; also nw when --h or --b1/--b2 is given, lipschitz when --L is "
+        "given; tv instead of monotone with --guarantee paper)",
     )
     bounds.add_argument(
         "--confidence-level",
@@ -218,7 +229,7 @@ def build_parser():
         help="high_probability: every interval holds with probability >= "
         "--confidence-level (default); paper: the paper's published forms, for "
         "comparison with its numbers (nw, lipschitz: in expectation over the "
-        "training labels only)",
+        "training labels only; monotone has no paper form)",
     )
     bounds.add_argument(
         "--V",
@@ -258,7 +269,8 @@ def build_parser():
         type=int,
         default=5,
         metavar="K",
-        help="number of cross-fitting folds (default: %(default)s)",
+        help="number of cross-fitting folds of tv, nw and lipschitz (default: "
+        "%(default)s); monotone fits one band on all rows",
     )
     bounds.add_argument(
         "--aggregate",
@@ -272,7 +284,8 @@ def build_parser():
         type=int,
         default=0,
         metavar="SEED",
-        help="seed of the shuffled folds (default: %(default)s, reproducible)",
+        help="seed of the shuffled folds, and of monotone's order of tied scores "
+        "(default: %(default)s, reproducible)",
     )
     bounds.add_argument(
         "--n-bins",
@@ -462,7 +475,7 @@ def scores_and_labels(frame, scores_column, labels_column, path, pos_label=None)
 def _bound_classes():
     """``{name: class}`` of the bounds, read from the bound classes (imported here, not
     at start-up, so that ``--version`` and ``--help`` import no scikit-learn)."""
-    from . import _groups  # noqa: F401 (imports every bound module)
+    from . import _groups, _monotone_bound  # noqa: F401 (every bound module)
     from ._base import bound_classes
 
     return bound_classes()
@@ -470,7 +483,10 @@ def _bound_classes():
 
 def _estimators(args, bounds):
     """The estimator of each bound name, its assumption from the options of the
-    parameters it states it with (``assumption_params``)."""
+    parameters it states it with (``assumption_params``), and the common options it
+    takes. A bound that does not cross-fit by default (monotone: ``cv=None``, one
+    band on all rows) keeps its ``cv``; one without a ``guarantee`` parameter
+    (monotone) refuses ``--guarantee paper``."""
     classes = _bound_classes()
     common = dict(
         confidence_level=args.confidence_level,
@@ -479,12 +495,22 @@ def _estimators(args, bounds):
         aggregate=args.aggregate,
         random_state=args.random_state,
     )
-    return {
-        name: classes[name](
-            **{p: getattr(args, p) for p in classes[name].assumption_params}, **common
+    estimators = {}
+    for name in bounds:
+        cls = classes[name]
+        defaults = cls().get_params()
+        if args.guarantee != "high_probability" and "guarantee" not in defaults:
+            raise CLIError(
+                f"--guarantee {args.guarantee}: {name} has no paper form (the paper "
+                "has no calibration band); compute it without --guarantee, or use "
+                "--bound tv nw lipschitz"
+            )
+        skip = {"cv", "aggregate"} if defaults.get("cv", 0) is None else set()
+        params = {k: v for k, v in common.items() if k in defaults and k not in skip}
+        estimators[name] = cls(
+            **{p: getattr(args, p) for p in cls.assumption_params}, **params
         )
-        for name in bounds
-    }
+    return estimators
 
 
 def _assumption(est):
@@ -507,10 +533,11 @@ def _is_bound(row):
 
 
 def bound_names(args):
-    """The bounds to compute: --bound, or tv plus those the assumption options name."""
+    """The bounds to compute: --bound, or monotone (tv with --guarantee paper: the
+    paper has no band) plus those the assumption options name."""
     bounds = args.bound
     if bounds is None:
-        bounds = ["tv"]
+        bounds = ["tv" if args.guarantee == "paper" else "monotone"]
         if args.h is not None or args.b1 is not None or args.b2 is not None:
             bounds.append("nw")
         if args.L is not None:
@@ -521,16 +548,22 @@ def bound_names(args):
 def _result_row(name, est, caught):
     """One bound's row of the report (``caught``: the warnings of its fit).
     ``certified``: it holds with probability at least ``confidence_level``; false for
-    the paper's NW and Lipschitz forms, which hold in expectation only."""
-    expectation = _in_expectation_only(name, est.guarantee)
+    the paper's NW and Lipschitz forms, which hold in expectation only, and for a
+    band that crosses (``assumption_rejected``: the data reject the monotone
+    calibration function the interval assumes)."""
+    expectation = _in_expectation_only(
+        name, getattr(est, "guarantee", "high_probability")
+    )
+    rejected = bool(getattr(est, "monotonicity_rejected_", False))
     return {
         "method": name,
-        "certified": not expectation,
+        "certified": not (expectation or rejected),
+        "assumption_rejected": rejected,
         "lower_bound": float(est.lower_bound_),
         "bound": float(est.bound_),
         "estimate": float(est.estimate_),
         "confidence_level": float(est.confidence_level),
-        "guarantee": est.guarantee,
+        "guarantee": getattr(est, "guarantee", "high_probability"),
         "in_expectation_only": expectation,
         "assumption": _assumption(est),
         "terms": {k: float(v) for k, v in est.terms_.items()},
@@ -550,6 +583,7 @@ def _ece_row(args, ece):
         "confidence_level": None,
         "guarantee": None,
         "in_expectation_only": None,
+        "assumption_rejected": None,
         "assumption": f"heuristic, not a bound ({args.n_bins} equal-width bins)",
         "terms": {},
         "warnings": [],
@@ -595,16 +629,16 @@ def compute_chunks(args):
             )
     if args.n_bins < 1:
         raise CLIError(f"--n-bins: must be at least 1; got {args.n_bins}")
-    names = bound_names(args)
-    if args.bound is None:  # the default TV needs the sorted sample: leave it out
-        names = [name for name in names if name != "tv"]
-        if not names:
+    estimators = _estimators(args, bound_names(args))
+    if args.bound is None:  # the default monotone (or tv) sorts: leave it out
+        estimators = {k: e for k, e in estimators.items() if _mergeable(e)}
+        if not estimators:
             raise CLIError(
                 "--chunksize certifies with nw, which needs its assumption: pass --h "
-                "(or --b1 and --b2); TV needs the whole sorted sample"
+                "(or --b1 and --b2); the default monotone band (and tv) needs the "
+                "whole sorted sample"
             )
     reader = ChunkedFile(args.file, args)
-    estimators = _estimators(args, names)
     results = compute_chunked(args, estimators, reader, _result_row)
     results.append(_ece_row(args, reader.binned_ece()))
     return results, estimators, reader.n_samples, _plain(reader.positive)
@@ -616,13 +650,15 @@ def streams(args):
     ``--by`` nor ``--plot`` needs the rows in memory."""
     if args.by is not None or args.plot is not None:
         return False
-    for est in _estimators(args, bound_names(args)).values():
-        try:
-            if not est._method().mergeable:
-                return False
-        except (ValueError, TypeError):  # a bad option: the fit in memory says it
-            return False
-    return True
+    return all(map(_mergeable, _estimators(args, bound_names(args)).values()))
+
+
+def _mergeable(est):
+    """Whether a bound runs on chunks (nw, lipschitz), not on the sorted sample."""
+    try:
+        return est._method().mergeable
+    except (ValueError, TypeError):  # a bad option: the fit in memory says it
+        return False
 
 
 def selection_note(results):
@@ -659,7 +695,12 @@ def format_table(results, header):
         if _is_bound(r):
             name = _table_name(r["method"])
             level = f"{100 * r['confidence_level']:g}%"
-            if r["in_expectation_only"]:
+            if r.get("assumption_rejected"):
+                holds = (
+                    "rejected by the data (the band crosses): not certified, and "
+                    "never passes --max-ce"
+                )
+            elif r["in_expectation_only"]:
                 holds = (
                     "paper's form: holds in expectation over the training labels, not "
                     f"with probability >= {level}"
@@ -671,7 +712,10 @@ def format_table(results, header):
                 f"{r['assumption']}; {holds}"
             )
             for term, value in r["terms"].items():
-                lines.append(f"  {term:<22}{value:>10.6f}")
+                shown = f"{value:>10.6f}"
+                if term.startswith("n_") and float(value).is_integer():  # a count
+                    shown = f"{int(value):>10d}"
+                lines.append(f"  {term:<22}{shown}")
             for message in r["warnings"]:
                 lines.extend(
                     textwrap.wrap(
@@ -696,19 +740,28 @@ def gate(results, max_ce):
     """The ``--max-ce`` gate: passed iff every bound's upper bound is below ``max_ce``.
 
     Returns a dict with ``max_ce``, ``passed``, ``gated`` (the bounds compared),
-    ``failed`` (those not below ``max_ce``) and the one-line ``verdict``.
+    ``failed`` (those not below ``max_ce``, and a band that crosses: the data reject
+    the assumption its interval needs, so it never passes) and the one-line
+    ``verdict``.
     """
     bounds = [r for r in results if _is_bound(r)]
-    failed = [r for r in bounds if not r["bound"] < max_ce]
+
+    def below(r):
+        return r["bound"] < max_ce and not r.get("assumption_rejected")
+
+    failed = [r for r in bounds if not below(r)]
     passed = not failed
     level = f"{100 * bounds[0]['confidence_level']:g}%"
 
     def compared(r):
         sign = "<" if r["bound"] < max_ce else ">="
-        return f"{r['method']} upper bound {r['bound']:.6f} {sign} {max_ce:g}"
+        text = f"{r['method']} upper bound {r['bound']:.6f} {sign} {max_ce:g}"
+        if r.get("assumption_rejected"):
+            text += " but its band crosses (monotonicity rejected)"
+        return text
 
     # The failing bounds first: they are the reason for the verdict.
-    shown = failed + [r for r in bounds if r["bound"] < max_ce]
+    shown = failed + [r for r in bounds if below(r)]
     listed = "; ".join(compared(r) for r in shown)
     loose = [r["method"] for r in bounds if r["in_expectation_only"]]
     if passed:
@@ -1018,6 +1071,8 @@ def _main(argv):
             f"aggregate={args.aggregate}, guarantee={args.guarantee}, "
             f"random_state={args.random_state}"
         )
+        if "monotone" in estimators:
+            header += " (monotone: one band on all rows, no folds)"
         if args.chunksize is not None:
             header += f"; read in chunks of {args.chunksize} rows"
         print(format_table(results, header))
@@ -1165,10 +1220,7 @@ def read_certificates(path):
 
 
 def _verifiable():
-    from . import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
-
-    classes = (TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound)
-    return {cls.__name__: cls for cls in classes}
+    return {cls.__name__: cls for cls in _bound_classes().values()}
 
 
 def _read_options(args, certificate):

@@ -12,7 +12,12 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
+from . import (  # noqa: F401 (the bounds)
+    _lipschitz_bound,
+    _monotone_bound,
+    _nw_bound,
+    _tv_bound,
+)
 from ._base import bound_classes, bound_name, in_expectation_only
 from ._scorers import perturbation_assumption
 from ._sech_perturbed import SechPerturbedClassifier
@@ -272,6 +277,100 @@ def _smoothing_band(estimator, method, grid):
     return np.minimum(g, 1.0)
 
 
+# The monotone band (MonotoneCalibrationBound.band_): a simultaneous band, drawn as
+# the step functions it is, and where it crosses (L > U) in a colour of its own.
+_CROSSING_COLOR = "crimson"
+
+
+def _band_steps(scores, lower, upper):
+    """The band of :class:`~skcalbound.MonotoneCalibrationBound` as constant pieces.
+
+    ``scores`` are the distinct sorted scores ``u_1 < ... < u_m`` with ``lower =
+    L(u_k)`` and ``upper = U(u_k)``; ``L`` is right-continuous and ``U``
+    left-continuous (``Band``), so on ``[0, u_1)`` the band is ``[0, U(u_1)]``, on
+    the open gap ``(u_k, u_{k+1})`` it is ``[L(u_k), U(u_{k+1})]`` and on
+    ``(u_m, 1]`` it is ``[L(u_m), 1]``. Returns ``(edges, lo, hi)``: the band is
+    ``[lo[i], hi[i]]`` between ``edges[i]`` and ``edges[i + 1]`` (open pieces;
+    consecutive equal pieces merged, which changes no point of the drawing).
+    """
+    scores = np.asarray(scores, dtype=float)
+    edges = np.concatenate(([0.0], scores, [1.0]))
+    lo = np.concatenate(([0.0], np.asarray(lower, dtype=float)))
+    hi = np.concatenate((np.asarray(upper, dtype=float), [1.0]))
+    keep = np.ones(lo.shape[0], dtype=bool)
+    keep[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+    starts = np.flatnonzero(keep)
+    return edges[np.append(starts, lo.shape[0])], lo[starts], hi[starts]
+
+
+def _steps(edges, values):
+    """``(x, y)`` of a piecewise constant function drawn with vertical jumps."""
+    return np.repeat(edges, 2)[1:-1], np.repeat(values, 2)
+
+
+def _crossing_points(scores, lower, upper):
+    """The scores ``u_k`` where ``L(u_k) > U(u_k)`` and the drawn gaps do not already
+    cover ``[U(u_k), L(u_k)]``: the gap before ``u_k`` crosses over that segment when
+    ``L`` does not jump at ``u_k``, the gap after it when ``U`` does not (the
+    crossing regions are closed in the drawing). Returns a boolean mask."""
+    before = np.concatenate(([0.0], lower[:-1]))  # L just below u_k (0 below u_1)
+    after = np.concatenate((upper[1:], [1.0]))  # U just above u_k (1 above u_m)
+    return (lower > upper) & (before < lower) & (upper < after)
+
+
+def _draw_certified_band(ax, certified_band, color, level):
+    """Fill the band (where ``L <= U``) and, where it crosses, the region between
+    ``U`` and ``L`` in red: on the gaps between scores (filled) and at the scores
+    where only the score itself crosses (segments). Returns ``(band, crossing)``:
+    the band's PolyCollection and None, or the crossing's ``(PolyCollection,
+    Line2D)`` (the segments as one line broken by NaN)."""
+    scores, lower, upper = (np.asarray(a, dtype=float) for a in certified_band)
+    edges, lo, hi = _band_steps(scores, lower, upper)
+    x, y_lo = _steps(edges, np.minimum(lo, hi))
+    _, y_hi = _steps(edges, hi)
+    band = ax.fill_between(
+        x,
+        y_lo,
+        y_hi,
+        color=color,
+        alpha=0.25,
+        linewidth=0,
+        zorder=2,
+        label=f"certified band, {level}, all scores at once\n"
+        "(if E[y|s] is non-decreasing; $L(s) \\leq E[y \\mid s] \\leq U(s)$)",
+    )
+    # A crossing on a gap (L(u_k) > U(u_{k+1})) is a crossing at u_k too.
+    if not np.any(lower > upper):
+        return band, None
+    # Only the crossing pieces (each piece is two points of x), outlined so that a
+    # small crossing still shows.
+    crossed = np.repeat(lo > hi, 2)
+    region = ax.fill_between(
+        x,
+        np.repeat(hi, 2),
+        np.repeat(lo, 2),
+        where=crossed,
+        facecolor=_CROSSING_COLOR,
+        edgecolor=_CROSSING_COLOR,
+        alpha=0.6,
+        linewidth=1.0,
+        zorder=3.5,
+        label="band crosses ($L > U$): the data reject a non-decreasing "
+        "E[y|s],\nwhich the band and the interval assume",
+    )
+    at = _crossing_points(scores, lower, upper)
+    nan = np.full(int(at.sum()), np.nan)
+    (points,) = ax.plot(
+        np.column_stack((scores[at], scores[at], nan)).ravel(),
+        np.column_stack((upper[at], lower[at], nan)).ravel(),
+        color=_CROSSING_COLOR,
+        linewidth=1.5,
+        zorder=3.5,
+        label="_band crosses at a score",
+    )
+    return band, (region, points)
+
+
 def check_matplotlib_support(caller):
     """Raise a clear ImportError if matplotlib is missing."""
     try:
@@ -296,6 +395,10 @@ def _bound_text(display):
         claim = f"CE $\\in$ [{display.lower_bound:.3f}, {display.bound:.3f}]"
     if in_expectation_only(display.method, display.guarantee):
         return f"{claim} ({level}, paper's form: in expectation over training labels)"
+    band = display.certified_band
+    if band is not None and np.any(np.asarray(band[1]) > np.asarray(band[2])):
+        # Crossed: the data reject the assumption the interval is certified under.
+        return f"{claim} ({level}) if E[y|s] were non-decreasing, which the data reject"
     return f"certified {claim} ({level})"
 
 
@@ -341,6 +444,17 @@ class CalibrationBoundDisplay:
     :math:`L \\cdot \\mathrm{mean}_{i \\in b} |s_i - s| + 1 / (2 \\sqrt{n_b})` over the
     score's bucket, the same in both modes.
 
+    For :class:`~skcalbound.MonotoneCalibrationBound` the curve is its ``predict``,
+    the isotonic fit clipped into the band (a recalibration map), and the shaded
+    region is the certified band ``L(s) <= E[y | s] <= U(s)`` (``band_``, at every
+    score at once, if the calibration function is non-decreasing), drawn as the step
+    functions it is: ``L`` right-continuous and ``U`` left-continuous, as
+    :meth:`~skcalbound.MonotoneCalibrationBound.predict_interval` evaluates them. Its
+    legend gives ``confidence_level``, at which the band and the interval hold
+    together (the band alone holds at ``1 - (1 - confidence_level) / 2``). Where the
+    band crosses (``L > U``: the data reject monotonicity), the crossing is drawn in
+    red and the legend says so.
+
     It is recommended to create a display with :meth:`from_estimator`,
     :meth:`from_predictions` or :meth:`from_bound`. All attributes are stored
     unchanged.
@@ -367,10 +481,18 @@ class CalibrationBoundDisplay:
         Half-width of the band around the surrogate (the error bound
         :math:`\\tilde g` at ``grid``), or None for no band.
 
+    certified_band : tuple of three ndarrays, default=None
+        A simultaneous band ``(scores, lower, upper)``: distinct sorted scores and
+        ``L``, ``U`` there, ``L`` right-continuous and ``U`` left-continuous step
+        functions between them (the arrays of
+        :attr:`MonotoneCalibrationBound.band_
+        <skcalbound.MonotoneCalibrationBound>`), drawn as steps over [0, 1]; or
+        None.
+
     y_prob : ndarray of shape (n_samples,), default=None
         Scores shown as a histogram, or None for no histogram.
 
-    method : {'tv', 'nw', 'lipschitz'}, default='tv'
+    method : {'tv', 'nw', 'lipschitz', 'monotone'}, default='tv'
         The bound that produced the numbers, named in the legend.
 
     confidence_level : float, default=0.95
@@ -394,7 +516,15 @@ class CalibrationBoundDisplay:
         The surrogate curve.
 
     band_ : matplotlib PolyCollection or None
-        The band, or None if no band was drawn.
+        The band (for ``certified_band``: where ``L <= U``), or None if no band
+        was drawn.
+
+    crossing_ : tuple or None
+        Where a ``certified_band`` crosses: ``(PolyCollection, Line2D)``, the
+        region between ``U`` and ``L`` on the gaps between scores, and the
+        segments ``[U(u), L(u)]`` at the scores ``u`` where ``L > U`` that the
+        gaps do not cover (one line broken by NaN); None when it does not cross
+        (or there is no such band).
 
     flat_ends_ : list of matplotlib Rectangle or None
         For TV, the hatched score ranges where the drawn step function is flat at
@@ -443,6 +573,7 @@ class CalibrationBoundDisplay:
         *,
         lower_bound=None,
         band=None,
+        certified_band=None,
         y_prob=None,
         method="tv",
         confidence_level=0.95,
@@ -454,6 +585,7 @@ class CalibrationBoundDisplay:
         self.bound = bound
         self.lower_bound = lower_bound
         self.band = band
+        self.certified_band = certified_band
         self.y_prob = y_prob
         self.method = method
         self.confidence_level = confidence_level
@@ -538,6 +670,11 @@ class CalibrationBoundDisplay:
             label = f"{prefix}{_TV_CURVE};\n{_bound_text(self)}"
             line_kwargs["label"] = label
             line_kwargs["drawstyle"] = "steps-post"  # a right-continuous step function
+        elif self.method == "monotone":
+            line_kwargs["label"] = (
+                f"{prefix}isotonic fit $\\hat\\eta$ (predict: a recalibration map);"
+                f"\n{_bound_text(self)}"
+            )
         line_kwargs.update(kwargs)
         (self.line_,) = ax.plot(self.grid, self.surrogate, **line_kwargs)
 
@@ -560,7 +697,14 @@ class CalibrationBoundDisplay:
                 for k, (low, high) in enumerate(_flat_ends(self.grid, self.surrogate))
             ]
 
-        self.band_ = None
+        self.band_, self.crossing_ = None, None
+        if show_band and self.certified_band is not None:
+            self.band_, self.crossing_ = _draw_certified_band(
+                ax,
+                self.certified_band,
+                self.line_.get_color(),
+                _percent(self.confidence_level),
+            )
         if show_band and self.band is not None:
             lower = np.clip(self.surrogate - self.band, 0.0, 1.0)
             upper = np.clip(self.surrogate + self.band, 0.0, 1.0)
@@ -598,11 +742,14 @@ class CalibrationBoundDisplay:
                 label=f"{prefix}scores (histogram, scaled)",
             )
 
+        ylabel = "$E[y \\mid s]$ (surrogate $\\hat\\eta$)"
+        if self.certified_band is not None:  # the band is about E[y|s] itself
+            ylabel = "$E[y \\mid s]$"
         ax.set(
             xlim=(0.0, 1.0),
             ylim=(0.0, 1.0),
             xlabel="Predicted probability $s$",
-            ylabel="$E[y \\mid s]$ (surrogate $\\hat\\eta$)",
+            ylabel=ylabel,
         )
         _legend_below(ax)
         return self
@@ -646,11 +793,14 @@ class CalibrationBoundDisplay:
         y : array-like of shape (n_samples,)
             Labels, among ``estimator.classes_``.
 
-        bound : {'tv', 'nw', 'lipschitz'} or bound estimator, default='tv'
-            The bound to compute: a name (the estimator is built with
-            ``bound_params``) or an unfitted :class:`~skcalbound.TVCalibrationBound`,
-            :class:`~skcalbound.NWCalibrationBound` or
-            :class:`~skcalbound.LipschitzBucketBound` (cloned, never modified).
+        bound : str or bound estimator, default='tv'
+            The bound to compute: a name, ``'tv'``, ``'nw'``, ``'lipschitz'`` or
+            ``'monotone'`` (the estimator is built with
+            ``bound_params``) or an unfitted bound estimator
+            (:class:`~skcalbound.TVCalibrationBound`,
+            :class:`~skcalbound.NWCalibrationBound`,
+            :class:`~skcalbound.LipschitzBucketBound` or
+            :class:`~skcalbound.MonotoneCalibrationBound`; cloned, never modified).
 
         bound_params : dict, default=None
             Parameters of the bound estimator, e.g. ``{"h": 2**-6,
@@ -681,7 +831,7 @@ class CalibrationBoundDisplay:
             Whether to draw the diagonal of perfect calibration (once per axes).
 
         show_band : bool, default=True
-            Whether to draw the band (NW and Lipschitz bounds only).
+            Whether to draw the band (NW, Lipschitz and monotone bounds only).
 
         show_hist : bool, default=True
             Whether to draw the histogram of the scores.
@@ -776,11 +926,14 @@ class CalibrationBoundDisplay:
             output (columns in sorted label order; the column of ``pos_label`` is
             used).
 
-        bound : {'tv', 'nw', 'lipschitz'} or bound estimator, default='tv'
-            The bound to compute: a name (the estimator is built with
-            ``bound_params``) or an unfitted :class:`~skcalbound.TVCalibrationBound`,
-            :class:`~skcalbound.NWCalibrationBound` or
-            :class:`~skcalbound.LipschitzBucketBound` (cloned, never modified).
+        bound : str or bound estimator, default='tv'
+            The bound to compute: a name, ``'tv'``, ``'nw'``, ``'lipschitz'`` or
+            ``'monotone'`` (the estimator is built with
+            ``bound_params``) or an unfitted bound estimator
+            (:class:`~skcalbound.TVCalibrationBound`,
+            :class:`~skcalbound.NWCalibrationBound`,
+            :class:`~skcalbound.LipschitzBucketBound` or
+            :class:`~skcalbound.MonotoneCalibrationBound`; cloned, never modified).
 
         bound_params : dict, default=None
             Parameters of the bound estimator, e.g. ``{"h": 2**-6,
@@ -808,7 +961,7 @@ class CalibrationBoundDisplay:
             Whether to draw the diagonal of perfect calibration (once per axes).
 
         show_band : bool, default=True
-            Whether to draw the band (NW and Lipschitz bounds only).
+            Whether to draw the band (NW, Lipschitz and monotone bounds only).
 
         show_hist : bool, default=True
             Whether to draw the histogram of the scores.
@@ -880,8 +1033,9 @@ class CalibrationBoundDisplay:
         ----------
         estimator : bound estimator
             A fitted :class:`~skcalbound.TVCalibrationBound`,
-            :class:`~skcalbound.NWCalibrationBound` or
-            :class:`~skcalbound.LipschitzBucketBound`.
+            :class:`~skcalbound.NWCalibrationBound`,
+            :class:`~skcalbound.LipschitzBucketBound` or
+            :class:`~skcalbound.MonotoneCalibrationBound`.
 
         y_prob : array-like of shape (n_samples,) or (n_samples, 2), default=None
             Scores to show as a histogram, usually those the bound was fitted on;
@@ -905,7 +1059,7 @@ class CalibrationBoundDisplay:
             Whether to draw the diagonal of perfect calibration (once per axes).
 
         show_band : bool, default=True
-            Whether to draw the band (NW and Lipschitz bounds only).
+            Whether to draw the band (NW, Lipschitz and monotone bounds only).
 
         show_hist : bool, default=True
             Whether to draw the histogram of the scores.
@@ -949,16 +1103,21 @@ class CalibrationBoundDisplay:
         if n_grid is None:
             n_grid = _default_n_grid(estimator, method, low, high)
         grid = np.linspace(low, high, n_grid)
+        certified_band = None
+        if method == "monotone":
+            band = estimator.band_
+            certified_band = (band.scores, band.lower, band.upper)
         display = cls(
             grid,
             estimator.predict(grid),
             float(estimator.bound_),
             lower_bound=float(estimator.lower_bound_),
             band=_smoothing_band(estimator, method, grid),
+            certified_band=certified_band,
             y_prob=scores,
             method=method,
             confidence_level=float(estimator.confidence_level),
-            guarantee=estimator.guarantee,
+            guarantee=getattr(estimator, "guarantee", "high_probability"),
             estimator_name=name,
         )
         display.estimator_ = estimator

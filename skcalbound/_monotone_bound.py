@@ -352,7 +352,7 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
     CE = 0.167 in [0.082, 0.248]
     """
 
-    short_name = None  # "monotone" once the scorers, tests and CLI know it
+    short_name = "monotone"
     display_name = "Monotone band"
     table_name = "Monotone"
     assumption_params = ()

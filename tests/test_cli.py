@@ -23,6 +23,7 @@ import tomllib
 
 from skcalbound import (
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     TVCalibrationBound,
     binned_ece,
@@ -95,9 +96,34 @@ def _ece_row(stdout):
 # --------------------------------------------------------------------------------------
 
 
+def test_default_is_the_monotone_band_with_the_estimators_numbers(
+    csv_file, data, capsys
+):
+    # Raw scores (no --h): the default bound is the band (issue 37 item 5), with the
+    # numbers of MonotoneCalibrationBound(random_state=0): one band on all rows,
+    # whatever --cv says.
+    s, y = data
+    assert main([str(csv_file), "--cv", "3"]) == 0
+    stdout, stderr = capsys.readouterr()
+    assert stderr == ""
+    band = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    assert band.n_splits_ == 1 and 0 < band.lower_bound_ < 1 / 6 < band.bound_ < 0.5
+    lower, upper, estimate = _table_row(stdout, "Monotone")
+    assert (lower, upper) == (f"{band.lower_bound_:.6f}", f"{band.bound_:.6f}")
+    assert estimate == f"{band.estimate_:.6f}"
+    for term, value in band.terms_.items():
+        shown = f"{value:d}" if term == "n_windows" else f"{value:.6f}"
+        assert re.search(rf"^  {term}\s+{shown}$", stdout, flags=re.M), term
+    assert "E[y|s] non-decreasing in s; holds with probability >= 95%" in stdout
+    assert "(monotone: one band on all rows, no folds)" in stdout
+    assert _ece_row(stdout) == f"{binned_ece(y, s):.6f}"
+    assert not re.search(r"^(TV|NW)", stdout, flags=re.M)  # the band alone
+    assert "warning" not in stdout and "Note:" not in stdout
+
+
 def test_csv_table_prints_the_estimators_numbers(csv_file, data, capsys):
     s, y = data
-    assert main([str(csv_file)]) == 0
+    assert main([str(csv_file), "--bound", "tv"]) == 0
     stdout, stderr = capsys.readouterr()
     assert stderr == ""
     tv = TVCalibrationBound(random_state=0).fit(s, y)
@@ -135,8 +161,14 @@ def test_table_prints_each_interval_in_both_modes(csv_file, data, guarantee, cap
     out, err = capsys.readouterr()
     assert err == ""
     common = dict(guarantee=guarantee, cv=3, random_state=0)
+    # The default's first bound: the band, or TV in paper mode (no paper band).
+    first = (
+        {"TV": TVCalibrationBound(**common).fit(s, y)}
+        if guarantee == "paper"
+        else {"Monotone": MonotoneCalibrationBound(random_state=0).fit(s, y)}
+    )
     expected = {
-        "TV": TVCalibrationBound(**common).fit(s, y),
+        **first,
         "NW": NWCalibrationBound(b1=2.0, b2=2.0, **common).fit(s, y),
         "Lipschitz": LipschitzBucketBound(L=2.0, **common).fit(s, y),
     }
@@ -152,7 +184,7 @@ def test_table_prints_each_interval_in_both_modes(csv_file, data, guarantee, cap
         name: next(line for line in out.splitlines() if line.startswith(name))
         for name in expected
     }
-    assert "holds with probability >= 95%" in rows["TV"]
+    assert "holds with probability >= 95%" in rows[next(iter(first))]
     for name in ("NW", "Lipschitz"):
         assert (caveat in rows[name]) is (guarantee == "paper"), name
 
@@ -240,6 +272,7 @@ def _png_size(path):
         pytest.param([], 1, marks=pytest.mark.slow),
         pytest.param(["--b1", "2", "--b2", "4"], 2, marks=pytest.mark.slow),
         (["--h", "2^-6", "--bound", "tv", "nw", "lipschitz"], 3),
+        (["--bound", "monotone"], 1),  # the band: fast
     ],
 )
 def test_plot_has_one_panel_per_bound(csv_file, tmp_path, capsys, options, n_panels):
@@ -435,14 +468,14 @@ def test_gate_with_several_bounds_needs_every_one_below(csv_file, fitted, capsys
 
 def test_gate_in_json_mode_keeps_stdout_json(csv_file, fitted, capsys):
     tv = fitted["tv"].bound_
-    status, out, err = _gate(csv_file, capsys, tv / 2, "--json")
+    status, out, err = _gate(csv_file, capsys, tv / 2, "--json", "--bound", "tv")
     assert status == 1
     report = json.loads(out)
     gate = report["gate"]
     assert gate["max_ce"] == tv / 2 and gate["passed"] is False
     assert gate["gated"] == ["tv"] and gate["failed"] == ["tv"]
     assert err.splitlines() == [gate["verdict"]] and gate["verdict"].startswith("FAIL")
-    status, out, err = _gate(csv_file, capsys, 1.0, "--json")
+    status, out, err = _gate(csv_file, capsys, 1.0, "--json", "--bound", "tv")
     assert status == 0 and json.loads(out)["gate"]["passed"] is True
     assert err.startswith("PASS") and len(err.splitlines()) == 1
 
@@ -580,14 +613,14 @@ ERROR_CASES = {
     "negative V": (
         "a.csv",
         pd.DataFrame(GOOD),
-        ["--V", "-1"],
+        ["--bound", "tv", "--V", "-1"],
         r"tv: The 'V' parameter of TVCalibrationBound must be a float in the range "
         r"\(0.0, inf\)",
     ),
     "too many folds": (
         "a.csv",
         pd.DataFrame(GOOD),
-        ["--cv", "50"],
+        ["--bound", "tv", "--cv", "50"],
         r"tv: .*50",
     ),
     "confidence level": (
@@ -758,7 +791,7 @@ def test_pos_label_read_as_the_labels_type(
     path = _write(tmp_path, "a.csv", frame)
     options = ["--cv", "2"] + ([] if pos_label is None else ["--pos-label", pos_label])
     report = _json(capsys, path, *options)
-    expected = TVCalibrationBound(cv=2, random_state=0).fit(
+    expected = MonotoneCalibrationBound(random_state=0).fit(
         np.array(GOOD["y_prob"]), np.array(positives * 5)
     )
     assert report["results"][0]["bound"] == expected.bound_
@@ -885,7 +918,8 @@ def test_format_option_reads_a_file_without_extension(tmp_path, capsys):
     assert main([str(path), "--format", "csv", "--cv", "2", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     s, y = np.array(GOOD["y_prob"]), np.array(GOOD["y_true"])
-    expected = TVCalibrationBound(cv=2, random_state=0).fit(s, y).bound_
+    expected = MonotoneCalibrationBound(random_state=0).fit(s, y).bound_
+    assert report["results"][0]["method"] == "monotone"
     assert report["results"][0]["bound"] == expected
 
 
@@ -924,3 +958,159 @@ def test_closed_pipe_stops_quietly(csv_file):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0
     assert b"BrokenPipeError" not in err and err == b""
+
+
+# --------------------------------------------------------------------------------------
+# The monotone band (issue 37): --bound monotone, the default, verify, the gate
+# --------------------------------------------------------------------------------------
+
+
+def test_monotone_json_is_the_estimators_with_its_certificate(csv_file, data, capsys):
+    s, y = data
+    report = _json(
+        capsys,
+        csv_file,
+        "--bound",
+        "monotone",
+        "--confidence-level",
+        "0.9",
+        "--random-state",
+        "7",
+        "--cv",
+        "3",  # not the band's: one band on all rows
+    )
+    band = MonotoneCalibrationBound(confidence_level=0.9, random_state=7).fit(s, y)
+    (row, ece) = report["results"]
+    assert row["method"] == "monotone" and ece["method"] == "binned_ece"
+    assert (row["lower_bound"], row["bound"]) == (band.lower_bound_, band.bound_)
+    assert row["estimate"] == band.estimate_
+    assert row["terms"] == band.terms_
+    assert row["certified"] is True and row["in_expectation_only"] is False
+    assert row["guarantee"] == "high_probability"
+    assert row["confidence_level"] == 0.9
+    assert row["assumption"] == "E[y|s] non-decreasing in s"
+    certificate = report["certificates"]["monotone"]
+    assert certificate["method"] == "MonotoneCalibrationBound"
+    assert certificate["params"]["random_state"] == 7
+    assert certificate["params"]["cv"] is None
+    assert certificate["bound"] == band.bound_
+    assert certificate["fingerprint"] == band.certificate_["fingerprint"]
+
+
+def test_with_h_the_default_adds_nw_to_the_band(parquet_file, capsys):
+    frame = pd.read_parquet(parquet_file)
+    s, y = frame["prob"].to_numpy(), (frame["label"] == "spam").to_numpy().astype(int)
+    report = _json(
+        capsys,
+        parquet_file,
+        "--scores",
+        "prob",
+        "--labels",
+        "label",
+        "--pos-label",
+        "spam",
+        "--h",
+        "2^-6",
+        "--cv",
+        "3",
+    )
+    methods = [r["method"] for r in report["results"]]
+    assert methods == ["monotone", "nw", "binned_ece"]
+    nw = NWCalibrationBound(h=H, cv=3, random_state=0).fit(s, y)
+    band = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    assert report["results"][0]["bound"] == band.bound_
+    assert report["results"][1]["bound"] == nw.bound_
+    assert "2 intervals" in report["note"]
+
+
+def test_paper_mode_default_is_tv_and_the_band_has_no_paper_form(csv_file, capsys):
+    report = _json(capsys, csv_file, "--guarantee", "paper", "--cv", "3")
+    assert [r["method"] for r in report["results"]] == ["tv", "binned_ece"]
+    assert main([str(csv_file), "--bound", "monotone", "--guarantee", "paper"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert "--guarantee paper: monotone has no paper form" in err
+
+
+def test_verify_recomputes_the_commands_monotone_certificate(
+    csv_file, tmp_path, capsys
+):
+    record = tmp_path / "record.json"
+    assert main([str(csv_file), "--json"]) == 0  # the default: the band, seed 0
+    record.write_text(capsys.readouterr().out)
+    assert main(["verify", str(record), str(csv_file)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"OK {csv_file} against {record} (1 certificate)")
+    assert "MonotoneCalibrationBound: data match" in out
+    # A raised bound is caught by the refit.
+    report = json.loads(record.read_text())
+    report["certificates"]["monotone"]["bound"] *= 1.01
+    record.write_text(json.dumps(report))
+    assert main(["verify", str(record), str(csv_file)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("FAIL MonotoneCalibrationBound: bound differs")
+
+
+def test_gate_on_the_band(csv_file, data, capsys):
+    s, y = data
+    upper = MonotoneCalibrationBound(random_state=0).fit(s, y).bound_
+    status, out, _ = _gate(csv_file, capsys, float(np.nextafter(upper, 1.0)))
+    assert status == 0
+    assert out.splitlines()[-1].startswith(
+        f"PASS (--max-ce {float(np.nextafter(upper, 1.0)):g}): certified CE <"
+    )
+    assert f"monotone upper bound {upper:.6f} <" in out.splitlines()[-1]
+    status, out, _ = _gate(csv_file, capsys, upper)
+    assert status == 1
+    assert f"monotone upper bound {upper:.6f} >=" in out.splitlines()[-1]
+
+
+def test_help_lists_each_bounds_assumption(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    rows = {
+        "monotone": "non-decreasing in s",
+        "tv": "total variation <= V",
+        "nw": "bounded derivatives",
+        "lipschitz": "Lipschitz",
+    }
+    for name, assumption in rows.items():
+        assert re.search(rf"^  {name}\s+{re.escape(assumption)}", text, flags=re.M)
+    flat = " ".join(text.split())
+    assert "Default: monotone, plus nw with --h" in flat
+    assert "not every non-monotone E[y|s] makes it cross" in flat
+
+
+def test_chunksize_without_h_names_the_band(csv_file, capsys):
+    assert main([str(csv_file), "--chunksize", "1000"]) == 2
+    err = capsys.readouterr().err
+    assert "the default monotone band (and tv) needs the whole sorted sample" in err
+
+
+def test_a_crossing_band_is_not_certified_and_never_passes_the_gate(tmp_path, capsys):
+    from skcalbound import MonotonicityWarning
+    from skcalbound.datasets import make_oscillating
+
+    data = make_oscillating(10**4, random_state=0)  # E[y|s] not monotone
+    path = tmp_path / "oscillating.csv"
+    pd.DataFrame({"y_prob": data.scores, "y_true": data.labels}).to_csv(
+        path, index=False
+    )
+    with pytest.warns(MonotonicityWarning):  # the command reports it in the row
+        band = MonotoneCalibrationBound(random_state=0).fit(data.scores, data.labels)
+    assert band.monotonicity_rejected_ and band.bound_ < 0.5
+    assert main([str(path), "--max-ce", "0.5", "--json"]) == 1
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    row = report["results"][0]
+    assert row["bound"] == band.bound_
+    assert row["assumption_rejected"] is True and row["certified"] is False
+    assert any(w.startswith("The calibration band of") for w in row["warnings"])
+    assert report["gate"]["failed"] == ["monotone"]
+    assert err.startswith("FAIL (--max-ce 0.5)")
+    assert "but its band crosses (monotonicity rejected)" in err
+    assert main([str(path)]) == 0
+    assert "rejected by the data (the band crosses): not certified" in (
+        " ".join(capsys.readouterr().out.split())
+    )

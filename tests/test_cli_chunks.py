@@ -192,4 +192,4 @@ def test_help_says_what_streams(capsys):
     assert (
         "nw and lipschitz (either --guarantee) stream in chunks of 524288 rows" in text
     )
-    assert "tv sorts every score" in text
+    assert "tv and monotone sort every score" in text

@@ -840,7 +840,8 @@ def test_plot_writes_an_image(tmp_path, perturbed):
 def test_unknown_bound_name(perturbed):
     s, y = perturbed
     with pytest.raises(
-        ValueError, match=r"bound must be one of \['lipschitz', 'nw', 'tv'\]"
+        ValueError,
+        match=r"bound must be one of \['lipschitz', 'monotone', 'nw', 'tv'\]",
     ):
         CalibrationBoundDisplay.from_predictions(y, s, bound="ece")
 
@@ -959,3 +960,125 @@ def test_from_estimator_with_h_on_an_unperturbed_classifier_says_to_wrap_it():
         clf, X[2000:], y[2000:], bound=NWCalibrationBound(b1=2.0, b2=4.0)
     )
     assert disp.estimator_.b1 == 2.0 and disp.estimator_.h is None
+
+
+# --------------------------------------------------------------------------------------
+# The monotone band (issue 37): drawn as the step functions L and U it is
+# --------------------------------------------------------------------------------------
+
+
+def _inside(collection, x, y):
+    return any(path.contains_point((x, y)) for path in collection.get_paths())
+
+
+@pytest.fixture
+def logistic_like():
+    from scipy.special import expit, logit
+
+    rng = np.random.default_rng(5)
+    s = rng.beta(2.0, 5.0, size=4000)
+    y = (rng.uniform(size=s.size) < expit(1.3 * logit(s) + 0.2)).astype(int)
+    return s, y
+
+
+def test_monotone_band_is_drawn_as_the_estimators_band(logistic_like):
+    from skcalbound import MonotoneCalibrationBound
+
+    s, y = logistic_like
+    est = MonotoneCalibrationBound(confidence_level=0.9, random_state=0).fit(s, y)
+    disp = CalibrationBoundDisplay.from_bound(est, s, name="LR")
+    assert disp.method == "monotone" and disp.crossing_ is None
+    assert_array_equal(disp.line_.get_ydata(), est.predict(disp.grid))
+    # The band against predict_interval (L right-, U left-continuous steps): inside
+    # just above L and just below U, outside beyond them; at gap midpoints, below
+    # the smallest score and above the largest.
+    u = est.band_.scores
+    picks = np.r_[0, np.linspace(1, u.size - 2, 7).astype(int), u.size - 1]
+    xs = np.r_[u[0] / 2, (u[picks[1:-1]] + u[picks[1:-1] + 1]) / 2, (u[-1] + 1) / 2]
+    lower, upper = est.predict_interval(xs)
+    assert lower[0] == 0.0 and upper[-1] == 1.0
+    assert np.all(upper - lower > 0.02)
+    eps = 1e-3
+    for x, low, high in zip(xs, lower, upper):
+        assert _inside(disp.band_, x, low + eps) and _inside(disp.band_, x, high - eps)
+        assert not _inside(disp.band_, x, high + eps)
+        assert low - eps < 0 or not _inside(disp.band_, x, low - eps)
+    texts = _legend_texts(disp.ax_)
+    curve = next(t for t in texts if t.startswith("LR: isotonic fit"))
+    assert curve.endswith(
+        f"certified CE $\\in$ [{est.lower_bound_:.3f}, {est.bound_:.3f}] (90%)"
+    )
+    band = next(t for t in texts if t.startswith("certified band"))
+    assert band.startswith("certified band, 90%, all scores at once\n")
+    assert not any("crosses" in t for t in texts)
+    assert disp.hist_ is not None and disp.ref_line_ is not None
+
+
+def test_monotone_from_estimator_by_name(logistic_like):
+    from skcalbound import MonotoneCalibrationBound
+
+    X, y = make_classification(n_samples=4000, random_state=0)
+    clf = LogisticRegression().fit(X[:2000], y[:2000])
+    disp = CalibrationBoundDisplay.from_estimator(
+        clf, X[2000:], y[2000:], bound="monotone", bound_params={"random_state": 0}
+    )
+    est = disp.estimator_
+    assert isinstance(est, MonotoneCalibrationBound)
+    ref = MonotoneCalibrationBound(random_state=0).fit(
+        clf.predict_proba(X[2000:])[:, 1], y[2000:]
+    )
+    assert (disp.lower_bound, disp.bound) == (ref.lower_bound_, ref.bound_)
+    assert disp.band_ is not None
+    assert "certified band, 95%, all scores at once" in "".join(_legend_texts(disp.ax_))
+
+
+def test_a_crossing_band_is_drawn_where_it_crosses():
+    # L(u) > U(u) at u = 0.5 and 0.8; on the gap (0.5, 0.8) the band is
+    # [L(0.5), U(0.8)] = [0.6, 0.5]: crossed too. On (0.2, 0.5) it is [0.1, 0.4].
+    band = (np.array([0.2, 0.5, 0.8]), np.array([0.1, 0.6, 0.7]), [0.3, 0.4, 0.5])
+    grid = np.linspace(0.2, 0.8, 5)
+    disp = CalibrationBoundDisplay(
+        grid, grid, 0.2, lower_bound=0.1, certified_band=band, method="monotone"
+    ).plot()
+    region, points = disp.crossing_
+    assert _inside(region, 0.65, 0.55) and not _inside(region, 0.65, 0.45)
+    assert not _inside(region, 0.35, 0.3)
+    assert not _inside(disp.band_, 0.65, 0.55)  # the band is empty there
+    assert _inside(disp.band_, 0.35, 0.3) and not _inside(disp.band_, 0.35, 0.45)
+    # The segments [U(u), L(u)] at 0.5 (the gaps on both sides leave part of it
+    # uncovered) and 0.8, broken by NaN.
+    x, y = points.get_xdata(), points.get_ydata()
+    assert_array_equal(x[~np.isnan(x)], [0.5, 0.5, 0.8, 0.8])
+    assert_array_equal(y[~np.isnan(y)], [0.4, 0.6, 0.5, 0.7])
+    texts = _legend_texts(disp.ax_)
+    assert any(t.startswith("band crosses ($L > U$)") for t in texts)
+    assert any(
+        t.endswith("if E[y|s] were non-decreasing, which the data reject")
+        for t in texts
+    )
+    assert not any("certified CE" in t for t in texts)
+
+
+def test_oscillating_calibration_shows_the_crossing():
+    from skcalbound import MonotoneCalibrationBound, MonotonicityWarning
+    from skcalbound.datasets import make_oscillating
+
+    data = make_oscillating(10**5, random_state=0)
+    with pytest.warns(MonotonicityWarning):
+        est = MonotoneCalibrationBound(random_state=0).fit(data.scores, data.labels)
+    disp = CalibrationBoundDisplay.from_bound(est, data.scores)
+    region, points = disp.crossing_
+    k = int(np.argmax(est.band_.lower - est.band_.upper))
+    x = est.band_.scores[k]
+    mid = (est.band_.lower[k] + est.band_.upper[k]) / 2
+    # At the score that crosses most, the drawing is red (a gap next to it, or a
+    # segment at it), not the band.
+    assert est.band_.lower[k] > est.band_.upper[k] + 0.02
+    assert (
+        _inside(region, x - 1e-9, mid)
+        or _inside(region, x + 1e-9, mid)
+        or x in points.get_xdata()
+    )
+    assert not _inside(disp.band_, x - 1e-9, mid)
+    assert not _inside(disp.band_, x + 1e-9, mid)
+    assert any("crosses" in t for t in _legend_texts(disp.ax_))

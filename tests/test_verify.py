@@ -33,6 +33,8 @@ def data_file(tmp_path):
 
 
 def _record(data_file, capsys, *options):
+    if "--bound" not in options:  # TV's record (the command's default is the band)
+        options = ("--bound", "tv", *options)
     code = main(
         [
             str(data_file),
