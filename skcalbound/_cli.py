@@ -939,6 +939,11 @@ def _main(argv):
             parser.error(
                 f"argument --bound: invalid choice: {name!r} (choose from {choices})"
             )
+    if "monotone" in (args.bound or ()):  # until the command line computes it
+        parser.error(
+            "argument --bound: 'monotone' is not available from the command line yet; "
+            "use skcalbound.MonotoneCalibrationBound in Python"
+        )
     try:
         if not (0.0 < args.confidence_level < 1.0) or math.isnan(args.confidence_level):
             raise CLIError(
@@ -1165,9 +1170,19 @@ def read_certificates(path):
 
 
 def _verifiable():
-    from . import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+    from . import (
+        LipschitzBucketBound,
+        MonotoneCalibrationBound,
+        NWCalibrationBound,
+        TVCalibrationBound,
+    )
 
-    classes = (TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound)
+    classes = (
+        TVCalibrationBound,
+        NWCalibrationBound,
+        LipschitzBucketBound,
+        MonotoneCalibrationBound,
+    )
     return {cls.__name__: cls for cls in classes}
 
 

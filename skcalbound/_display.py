@@ -23,7 +23,13 @@ _BOUND_CLASSES = bound_classes()  # by short name, from the classes
 
 def _method_of(estimator):
     """The short name of a bound estimator (``bound_name``), else a TypeError."""
-    return bound_name(estimator)
+    name = bound_name(estimator)
+    if name == "monotone":  # until the display draws the band
+        raise ValueError(
+            "CalibrationBoundDisplay does not draw MonotoneCalibrationBound yet; "
+            "its band is band_ (band_.scores, band_.lower, band_.upper)."
+        )
+    return name
 
 
 def _make_bound(bound, bound_params):
@@ -39,7 +45,9 @@ def _make_bound(bound, bound_params):
                 f"bound must be one of {sorted(classes)} or a bound estimator; "
                 f"got {bound!r}."
             )
-        return classes[bound](**(bound_params or {}))
+        estimator = classes[bound](**(bound_params or {}))
+        _method_of(estimator)
+        return estimator
     _method_of(bound)
     return clone(bound).set_params(**(bound_params or {}))
 

@@ -924,3 +924,20 @@ def test_closed_pipe_stops_quietly(csv_file):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0
     assert b"BrokenPipeError" not in err and err == b""
+
+
+def test_bound_monotone_is_refused_until_the_command_line_computes_it(csv_file, capsys):
+    # MonotoneCalibrationBound is a bound like the others (its name is listed), but
+    # the command line passes it options it does not take: a clear usage error.
+    with pytest.raises(SystemExit) as exc:
+        main([str(csv_file), "--bound", "monotone"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "skcalbound: error: argument --bound: 'monotone' is not available from the "
+        "command line yet; use skcalbound.MonotoneCalibrationBound in Python"
+    )
+    with pytest.raises(SystemExit):
+        main([str(csv_file), "--bound", "ece"])
+    assert (
+        "(choose from 'lipschitz', 'monotone', 'nw', 'tv')" in capsys.readouterr().err
+    )

@@ -23,6 +23,7 @@ from sklearn.svm import LinearSVC  # noqa: E402
 from skcalbound import (  # noqa: E402
     CalibrationBoundDisplay,
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     SechPerturbedClassifier,
     TVCalibrationBound,
@@ -840,9 +841,14 @@ def test_plot_writes_an_image(tmp_path, perturbed):
 def test_unknown_bound_name(perturbed):
     s, y = perturbed
     with pytest.raises(
-        ValueError, match=r"bound must be one of \['lipschitz', 'nw', 'tv'\]"
+        ValueError,
+        match=r"bound must be one of \['lipschitz', 'monotone', 'nw', 'tv'\]",
     ):
         CalibrationBoundDisplay.from_predictions(y, s, bound="ece")
+    # Listed (a bound like the others), but not drawn yet: a clear error.
+    for bound in ("monotone", MonotoneCalibrationBound()):
+        with pytest.raises(ValueError, match="does not draw MonotoneCalibrationBound"):
+            CalibrationBoundDisplay.from_predictions(y, s, bound=bound)
 
 
 def test_bound_that_is_not_a_bound_estimator(perturbed):
