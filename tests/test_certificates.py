@@ -17,6 +17,7 @@ other small cells and the large ones.
 """
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -604,3 +605,15 @@ def test_monotone_pvalue_level():
     pvalues = _monotone_pvalues(5000, repetitions, seed=15)
     for a in (0.05, 0.2, 0.5, 0.8):
         assert np.sum(pvalues <= a) <= binomial_tolerance(repetitions, 1 - a)
+
+
+def test_monotone_interval_far_below_any_level_warns_nothing():
+    # calibration_test's bisection reaches alpha = 1e-300, where the windows' budget c
+    # passes 709 at 6e5 rows and the KL limits of S = ell - 1 overflow on their way to
+    # 1: no warning reaches the user, and the interval there is a valid (wide) one.
+    s, y = _squared_sample(600_000, 16)
+    est = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lower, upper = interval_at(est, 1e-300)
+    assert 0.0 <= lower <= est.lower_bound_ and est.bound_ <= upper <= 1.0
