@@ -72,11 +72,15 @@ class _BoundMethod:
     level_free : bool
         Whether the statistics do not depend on ``delta``, so that a fitted bound can
         be recomputed at another level without refitting (``interval_at``).
+    nested_levels : bool
+        Whether the interval only widens as the level ``delta`` decreases, so that
+        ``calibration_test`` gets a valid p-value by bisection on the level.
     """
 
     min_train = 2
     mergeable = False
     level_free = True
+    nested_levels = True
     unmergeable_reason = " needs all the rows in memory"
     unmergeable_alternative = "load the data as arrays, or use NWCalibrationBound."
 
@@ -108,6 +112,12 @@ class _BoundMethod:
     def fitted_attributes(self, surrogate, folds, key_seed):
         """Extra fitted attributes of the estimator, by name."""
         return {}
+
+    def interval_at(self, estimator, alpha):
+        """``(lower, upper)`` of the fitted ``estimator`` at level ``alpha``, for a
+        method that is not ``level_free`` but recomputes its interval from level-free
+        data the fit kept; ``None`` if it cannot (TV)."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -241,11 +251,13 @@ def interval_at(estimator, alpha):
 
     Valid because the fold statistics of NW and Lipschitz do not depend on the level
     (bandwidths, candidates and weights are fixed); each fold is recomputed at its
-    share ``alpha / n_splits_`` and aggregated as in ``fit``.
+    share ``alpha / n_splits_`` and aggregated as in ``fit``. A method whose
+    statistics depend on the level recomputes them itself
+    (:meth:`_BoundMethod.interval_at`: the monotone band, from its sorted rows).
     """
     method = estimator._method()
     if not method.level_free:
-        return None
+        return method.interval_at(estimator, alpha)
     delta = alpha / estimator.n_splits_
     folds = [
         fold_result(method, fold.extra["statistics"], delta, fold.extra["info"])

@@ -6,7 +6,12 @@ import warnings
 from dataclasses import dataclass, field
 from numbers import Real
 
-from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
+from . import (  # noqa: F401 (the bounds)
+    _lipschitz_bound,
+    _monotone_bound,
+    _nw_bound,
+    _tv_bound,
+)
 from ._base import bound_classes, interval_at
 from ._compat import Interval, StrOptions, validate_params
 from ._validation import _user_stacklevel, check_prob_labels
@@ -23,7 +28,8 @@ class CalibrationTestResult:
     Attributes
     ----------
     pvalue : float
-        The smallest level at which the test rejects (``nan`` for ``method='tv'``).
+        The smallest level at which the test rejects (``nan`` for ``method='tv'``
+        and for ``method='monotone'`` with ``cv``).
         Not a valid p-value when ``in_expectation_only``.
     reject : bool
         Whether the test rejects at level ``1 - confidence_level`` (a level that is
@@ -39,7 +45,7 @@ class CalibrationTestResult:
     confidence_level : float
         ``1 -`` the level of the test.
     method : str
-        ``'nw'``, ``'tv'`` or ``'lipschitz'``.
+        ``'nw'``, ``'tv'``, ``'lipschitz'`` or ``'monotone'``.
     estimator : object
         The fitted bound estimator (its terms and per-fold results).
     guarantee : str
@@ -149,9 +155,9 @@ def calibration_test(
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         Predicted probabilities of the positive class, or a ``predict_proba`` output.
 
-    method : {'nw', 'tv', 'lipschitz'}, default='nw'
-        The certified bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound`
-        or :class:`LipschitzBucketBound`.
+    method : {'nw', 'tv', 'lipschitz', 'monotone'}, default='nw'
+        The certified bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound`,
+        :class:`LipschitzBucketBound` or :class:`MonotoneCalibrationBound`.
 
     tolerance : float, default=0.0
         The tolerance :math:`\\tau \\in [0, 1]` of the hypotheses, in probability
@@ -197,7 +203,13 @@ def calibration_test(
     is computed by bisection on the closed-form terms, without refitting. The TV
     surrogate's regularisation depends on the level (:math:`\\lambda = t_2 / m`), so
     its intervals at different levels are not nested: ``method='tv'`` gives the
-    decision at ``confidence_level`` and ``pvalue=nan``.
+    decision at ``confidence_level`` and ``pvalue=nan``. For ``method='monotone'``
+    the window sums and the gaps between sorted scores do not depend on the level,
+    and every budget (the windows' :math:`c`, the DKW :math:`\\varepsilon`) shrinks
+    as it grows, so its interval only narrows too: a valid p-value, by bisection on
+    the band recomputed from the sorted rows the fit kept. Its cross-fitted variant
+    (``cv`` given) takes Maurer–Pontil terms from the variance under a band fitted
+    at the level, which need not be monotone in it: ``pvalue=nan`` there.
 
     With ``guarantee='paper'`` NW and Lipschitz use the published Proposition 2, which
     holds in expectation over the training labels only; the level is then not
@@ -242,7 +254,8 @@ def calibration_test(
         )
     interval = (estimator.lower_bound_, estimator.bound_)
     reject = _rejects(interval, tolerance, alternative)
-    if interval_at(estimator, 1.0 - confidence_level) is None:
+    nested = estimator._method().nested_levels
+    if not nested or interval_at(estimator, 1.0 - confidence_level) is None:
         pvalue = math.nan
     else:
         pvalue = _pvalue(estimator, tolerance, alternative)
@@ -259,6 +272,6 @@ def calibration_test(
         confidence_level=float(confidence_level),
         method=method,
         estimator=estimator,
-        guarantee=estimator.guarantee,
+        guarantee=estimator.result_.guarantee,
         in_expectation_only=expectation,
     )

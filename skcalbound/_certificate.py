@@ -1,7 +1,8 @@
 """The audit record of a fitted bound: ``certificate_``, and how to check it.
 
 Every fitted bound estimator (:class:`TVCalibrationBound`, :class:`NWCalibrationBound`,
-:class:`LipschitzBucketBound`) has a ``certificate_``: a plain dict of ``str``,
+:class:`LipschitzBucketBound`, :class:`MonotoneCalibrationBound`) has a
+``certificate_``: a plain dict of ``str``,
 ``int``, ``float``, ``bool``, ``None``, lists and dicts (no numpy types), so that
 ``json.loads(json.dumps(est.certificate_)) == est.certificate_``. Its floats are
 exactly the estimator's (``bound`` is ``bound_``, and so on).
@@ -399,6 +400,88 @@ def _cells_problems(record):
     return problems
 
 
+_BAND_TERMS = (
+    "band_upper",
+    "transfer_upper",
+    "band_lower",
+    "transfer_lower",
+    "mean_band_width",
+    "n_windows",
+)
+
+
+def _band_problems(record):
+    """What a ``MonotoneCalibrationBound`` record says against itself (SPEC 14).
+
+    With one band (``cv`` None): ``bound = min(1, band_upper + transfer_upper)`` and
+    ``lower_bound = max(0, band_lower + transfer_lower)``; ``band_lower >= 0`` (a mean
+    of distances to the band), ``transfer_upper >= 0`` and ``transfer_lower <= 0``
+    (the sliding maximum of the gap envelopes over ``j - K .. j + K - 1`` includes
+    the gaps on both sides of ``x_j``, whose ``G+`` are at least the band's
+    ``max(x_j - L, U - x_j)``; the sliding minimum of ``G-`` at most its
+    ``dist(x_j, [L, U])``), and ``n_windows`` the size of step 2's family for
+    ``n_samples`` rows. Cross-fitted (SPEC 14.2): ``bound = min(1, validation_mean +
+    maurer_pontil)``, both non-negative, and a lower bound in ``[0, 1]``, at most
+    the bound when the folds are aggregated by their mean (each fold's is at most
+    its upper bound, ``dist(x, [L, U]) <= max(x - L, U - x)``).
+    """
+    terms = record["terms"]
+    values = [record["bound"], record["lower_bound"], *terms.values()]
+    if not all(math.isfinite(v) for v in values):
+        return ["it holds a number that is not finite"]
+    bound, lower, problems = record["bound"], record["lower_bound"], []
+    if "band_upper" not in terms:  # cross-fitted
+        needed = ("validation_mean", "maurer_pontil")
+        missing = [name for name in needed if name not in terms]
+        if missing or len(terms) != len(needed):
+            return [f"its terms are {sorted(terms)}, not {list(needed)}"]
+        tol = RTOL * math.fsum(abs(v) for v in terms.values()) + ATOL
+        negative = [name for name in needed if terms[name] < -tol]
+        if negative:
+            problems.append(f"its terms {', '.join(negative)} are negative")
+        upper = min(1.0, math.fsum(terms.values()))
+        if abs(bound - upper) > tol:
+            problems.append(f"its bound is {bound!r}; its terms make it {upper!r}")
+        ceiling = bound if record.get("aggregate") == "mean" else 1.0
+        if not 0.0 <= lower <= ceiling + tol:
+            problems.append(f"its lower_bound {lower!r} is not in [0, {ceiling!r}]")
+        return problems
+    missing = [name for name in _BAND_TERMS if name not in terms]
+    if missing:
+        return [f"its terms have no {', '.join(missing)}"]
+    t = terms
+    tol = RTOL * math.fsum(abs(t[name]) for name in _BAND_TERMS[:4]) + ATOL
+    signs = (
+        ("band_lower", t["band_lower"] < -tol),
+        ("transfer_upper", t["transfer_upper"] < -tol),
+        ("transfer_lower", t["transfer_lower"] > tol),
+    )
+    wrong = [name for name, bad in signs if bad]
+    if wrong:
+        problems.append(
+            f"its terms {', '.join(wrong)} have the wrong sign (band_lower and "
+            "transfer_upper are at least 0, transfer_lower at most 0)"
+        )
+    upper = min(1.0, t["band_upper"] + t["transfer_upper"])
+    floor = max(0.0, t["band_lower"] + t["transfer_lower"])
+    for name, value, expected in (
+        ("bound", bound, upper),
+        ("lower_bound", lower, floor),
+    ):
+        if abs(value - expected) > tol:
+            problems.append(f"its {name} is {value!r}; its terms make it {expected!r}")
+    n = record["n_samples"]
+    if n >= 1:
+        from ._surrogates._band import window_lengths, window_starts
+
+        count = sum(window_starts(n, ell).shape[0] for ell in window_lengths(n))
+        if t["n_windows"] != count:
+            problems.append(
+                f"its n_windows is {t['n_windows']!r}; {n} rows have {count} windows"
+            )
+    return problems
+
+
 def consistency_problems(record, obstacles):
     """What ``record`` says against itself, checked without a refit: its entries
     against its params, and what its terms imply (SPEC sections 2 and 11): every
@@ -406,13 +489,17 @@ def consistency_problems(record, obstacles):
     unclipped bound, so ``bound = min(sum, 1)``; the lower bound is ``max(0, 2 *
     validation_mean - sum)`` for TV and NW aggregated by the mean, at least that
     otherwise (the fold chosen by ``"min"``, Lipschitz's best candidate), and at
-    most 1. ``obstacles``: :func:`refit_obstacles` of the record."""
+    most 1. ``obstacles``: :func:`refit_obstacles` of the record.
+    ``MonotoneCalibrationBound`` records: :func:`_band_problems`."""
     params, problems = record["params"], []
+    # A bound without a guarantee parameter is recorded as certified, as
+    # build_certificate does.
+    defaults = {"guarantee": "high_probability"}
     for key in ("guarantee", "confidence_level", "aggregate", "cv", "random_state"):
-        if record.get(key, _ABSENT) != params.get(key, _ABSENT):
+        said = params.get(key, defaults.get(key, _ABSENT))
+        if record.get(key, _ABSENT) != said:
             problems.append(
-                f"its {key} is {record.get(key, _ABSENT)!r} but its params say "
-                f"{params.get(key, _ABSENT)!r}"
+                f"its {key} is {record.get(key, _ABSENT)!r} but its params say {said!r}"
             )
     assumption = record.get("assumption") or {}
     for name in _GIVEN:
@@ -427,6 +514,8 @@ def consistency_problems(record, obstacles):
             f"cannot repeat the folds ({obstacles[0]})"
         )
     terms = record["terms"]
+    if record["method"] == "MonotoneCalibrationBound":
+        return [*problems, *_band_problems(record)]
     if params.get("method") == "cells":
         return [*problems, *_cells_problems(record)]
     if "validation_mean" not in terms:

@@ -8,7 +8,12 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
-from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
+from . import (  # noqa: F401 (the bounds)
+    _lipschitz_bound,
+    _monotone_bound,
+    _nw_bound,
+    _tv_bound,
+)
 from ._base import bound_classes, in_expectation_only
 from ._binned_ece import binned_ece
 from ._compat import Interval, StrOptions, validate_params
@@ -73,6 +78,8 @@ def _plain(value):
 
 
 def _n_splits(cv):
+    if cv is None:  # one fit on all rows (MonotoneCalibrationBound's default)
+        return None
     if isinstance(cv, Integral):
         return int(cv)
     if hasattr(cv, "split") and hasattr(cv, "get_n_splits"):
@@ -87,8 +94,11 @@ def _n_splits(cv):
 def _too_small(n, n_splits):
     """Why a segment of ``n`` samples cannot be split, or None. Depends on ``n`` only.
 
-    K-fold training parts have ``n - ceil(n / K)`` points at least.
+    K-fold training parts have ``n - ceil(n / K)`` points at least. Without folds
+    (``n_splits`` None) a segment needs two samples (one of each class).
     """
+    if n_splits is None:
+        return f"too few samples: {n}" if n < 2 else None
     if n < max(n_splits, _MIN_TRAIN + 1) or n - math.ceil(n / n_splits) < _MIN_TRAIN:
         return f"too few samples for cv={n_splits}: {n}"
     return None
@@ -167,9 +177,10 @@ def bounds_by_group(
         values (NaN, None) are an error: give them a segment of their own on purpose
         (``groups.fillna("missing")``) or drop those samples.
 
-    method : {'nw', 'tv', 'lipschitz'} or bound estimator, default='nw'
-        The certified bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound`
-        or :class:`LipschitzBucketBound`, by name, or an unfitted instance whose
+    method : {'nw', 'tv', 'lipschitz', 'monotone'} or bound estimator, default='nw'
+        The certified bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound`,
+        :class:`LipschitzBucketBound` or :class:`MonotoneCalibrationBound`, by name,
+        or an unfitted instance whose
         parameters (all but ``confidence_level`` and ``pos_label``) are used, updated
         by ``**params``; the instance itself is never fitted. An instance is how to
         give :class:`TVCalibrationBound` its own ``method`` parameter
@@ -196,7 +207,8 @@ def bounds_by_group(
     **params : dict
         Parameters of the bound estimator, used for every segment (its assumption,
         such as ``h``, ``b1`` and ``b2``, ``L`` or ``V``, and ``guarantee``, ``cv``,
-        ``aggregate``, ``random_state``, ...). ``cv`` must be an int or a splitter.
+        ``aggregate``, ``random_state``, ...). ``cv`` must be an int or a splitter
+        (or ``None`` for ``'monotone'``, its default: one band per segment).
 
     Returns
     -------
@@ -323,7 +335,10 @@ def bounds_by_group(
         key=lambda r: math.inf if math.isnan(r["upper_bound"]) else -r["upper_bound"]
     )
     table = pd.DataFrame(body + rows[len(body) :], columns=COLUMNS)
-    guarantee = params.get("guarantee", cls().get_params()["guarantee"])
+    # MonotoneCalibrationBound has no guarantee parameter: it is certified.
+    guarantee = params.get(
+        "guarantee", cls().get_params().get("guarantee", "high_probability")
+    )
     expectation = in_expectation_only(cls, guarantee)
     vacuous = table.loc[table["vacuous"], "group"].tolist()
     if vacuous:

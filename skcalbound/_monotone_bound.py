@@ -3,8 +3,9 @@ band, under a monotone calibration function (SPEC section 14)."""
 
 import dataclasses
 import functools
+import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.isotonic import isotonic_regression
@@ -17,6 +18,7 @@ from ._base import (
     _BaseCalibrationBound,
     _BoundMethod,
     _EstimateTap,
+    fold_result,
 )
 from ._certificate import build_certificate, data_fingerprint
 from ._chunks import ArraySource, check_random_seed, is_dask_collection
@@ -58,6 +60,18 @@ def _sorted_rows(scores, labels, seed):
 
 
 @dataclass(frozen=True)
+class _LevelData:
+    """What a fit keeps to recompute its interval at another level without the data
+    (SPEC 14.1): the sorted ``scores`` and 0/1 ``labels`` (tie blocks in the fit's
+    random order) and, for the cross-fitted variant, ``designs``: per design of
+    splits the sorted rows' group ids and its ``(validation, train)`` splits."""
+
+    scores: np.ndarray
+    labels: np.ndarray
+    designs: tuple = None
+
+
+@dataclass(frozen=True)
 class MonotoneFit:
     """The band fitted on all rows and the isotonic regression inside it: ``band``
     (:class:`Band`), ``isotonic_scores`` and ``isotonic_values`` (the isotonic fit at
@@ -65,13 +79,15 @@ class MonotoneFit:
     beyond, as :class:`~sklearn.isotonic.IsotonicRegression` with
     ``out_of_bounds='clip'`` predicts), ``n_train`` and ``estimate`` (the isotonic
     plug-in ``mean |s - iso(s)|`` over the rows). Calling it gives the isotonic fit
-    clipped into the band."""
+    clipped into the band. ``level_data`` (private) is what the interval at another
+    level is recomputed from (``calibration_test``'s p-values)."""
 
     band: Band
     isotonic_scores: np.ndarray
     isotonic_values: np.ndarray
     n_train: int
     estimate: float
+    level_data: _LevelData = field(default=None, repr=False, compare=False)
 
     def __call__(self, scores):
         fitted = np.interp(scores, self.isotonic_scores, self.isotonic_values)
@@ -100,14 +116,32 @@ def _isotonic(rows):
     return rows.scores[first], np.clip(values, 0.0, 1.0, out=values), counts
 
 
-def _monotone_fit(rows, band):
+def _monotone_fit(rows, band, level_data):
     """:class:`MonotoneFit` of sorted rows with their ``band``."""
     scores, values, counts = _isotonic(rows)
     residuals = np.subtract(scores, values)
     np.abs(residuals, out=residuals)
     total = residuals.sum() if counts is None else np.dot(counts, residuals)
     estimate = float(total / rows.scores.shape[0])
-    return MonotoneFit(band, scores, values, int(rows.scores.shape[0]), estimate)
+    n = int(rows.scores.shape[0])
+    return MonotoneFit(band, scores, values, n, estimate, level_data)
+
+
+def _full_sample_fold(interval, delta, estimate):
+    """The one :class:`FoldResult` of SPEC 14 on all rows (``cv=None``) from its
+    :class:`BandInterval` at ``delta``."""
+    terms = interval.terms
+    return FoldResult(
+        terms={k: terms[k] for k in ("band_upper", "transfer_upper")},
+        info={
+            "n_train": int(interval.fit.lower.shape[0]),
+            "n_validation": 0,
+            "delta": float(delta),
+            **{k: terms[k] for k in _INFO_TERMS},
+        },
+        estimate=estimate,
+        lower=interval.lower,
+    )
 
 
 def _held_out(band, scores):
@@ -129,6 +163,27 @@ def _held_out(band, scores):
     return statistics, {"n_validation": m}
 
 
+def _split_statistics(scores, labels, groups, splits, delta):
+    """``(statistics, info)`` of each split of one design (SPEC 14.2) on sorted rows
+    with group ids ``groups``: the band on the training rows at ``delta / 2``, its
+    held-out statistics on the validation rows."""
+    out = []
+    for k, (validation, train) in enumerate(splits):
+        in_train = np.isin(groups, train)
+        in_validation = groups == validation
+        n_validation = int(np.count_nonzero(in_validation))
+        if n_validation < 2:
+            raise ValueError(
+                f"Split {k} has {n_validation} validation point(s); the "
+                "cross-fitted MonotoneCalibrationBound needs at least 2 (its "
+                "Maurer-Pontil term uses the unbiased variance)."
+            )
+        band = fit_band(scores[in_train], labels[in_train], delta / 2.0)
+        statistics, info = _held_out(band.band, scores[in_validation])
+        out.append((statistics, {"n_train": band.lower.shape[0], **info}))
+    return out
+
+
 @dataclass(frozen=True)
 class _BandMethod(_BoundMethod):
     """SPEC 14.2 in the cross-fitting framework: per split the band on the training
@@ -136,6 +191,7 @@ class _BandMethod(_BoundMethod):
     validation rows; ``delta`` is the split's share (``score``: the full level)."""
 
     window_bound: str = "kl"
+    cross_fitted: bool = False
     min_train = 2
     level_free = False  # the band's window budgets depend on delta
     unmergeable_reason = (
@@ -146,24 +202,24 @@ class _BandMethod(_BoundMethod):
         "load the scores and labels as arrays (10**7 rows take about 0.1 GB)."
     )
 
+    @property
+    def nested_levels(self):
+        # SPEC 14.1: with one band, the window sums and the gap positions do not
+        # depend on delta and every budget shrinks as it grows, so the interval only
+        # widens as delta decreases. The cross-fitted variant's Maurer-Pontil terms
+        # use the variance of h+ and h- under a band fitted at delta, which need not
+        # be monotone in delta: no p-value is claimed for it.
+        return not self.cross_fitted
+
     def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
         rows = _sorted_rows(source.scores, source.labels, key_seed)
         groups = design.groups(0, source.n_samples)[rows.order]
-        splits = []
-        for k, (validation, train) in enumerate(design.splits):
-            in_train = np.isin(groups, train)
-            in_validation = groups == validation
-            n_validation = int(np.count_nonzero(in_validation))
-            if n_validation < 2:
-                raise ValueError(
-                    f"Split {k} has {n_validation} validation point(s); the "
-                    "cross-fitted MonotoneCalibrationBound needs at least 2 (its "
-                    "Maurer-Pontil term uses the unbiased variance)."
-                )
-            band = fit_band(rows.scores[in_train], rows.labels[in_train], delta / 2.0)
-            statistics, info = _held_out(band.band, rows.scores[in_validation])
-            splits.append((statistics, {"n_train": band.lower.shape[0], **info}))
-        return Passes(tuple(splits), int(np.count_nonzero(source.labels)), rows)
+        groups = groups.astype(np.min_scalar_type(-max(design.n_groups, 1)))
+        splits = _split_statistics(
+            rows.scores, rows.labels, groups, design.splits, delta
+        )
+        refit = (rows, (groups, design.splits))
+        return Passes(tuple(splits), int(np.count_nonzero(source.labels)), refit)
 
     def fold_terms(self, statistics, delta):
         m, mean_plus, var_plus, mean_minus, var_minus = statistics
@@ -175,11 +231,38 @@ class _BandMethod(_BoundMethod):
         return FoldTerms(terms, {"validation_lower_mean": mean_minus}, lower)
 
     def surrogate(self, passes, folds, source, delta):
-        rows = passes[0].refit
-        return _monotone_fit(rows, fit_band(rows.scores, rows.labels, delta / 2).band)
+        rows = passes[0].refit[0]
+        designs = tuple(run.refit[1] for run in passes)
+        level_data = _LevelData(rows.scores, rows.labels, designs)
+        band = fit_band(rows.scores, rows.labels, delta / 2).band
+        return _monotone_fit(rows, band, level_data)
 
     def held_out(self, surrogate, scores):
         return _held_out(surrogate.band, scores)
+
+    def interval_at(self, estimator, alpha):
+        """``(lower, upper)`` of a fitted :class:`MonotoneCalibrationBound` at
+        ``confidence_level = 1 - alpha``, recomputed from its sorted rows (the same
+        numbers as a fit at that level with the same ``random_state``)."""
+        data = estimator.surrogate_.level_data
+        # calibration_test reaches alpha = 1e-300, where the KL limits' Newton slope
+        # divides by expm1(u) = inf for limits that are 1 in floating point: the
+        # slope's limit, and no warning to the user.
+        with np.errstate(over="ignore"):
+            if data.designs is None:
+                interval = band_interval(data.scores, data.labels, alpha)
+                folds = [_full_sample_fold(interval, alpha, math.nan)]
+            else:
+                delta = alpha / sum(len(splits) for _, splits in data.designs)
+                folds = [
+                    fold_result(self, statistics, delta, info)
+                    for groups, splits in data.designs
+                    for statistics, info in _split_statistics(
+                        data.scores, data.labels, groups, splits, delta
+                    )
+                ]
+        result = aggregate_folds(folds, estimator.aggregate, 1.0 - alpha, warn=False)
+        return result.lower_bound, result.bound
 
 
 class MonotoneCalibrationBound(_BaseCalibrationBound):
@@ -387,7 +470,9 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         self.pos_label = pos_label
 
     def _method(self):
-        return _BandMethod(window_bound=self.window_bound)
+        return _BandMethod(
+            window_bound=self.window_bound, cross_fitted=self.cv is not None
+        )
 
     def _vacuous_advice(self):
         return (
@@ -410,19 +495,9 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         # The data order is not needed any more (it is with cv: fold ids).
         rows = dataclasses.replace(_sorted_rows(scores, labels, seed), order=None)
         interval = band_interval(rows.scores, rows.labels, delta)
-        fit = _monotone_fit(rows, interval.fit.band)
-        terms = interval.terms
-        fold = FoldResult(
-            terms={k: terms[k] for k in ("band_upper", "transfer_upper")},
-            info={
-                "n_train": int(rows.scores.shape[0]),
-                "n_validation": 0,
-                "delta": float(delta),
-                **{k: terms[k] for k in _INFO_TERMS},
-            },
-            estimate=fit.estimate,
-            lower=interval.lower,
-        )
+        level_data = _LevelData(rows.scores, rows.labels)
+        fit = _monotone_fit(rows, interval.fit.band, level_data)
+        fold = _full_sample_fold(interval, delta, fit.estimate)
         # estimate_: the estimate every bound reports (_estimate), from the same seed.
         estimate = _EstimateTap(ArraySource(scores, labels), seed).estimate()
         self._set_result(method, [fold], fit, rows.scores.shape[0], seed, estimate)

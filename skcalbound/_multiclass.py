@@ -93,7 +93,8 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     """Certified bounds on multiclass calibration errors via a binary reduction.
 
     Wraps one of the binary bound estimators (:class:`TVCalibrationBound`,
-    :class:`NWCalibrationBound`, :class:`LipschitzBucketBound`) and applies it to a
+    :class:`NWCalibrationBound`, :class:`LipschitzBucketBound`,
+    :class:`MonotoneCalibrationBound`) and applies it to a
     reduction of a multiclass ``predict_proba`` output ``P`` of shape
     ``(n_samples, K)``, in the manner of
     :class:`~sklearn.multiclass.OneVsRestClassifier` (the given estimator is cloned,
@@ -118,9 +119,10 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     ----------
     estimator : estimator instance
         An unfitted binary bound estimator: :class:`TVCalibrationBound`,
-        :class:`NWCalibrationBound` or :class:`LipschitzBucketBound`, with its
-        assumptions (``V``, ``b1``/``b2``/``h``, ``L``) stated for the *reduced*
-        binary problem. Its ``confidence_level`` is the level of the whole
+        :class:`NWCalibrationBound`, :class:`LipschitzBucketBound` or
+        :class:`MonotoneCalibrationBound`, with its assumptions (``V``,
+        ``b1``/``b2``/``h``, ``L``, a monotone calibration function) stated for the
+        *reduced* binary problem. Its ``confidence_level`` is the level of the whole
         certificate; its ``random_state`` is kept as given in every clone. Its
         ``pos_label`` is ignored: the reduction passes labels in {0, 1}.
 
@@ -199,7 +201,8 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     binary problem under the inner estimator's assumption; the assumption must hold
     for that problem (for ``'top_label'``: the function ``c -> P(correct | c)`` of
     the confidence; for ``'classwise'``: each ``p -> P(y = k | P_k = p)``). ``V = 1``
-    holds whenever these functions are monotone.
+    holds whenever these functions are monotone, and so does
+    :class:`MonotoneCalibrationBound`'s assumption.
 
     **Ties in the argmax** go to the first maximal column (``numpy.argmax``), that
     is to the smallest label (to the first of ``classes``): a row ``[0.4, 0.4,
@@ -259,7 +262,8 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
         if "confidence_level" not in params:
             raise TypeError(
                 "estimator must be a calibration bound estimator (TVCalibrationBound, "
-                "NWCalibrationBound or LipschitzBucketBound) with a confidence_level; "
+                "NWCalibrationBound, LipschitzBucketBound or MonotoneCalibrationBound) "
+                "with a confidence_level; "
                 f"got {type(self.estimator).__name__}."
             )
         inner = clone(self.estimator)

@@ -12,7 +12,12 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import Pipeline
 
-from . import _lipschitz_bound, _nw_bound, _tv_bound  # noqa: F401 (the bounds)
+from . import (  # noqa: F401 (the bounds)
+    _lipschitz_bound,
+    _monotone_bound,
+    _nw_bound,
+    _tv_bound,
+)
 from ._base import bound_classes
 from ._compat import Interval, StrOptions, _Scorer, validate_params
 from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
@@ -263,9 +268,10 @@ def make_bound_scorer(method, *, pos_label=None, **params):
 
     Parameters
     ----------
-    method : {'nw', 'tv', 'lipschitz'}
-        The bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound` or
-        :class:`LipschitzBucketBound`.
+    method : {'nw', 'tv', 'lipschitz', 'monotone'}
+        The bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound`,
+        :class:`LipschitzBucketBound` or :class:`MonotoneCalibrationBound`. ``"tv"``
+        and ``"monotone"`` need no ``h``: they bound the model's own probabilities.
 
     pos_label : int, float, bool or str, default=None
         The positive class, as in scikit-learn's scorers: the bound is on the

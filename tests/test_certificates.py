@@ -17,6 +17,7 @@ other small cells and the large ones.
 """
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,10 +37,12 @@ from numpy.testing import assert_allclose
 
 from skcalbound import (
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     TVCalibrationBound,
     calibration_test,
 )
+from skcalbound._base import interval_at
 
 
 @dataclass(frozen=True)
@@ -472,3 +475,145 @@ def test_power_on_the_perturbed_problem_at_a_million():
     assert problem.true_ce - 0.025 <= result.lower_bound <= problem.true_ce
     assert result.upper_bound >= problem.true_ce
     assert result.pvalue < 1e-6
+
+
+# --------------------------------------------------------------------------------------
+# method="monotone" (SPEC 14.1): the interval at another level without refitting, and
+# p-values by bisection on the level.
+# --------------------------------------------------------------------------------------
+
+
+def _squared_sample(n, seed, decimals=None):
+    """``s ~ U(0, 1)``, ``y ~ Bernoulli(s**2)``: a monotone calibration function with
+    ``CE = E[s - s**2] = 1/6`` (scores rounded to ``decimals``: ties)."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(size=n)
+    if decimals is not None:
+        s = np.round(s, decimals)
+    return s, (rng.uniform(size=n) < s**2).astype(int)
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.filterwarnings("ignore:confidence_level=.* is the probability:UserWarning")
+def test_monotone_interval_at_another_level_equals_a_fit_there(cv):
+    # Tied scores: the tie order is the fit's (random_state), kept with the rows.
+    s, y = _squared_sample(3000, 11, decimals=2)
+    est = MonotoneCalibrationBound(cv=cv, random_state=4).fit(s, y)
+    # At the fit's own level (0.05 given as such, 1 - 0.95 in the fit): its interval.
+    assert_allclose(interval_at(est, 0.05), (est.lower_bound_, est.bound_), rtol=1e-12)
+    previous = (-1.0, 2.0)
+    for alpha in (1e-6, 0.01, 0.05, 0.2, 0.5, 0.8):
+        level = 1 - alpha
+        fresh = MonotoneCalibrationBound(
+            cv=cv, random_state=4, confidence_level=level
+        ).fit(s, y)
+        # The fit's delta is 1 - level (not alpha to the last bit): the same numbers.
+        lower, upper = interval_at(est, 1 - level)
+        assert (lower, upper) == (fresh.lower_bound_, fresh.bound_)
+        assert_allclose(interval_at(est, alpha), (lower, upper), rtol=0, atol=1e-12)
+        if cv is None:  # SPEC 14.1: nested
+            assert lower >= previous[0] and upper <= previous[1]
+        previous = (lower, upper)
+    assert previous[1] < interval_at(est, 1e-6)[1]  # the level matters
+
+
+@pytest.mark.parametrize(
+    "alternative, tolerance",
+    # On this sample (CE = 1/6) the interval is [0.0395, 0.2923] at level 0.05. Each
+    # level of the grid is a test of its own (about 0.5 s): one case by default.
+    [
+        ("greater", 0.045),
+        *(
+            pytest.param(alternative, tolerance, marks=pytest.mark.slow)
+            for alternative, tolerance in [
+                ("greater", 0.03),
+                ("less", 0.3),
+                ("two-sided", 0.045),
+            ]
+        ),
+    ],
+)
+@pytest.mark.filterwarnings("ignore:confidence_level=.* is the probability:UserWarning")
+def test_monotone_pvalue_is_the_smallest_rejecting_level(alternative, tolerance):
+    s, y = _squared_sample(5000, 12)
+    params = {"method": "monotone", "random_state": 0}
+    result = calibration_test(
+        y, s, tolerance=tolerance, alternative=alternative, **params
+    )
+    p = result.pvalue
+    assert 1e-6 < p < 0.5, p  # the grid below brackets it
+    assert result.reject == (p <= 0.05)
+    est = result.estimator
+    assert (result.lower_bound, result.upper_bound) == (est.lower_bound_, est.bound_)
+    for a in sorted([1e-3, 0.1, 0.6, p * 0.97, p * 1.03]):
+        refit = calibration_test(
+            y,
+            s,
+            tolerance=tolerance,
+            alternative=alternative,
+            confidence_level=1 - a,
+            **params,
+        )
+        # A fit at level 1 - a rejects exactly when p <= a, with the same p-value.
+        assert refit.reject == (p <= a), (a, p, refit)
+        assert_allclose(refit.pvalue, min(p, a) if refit.reject else p, rtol=1e-9)
+
+
+def test_monotone_calibration_test_cross_fitted_has_a_decision_and_no_pvalue():
+    s, y = _squared_sample(3000, 13)
+    result = calibration_test(
+        y, s, method="monotone", cv=3, random_state=0, tolerance=0.02
+    )
+    est = MonotoneCalibrationBound(cv=3, random_state=0).fit(s, y)
+    assert math.isnan(result.pvalue)
+    assert (result.lower_bound, result.upper_bound) == (est.lower_bound_, est.bound_)
+    assert result.reject == (est.lower_bound_ > 0.02)
+    assert (result.method, result.guarantee) == ("monotone", "high_probability")
+    assert not result.in_expectation_only
+    with pytest.raises(TypeError, match=r"got parameters \['h'\] that Monotone"):
+        calibration_test(y, s, method="monotone", h=0.1)
+
+
+def _monotone_pvalues(n, repetitions, seed):
+    rng = np.random.default_rng(seed)
+    pvalues = []
+    for _ in range(repetitions):
+        s, y = _squared_sample(n, rng)
+        result = calibration_test(
+            y,
+            s,
+            method="monotone",
+            tolerance=1 / 6,  # the true CE: the null of 'two-sided' holds
+            alternative="two-sided",
+            random_state=int(rng.integers(2**31)),
+        )
+        pvalues.append(result.pvalue)
+    return np.array(pvalues)
+
+
+def test_monotone_pvalue_level_small():
+    # P(p <= a) <= a under the null, at every a at once (the same p-values).
+    repetitions = 40
+    pvalues = _monotone_pvalues(2000, repetitions, seed=14)
+    for a in (0.05, 0.2, 0.5):
+        assert np.sum(pvalues <= a) <= binomial_tolerance(repetitions, 1 - a)
+
+
+@pytest.mark.slow
+def test_monotone_pvalue_level():
+    repetitions = 500
+    pvalues = _monotone_pvalues(5000, repetitions, seed=15)
+    for a in (0.05, 0.2, 0.5, 0.8):
+        assert np.sum(pvalues <= a) <= binomial_tolerance(repetitions, 1 - a)
+
+
+def test_monotone_interval_far_below_any_level_warns_nothing():
+    # calibration_test's bisection reaches alpha = 1e-300, where the windows' budget c
+    # passes 709 at 6e5 rows and the KL limits of S = ell - 1 overflow on their way to
+    # 1: no warning reaches the user, and the interval there is a valid (wide) one.
+    s, y = _squared_sample(600_000, 16)
+    est = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lower, upper = interval_at(est, 1e-300)
+    assert 0.0 <= lower <= est.lower_bound_ and est.bound_ <= upper <= 1.0

@@ -17,6 +17,7 @@ from numpy.testing import assert_allclose
 
 from skcalbound import (
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     TVCalibrationBound,
     VacuousBoundWarning,
@@ -97,6 +98,66 @@ def test_rows_equal_segment_fits_at_adjusted_level(
     body = table[table.group != "(all)"]
     assert list(body.upper_bound) == sorted(body.upper_bound, reverse=True)
     assert body.group.iloc[0] == "c"  # the miscalibrated segment is worst
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+@pytest.mark.parametrize("by_instance", [False, True])
+def test_monotone_rows_equal_segment_fits_at_adjusted_level(data, cv, by_instance):
+    # method="monotone" (one band per segment by default; cross-fitted with cv), or
+    # an unfitted MonotoneCalibrationBound whose parameters are used.
+    y, s, groups = data
+    if by_instance:
+        method, params = MonotoneCalibrationBound(cv=cv, random_state=0), {}
+    else:
+        method, params = "monotone", {"cv": cv, "random_state": 0}
+    table = _quiet(
+        y,
+        s,
+        groups,
+        method=method,
+        confidence_level=0.9,
+        include_overall=True,
+        **params,
+    )
+    level = 1 - 0.1 / 4
+    assert table.attrs["method"] == "monotone"
+    assert table.attrs["guarantee"] == "high_probability"
+    assert not table.attrs["in_expectation_only"]
+    assert table.attrs["n_certificates"] == 4
+    assert_allclose(table.attrs["per_certificate_level"], level, rtol=1e-15)
+    for _, row in table.iterrows():
+        mask = np.ones(len(y), bool) if row.group == "(all)" else groups == row.group
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", VacuousBoundWarning)
+            est = MonotoneCalibrationBound(
+                cv=cv, confidence_level=level, random_state=0
+            ).fit(s[mask], y[mask])
+        assert row.upper_bound == est.bound_
+        assert row.lower_bound == est.lower_bound_
+        assert row.estimate == est.estimate_
+        assert row.status == "certified"
+    body = table[table.group != "(all)"]
+    assert body.group.iloc[0] == "c"  # the miscalibrated segment (CE 0.2) is worst
+
+
+def test_monotone_segments_without_folds_need_two_samples(data):
+    # cv=None: no folds to fill; a segment of one sample gets no certificate (a rule
+    # on its size only), one of two (both classes) gets one.
+    y, s, groups = data
+    groups = groups.astype(object).copy()
+    y = y.copy()
+    groups[:1] = "one"
+    groups[1:3] = "two"
+    y[1:3] = [0, 1]
+    table = _quiet(y, s, groups, method="monotone", random_state=0)
+    by = table.set_index("group")
+    assert by.loc["one", "status"] == "too few samples: 1"
+    assert by.loc["two", "status"] == "certified"
+    assert table.attrs["n_certificates"] == 4
+    two = MonotoneCalibrationBound(confidence_level=1 - 0.05 / 4, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VacuousBoundWarning)
+        assert by.loc["two", "upper_bound"] == two.fit(s[1:3], y[1:3]).bound_
 
 
 def test_small_and_single_class_segments_are_reported(data):

@@ -550,3 +550,21 @@ def test_crossing_is_read_at_the_scores():
     ok = Band(np.array([0.2, 0.5]), np.array([0.1, 0.5]), np.array([0.3, 0.55]))
     assert not ok.crossed
     assert not np.any(ok.lower_at(x) > ok.upper_at(x))
+
+
+def test_identity_attributes_make_it_a_bound_like_the_others():
+    # bound_classes() finds a bound by its short_name: the scorers, calibration_test,
+    # bounds_by_group, the display and the command line read it there.
+    from skcalbound._base import bound_classes, bound_name, in_expectation_only
+
+    assert bound_classes()["monotone"] is MonotoneCalibrationBound
+    assert bound_name(MonotoneCalibrationBound()) == "monotone"
+    assert not in_expectation_only("monotone", "paper")  # no guarantee parameter
+    assert MonotoneCalibrationBound.smoothness_params == ()  # no h to read
+    assert MonotoneCalibrationBound.assumption_params == ()
+    est = MonotoneCalibrationBound(random_state=0).fit(
+        [0.1, 0.2, 0.8, 0.9], [0, 1, 0, 1]
+    )
+    assert est.result_.guarantee == "high_probability"
+    assert est.certificate_["guarantee"] == "high_probability"
+    assert est.certificate_["method"] == "MonotoneCalibrationBound"

@@ -25,6 +25,7 @@ from sklearn.utils.estimator_checks import (
 
 from skcalbound import (
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     TVCalibrationBound,
     perturb_scores,
@@ -180,6 +181,50 @@ def test_classwise_is_one_fit_per_class_at_the_union_bound_level(K):
     assert est.worst_bound_ == bounds.max()
     assert est.worst_lower_bound_ == lowers.max()
     assert not hasattr(est, "estimator_")
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_monotone_inner_equals_its_fits_on_the_reductions(cv):
+    # make_multiclass's top-label and class-wise calibration functions are monotone.
+    P, y = _data(K=3, seed=2)
+    inner = MonotoneCalibrationBound(cv=cv, random_state=5, confidence_level=0.9)
+    top = MulticlassCalibrationBound(inner).fit(P, y)
+    hand = clone(inner).fit(P.max(axis=1), (P.argmax(axis=1) == y).astype(int))
+    _same_fit(top.estimator_, hand)
+    assert (top.bound_, top.lower_bound_) == (hand.bound_, hand.lower_bound_)
+    assert top.certificate_["inner"] == [top.estimator_.certificate_]
+    cw = MulticlassCalibrationBound(inner, strategy="classwise").fit(P, y)
+    level = 1.0 - 0.1 / 3
+    bounds, lowers = [], []
+    for k, fitted in enumerate(cw.estimators_):
+        one = clone(inner).set_params(confidence_level=level).fit(P[:, k], y == k)
+        _same_fit(fitted, one)
+        bounds.append(one.bound_)
+        lowers.append(one.lower_bound_)
+    assert_allclose(cw.bound_, np.mean(bounds), rtol=1e-15)
+    assert_allclose(cw.lower_bound_, np.mean(lowers), rtol=1e-15)
+    assert (cw.worst_bound_, cw.worst_lower_bound_) == (max(bounds), max(lowers))
+    assert not hasattr(inner, "bound_")
+
+
+def test_monotone_classwise_fits_an_absent_class_on_all_negative_labels(monkeypatch):
+    from skcalbound import _validation
+
+    P, y = _without_class_2()
+    inner = MonotoneCalibrationBound(random_state=0, confidence_level=0.9)
+    est = MulticlassCalibrationBound(inner, strategy="classwise", classes=[0, 1, 2])
+    absent = est.fit(P, y).estimators_[2]
+    assert absent.certificate_["n_positive"] == 0
+    binary_classes = _validation._binary_classes
+
+    def both_classes(labels):
+        return np.array([0, 1]) if np.all(labels == 0) else binary_classes(labels)
+
+    monkeypatch.setattr(_validation, "_binary_classes", both_classes)
+    hand = clone(inner).set_params(confidence_level=1.0 - 0.1 / 3)
+    _same_fit(absent, hand.fit(P[:, 2], np.zeros(y.size, dtype=int)))
+    # No positive: eta = 0 in the band's eyes, CE = mean of the column, inside.
+    assert absent.lower_bound_ <= P[:, 2].mean() <= absent.bound_
 
 
 def test_string_labels_follow_sorted_columns_and_pos_label_is_ignored():
@@ -547,6 +592,8 @@ def _estimators(K, data):
     top, cw = data.top_label_assumptions, data.classwise_assumptions
     return {
         "tv": (TVCalibrationBound(V=1.0, confidence_level=LEVEL),) * 2,
+        # Both reductions' calibration functions are monotone (make_multiclass).
+        "monotone": (MonotoneCalibrationBound(confidence_level=LEVEL),) * 2,
         "nw": (
             NWCalibrationBound(b1=top["b1"], b2=top["b2"], confidence_level=LEVEL),
             NWCalibrationBound(b1=cw["b1"], b2=cw["b2"], confidence_level=LEVEL),
@@ -590,14 +637,16 @@ def _assert_coverage(failures, repeats):
     )
 
 
-# The default suite runs K = 3 with TV (20 repeats); NW at K = 3 (12 repeats, whose
-# four fits a repeat cost ~4x more: ~1.4 s), K = 10 (30 repeats) and the 500-repeat
-# cells are slow. NW's class-wise coverage stays in the default suite through
-# test_nw_h_classwise_recipe_on_perturbed_columns_is_covered.
+# The default suite runs K = 3 with TV (20 repeats) and the band (8); NW at K = 3 (12
+# repeats, whose four fits a repeat cost ~4x more: ~1.4 s), K = 10 (30 repeats) and
+# the 500-repeat cells are slow. NW's class-wise coverage stays in the default suite
+# through test_nw_h_classwise_recipe_on_perturbed_columns_is_covered.
 @pytest.mark.parametrize(
     "method, K, repeats",
     [
         ("tv", 3, 20),
+        ("monotone", 3, 8),
+        pytest.param("monotone", 10, 30, marks=pytest.mark.slow),
         pytest.param("nw", 3, 12, marks=pytest.mark.slow),
         pytest.param("tv", 10, 30, marks=pytest.mark.slow),
         pytest.param("nw", 10, 30, marks=pytest.mark.slow),

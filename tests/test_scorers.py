@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skcalbound import (
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     SechPerturbedClassifier,
     TVCalibrationBound,
@@ -148,6 +149,39 @@ def test_bound_scorer_with_explicit_assumptions_on_any_classifier(data):
         value
         == -NWCalibrationBound(b1=2.0, b2=8.0, random_state=0).fit(proba, y).bound_
     )
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_monotone_scorer_needs_no_h_and_equals_the_estimator(data, cv):
+    # "monotone" bounds the model's own probabilities (no perturbation, no h), like
+    # "tv"; in cross_validate and GridSearchCV as a named scorer.
+    X_fit, y_fit, X, y = data
+    model = LogisticRegression().fit(X_fit, y_fit)
+    proba = model.predict_proba(X)
+    scorer = make_bound_scorer("monotone", cv=cv, random_state=0)
+    assert repr(scorer) == f"make_bound_scorer('monotone', cv={cv!r}, random_state=0)"
+    est = MonotoneCalibrationBound(cv=cv, random_state=0).fit(proba, y)
+    assert scorer(model, X, y) == -est.bound_
+    assert -1.0 < scorer(model, X, y) < 0.0
+    # A perturbed classifier is scored on its (perturbed) probabilities, no h read.
+    perturbed, clf = _fitted(data)
+    state = clf.random_state_.get_state()
+    value = scorer(perturbed, X, y)
+    clf.random_state_.set_state(state)
+    expected = MonotoneCalibrationBound(cv=cv, random_state=0).fit(
+        perturbed.predict_proba(X), y
+    )
+    assert value == -expected.bound_
+    result = cross_validate(model, X, y, cv=2, scoring={"monotone": scorer})
+    by_hand = [
+        -MonotoneCalibrationBound(cv=cv, random_state=0)
+        .fit(clone(model).fit(X[train], y[train]).predict_proba(X[test]), y[test])
+        .bound_
+        for train, test in StratifiedKFold(2).split(X, y)
+    ]
+    assert_array_equal(result["test_monotone"], by_hand)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'h'"):
+        make_bound_scorer("monotone", h=2**-4)
 
 
 def test_bound_scorer_uses_the_positive_class_of_string_labels(data):

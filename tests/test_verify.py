@@ -14,7 +14,12 @@ import pandas as pd
 import pytest
 from sklearn.model_selection import KFold
 
-from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+from skcalbound import (
+    LipschitzBucketBound,
+    MonotoneCalibrationBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+)
 from skcalbound._cli import main
 
 H = 2.0**-6
@@ -483,3 +488,156 @@ def test_a_parameter_stored_as_repr_is_partial_and_says_what_was_not_checked(
     code, out, _ = _verify_bare(capsys, path, data_file)
     assert code == PARTIAL
     assert "bound not recomputed (cannot refit with its params: " in out
+
+
+# --------------------------------------------------------------------------------------
+# MonotoneCalibrationBound records (issue 37): refit when reproducible, else the band's
+# own consistency checks (SPEC 14: bound = min(1, band_upper + transfer_upper), ...).
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_genuine_monotone_record_is_recomputed(data_file, capsys, tmp_path, cv):
+    est = MonotoneCalibrationBound(cv=cv, random_state=0)
+    path, cert = _bare(data_file, tmp_path, est)
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == 0 and err == ""
+    assert out.startswith(f"OK {data_file} against {path} (1 certificate): ")
+    assert f"recomputed bound {est.bound_:.6g}" in out
+    assert f"{len(est.terms_)} terms agree" in out
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_monotone_record_with_an_edited_number_fails_the_refit(
+    data_file, capsys, tmp_path, cv
+):
+    est = MonotoneCalibrationBound(cv=cv, random_state=0)
+    path, cert = _bare(data_file, tmp_path, est, lambda c: c.update(bound=0.01))
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == 1 and out == ""
+    assert err.startswith(
+        "FAIL MonotoneCalibrationBound: bound differs: recorded 0.01, recomputed "
+        f"{est.bound_!r}"
+    )
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_genuine_monotone_record_without_random_state_is_partial(
+    data_file, capsys, tmp_path, cv
+):
+    est = MonotoneCalibrationBound(cv=cv)
+    path, cert = _bare(data_file, tmp_path, est)
+    assert cert["guarantee"] == "high_probability"
+    assert "guarantee" not in cert["params"]
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == PARTIAL and err == ""
+    assert "MonotoneCalibrationBound: data match (n=800" in out
+    assert "terms add up to the bound, lower bound consistent" in out
+    assert "params and assumption as used agree with a fit on stand-in folds" in out
+    assert "bound not recomputed (random_state=None" in out
+
+
+def _scale_band_terms(cert):
+    """A consistent-looking forgery of a one-band record: every term and both ends
+    scaled down, the sums kept."""
+    t = cert["terms"]
+    for name in ("band_upper", "transfer_upper"):
+        t[name] *= 0.25
+    cert["bound"] = t["band_upper"] + t["transfer_upper"]
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c.update(bound=c["bound"] / 2), "its bound is "),
+        (
+            lambda c: c.update(lower_bound=c["lower_bound"] + 0.05),
+            "its lower_bound is ",
+        ),
+        (
+            lambda c: c["terms"].update(transfer_upper=-c["terms"]["transfer_upper"]),
+            "its terms transfer_upper have the wrong sign",
+        ),
+        (
+            lambda c: c["terms"].update(
+                transfer_lower=-c["terms"]["transfer_lower"] + 0.01
+            ),
+            "its terms transfer_lower have the wrong sign",
+        ),
+        (
+            lambda c: c["terms"].update(n_windows=c["terms"]["n_windows"] - 1),
+            "its n_windows is ",
+        ),
+        (lambda c: c["terms"].pop("band_lower"), "its terms have no band_lower"),
+        (lambda c: c.update(guarantee="paper"), "guarantee is 'paper' but its params"),
+    ],
+)
+def test_forged_monotone_record_without_random_state_fails(
+    data_file, capsys, tmp_path, edit, message
+):
+    est = MonotoneCalibrationBound()
+    path, cert = _bare(data_file, tmp_path, est, edit)
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == 1 and out == ""
+    assert err.startswith(
+        "FAIL MonotoneCalibrationBound: the record contradicts itself: "
+    )
+    assert message in err
+
+
+def test_consistently_forged_monotone_record_is_at_best_partial(
+    data_file, capsys, tmp_path
+):
+    # Its terms add up; without an int random_state the numbers are not recomputed
+    # (with ties the band depends on the seed's tie order): PARTIAL, never OK.
+    path, _ = _bare(data_file, tmp_path, MonotoneCalibrationBound(), _scale_band_terms)
+    code, out, _ = _verify_bare(capsys, path, data_file)
+    assert code == PARTIAL and out.startswith("PARTIAL")
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c.update(bound=c["bound"] / 2), "its bound is "),
+        (lambda c: c.update(lower_bound=c["bound"] + 0.01), "its lower_bound "),
+        (
+            lambda c: c["terms"].update(maurer_pontil=-1.0),
+            "its terms maurer_pontil are negative",
+        ),
+    ],
+)
+def test_forged_cross_fitted_monotone_record_fails(
+    data_file, capsys, tmp_path, edit, message
+):
+    path, _ = _bare(data_file, tmp_path, MonotoneCalibrationBound(cv=3), edit)
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == 1 and out == ""
+    assert err.startswith(
+        "FAIL MonotoneCalibrationBound: the record contradicts itself: "
+    )
+    assert message in err
+
+
+def test_monotone_consistency_checks_by_hand():
+    # The band's relations on a hand-made record (SPEC 14 terms_).
+    from skcalbound._certificate import _band_problems
+
+    terms = {
+        "band_upper": 0.10,
+        "transfer_upper": 0.05,
+        "band_lower": 0.04,
+        "transfer_lower": -0.03,
+        "mean_band_width": 0.2,
+        "n_windows": 2,  # n = 40: lengths 32 (starts 0, 8) and 40 (start 0)
+    }
+    record = {"terms": terms, "bound": 0.15, "lower_bound": 0.01, "n_samples": 40}
+    assert _band_problems(record) == ["its n_windows is 2; 40 rows have 3 windows"]
+    terms["n_windows"] = 3
+    assert _band_problems(record) == []
+    record["lower_bound"] = 0.0  # max(0, 0.04 - 0.03) = 0.01
+    assert _band_problems(record) == [
+        f"its lower_bound is 0.0; its terms make it {0.04 - 0.03!r}"
+    ]
+    record.update(lower_bound=0.01, bound=1.0)
+    terms["transfer_upper"] = 2.0  # min(1, 2.1) = 1: clipped
+    assert _band_problems(record) == []
