@@ -48,13 +48,55 @@ class _SortedRows:
 
 
 def _sorted_rows(scores, labels, seed):
-    """SPEC 14 step 1: one uniformly random permutation drawn from ``seed`` (never
-    from the data), then a stable sort by score, so that the order inside a tie block
-    does not depend on the labels given the scores."""
-    permutation = np.random.default_rng(seed).permutation(scores.shape[0])
-    order, sorted_scores = stable_argsort(scores[permutation])
-    order = permutation[order]
-    return _SortedRows(order, sorted_scores, labels[order])
+    """SPEC 14 step 1: the rows sorted by score, each tie block in a uniformly random
+    order drawn from ``seed`` (never from the data), so that the order inside a tie
+    block does not depend on the labels given the scores.
+
+    A stable sort in data order, then :func:`_shuffle_tie_blocks`: the same law as
+    SPEC's full permutation followed by a stable sort (see there), without
+    permuting all ``n`` rows; with no tied scores nothing is drawn.
+    """
+    order, sorted_scores = stable_argsort(scores)
+    order = _shuffle_tie_blocks(order, sorted_scores, seed)
+    return _SortedRows(order, sorted_scores, labels.take(order))
+
+
+def _shuffle_tie_blocks(order, sorted_scores, seed):
+    """``order`` (a sort by score) with the rows of every tie block in a uniformly
+    random order: ranks from one uniform permutation of the ``m`` tied positions,
+    drawn from ``seed``, then a sort of the tied positions by (block, rank).
+
+    Why this is SPEC 14 step 1 (a uniform permutation ``pi`` of all rows, then a
+    stable sort). The proof (Theorem 1) needs only that, given the scores, the order
+    inside each tie block is uniformly random and independent of the labels; the
+    order between blocks is fixed by the scores. After ``pi`` and a stable sort, the
+    rows of a block stand in the relative order ``pi`` gives them: uniform over the
+    block's orderings, independently across blocks (``pi`` restricted to disjoint
+    sets of rows), and independent of the data. Here the ranks are a uniform
+    permutation of the tied positions, independent of the data, so the same holds
+    for the relative order of the ranks inside each block: given the data, the
+    sequence of (score, label, row) in sorted order has exactly the same law, only
+    the numbers drawn for a given seed differ. The ranks are distinct integers, so
+    no tie between two random keys ever falls back on the data order (as float keys
+    could). Modifies ``order`` in place and returns it.
+    """
+    tied = sorted_scores[1:] == sorted_scores[:-1]
+    if not tied.any():
+        return order
+    in_block = np.zeros(sorted_scores.shape[0], dtype=bool)
+    in_block[1:] = tied
+    in_block[:-1] |= tied
+    positions = np.flatnonzero(in_block)
+    m = positions.shape[0]
+    # Block number of each tied position (a block starts at a tied position that
+    # does not tie with the one before it); key = block * m + rank is distinct.
+    first_in_block = np.ones(m, dtype=bool)
+    first_in_block[1:] = ~tied[positions[1:] - 1]
+    key = np.cumsum(first_in_block, dtype=np.int64)
+    key *= m
+    key += np.random.default_rng(seed).permutation(m)
+    order[positions] = order[positions[np.argsort(key)]]
+    return order
 
 
 @dataclass(frozen=True)
@@ -87,17 +129,35 @@ def _isotonic(rows):
     each)."""
     n = rows.scores.shape[0]
     if not np.any(rows.scores[1:] == rows.scores[:-1]):  # no ties: one block a row
-        labels = rows.labels.astype(float)
-        values = isotonic_regression(labels, increasing=True)
-        del labels
-        return rows.scores, np.clip(values, 0.0, 1.0, out=values), None
+        return rows.scores, _pooled_isotonic(rows.labels, None), None
     first = tie_block_starts(rows.scores)
     counts = np.diff(first, append=n)
-    positives = np.add.reduceat(rows.labels.astype(np.int64), first)
-    values = isotonic_regression(
-        positives / counts, sample_weight=counts.astype(float), increasing=True
+    positives = np.add.reduceat(rows.labels, first, dtype=np.int64)
+    return rows.scores[first], _pooled_isotonic(positives / counts, counts), counts
+
+
+def _pooled_isotonic(values, counts):
+    """The increasing isotonic regression of ``values`` with weights ``counts``
+    (None: 1 each), clipped to [0, 1], at every input.
+
+    Runs of equal consecutive values are pooled first (a run of 0/1 labels is one
+    point): an isotonic regression is constant on such a run (if ``f_i < f_{i+1}``
+    with ``y_i = y_{i+1} = c``, moving both to ``c``, or the far one to the near one,
+    lowers the squared loss and keeps the order), so the fit is the same on far
+    fewer points, without ``n``-long weight and copy arrays.
+    """
+    m = values.shape[0]
+    first = np.flatnonzero(values[1:] != values[:-1])
+    first += 1
+    first = np.concatenate([[0], first])
+    lengths = np.diff(first, append=m)
+    weights = lengths if counts is None else np.add.reduceat(counts, first)
+    fitted = isotonic_regression(
+        values[first].astype(float),
+        sample_weight=weights.astype(float),
+        increasing=True,
     )
-    return rows.scores[first], np.clip(values, 0.0, 1.0, out=values), counts
+    return np.repeat(np.clip(fitted, 0.0, 1.0, out=fitted), lengths)
 
 
 def _monotone_fit(rows, band):
