@@ -246,23 +246,31 @@ def logistic_sample(n, seed):
     return s, y
 
 
-# Run in a fresh interpreter: peak resident memory of one fit at n rows (Linux
-# ru_maxrss, KiB), and before the fit (imports and data).
+# Run in a fresh interpreter: peak resident memory of one fit at n rows, and before
+# the fit (imports and data). Read from VmHWM in /proc/self/status (Linux), which a
+# new process image starts afresh; ru_maxrss would keep the benchmark's own peak
+# across the fork and exec.
 _PEAK_SCRIPT = """
-import json, resource, sys, warnings
+import json, re, sys, warnings
 sys.path[:0] = {path!r}
 import numpy as np
 from bench_bounds import RAW_BOUNDS, logistic_sample
+
+
+def hwm():
+    with open("/proc/self/status") as f:
+        return int(re.search(r"VmHWM:\\s*(\\d+)", f.read()).group(1))
+
+
 warnings.simplefilter("ignore")
 s, y = logistic_sample({n}, 0)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = hwm()
 name = {name!r}
 if name == "np.sort":
     np.sort(s)
 else:
     RAW_BOUNDS[name](0).fit(s, y)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({{"before": before, "peak": peak}}))
+print(json.dumps({{"before": before, "peak": hwm()}}))
 """
 
 
