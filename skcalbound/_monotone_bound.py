@@ -24,6 +24,7 @@ from ._compat import StrOptions, validate_params
 from ._result import FoldResult, aggregate_folds
 from ._splitting import stable_argsort
 from ._surrogates._band import Band, band_interval, fit_band, maurer_pontil_term
+from ._surrogates._band_grid import cell_stats_chunk, grid_interval, grid_size
 from ._surrogates._step import tie_block_starts
 from ._validation import (
     MonotonicityWarning,
@@ -170,6 +171,19 @@ def _monotone_fit(rows, band):
     return MonotoneFit(band, scores, values, int(rows.scores.shape[0]), estimate)
 
 
+def _grid_fit(interval):
+    """:class:`MonotoneFit` of the grid variant (SPEC 14.6): its band, and the
+    isotonic regression of the cells' label means (weighted by their rows) placed at
+    the middle of each cell's extent."""
+    a, b = interval.extents
+    middles = 0.5 * (a + b)
+    counts = interval.counts
+    values = _pooled_isotonic(interval.positives / counts, counts)
+    n = int(counts.sum())
+    estimate = float(np.dot(counts, np.abs(middles - values)) / n)
+    return MonotoneFit(interval.band, middles, values, n, estimate)
+
+
 def _held_out(band, scores):
     """``(statistics, info)`` of a band on held-out scores (SPEC 14.2):
     ``h+ = max(x - L, U - x)`` and ``h- = dist(x, [L, U])``, their means and unbiased
@@ -199,11 +213,13 @@ class _BandMethod(_BoundMethod):
     min_train = 2
     level_free = False  # the band's window budgets depend on delta
     unmergeable_reason = (
-        " needs all the rows in memory: its windows are runs of consecutive scores "
-        "of the whole sorted sample"
+        " with cv set needs all the rows in memory: each fold's band sorts its "
+        "training rows"
     )
     unmergeable_alternative = (
-        "load the scores and labels as arrays (10**7 rows take about 0.1 GB)."
+        "use cv=None (chunks and Dask then get the band on the cells of a fixed "
+        "score grid, SPEC 14.6) or load the scores and labels as arrays (10**7 rows "
+        "take about 0.1 GB)."
     )
 
     def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
@@ -489,6 +505,44 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         self.certificate_ = build_certificate(self, scores, labels)
         return self
 
+    def _fit_source(self, method, source, what, arrays=None, digest=None):
+        if arrays is None and self.cv is None:  # chunks or Dask: SPEC 14.6
+            return self._fit_grid(method, source)
+        return super()._fit_source(method, source, what, arrays, digest)
+
+    def _fit_grid(self, method, source):
+        """SPEC 14.6 on rows that are not in memory: one pass gathers per-cell
+        counts, positives and score extents on a grid of ``grid_size(n)`` cells
+        (merged by addition, so any chunking gives the same numbers), then the band
+        with the cells as atoms. No randomness beyond the shared estimate's."""
+        delta = 1.0 - self.confidence_level
+        key_seed = check_random_seed(check_random_state(self.random_state))
+        n = source.n_samples
+        tap = _EstimateTap(source, key_seed)
+        stats = tap.map_reduce(functools.partial(cell_stats_chunk, grid_size(n)))
+        self.classes_, self.n_features_in_ = tap.classes, 1
+        interval = grid_interval(stats, delta)
+        fit = _grid_fit(interval)
+        terms = interval.terms
+        fold = FoldResult(
+            terms={k: terms[k] for k in ("band_upper", "transfer_upper")},
+            info={
+                "n_train": n,
+                "n_validation": 0,
+                "delta": float(delta),
+                **{k: terms[k] for k in (*_INFO_TERMS, "n_cells")},
+            },
+            estimate=fit.estimate,
+            lower=interval.lower,
+        )
+        self._set_result(method, [fold], fit, n, key_seed, tap.estimate())
+        positives = int(stats.positives.sum())
+        digest = getattr(source, "digest", None)
+        self.certificate_ = build_certificate(
+            self, None, None, summary=(n, positives, digest)
+        )
+        return self
+
     def _set_result(self, method, results, surrogate, n_samples, key_seed, estimate):
         result = aggregate_folds(
             results, self.aggregate, self.confidence_level, warn=False
@@ -500,7 +554,11 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         self.estimate_ = self.result_.estimate
         if len(results) == 1 and "band_lower" in results[0].info:
             info = results[0].info
-            self.terms_ = {**results[0].terms, **{k: info[k] for k in _INFO_TERMS}}
+            extra = tuple(k for k in ("n_cells",) if k in info)  # SPEC 14.6
+            self.terms_ = {
+                **results[0].terms,
+                **{k: info[k] for k in (*_INFO_TERMS, *extra)},
+            }
         else:
             self.terms_ = dict(self.result_.terms)
         self.fold_results_ = self.result_.fold_frame()
@@ -674,9 +732,6 @@ def monotone_bound(
     >>> print(round(monotone_bound(y, s, random_state=0), 3))
     0.101
     """
-    if is_dask_collection(y_true) or is_dask_collection(y_prob):
-        MonotoneCalibrationBound().fit(y_prob, y_true)  # says why it needs arrays
-    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "monotone_bound")
     estimator = MonotoneCalibrationBound(
         confidence_level=confidence_level,
         window_bound=window_bound,
@@ -684,4 +739,8 @@ def monotone_bound(
         aggregate=aggregate,
         random_state=random_state,
     )
+    if is_dask_collection(y_true) or is_dask_collection(y_prob):
+        # SPEC 14.6 with cv=None; with cv, fit says why it needs arrays.
+        return estimator.set_params(pos_label=pos_label).fit(y_prob, y_true).bound_
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "monotone_bound")
     return estimator.fit(scores, labels).bound_

@@ -425,8 +425,8 @@ def test_bad_parameters_and_inputs_are_errors():
         MonotoneCalibrationBound(confidence_level=1.0).fit(s, y)
     with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
         MonotoneCalibrationBound().fit(s + 1, y)
-    with pytest.raises(ValueError, match="in memory"):
-        MonotoneCalibrationBound().fit_chunks([(y, s)])
+    with pytest.raises(ValueError, match="with cv set needs all the rows in memory"):
+        MonotoneCalibrationBound(cv=3).fit_chunks([(y, s)])
     with pytest.raises(ValueError, match="at least 2"):
         MonotoneCalibrationBound(cv=[(np.arange(1, 200), np.array([0]))]).fit(s, y)
 
