@@ -244,6 +244,10 @@ def test_every_source_gives_the_same_numbers():
         assert est.terms_["n_cells"] == in_memory.terms["n_cells"]
         assert_allclose(est.band_.upper, in_memory.band.upper, rtol=0, atol=1e-12)
     assert by_chunks.estimate_ == pytest.approx(on_dask.estimate_, abs=1e-12)
+    # Chunks are read in order: the audit record has the in-memory fingerprint.
+    in_memory_fit = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    fingerprint = in_memory_fit.certificate_["fingerprint"]
+    assert by_chunks.certificate_["fingerprint"] == fingerprint
     assert monotone_bound(
         dask_array.from_array(y, chunks=5000), dask_array.from_array(s, chunks=5000)
     ) == pytest.approx(by_chunks.bound_, abs=1e-12)
