@@ -315,7 +315,21 @@ def run_band(sizes, repeats):
                     est.fit(s, y)
             for name, est in estimators.items():
                 fits[name].append((est.lower_bound_, est.bound_))
+            if seed == 0:  # the band on 10 chunks: cells of a fixed grid (14.6)
+                step = -(-n // 10)
+                chunks = [(y[i : i + step], s[i : i + step]) for i in range(0, n, step)]
+                grid = MonotoneCalibrationBound(random_state=seed).fit_chunks(
+                    chunks, n_samples=n
+                )
+                exact = estimators["band"]
+                grid_row = (
+                    grid.lower_bound_,
+                    grid.bound_,
+                    (grid.bound_ - grid.lower_bound_)
+                    / (exact.bound_ - exact.lower_bound_),
+                )
         row = {"n": n, "samples": samples}
+        row["grid lower"], row["grid upper"], row["grid / band width"] = grid_row
         for name in RAW_BOUNDS:
             lower, upper = np.median(np.array(fits[name]), axis=0)
             row[f"{name} lower"], row[f"{name} upper"] = lower, upper
@@ -359,9 +373,19 @@ def print_band(table, memory, last, repeats):
             )
         lines.append(" | ".join(parts))
     print("\n".join(lines))
+    print(
+        "\nThe band on 10 chunks (fit_chunks: cells of a fixed score grid) against "
+        "the band in memory, first sample"
+    )
+    for n, row in table.iterrows():
+        print(
+            f"n={n:.0e}: [{row['grid lower']:.5f}, {row['grid upper']:.5f}], width "
+            f"{row['grid / band width']:.4f} x the in-memory band's"
+        )
     print("\nFit time: seconds, and ratios to TV (denoise) and to np.sort, same rounds")
     shown = table.rename(index=lambda n: f"{n:.0e}")
-    print(shown.filter(regex=r"\[s\]|/").T.to_string(float_format="{:.3f}".format))
+    timing = shown.filter(regex=r"\[s\]|/").drop(columns="grid / band width")
+    print(timing.T.to_string(float_format="{:.3f}".format))
     print(f"\nPeak resident memory at n={last:.0e}, one fit per fresh subprocess (MB)")
     for name, (before, peak) in memory.items():
         print(f"  {name:<11} before the fit {before:7.0f}   peak {peak:7.0f}")
