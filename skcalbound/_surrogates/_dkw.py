@@ -46,15 +46,19 @@ def window_extremum(values, K, kind, output=None):
     return extremum(values, size, output=output, mode="nearest")
 
 
+def transfer_side(g, K, kind, output=None):
+    """``(1/n) sum_j ext{G_i : i in [j - K, j + K - 1] and [0, n]}`` over
+    ``j = 1 .. n`` for the envelope ``g`` on the gaps ``0 .. n``, ``ext`` the
+    maximum or the minimum (``kind``); ``output``: a buffer for the extrema."""
+    return float(np.mean(window_extremum(g, K, kind, output)[1:]))
+
+
 def quantile_transfer(g_plus, g_minus, K):
     """``(I_plus, I_minus)`` of SPEC section 14 step 6 from the gap envelopes.
 
     ``g_plus`` and ``g_minus`` hold ``G_i`` for the gaps ``i = 0 .. n``; ``I_plus =
     (1/n) sum_j max{G+_i : i in [j - K, j + K - 1] and [0, n]}`` over ``j = 1 .. n``,
-    and ``I_minus`` the same with the minimum of ``G-`` (unclipped). One ``n + 1``
-    buffer for both sliding extrema.
+    and ``I_minus`` the same with the minimum of ``G-`` (unclipped).
     """
-    out = window_extremum(g_plus, K, "max")
-    upper = float(np.mean(out[1:]))
-    window_extremum(g_minus, K, "min", output=out)
-    return upper, float(np.mean(out[1:]))
+    out = np.empty_like(g_plus)
+    return transfer_side(g_plus, K, "max", out), transfer_side(g_minus, K, "min", out)
