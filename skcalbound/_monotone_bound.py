@@ -353,13 +353,15 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         of carrying it to the population) is the upper bound before clipping;
         ``band_lower`` plus ``transfer_lower`` (negative) the lower bound;
         ``mean_band_width`` (the mean of ``U(s) - L(s)`` over the rows) and
-        ``n_windows``. With ``cv``: ``validation_mean`` (the mean of
+        ``n_windows`` (on chunks and Dask also ``n_cells``, each row taken anywhere
+        in its cell). With ``cv``: ``validation_mean`` (the mean of
         ``max(s - L(s), U(s) - s)`` over the validation rows) and ``maurer_pontil``,
         aggregated over folds.
 
     band_ : Band
         The band fitted on all rows at ``(1 - confidence_level) / 2``, a frozen
-        dataclass of arrays: ``scores`` (the distinct sorted scores), ``lower`` and
+        dataclass of arrays: ``scores`` (the distinct sorted scores; on chunks and
+        Dask, the smallest and largest score of every non-empty cell), ``lower`` and
         ``upper`` (``L`` and ``U`` there); ``band_.lower_at(s)`` and
         ``band_.upper_at(s)`` evaluate it anywhere (as :meth:`predict_interval`).
 
