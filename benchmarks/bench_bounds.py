@@ -1,6 +1,7 @@
 """Fit time and tightness of the certified bounds; references timed in the same run.
 
-Run with ``make bench`` or ``python benchmarks/bench_bounds.py [--sizes 1e5 1e6 1e7]``.
+Run with ``make bench`` or ``python benchmarks/bench_bounds.py [--sizes 1e5 1e6 1e7]``;
+``--band`` runs the section on the bounds for raw scores instead (see :func:`run_band`).
 
 Data: the synthetic perturbed classifier of the test suite (``zigzag_base()`` of
 ``skcalbound.datasets``, as in ``tests/_synthetic.py``): scores with atoms and a
@@ -40,7 +41,12 @@ import numpy as np
 import pandas as pd
 from sklearn.calibration import calibration_curve
 
-from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
+from skcalbound import (
+    LipschitzBucketBound,
+    MonotoneCalibrationBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+)
 from skcalbound.datasets._perturbed import SechPerturbed
 from skcalbound.datasets._problems import zigzag_base
 
@@ -204,12 +210,221 @@ def _targets(table):
     return lines
 
 
+# ----------------------------------------------------------- bounds for raw scores
+# Issue 37's table (an independent implementation, delta = 0.05): the band's interval
+# on the logistic-like problem.
+BAND_REFERENCE = {
+    10**4: (0.000, 0.132),
+    10**5: (0.001, 0.079),
+    10**6: (0.010, 0.053),
+    10**7: (0.020, 0.041),
+}
+RAW_BOUNDS = {
+    "band": lambda seed: MonotoneCalibrationBound(random_state=seed),
+    "TV cells": lambda seed: TVCalibrationBound(method="cells", random_state=seed),
+    "TV denoise": lambda seed: TVCalibrationBound(method="denoise", random_state=seed),
+}
+_RAW_NAMES = {
+    "band": "MonotoneCalibrationBound",
+    "TV cells": 'TVCalibrationBound(method="cells")',
+    "TV denoise": 'TVCalibrationBound(method="denoise")',
+}
+
+
+def logistic_sample(n, seed):
+    """The issue's logistic-like problem: ``s ~ Beta(2, 5)``,
+    ``eta(s) = expit(1.3 logit(s) + 0.2)``; int8 labels, no n-long temporaries kept."""
+    from scipy.special import expit, logit
+
+    rng = np.random.default_rng(seed)
+    s = rng.beta(2.0, 5.0, n)
+    eta = logit(s)
+    eta *= 1.3
+    eta += 0.2
+    expit(eta, out=eta)
+    y = (rng.random(n) < eta).astype(np.int8)
+    return s, y
+
+
+# Run in a fresh interpreter: peak resident memory of one fit at n rows, and before
+# the fit (imports and data). Read from VmHWM in /proc/self/status (Linux), which a
+# new process image starts afresh; ru_maxrss would keep the benchmark's own peak
+# across the fork and exec.
+_PEAK_SCRIPT = """
+import json, re, sys, warnings
+sys.path[:0] = {path!r}
+import numpy as np
+from bench_bounds import RAW_BOUNDS, logistic_sample
+
+
+def hwm():
+    with open("/proc/self/status") as f:
+        return int(re.search(r"VmHWM:\\s*(\\d+)", f.read()).group(1))
+
+
+warnings.simplefilter("ignore")
+s, y = logistic_sample({n}, 0)
+before = hwm()
+name = {name!r}
+if name == "np.sort":
+    np.sort(s)
+elif name == "band 10 chunks":
+    step = -(-len(s) // 10)
+    chunks = [(y[i : i + step], s[i : i + step]) for i in range(0, len(s), step)]
+    RAW_BOUNDS["band"](0).fit_chunks(chunks, n_samples=len(s))
+else:
+    RAW_BOUNDS[name](0).fit(s, y)
+print(json.dumps({{"before": before, "peak": hwm()}}))
+"""
+
+
+def peak_memory(name, n):
+    """``(before, peak)`` resident memory in MB of one fit in a fresh subprocess."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = [str(Path(__file__).resolve().parent), *sys.path]
+    script = _PEAK_SCRIPT.format(path=path, n=n, name=name)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    return report["before"] / 1024, report["peak"] / 1024
+
+
+def run_band(sizes, repeats):
+    """MonotoneCalibrationBound and TVCalibrationBound(method="cells") beside TV's
+    denoising method on the same logistic-like samples: the intervals (medians over 5
+    samples, 1 at 10**7 and above), fit times as ratios to TV (denoise) and to
+    ``np.sort`` of the same scores timed in the same rounds (first sample), and the
+    peak memory of each fit at the largest size in a fresh subprocess."""
+    rows = []
+    for n in sizes:
+        samples = 1 if n >= 10**7 else 5
+        fits = {name: [] for name in RAW_BOUNDS}
+        times = None
+        for seed in range(samples):
+            s, y = logistic_sample(n, seed)
+            estimators = {name: make(seed) for name, make in RAW_BOUNDS.items()}
+            if seed == 0:
+                funcs = {"np.sort": lambda: np.sort(s)}
+                funcs.update(
+                    {k: functools.partial(e.fit, s, y) for k, e in estimators.items()}
+                )
+                times = _round_times(funcs, repeats)
+            else:
+                for est in estimators.values():
+                    est.fit(s, y)
+            for name, est in estimators.items():
+                fits[name].append((est.lower_bound_, est.bound_))
+            if seed == 0:  # the band on 10 chunks: cells of a fixed grid (14.6)
+                step = -(-n // 10)
+                chunks = [(y[i : i + step], s[i : i + step]) for i in range(0, n, step)]
+                grid = MonotoneCalibrationBound(random_state=seed).fit_chunks(
+                    chunks, n_samples=n
+                )
+                exact = estimators["band"]
+                grid_row = (
+                    grid.lower_bound_,
+                    grid.bound_,
+                    (grid.bound_ - grid.lower_bound_)
+                    / (exact.bound_ - exact.lower_bound_),
+                )
+        row = {"n": n, "samples": samples}
+        row["grid lower"], row["grid upper"], row["grid / band width"] = grid_row
+        for name in RAW_BOUNDS:
+            lower, upper = np.median(np.array(fits[name]), axis=0)
+            row[f"{name} lower"], row[f"{name} upper"] = lower, upper
+            row[f"{name} width"] = upper - lower
+            row[f"{name} fit [s]"] = float(np.median(times[name]))
+            if name != "TV denoise":
+                ratio = times[name] / times["TV denoise"]
+                row[f"{name} / TV denoise"] = float(np.median(ratio))
+            row[f"{name} / np.sort"] = float(np.median(times[name] / times["np.sort"]))
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("n")
+    last = max(sizes)
+    names = ("np.sort", *RAW_BOUNDS, "band 10 chunks")
+    memory = {name: peak_memory(name, last) for name in names}
+    return table, memory, last
+
+
+def print_band(table, memory, last, repeats):
+    print(
+        "logistic-like problem (s ~ Beta(2, 5), eta = expit(1.3 logit(s) + 0.2)), "
+        "confidence_level=0.95, defaults otherwise; intervals: medians over the "
+        f"samples; times: medians over {repeats} interleaved rounds on the first "
+        "sample"
+    )
+    for name in RAW_BOUNDS:
+        print(f"  {name}: {_RAW_NAMES[name]}")
+    print("\nIntervals [lower, upper] and widths (issue 37's band for reference)")
+    lines = []
+    for n, row in table.iterrows():
+        ref = BAND_REFERENCE.get(n)
+        parts = [f"n={n:.0e} ({int(row['samples'])} sample(s))"]
+        for name in RAW_BOUNDS:
+            parts.append(
+                f"{name} [{row[f'{name} lower']:.3f}, {row[f'{name} upper']:.3f}] "
+                f"w={row[f'{name} width']:.4f}"
+            )
+        if ref is not None:
+            width = ref[1] - ref[0]
+            parts.append(
+                f"issue [{ref[0]:.3f}, {ref[1]:.3f}] w={width:.3f}, "
+                f"band/issue width {row['band width'] / width:.3f}"
+            )
+        lines.append(" | ".join(parts))
+    print("\n".join(lines))
+    print(
+        "\nThe band on 10 chunks (fit_chunks: cells of a fixed score grid) against "
+        "the band in memory, first sample"
+    )
+    for n, row in table.iterrows():
+        print(
+            f"n={n:.0e}: [{row['grid lower']:.5f}, {row['grid upper']:.5f}], width "
+            f"{row['grid / band width']:.4f} x the in-memory band's"
+        )
+    print("\nFit time: seconds, and ratios to TV (denoise) and to np.sort, same rounds")
+    shown = table.rename(index=lambda n: f"{n:.0e}")
+    timing = shown.filter(regex=r"\[s\]|/").drop(columns="grid / band width")
+    print(timing.T.to_string(float_format="{:.3f}".format))
+    print(f"\nPeak resident memory at n={last:.0e}, one fit per fresh subprocess (MB)")
+    for name, (before, peak) in memory.items():
+        print(f"  {name:<14} before the fit {before:7.0f}   peak {peak:7.0f}")
+    if last >= 10**7:
+        ratio = table.loc[last, "band / TV denoise"]
+        print(
+            f"\nband fit / TV (denoise) fit at n={last:.0e}: {ratio:.2f} "
+            f"(target <= 2); band peak memory {memory['band'][1] / 1024:.3f} GB "
+            "(target <= 1.2)"
+        )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", nargs="+", type=float, default=[1e5, 1e6, 1e7])
+    parser.add_argument(
+        "--sizes",
+        nargs="+",
+        type=float,
+        help="default 1e5 1e6 1e7 (with --band: 1e4 1e5 1e6 1e7)",
+    )
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--band",
+        action="store_true",
+        help="the bounds for raw scores (band, TV cells, TV denoise) on the "
+        "logistic-like problem, default sizes 1e4 .. 1e7",
+    )
     args = parser.parse_args(argv)
-    sizes = [int(n) for n in args.sizes]
+    if args.band:
+        sizes = [int(n) for n in (args.sizes or [1e4, 1e5, 1e6, 1e7])]
+        table, memory, last = run_band(sizes, args.repeats)
+        print_band(table, memory, last, args.repeats)
+        return
+    sizes = [int(n) for n in (args.sizes or [1e5, 1e6, 1e7])]
     table, configs, terms, ce = run(sizes, args.repeats)
     options = (
         "display.width",

@@ -21,11 +21,17 @@ from ._base import (
     fold_result,
 )
 from ._certificate import build_certificate, data_fingerprint
-from ._chunks import ArraySource, check_random_seed, is_dask_collection
+from ._chunks import (
+    ArraySource,
+    IterableSource,
+    check_random_seed,
+    is_dask_collection,
+)
 from ._compat import StrOptions, validate_params
 from ._result import FoldResult, aggregate_folds
 from ._splitting import stable_argsort
 from ._surrogates._band import Band, band_interval, fit_band, maurer_pontil_term
+from ._surrogates._band_grid import cell_stats_chunk, grid_interval, grid_size
 from ._surrogates._step import tie_block_starts
 from ._validation import (
     MonotonicityWarning,
@@ -50,13 +56,55 @@ class _SortedRows:
 
 
 def _sorted_rows(scores, labels, seed):
-    """SPEC 14 step 1: one uniformly random permutation drawn from ``seed`` (never
-    from the data), then a stable sort by score, so that the order inside a tie block
-    does not depend on the labels given the scores."""
-    permutation = np.random.default_rng(seed).permutation(scores.shape[0])
-    order, sorted_scores = stable_argsort(scores[permutation])
-    order = permutation[order]
-    return _SortedRows(order, sorted_scores, labels[order])
+    """SPEC 14 step 1: the rows sorted by score, each tie block in a uniformly random
+    order drawn from ``seed`` (never from the data), so that the order inside a tie
+    block does not depend on the labels given the scores.
+
+    A stable sort in data order, then :func:`_shuffle_tie_blocks`: the same law as
+    SPEC's full permutation followed by a stable sort (see there), without
+    permuting all ``n`` rows; with no tied scores nothing is drawn.
+    """
+    order, sorted_scores = stable_argsort(scores)
+    order = _shuffle_tie_blocks(order, sorted_scores, seed)
+    return _SortedRows(order, sorted_scores, labels.take(order))
+
+
+def _shuffle_tie_blocks(order, sorted_scores, seed):
+    """``order`` (a sort by score) with the rows of every tie block in a uniformly
+    random order: ranks from one uniform permutation of the ``m`` tied positions,
+    drawn from ``seed``, then a sort of the tied positions by (block, rank).
+
+    Why this is SPEC 14 step 1 (a uniform permutation ``pi`` of all rows, then a
+    stable sort). The proof (Theorem 1) needs only that, given the scores, the order
+    inside each tie block is uniformly random and independent of the labels; the
+    order between blocks is fixed by the scores. After ``pi`` and a stable sort, the
+    rows of a block stand in the relative order ``pi`` gives them: uniform over the
+    block's orderings, independently across blocks (``pi`` restricted to disjoint
+    sets of rows), and independent of the data. Here the ranks are a uniform
+    permutation of the tied positions, independent of the data, so the same holds
+    for the relative order of the ranks inside each block: given the data, the
+    sequence of (score, label, row) in sorted order has exactly the same law, only
+    the numbers drawn for a given seed differ. The ranks are distinct integers, so
+    no tie between two random keys ever falls back on the data order (as float keys
+    could). Modifies ``order`` in place and returns it.
+    """
+    tied = sorted_scores[1:] == sorted_scores[:-1]
+    if not tied.any():
+        return order
+    in_block = np.zeros(sorted_scores.shape[0], dtype=bool)
+    in_block[1:] = tied
+    in_block[:-1] |= tied
+    positions = np.flatnonzero(in_block)
+    m = positions.shape[0]
+    # Block number of each tied position (a block starts at a tied position that
+    # does not tie with the one before it); key = block * m + rank is distinct.
+    first_in_block = np.ones(m, dtype=bool)
+    first_in_block[1:] = ~tied[positions[1:] - 1]
+    key = np.cumsum(first_in_block, dtype=np.int64)
+    key *= m
+    key += np.random.default_rng(seed).permutation(m)
+    order[positions] = order[positions[np.argsort(key)]]
+    return order
 
 
 @dataclass(frozen=True)
@@ -103,17 +151,35 @@ def _isotonic(rows):
     each)."""
     n = rows.scores.shape[0]
     if not np.any(rows.scores[1:] == rows.scores[:-1]):  # no ties: one block a row
-        labels = rows.labels.astype(float)
-        values = isotonic_regression(labels, increasing=True)
-        del labels
-        return rows.scores, np.clip(values, 0.0, 1.0, out=values), None
+        return rows.scores, _pooled_isotonic(rows.labels, None), None
     first = tie_block_starts(rows.scores)
     counts = np.diff(first, append=n)
-    positives = np.add.reduceat(rows.labels.astype(np.int64), first)
-    values = isotonic_regression(
-        positives / counts, sample_weight=counts.astype(float), increasing=True
+    positives = np.add.reduceat(rows.labels, first, dtype=np.int64)
+    return rows.scores[first], _pooled_isotonic(positives / counts, counts), counts
+
+
+def _pooled_isotonic(values, counts):
+    """The increasing isotonic regression of ``values`` with weights ``counts``
+    (None: 1 each), clipped to [0, 1], at every input.
+
+    Runs of equal consecutive values are pooled first (a run of 0/1 labels is one
+    point): an isotonic regression is constant on such a run (if ``f_i < f_{i+1}``
+    with ``y_i = y_{i+1} = c``, moving both to ``c``, or the far one to the near one,
+    lowers the squared loss and keeps the order), so the fit is the same on far
+    fewer points, without ``n``-long weight and copy arrays.
+    """
+    m = values.shape[0]
+    first = np.flatnonzero(values[1:] != values[:-1])
+    first += 1
+    first = np.concatenate([[0], first])
+    lengths = np.diff(first, append=m)
+    weights = lengths if counts is None else np.add.reduceat(counts, first)
+    fitted = isotonic_regression(
+        values[first].astype(float),
+        sample_weight=weights.astype(float),
+        increasing=True,
     )
-    return rows.scores[first], np.clip(values, 0.0, 1.0, out=values), counts
+    return np.repeat(np.clip(fitted, 0.0, 1.0, out=fitted), lengths)
 
 
 def _monotone_fit(rows, band, level_data):
@@ -142,6 +208,24 @@ def _full_sample_fold(interval, delta, estimate):
         estimate=estimate,
         lower=interval.lower,
     )
+
+
+def _no_statistics(chunk):
+    """A pass that gathers nothing (it completes a chunked source's fingerprint)."""
+    return np.zeros(1)
+
+
+def _grid_fit(interval):
+    """:class:`MonotoneFit` of the grid variant (SPEC 14.6): its band, and the
+    isotonic regression of the cells' label means (weighted by their rows) placed at
+    the middle of each cell's extent."""
+    a, b = interval.extents
+    middles = 0.5 * (a + b)
+    counts = interval.counts
+    values = _pooled_isotonic(interval.positives / counts, counts)
+    n = int(counts.sum())
+    estimate = float(np.dot(counts, np.abs(middles - values)) / n)
+    return MonotoneFit(interval.band, middles, values, n, estimate)
 
 
 def _held_out(band, scores):
@@ -195,11 +279,13 @@ class _BandMethod(_BoundMethod):
     min_train = 2
     level_free = False  # the band's window budgets depend on delta
     unmergeable_reason = (
-        " needs all the rows in memory: its windows are runs of consecutive scores "
-        "of the whole sorted sample"
+        " with cv set needs all the rows in memory: each fold's band sorts its "
+        "training rows"
     )
     unmergeable_alternative = (
-        "load the scores and labels as arrays (10**7 rows take about 0.1 GB)."
+        "use cv=None (chunks and Dask then get the band on the cells of a fixed "
+        "score grid) or load the scores and labels as arrays (10**7 rows take "
+        "about 0.1 GB)."
     )
 
     @property
@@ -281,6 +367,10 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
     sample size and every score distribution (ties and atoms included), if the
     calibration function is monotone.
 
+    Chunked and Dask input (:meth:`fit_chunks`, ``cv=None``) take the cells of a fixed
+    score grid as the atoms of the sort (one pass of per-cell counts; within about
+    0.5% of the sorted band on continuous scores, see :ref:`large_data`).
+
     A band that crosses (``L(s) > U(s)`` somewhere) rejects monotonicity:
     :attr:`monotonicity_rejected_` is set and a :class:`MonotonicityWarning` is
     issued. The test catches only some non-monotone calibration functions.
@@ -346,13 +436,15 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         of carrying it to the population) is the upper bound before clipping;
         ``band_lower`` plus ``transfer_lower`` (negative) the lower bound;
         ``mean_band_width`` (the mean of ``U(s) - L(s)`` over the rows) and
-        ``n_windows``. With ``cv``: ``validation_mean`` (the mean of
+        ``n_windows`` (on chunks and Dask also ``n_cells``, each row taken anywhere
+        in its cell). With ``cv``: ``validation_mean`` (the mean of
         ``max(s - L(s), U(s) - s)`` over the validation rows) and ``maurer_pontil``,
         aggregated over folds.
 
     band_ : Band
         The band fitted on all rows at ``(1 - confidence_level) / 2``, a frozen
-        dataclass of arrays: ``scores`` (the distinct sorted scores), ``lower`` and
+        dataclass of arrays: ``scores`` (the distinct sorted scores; on chunks and
+        Dask, the smallest and largest score of every non-empty cell), ``lower`` and
         ``upper`` (``L`` and ``U`` there); ``band_.lower_at(s)`` and
         ``band_.upper_at(s)`` evaluate it anywhere (as :meth:`predict_interval`).
 
@@ -504,6 +596,46 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         self.certificate_ = build_certificate(self, scores, labels)
         return self
 
+    def _fit_source(self, method, source, what, arrays=None, digest=None):
+        if arrays is None and self.cv is None:  # chunks or Dask: SPEC 14.6
+            return self._fit_grid(method, source)
+        return super()._fit_source(method, source, what, arrays, digest)
+
+    def _fit_grid(self, method, source):
+        """SPEC 14.6 on rows that are not in memory: one pass gathers per-cell
+        counts, positives and score extents on a grid of ``grid_size(n)`` cells
+        (merged by addition, so any chunking gives the same numbers), then the band
+        with the cells as atoms. No randomness beyond the shared estimate's."""
+        delta = 1.0 - self.confidence_level
+        key_seed = check_random_seed(check_random_state(self.random_state))
+        n = source.n_samples
+        tap = _EstimateTap(source, key_seed)
+        stats = tap.map_reduce(functools.partial(cell_stats_chunk, grid_size(n)))
+        self.classes_, self.n_features_in_ = tap.classes, 1
+        interval = grid_interval(stats, delta)
+        fit = _grid_fit(interval)
+        terms = interval.terms
+        fold = FoldResult(
+            terms={k: terms[k] for k in ("band_upper", "transfer_upper")},
+            info={
+                "n_train": n,
+                "n_validation": 0,
+                "delta": float(delta),
+                **{k: terms[k] for k in (*_INFO_TERMS, "n_cells")},
+            },
+            estimate=fit.estimate,
+            lower=interval.lower,
+        )
+        self._set_result(method, [fold], fit, n, key_seed, tap.estimate())
+        if isinstance(source, IterableSource):  # the labels' half of the fingerprint
+            source.map_reduce(_no_statistics)
+        positives = int(stats.positives.sum())
+        digest = getattr(source, "digest", None)
+        self.certificate_ = build_certificate(
+            self, None, None, summary=(n, positives, digest)
+        )
+        return self
+
     def _set_result(self, method, results, surrogate, n_samples, key_seed, estimate):
         result = aggregate_folds(
             results, self.aggregate, self.confidence_level, warn=False
@@ -515,7 +647,11 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         self.estimate_ = self.result_.estimate
         if len(results) == 1 and "band_lower" in results[0].info:
             info = results[0].info
-            self.terms_ = {**results[0].terms, **{k: info[k] for k in _INFO_TERMS}}
+            extra = tuple(k for k in ("n_cells",) if k in info)  # SPEC 14.6
+            self.terms_ = {
+                **results[0].terms,
+                **{k: info[k] for k in (*_INFO_TERMS, *extra)},
+            }
         else:
             self.terms_ = dict(self.result_.terms)
         self.fold_results_ = self.result_.fold_frame()
@@ -689,9 +825,6 @@ def monotone_bound(
     >>> print(round(monotone_bound(y, s, random_state=0), 3))
     0.101
     """
-    if is_dask_collection(y_true) or is_dask_collection(y_prob):
-        MonotoneCalibrationBound().fit(y_prob, y_true)  # says why it needs arrays
-    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "monotone_bound")
     estimator = MonotoneCalibrationBound(
         confidence_level=confidence_level,
         window_bound=window_bound,
@@ -699,4 +832,8 @@ def monotone_bound(
         aggregate=aggregate,
         random_state=random_state,
     )
+    if is_dask_collection(y_true) or is_dask_collection(y_prob):
+        # SPEC 14.6 with cv=None; with cv, fit says why it needs arrays.
+        return estimator.set_params(pos_label=pos_label).fit(y_prob, y_true).bound_
+    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "monotone_bound")
     return estimator.fit(scores, labels).bound_

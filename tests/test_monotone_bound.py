@@ -31,10 +31,10 @@ from skcalbound._surrogates._band import (
     band_interval,
     gap_envelopes,
     maurer_pontil_term,
-    quantile_transfer,
     window_lengths,
     window_starts,
 )
+from skcalbound._surrogates._dkw import dkw_epsilon, dkw_positions, quantile_transfer
 from skcalbound.datasets import CustomProblem, make_oscillating
 
 # ----------------------------------------------------------------- the reference
@@ -85,6 +85,31 @@ def _ref_windows(n):
             starts.append(n - ell)
         windows.append((ell, starts))
     return windows, len(lengths)
+
+
+def _ref_order(s, seed):
+    """The order of SPEC 14 step 1 as the package draws it, by loops: a stable sort,
+    then the rows of every tie block ordered by ranks, a uniform permutation of all
+    tied positions drawn from ``seed``."""
+    order = list(np.argsort(s, kind="stable"))
+    xs = [s[i] for i in order]
+    n = len(xs)
+    tied = [
+        j
+        for j in range(n)
+        if (j > 0 and xs[j] == xs[j - 1]) or (j < n - 1 and xs[j] == xs[j + 1])
+    ]
+    if not tied:
+        return np.array(order)
+    rank = dict(zip(tied, np.random.default_rng(seed).permutation(len(tied))))
+    blocks = {}
+    for j in tied:
+        blocks.setdefault(xs[j], []).append(j)
+    new = list(order)
+    for members in blocks.values():
+        for j, source in zip(members, sorted(members, key=rank.get)):
+            new[j] = order[source]
+    return np.array(new)
 
 
 def _reference(xs, ys, delta):
@@ -170,11 +195,15 @@ def test_quantile_transfer_by_hand():
     # n = 4, delta2 = 0.5: eps = sqrt(ln 4 / 8) = 0.416, K = ceil(1.66) = 2, so
     # I_j = [j - 2, j + 1] within [0, 4].
     g = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    upper, lower = quantile_transfer(g, g[::-1].copy(), 0.5)
+    K = dkw_positions(4, dkw_epsilon(4, 0.5))
+    assert K == 2
+    upper, lower = quantile_transfer(g, g[::-1].copy(), K)
     assert upper == pytest.approx((3 + 4 + 5 + 5) / 4)
     assert lower == pytest.approx((3 + 2 + 1 + 1) / 4)
     # A K larger than n: every j sees every gap.
-    upper, lower = quantile_transfer(g, g[::-1].copy(), 1e-9)
+    K = dkw_positions(4, dkw_epsilon(4, 1e-9))
+    assert K > 4
+    upper, lower = quantile_transfer(g, g[::-1].copy(), K)
     assert (upper, lower) == (5.0, 1.0)
 
 
@@ -261,10 +290,7 @@ def test_band_and_interval_match_the_brute_force_reference(n, seed, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # vacuous at n = 40
         est.fit(s, y)
-    # The order of SPEC 14 step 1, redone here: a permutation, then a stable sort.
-    key = check_random_seed(check_random_state(seed))
-    permutation = np.random.default_rng(key).permutation(n)
-    order = permutation[np.argsort(s[permutation], kind="stable")]
+    order = _ref_order(s, check_random_seed(check_random_state(seed)))
     xs, ys = list(s[order]), list(y[order])
     L, U, upper, lower, n_windows = _reference(xs, ys, delta)
     queries = np.unique(np.concatenate([s, (s[1:] + s[:-1]) / 2, [0, 1e-9, 1]]))
@@ -298,6 +324,20 @@ def test_tie_order_comes_from_the_permutation_not_the_data_order():
         for r in range(4)
     }
     assert len(bands) > 1  # another random_state, another (valid) order
+
+
+def test_tie_order_is_uniform_and_independent_across_blocks():
+    # Blocks of 3 and 2 tied rows: over 2400 seeds, the 3! * 2! joint orders are
+    # equally frequent (chi-square), as after a full permutation and a stable sort.
+    s = np.array([0.5, 0.7, 0.5, 0.7, 0.5, 0.1])
+    y = np.zeros(6, dtype=np.int64)
+    counts = {}
+    for seed in range(2400):
+        order = tuple(_sorted_rows(s, y, seed).order)
+        counts[order] = counts.get(order, 0) + 1
+    assert len(counts) == 12
+    assert all(o[0] == 5 for o in counts)  # the untied row first, always
+    assert stats.chisquare(list(counts.values())).pvalue > 1e-4
 
 
 # --------------------------------------------------------------------- estimator
@@ -385,8 +425,8 @@ def test_bad_parameters_and_inputs_are_errors():
         MonotoneCalibrationBound(confidence_level=1.0).fit(s, y)
     with pytest.raises(ValueError, match=r"probabilities in \[0, 1\]"):
         MonotoneCalibrationBound().fit(s + 1, y)
-    with pytest.raises(ValueError, match="in memory"):
-        MonotoneCalibrationBound().fit_chunks([(y, s)])
+    with pytest.raises(ValueError, match="with cv set needs all the rows in memory"):
+        MonotoneCalibrationBound(cv=3).fit_chunks([(y, s)])
     with pytest.raises(ValueError, match="at least 2"):
         MonotoneCalibrationBound(cv=[(np.arange(1, 200), np.array([0]))]).fit(s, y)
 
@@ -568,3 +608,88 @@ def test_identity_attributes_make_it_a_bound_like_the_others():
     assert est.result_.guarantee == "high_probability"
     assert est.certificate_["guarantee"] == "high_probability"
     assert est.certificate_["method"] == "MonotoneCalibrationBound"
+
+
+# ------------------------------------------------- one DKW transfer for both bounds
+
+
+def _pinned_data(kind, n):
+    rng = np.random.default_rng(5)
+    if kind == "continuous":
+        s = rng.beta(2, 5, n)
+        y = rng.uniform(size=n) < expit(1.3 * logit(s) + 0.2)
+    elif kind == "atoms":
+        atoms = [0.0, 0.1, 0.4, 0.85, 1.0]
+        s = np.where(
+            rng.uniform(size=n) < 0.7, rng.choice(atoms, n), rng.uniform(size=n)
+        )
+        y = rng.uniform(size=n) < 0.1 + 0.8 * s
+    else:
+        s = np.full(n, 0.9)
+        y = rng.uniform(size=n) < 0.5
+    return s, y.astype(np.int64)
+
+
+# (band upper, band lower, cells upper, cells lower) as float.hex, printed by the
+# code before the band and the cell bound shared skcalbound/_surrogates/_dkw.py.
+PINNED = {
+    ("continuous", 3000): (
+        "0x1.7c31c993dee3dp-3",
+        "0x0.0p+0",
+        "0x1.000bea6ef7485p-2",
+        "0x0.0p+0",
+    ),
+    ("atoms", 3000): (
+        "0x1.d09ba5f7b6150p-3",
+        "0x1.b28f4bbf34ac6p-7",
+        "0x1.6620649628b8ep-2",
+        "0x0.0p+0",
+    ),
+    ("point", 700): (
+        "0x1.da23d8340147ep-2",
+        "0x1.0a0f6c1ae9866p-2",
+        "0x1.05e0cebef03a7p-1",
+        "0x1.aebe5dc27e676p-3",
+    ),
+    ("continuous", 200000): (
+        "0x1.16fed6b3ef3c5p-4",
+        "0x1.454bdfbd528aap-9",
+        "0x1.410418044574cp-4",
+        "0x0.0p+0",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind, n", sorted(PINNED))
+def test_shared_transfer_leaves_both_bounds_unchanged(kind, n):
+    # Pinned on the machine that made them (to the bit there); compared to 1e-13 so
+    # that another CPU's last-digit rounding (vectorised sums) does not fail it.
+    s, y = _pinned_data(kind, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        band = MonotoneCalibrationBound(random_state=0).fit(s, y)
+        cells = TVCalibrationBound(method="cells", V=0.7, random_state=0).fit(s, y)
+    got = (band.bound_, band.lower_bound_, cells.bound_, cells.lower_bound_)
+    expected = [float.fromhex(v) for v in PINNED[kind, n]]
+    assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+
+
+def test_shared_transfer_equals_both_former_implementations():
+    # The cell bound's former transfer padded with -inf/+inf (mode "constant"), the
+    # band's with the end values (mode "nearest", size clipped): the same extrema.
+    from scipy.ndimage import maximum_filter1d, minimum_filter1d
+
+    rng = np.random.default_rng(0)
+    for n, K in [(1, 1), (6, 2), (50, 3), (50, 60), (999, 40)]:
+        g_plus, g_minus = rng.uniform(size=n + 1), rng.uniform(size=n + 1)
+        upper, lower = quantile_transfer(g_plus, g_minus, K)
+        old = maximum_filter1d(g_plus, 2 * K, mode="constant", cval=-np.inf)[1:]
+        assert upper == float(np.mean(old))
+        old = minimum_filter1d(g_minus, 2 * K, mode="constant", cval=np.inf)[1:]
+        assert lower == float(np.mean(old))
+    # K: the cell bound rounded ceil(n eps), the band ceil(n eps (1 + 1e-12)); they
+    # differ only where n eps is within 1e-12 (relative) below an integer.
+    for n in [10, 200, 5000, 10**6, 10**7]:
+        for delta in [0.025, 0.05, 0.1, 0.5]:
+            eps = dkw_epsilon(n, delta)
+            assert dkw_positions(n, eps) == max(1, math.ceil(n * eps))

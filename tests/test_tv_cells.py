@@ -18,14 +18,16 @@ from scipy import optimize, stats
 from skcalbound import TVCalibrationBound, tv_bound
 from skcalbound._certificate import consistency_problems
 from skcalbound._cli import main
-from skcalbound._surrogates._tv_cells import (
-    block_boundaries,
-    cells_bound,
-    choose_blocks,
+from skcalbound._surrogates._dkw import (
     dkw_epsilon,
     dkw_positions,
     quantile_transfer,
     window_extremum,
+)
+from skcalbound._surrogates._tv_cells import (
+    block_boundaries,
+    cells_bound,
+    choose_blocks,
 )
 from skcalbound.datasets._generators import get_problem
 

@@ -2,24 +2,19 @@
 
 Pure functions of sorted scores and labels: the window family (step 2), the band from
 KL–Chernoff limits of window means (steps 3–4), the gap envelopes (step 5), the
-population transfer by DKW on the quantile scale (step 6), and the cross-fitted
-variant's per-fold terms (14.2). Inputs are assumed validated: scores sorted
-(non-decreasing) in [0, 1], labels 0/1 in the same order, ``0 < delta < 1``.
+population transfer by DKW on the quantile scale (step 6, :mod:`._dkw`), and the
+cross-fitted variant's per-fold terms (14.2). Inputs are assumed validated: scores
+sorted (non-decreasing) in [0, 1], labels 0/1 in the same order, ``0 < delta < 1``.
 """
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from .._chernoff import kl_lower_limit, kl_upper_limit
+from ._dkw import dkw_epsilon, dkw_positions, transfer_side
 from ._step import tie_block_starts
-
-# K = ceil(n eps) must not round below n eps (the proof needs K >= n eps): a relative
-# margin far below any statistical meaning guards against n * eps landing a rounding
-# error below an integer.
-_ROUND_OUT = 1e-12
 
 
 def window_lengths(n):
@@ -191,50 +186,39 @@ def gap_envelopes(sorted_scores, fit):
     ``G- = max(0, x_i - U(x_{i+1}), L(x_i) - x_{i+1})``. ``G+`` is also taken at
     least 0 (as ``|x - eta(x)|`` is): that changes nothing unless the band crosses,
     where ``G+`` could otherwise be negative."""
+    return gap_envelope(sorted_scores, fit, "plus"), gap_envelope(
+        sorted_scores, fit, "minus"
+    )
+
+
+def gap_envelope(sorted_scores, fit, side, out=None):
+    """One side of :func:`gap_envelopes` (``side``: ``'plus'`` or ``'minus'``),
+    written into ``out`` (``n + 1`` floats) if given."""
     band, n, x = fit.band, sorted_scores.shape[0], sorted_scores
     L, U = fit.lower, fit.upper
     L0, U1 = float(band.lower_at(0.0)), float(band.upper_at(1.0))
-    # Gaps 1 .. n-1 are [x[i-1], x[i]] in 0-based positions; gaps 0 and n by hand.
-    g_plus, g_minus = np.empty(n + 1), np.empty(n + 1)
-    scratch = np.empty(max(n - 1, 0))
-    middle = g_plus[1:n]
-    np.subtract(x[1:], L[:-1], out=middle)
-    np.maximum(middle, np.subtract(U[1:], x[:-1], out=scratch), out=middle)
-    g_plus[0] = max(x[0] - L0, U[0])
-    g_plus[n] = max(1.0 - L[-1], U1 - x[-1])
-    np.maximum(g_plus, 0.0, out=g_plus)
-    middle = g_minus[1:n]
-    np.subtract(x[:-1], U[1:], out=middle)
-    np.maximum(middle, np.subtract(L[:-1], x[1:], out=scratch), out=middle)
-    g_minus[0] = max(-U[0], L0 - x[0])
-    g_minus[n] = max(x[-1] - U1, L[-1] - 1.0)
-    np.maximum(g_minus, 0.0, out=g_minus)
-    return g_plus, g_minus
-
-
-def transfer_half_width(n, delta2):
-    """``K = ceil(n eps)`` with ``eps = sqrt(ln(2 / delta2) / (2 n))`` (DKW with
-    Massart's constant), rounded outwards."""
-    eps = math.sqrt(math.log(2.0 / delta2) / (2.0 * n))
-    return max(1, math.ceil(n * eps * (1.0 + _ROUND_OUT)))
-
-
-def quantile_transfer(g_plus, g_minus, delta2):
-    """``(upper, lower)``: ``(1/n) sum_j max_{i in I_j} G+_i`` and
-    ``(1/n) sum_j min_{i in I_j} G-_i`` over ``j = 1..n``, with
-    ``I_j = [j - K, j + K - 1] ∩ [0, n]`` (SPEC 14 step 6), unclipped. Sliding extrema
-    of width ``2K`` (``scipy.ndimage``), so linear in ``n``."""
-    n = g_plus.shape[0] - 1
-    K = transfer_half_width(n, delta2)
-    size = min(2 * K, 2 * (n + 1))
-    # Output i covers inputs i - K .. i + K - 1 (size 2K, origin 0); "nearest" pads
-    # with the end values, which are inside the clipped window, so the extrema over
-    # I_j are unchanged.
-    out = np.empty_like(g_plus)
-    maximum_filter1d(g_plus, size=size, output=out, mode="nearest")
-    upper = float(np.mean(out[1:]))
-    minimum_filter1d(g_minus, size=size, output=out, mode="nearest")
-    return upper, float(np.mean(out[1:]))
+    g = np.empty(n + 1) if out is None else out
+    # Gap i = 1 .. n-1 is [x[i-1], x[i]] in 0-based positions: in pieces through a
+    # small scratch buffer (no second n-long array). Gaps 0 and n by hand.
+    step = 1 << 16
+    scratch = np.empty(min(step, max(n - 1, 0)))
+    for a in range(1, n, step):
+        b = min(a + step, n)
+        left, right, tmp = x[a - 1 : b - 1], x[a:b], scratch[: b - a]
+        piece = g[a:b]
+        if side == "plus":
+            np.subtract(right, L[a - 1 : b - 1], out=piece)
+            np.maximum(piece, np.subtract(U[a:b], left, out=tmp), out=piece)
+        else:
+            np.subtract(left, U[a:b], out=piece)
+            np.maximum(piece, np.subtract(L[a - 1 : b - 1], right, out=tmp), out=piece)
+    if side == "plus":
+        g[0] = max(x[0] - L0, U[0])
+        g[n] = max(1.0 - L[-1], U1 - x[-1])
+    else:
+        g[0] = max(-U[0], L0 - x[0])
+        g[n] = max(x[-1] - U1, L[-1] - 1.0)
+    return np.maximum(g, 0.0, out=g)
 
 
 def maurer_pontil_term(mean_square_deviation, m, delta):
@@ -268,11 +252,18 @@ def band_interval(sorted_scores, sorted_labels, delta):
     """The interval of SPEC 14 steps 2–6 at ``delta`` (``delta1 = delta2 =
     delta / 2``) from scores sorted with tie blocks in a label-independent order."""
     fit = fit_band(sorted_scores, sorted_labels, delta / 2.0)
-    g_plus, g_minus = gap_envelopes(sorted_scores, fit)
-    upper, lower = quantile_transfer(g_plus, g_minus, delta / 2.0)
-    # The band's terms at the rows, in two reused buffers (g_plus, g_minus).
+    n = sorted_scores.shape[0]
+    K = dkw_positions(n, dkw_epsilon(n, delta / 2.0))
+    # One side at a time through two n + 1 buffers (the envelope, the extrema).
+    g = gap_envelope(sorted_scores, fit, "plus")
+    extrema = np.empty_like(g)
+    upper = transfer_side(g, K, "max", extrema)
+    lower = transfer_side(
+        gap_envelope(sorted_scores, fit, "minus", g), K, "min", extrema
+    )
+    # The band's terms at the rows, in the same two buffers.
     x, L, U = sorted_scores, fit.lower, fit.upper
-    a, b = g_plus[:-1], g_minus[:-1]
+    a, b = g[:-1], extrema[:-1]
     np.subtract(x, L, out=a)
     np.subtract(U, x, out=b)
     band_upper = float(np.mean(np.maximum(a, b, out=a)))

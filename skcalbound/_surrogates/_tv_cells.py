@@ -7,54 +7,17 @@ points (the cells), KL–Chernoff limits of each block's mean label, the envelop
 scale to reach the population, and an oscillation term ``V * p*`` for the gap between
 ``eta`` and its block means.
 
-The gap-envelope transfer (:func:`dkw_epsilon`, :func:`dkw_positions`,
-:func:`window_extremum`, :func:`quantile_transfer`) is SPEC section 14 steps 5–6,
-shared with the monotone band.
+The population transfer (SPEC section 14 step 6) is the monotone band's, from
+:mod:`._dkw`.
 """
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.ndimage import maximum_filter1d, minimum_filter1d
 
 from .._chernoff import kl_lower_limit, kl_upper_limit
-
-
-def dkw_epsilon(n, delta):
-    """Massart's DKW radius ``sqrt(ln(2 / delta) / (2 n))``: ``sup |F_n - F| <= eps``
-    with probability at least ``1 - delta``, for every law (atoms included)."""
-    return math.sqrt(math.log(2.0 / delta) / (2.0 * n))
-
-
-def dkw_positions(n, eps):
-    """``K = ceil(n eps)`` (at least 1), rounded outwards: the sorted positions on
-    either side that the DKW quantile sandwich may move a point."""
-    K = math.ceil(n * eps)
-    # n * eps rounded down to an integer it exceeds would lose a position.
-    if K < n * eps:  # pragma: no cover - ceil of a float is never below it
-        K += 1
-    return max(1, int(K))
-
-
-def window_extremum(values, K, kind):
-    """``out[j] = max`` (or ``min``) of ``values[j - K : j + K]``, the part inside
-    the array, for every ``j``: a sliding window of ``2 K`` positions (O(n))."""
-    if kind == "max":
-        return maximum_filter1d(values, 2 * K, mode="constant", cval=-np.inf)
-    return minimum_filter1d(values, 2 * K, mode="constant", cval=np.inf)
-
-
-def quantile_transfer(g_plus, g_minus, K):
-    """``(I_plus, I_minus)`` of SPEC section 14 step 6 from the gap envelopes.
-
-    ``g_plus`` and ``g_minus`` hold ``G_i`` for the gaps ``i = 0 .. n``; ``I_plus =
-    (1/n) sum_j max{G+_i : i in [j - K, j + K - 1] and [0, n]}`` over ``j = 1 .. n``,
-    and ``I_minus`` the same with the minimum of ``G-`` (unclipped).
-    """
-    upper = window_extremum(g_plus, K, "max")[1:]
-    lower = window_extremum(g_minus, K, "min")[1:]
-    return float(np.mean(upper)), float(np.mean(lower))
+from ._dkw import dkw_epsilon, dkw_positions, quantile_transfer
 
 
 def _objective(B, V, delta1, n):

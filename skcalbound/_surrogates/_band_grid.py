@@ -1,0 +1,252 @@
+"""The monotone band on data beyond memory: cells of a fixed score grid as the atoms
+of the order (SPEC section 14.6).
+
+Pure functions; inputs are assumed validated. Not reviewed independently yet: the
+derivation below is the argument, the tests check it (a brute-force reference and
+Monte Carlo coverage on both sides).
+
+**Statistics.** The grid has ``M`` equal cells ``[k/M, (k+1)/M)`` of [0, 1] (the
+last one closed), ``M`` a function of ``n`` only (:func:`grid_size`). One pass keeps,
+per cell, the number of rows ``c_k``, of positive labels ``S_k``, and the smallest
+and largest score, ``a_k <= b_k``: sums, a minimum and a maximum, so chunks merge
+exactly (:class:`CellStats`), whatever the chunking and the order.
+
+**Derivation** (Theorems 1 and 2 of the band proofs, with rows known only up to
+their cell). Let ``𝒢`` be the scores. Number the non-empty cells ``1 .. m`` in
+score order (``a_1 <= b_1 < a_2 <= ...``) and give the rows sorted positions cell by
+cell, ``C_k = c_1 + ... + c_k``: the sorted score ``x_j`` lies in
+``[a_{k(j)}, b_{k(j)}]``, ``k(j)`` the cell of position ``j``.
+
+1. *Windows of whole cells.* For each length ``ell`` of SPEC 14 step 2 and each of
+   its starts ``a``, the window is the run of cells ``f .. g`` holding positions
+   ``a + 1`` and ``a + ell`` (snapped outwards to whole cells); distinct runs are
+   kept once, ``N'_ell`` of them. The family is a function of the cell counts, so of
+   ``𝒢``. A run holds ``ell' = C_g - C_{f-1}`` rows, all of its cells' rows; given
+   ``𝒢`` their labels are independent Bernoulli(``eta(score)``), and Lemma 1 gives
+   ``lo <= mean eta over the run <= hi`` at ``c = ln(2 J N'_ell / delta1)``. The
+   union over the ``2 N'_ell`` one-sided events of each of the ``J`` lengths costs
+   ``delta1``. No order inside a cell is used, so nothing is drawn: the variant
+   has no randomness.
+2. *Band.* Every score of run ``f .. g`` is in ``[a_f, b_g]``. Under monotone
+   ``eta``: ``U(x) = min{hi : a_f >= x}`` and ``L(x) = max{lo : b_g <= x}`` (step 4
+   with the run's extreme scores, which the cell extents bound).
+3. *Gap envelopes.* Gap ``i`` (``[x_i, x_{i+1}]``, ``x_0 = 0``, ``x_{n+1} = 1``)
+   lies in ``[A_i, B_i]`` with ``A_i = a_{k(i)}`` (0 for ``i = 0``) and ``B_i =
+   b_{k(i+1)}`` (1 for ``i = n``). As ``L`` and ``U`` are non-decreasing, on it
+   ``|x - eta(x)| <= G+_i = max(0, B_i - L(A_i), U(B_i) - A_i)`` and
+   ``>= G-_i = max(0, A_i - U(B_i), L(A_i) - B_i)``: step 5 with each end taken
+   anywhere in its cell. A gap inside cell ``k`` has ``[a_k, b_k]``, the gap after
+   it ``[a_k, b_{k+1}]``: ``G`` is constant on ``2 m + 1`` runs of gaps.
+4. *Transfer.* Step 6 needs only that ``Q(t)`` lies in the gaps ``i in I_j`` and the
+   envelopes hold on them, true by 3; the positions ``j`` are exact (the counts give
+   ``F_n`` at every cell edge, and sorted positions are ranks). The sums over ``j``
+   of sliding extrema are taken run by run (:func:`run_transfer`), ``O(m log m)``.
+
+What is exact: the counts, the sums, the family (a function of ``n`` and the
+counts), ``K`` and the DKW event. What is wider than the exact sort: windows are
+whole cells (a short window cannot split a cell), and a gap's envelope spans its
+end cells' extents instead of two scores. Atoms lose nothing: a cell holding one
+distinct score has ``a_k = b_k``.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._chernoff import kl_lower_limit, kl_upper_limit
+from ._band import Band, window_lengths
+from ._dkw import dkw_epsilon, dkw_positions
+
+
+def grid_size(n):
+    """Cells of the grid for ``n`` rows: ``2**b``, ``b = ceil(log2 n) - 6`` clipped to
+    ``[10, 16]`` (about 64 rows a cell on average up to 2**22 rows; at most 65,536
+    cells, 2 MB of statistics). A function of ``n`` only."""
+    bits = math.ceil(math.log2(max(n, 2))) - 6
+    return 2 ** min(16, max(10, bits))
+
+
+class CellStats:
+    """Per-cell ``counts``, ``positives``, smallest (``lo``) and largest (``hi``)
+    score of a grid of ``M`` cells; ``+`` merges two by addition and min/max."""
+
+    def __init__(self, counts, positives, lo, hi):
+        self.counts, self.positives, self.lo, self.hi = counts, positives, lo, hi
+
+    @classmethod
+    def of_rows(cls, scores, labels, M):
+        """The statistics of rows with scores in [0, 1] and 0/1 labels."""
+        cell = np.minimum((scores * M).astype(np.int64), M - 1)
+        counts = np.bincount(cell, minlength=M)
+        positives = np.bincount(cell, weights=labels, minlength=M)
+        lo = np.full(M, np.inf)
+        hi = np.full(M, -np.inf)
+        np.minimum.at(lo, cell, scores)
+        np.maximum.at(hi, cell, scores)
+        return cls(counts, np.rint(positives).astype(np.int64), lo, hi)
+
+    def __add__(self, other):
+        return CellStats(
+            self.counts + other.counts,
+            self.positives + other.positives,
+            np.minimum(self.lo, other.lo),
+            np.maximum(self.hi, other.hi),
+        )
+
+    def __iadd__(self, other):
+        self.counts += other.counts
+        self.positives += other.positives
+        np.minimum(self.lo, other.lo, out=self.lo)
+        np.maximum(self.hi, other.hi, out=self.hi)
+        return self
+
+
+def cell_stats_chunk(M, chunk):
+    """:class:`CellStats` of one chunk (``_chunks.Chunk``) on ``M`` cells."""
+    return CellStats.of_rows(chunk.scores, chunk.labels, M)
+
+
+def cell_runs(C, n, ell):
+    """The distinct runs of cells ``(f, g)`` (0-based, inclusive) of the windows of
+    length ``ell``: the cells of positions ``a + 1`` and ``a + ell`` for every start
+    ``a`` of :func:`window_starts`. ``C`` holds the cumulative counts ``C_1 .. C_m``.
+
+    Only the starts where a cell boundary is crossed are visited: ``f`` changes where
+    ``a = C_k`` and ``g`` where ``a = C_k - ell + 1``; every start shares its run with
+    the largest visited start at or below it (the first multiple of ``D`` at or after
+    each crossing, with ``0`` and ``n - ell``)."""
+    D = max(1, ell // 4)
+    crossings = np.concatenate([C[:-1], C[:-1] - ell + 1])
+    starts = -(-crossings // D) * D  # the first multiple of D at or after
+    starts = starts[(starts >= 0) & (starts <= n - ell)]
+    starts = np.unique(np.concatenate([[0, n - ell], starts]))
+    f = np.searchsorted(C, starts + 1)
+    g = np.searchsorted(C, starts + ell)
+    pairs = np.unique(np.stack([f, g], axis=1), axis=0)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _step_functions(a, b, upper_first, lower_last):
+    """``U(x)`` and ``L(x)`` of the cell band (derivation step 2) as functions:
+    ``upper_first`` is the suffix minimum of ``hi`` over runs starting at cell ``k``
+    or later, ``lower_last`` the prefix maximum of ``lo`` over runs ending at ``k``
+    or earlier."""
+    m = a.shape[0]
+
+    def U(x):
+        k = np.searchsorted(a, x, side="left")  # first cell with a_k >= x
+        return np.where(k < m, upper_first[np.minimum(k, m - 1)], 1.0)
+
+    def L(x):
+        k = np.searchsorted(b, x, side="right") - 1  # last cell with b_k <= x
+        return np.where(k >= 0, lower_last[np.maximum(k, 0)], 0.0)
+
+    return U, L
+
+
+def run_transfer(values, lengths, K, kind):
+    """``sum_j ext{v_i : i in [j - K, j + K - 1] and [0, n]}`` over ``j = 1 .. n``,
+    ``ext`` the maximum or the minimum, for the sequence ``v_0 .. v_n`` given as runs
+    (``values[r]`` repeated ``lengths[r]`` times). Exact: the extremum is constant
+    between the ``j`` where an end of the window crosses a run boundary; each such
+    piece is read from a sparse table of the runs."""
+    fold = np.maximum if kind == "max" else np.minimum
+    first = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # first gap of each run
+    n = int(np.sum(lengths)) - 1
+    breaks = np.concatenate([[1], first + K, first - K + 1])
+    breaks = np.unique(breaks[(breaks >= 1) & (breaks <= n)])
+    size = np.diff(np.append(breaks, n + 1))
+    left = np.searchsorted(first, np.maximum(breaks - K, 0), side="right") - 1
+    right = np.searchsorted(first, np.minimum(breaks + K - 1, n), side="right") - 1
+    # Sparse table: table[p][r] = ext of values[r .. r + 2**p - 1].
+    table = [np.asarray(values, dtype=float)]
+    while 2 ** len(table) <= values.shape[0]:
+        prev, half = table[-1], 2 ** (len(table) - 1)
+        table.append(fold(prev[:-half], prev[half:]))
+    span = right - left + 1
+    level = np.floor(np.log2(span)).astype(np.int64)
+    out = np.empty(breaks.shape[0])
+    for p in np.unique(level):
+        sel = level == p
+        row = table[p]
+        out[sel] = fold(row[left[sel]], row[right[sel] - 2**p + 1])
+    return float(np.dot(size, out))
+
+
+@dataclass(frozen=True)
+class GridInterval:
+    """SPEC 14.6 on cell statistics: the ``band`` (:class:`Band` on the cell
+    extents), the unclipped ``upper`` and ``lower`` bounds, ``terms`` as SPEC 14's
+    (each row taken anywhere in its cell), and the non-empty cells' ``extents``
+    (``a``, ``b``), ``counts`` and ``positives``."""
+
+    band: Band
+    upper: float
+    lower: float
+    terms: dict
+    extents: tuple
+    counts: np.ndarray
+    positives: np.ndarray
+
+
+def grid_interval(stats, delta):
+    """The interval of SPEC 14.6 at ``delta`` (``delta1 = delta2 = delta / 2``) from
+    the :class:`CellStats` of all rows (at least one)."""
+    cells = np.flatnonzero(stats.counts)
+    counts, positives = stats.counts[cells], stats.positives[cells]
+    a, b = stats.lo[cells], stats.hi[cells]
+    m = cells.shape[0]
+    C = np.cumsum(counts)
+    n = int(C[-1])
+    C0, P0 = np.concatenate([[0], C]), np.concatenate([[0], np.cumsum(positives)])
+    delta1 = delta2 = delta / 2.0
+
+    # Steps 1-2: runs of whole cells, per-first-cell minimum of hi, per-last-cell
+    # maximum of lo, then a suffix minimum and a prefix maximum.
+    lengths = window_lengths(n)
+    upper_first, lower_last = np.ones(m), np.zeros(m)
+    n_windows = 0
+    for ell in lengths:
+        f, g = cell_runs(C, n, ell)
+        budget = math.log(2.0 * len(lengths) * f.shape[0] / delta1)
+        rows, S = C0[g + 1] - C0[f], P0[g + 1] - P0[f]
+        np.minimum.at(upper_first, f, kl_upper_limit(S, rows, budget))
+        np.maximum.at(lower_last, g, kl_lower_limit(S, rows, budget))
+        n_windows += f.shape[0]
+    np.minimum.accumulate(upper_first[::-1], out=upper_first[::-1])
+    np.maximum.accumulate(lower_last, out=lower_last)
+    U, L = _step_functions(a, b, upper_first, lower_last)
+
+    # Step 3: the gaps as runs: gap 0 in [0, b_1]; per cell k, its c_k - 1 inner
+    # gaps in [a_k, b_k], then the gap after it in [a_k, b_{k+1}] (b_{m+1} = 1).
+    A = np.concatenate([[0.0], np.repeat(a, 2)])
+    B = np.concatenate([[b[0]], np.stack([b, np.append(b[1:], 1.0)], axis=1).ravel()])
+    runs = np.concatenate([[1], np.stack([counts - 1, np.ones(m, int)], 1).ravel()])
+    keep = runs > 0
+    A, B, runs = A[keep], B[keep], runs[keep]
+    LA, UB = L(A), U(B)
+    g_plus = np.maximum(np.maximum(B - LA, UB - A), 0.0)
+    g_minus = np.maximum(np.maximum(A - UB, LA - B), 0.0)
+
+    # Step 4: DKW on the quantile scale, run by run.
+    K = dkw_positions(n, dkw_epsilon(n, delta2))
+    upper = run_transfer(g_plus, runs, K, "max") / n
+    lower = run_transfer(g_minus, runs, K, "min") / n
+
+    # Terms: each row anywhere in its cell.
+    La, Ub = L(a), U(b)
+    band_upper = float(np.dot(counts, np.maximum(b - La, Ub - a))) / n
+    band_lower = float(np.dot(counts, np.maximum(np.maximum(a - Ub, La - b), 0.0))) / n
+    terms = {
+        "band_upper": band_upper,
+        "transfer_upper": upper - band_upper,
+        "band_lower": band_lower,
+        "transfer_lower": lower - band_lower,
+        "mean_band_width": float(np.dot(counts, Ub - La)) / n,
+        "n_windows": int(n_windows),
+        "n_cells": int(m),
+    }
+    knots = np.unique(np.concatenate([a, b]))
+    band = Band(knots, L(knots), U(knots))
+    return GridInterval(band, upper, lower, terms, (a, b), counts, positives)
