@@ -1259,9 +1259,6 @@ def _check_one(certificate, args, tables):
     obstacles, refused = refit_obstacles(certificate), None
     if not obstacles:
         params = dict(certificate["params"], pos_label=None)  # labels read as 0/1
-        if method == "TVCalibrationBound":
-            # A record from before TV's ``method`` existed: the denoising bound.
-            params.setdefault("method", "denoise")
         estimator, why = _refit(cls, params, scores, labels)
         if estimator is not None:
             found = certificate_differences(certificate, estimator.certificate_)

@@ -457,3 +457,28 @@ def test_verify_recomputes_a_cells_certificate(tmp_path, capsys):
     record.write_text(json.dumps(bad))
     code = main(["verify", str(record), str(data), "--scores", "prob", "--labels", "y"])
     assert code != 0
+
+
+def test_default_records_are_checked_as_cells():
+    _, s, y = _data(800, seed=4)
+    # The default (method="auto") is the cell bound: its record is checked by the
+    # cell bound's rule, without a refit (random_state=None cannot be repeated).
+    est = TVCalibrationBound().fit(s, y)
+    record = json.loads(json.dumps(est.certificate_))
+    assert record["params"]["method"] == "auto" and "oscillation" in record["terms"]
+    assert consistency_problems(record, ["random_state=None"]) == []
+    raised = {**record, "bound": record["bound"] + 0.05}
+    (problem,) = consistency_problems(raised, ["random_state=None"])
+    assert problem.startswith("its bound is")
+
+
+def test_score_of_the_cell_bound_with_named_classes():
+    # pos_label names the positive class: the held-out labels are read with it.
+    _, s, y = _data(1000, seed=6)
+    names = np.where(y == 1, "churn", "stay")
+    est = TVCalibrationBound(pos_label="churn").fit(s[:500], names[:500])
+    held_out = TVCalibrationBound(method="cells").fit(s[500:], y[500:])
+    assert est.score(s[500:], names[500:]) == -held_out.bound_
+    # A predict_proba output: the column of "churn" (sorted first) is read.
+    proba = np.column_stack([s[500:], 1 - s[500:]])
+    assert est.score(proba, names[500:]) == -held_out.bound_
