@@ -11,7 +11,7 @@ slack: it is the smallest calibration error the bound could certify from that ma
 labels, and ``bound_ - lower_bound_`` is the width of the certified interval.
 
 * TV: ``make_calibrated(n)`` (scores ``Beta(2, 5)``, ``E[y|s] = s``, true CE 0),
-  ``TVCalibrationBound(V=1)``;
+  ``TVCalibrationBound(V=1)`` (its default ``method="auto"``: the cell bound);
 * NW: the same classifier through the sech perturbation,
   ``make_calibrated(n, h=2**-6)`` (true CE of the perturbed classifier 0.0027, by
   numerical integration), ``NWCalibrationBound(h=2**-6)``.
@@ -116,15 +116,15 @@ def main(argv=None):
                 f"$ {command}",
                 f"{datetime.date.today().isoformat()}, "
                 f"Python {platform.python_version()}, {elapsed:.0f} s",
-                "A calibrated classifier: TV on its scores (true CE 0), NW on its sech",
-                "perturbation with h = 2^-6 (true CE "
-                f"{results['true CE (NW)'].iloc[0]:.4f}). Defaults: "
-                "guarantee='high_probability',",
-                "confidence_level=0.95, cv=5. slack = bound_ - true CE, width = "
-                "bound_ -",
-                "lower_bound_, medians over the runs; vacuous = runs whose bound was "
-                "above",
-                "0.5 (VacuousBoundWarning).",
+                "A calibrated classifier: TV (its default, the cell bound) on its "
+                "scores",
+                "(true CE 0), NW on its sech perturbation with h = 2^-6 (true CE "
+                f"{results['true CE (NW)'].iloc[0]:.4f}).",
+                "Defaults: guarantee='high_probability', confidence_level=0.95, "
+                "cv=5 (NW).",
+                "slack = bound_ - true CE, width = bound_ - lower_bound_, medians over",
+                "the runs; vacuous = runs whose bound was above 0.5 "
+                "(VacuousBoundWarning).",
                 "",
                 table(results).to_string(),
             ]

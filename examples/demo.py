@@ -3,7 +3,9 @@
 Trains classifiers on generated data (no downloads), then, on held-out data, prints
 for each classifier
 
-* the TV bound on its raw scores (assumes only a monotone calibration function), and
+* on its raw scores, the certified band of ``MonotoneCalibrationBound`` (assumes
+  a monotone calibration function) and the TV bound (assumes only bounded
+  variation; its cell bound, the default), and
 * the NW bound on the probabilities of the same classifier perturbed with the sech
   kernel (``SechPerturbedClassifier``, ``h = 2**-6``), which holds for any
   classifier, with the perturbation's cost in AUROC, and the paper's
@@ -29,6 +31,7 @@ from sklearn.naive_bayes import GaussianNB
 
 from skcalbound import (
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     SechPerturbedClassifier,
     TVCalibrationBound,
@@ -85,6 +88,12 @@ def main(argv=None):
             X_eval
         )[:, 1]
         start = time.perf_counter()
+        band = MonotoneCalibrationBound(
+            confidence_level=0.95, random_state=0
+        )
+        band.fit(scores, y_eval)
+        band_seconds = time.perf_counter() - start
+        start = time.perf_counter()
         tv = TVCalibrationBound(
             V=1.0, confidence_level=0.95, random_state=0
         )
@@ -106,8 +115,14 @@ def main(argv=None):
             {
                 "classifier": name,
                 "raw scores:": "",
+                "  band interval (95%)": (
+                    f"[{band.lower_bound_:.4f}, {band.bound_:.4f}]"
+                ),
+                "    band crosses (monotone rejected)": (
+                    band.monotonicity_rejected_
+                ),
                 "  TV interval (95%)": f"[{tv.lower_bound_:.4f}, {tv.bound_:.4f}]",
-                "  TV estimate (not certified)": tv.estimate_,
+                "  estimate (not certified)": band.estimate_,
                 "  ECE (15 bins)": binned_ece(
                     y_eval, scores, n_bins=15
                 ),
@@ -126,12 +141,13 @@ def main(argv=None):
                     y_eval, perturbed, n_bins=15
                 ),
                 "  AUROC ": roc_auc_score(y_eval, perturbed),
-                "fit TV / NW / Lip [s]": (
-                    f"{tv_seconds:.2f} / {nw_seconds:.2f} / {lip_seconds:.2f}"
+                "fit band / TV / NW / Lip [s]": (
+                    f"{band_seconds:.2f} / {tv_seconds:.2f} / "
+                    f"{nw_seconds:.2f} / {lip_seconds:.2f}"
                 ),
             }
         )
-        curves[name] = (scores, perturbed, tv, nw)
+        curves[name] = (scores, perturbed, band, tv, nw)
 
     table = pd.DataFrame(rows).set_index("classifier").T
     with pd.option_context(
@@ -151,7 +167,9 @@ def main(argv=None):
     print(
         "\nEach interval holds (both ends at once) with probability >= 95% whatever the"
         "\nscore distribution."
-        "\nTV assumes E[y|s] has total variation <= 1 (e.g. is monotone); NW needs no"
+        "\nThe band assumes E[y|s] is non-decreasing in s: an assumption about the"
+        "\nmodel, which a crossing band rejects (not every failure is caught)."
+        "\nTV assumes only that E[y|s] has total variation <= 1; NW needs no"
         "\nassumption on the classifier: it bounds the CE of the perturbed classifier,"
         "\nwhose calibration function is smooth by construction,"
         " at almost no AUROC cost."
@@ -172,10 +190,11 @@ def _plot(curves, y, path):
 
     from skcalbound import CalibrationBoundDisplay
 
-    # One column per classifier: the TV surrogate of its raw scores above, the NW
-    # surrogate of its perturbed scores (with its error band) below. Each panel's
-    # legend is its certified interval; what the lines and shades are is said once,
-    # under the figure.
+    # One column per classifier: its raw scores above (the certified band of the
+    # monotone bound, shaded, over TV's block means), the NW surrogate of its
+    # perturbed scores (with its error band) below. Each panel's legend is its
+    # certified interval; what the lines and shades are is said once, under the
+    # figure.
     fig, axes = plt.subplots(
         2,
         len(curves),
@@ -185,15 +204,20 @@ def _plot(curves, y, path):
         layout="constrained",
     )
     exponent = f"{np.log2(H):.0f}"
-    for k, (name, (scores, perturbed, tv, nw)) in enumerate(
+    for k, (name, (scores, perturbed, band, tv, nw)) in enumerate(
         curves.items()
     ):
+        grid = np.linspace(scores.min(), scores.max(), 512)
+        low, high = band.predict_interval(grid)
+        axes[0, k].fill_between(
+            grid, low, high, color="0.3", alpha=0.35, linewidth=0
+        )
         panels = [
             (
                 axes[0, k],
                 tv,
                 scores,
-                f"{name}\nraw scores: TV bound",
+                f"{name}\nraw scores: band, TV (cells)",
             ),
             (
                 axes[1, k],
@@ -215,9 +239,19 @@ def _plot(curves, y, path):
             interval = (
                 f"certified CE $\\in$ [{lo:.3f}, {up:.3f}] (95%)"
             )
+            handles, texts = [handle], [interval]
+            if bound is tv:
+                handles.insert(
+                    0, Patch(facecolor="0.3", alpha=0.35)
+                )
+                texts = [
+                    f"band: CE $\\in$ [{band.lower_bound_:.3f}, "
+                    f"{band.bound_:.3f}] (95%)",
+                    "TV: " + interval,
+                ]
             ax.legend(
-                [handle],
-                [interval],
+                handles,
+                texts,
                 loc="upper left",
                 fontsize="medium",
             )
@@ -229,13 +263,7 @@ def _plot(curves, y, path):
                 [], [], color="black", linestyle=":", linewidth=1.0
             ),
             Line2D([], [], color="0.2", linewidth=1.5),
-            Patch(
-                facecolor="none",
-                edgecolor="0.2",
-                hatch="///",
-                alpha=0.3,
-                linewidth=0,
-            ),
+            Patch(facecolor="0.3", alpha=0.35, linewidth=0),
             (
                 Patch(facecolor="0.2", alpha=0.2, linewidth=0),
                 Line2D([], [], color="0.2", linewidth=1.5),
@@ -245,10 +273,10 @@ def _plot(curves, y, path):
         [
             "perfectly calibrated",
             "surrogate $\\hat\\eta$ of $E[y \\mid s]$ fitted by the bound (TV: the "
-            "denoised\nstep function, not a recalibration map; NW: a kernel "
+            "block means\nof its cells, not a recalibration map; NW: a kernel "
             "smoother,\ndrawn every 2 bandwidths)",
-            "hatched, in the curve's colour: the TV surrogate's flat ends (below its\n"
-            "first jump, above its last): the denoising's flattening, not the model's",
+            "grey, top row: the certified band $L(s) \\leq E[y \\mid s] \\leq U(s)$,"
+            "\nall scores at once (95%), if $E[y \\mid s]$ is monotone",
             "shaded, in the curve's colour: $\\hat\\eta \\pm \\tilde g$, the kernel "
             "smoother's\nerror bound at each score: its bias plus its label noise, "
             "a bound\non the expected error of $\\hat\\eta$ there (not a confidence "

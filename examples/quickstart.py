@@ -3,6 +3,7 @@
 import numpy as np
 
 from skcalbound import (
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     TVCalibrationBound,
     binned_ece,
@@ -13,12 +14,18 @@ from skcalbound import (
 rng = np.random.default_rng(0)
 s = rng.uniform(size=200_000)  # scores of a binary classifier
 y = rng.uniform(size=200_000) < s**2  # E[y|s] = s^2: true CE = 1/6
-est = TVCalibrationBound(V=1.0, random_state=0).fit(s, y)
-lo, up = est.lower_bound_, est.bound_
+# Raw scores, assuming E[y|s] is non-decreasing in s: a certified band.
+band = MonotoneCalibrationBound(random_state=0).fit(s, y)
+lo, up = band.lower_bound_, band.bound_
 print(f"certified: {lo:.3f} <= CE <= {up:.3f}  (true CE = {1 / 6:.3f})")
 ece = binned_ece(y, s)
-print(f"estimate {est.estimate_:.3f}, 15-bin ECE {ece:.3f}")
-print({k: round(v, 4) for k, v in est.terms_.items()})
+print(f"estimate {band.estimate_:.3f}, 15-bin ECE {ece:.3f}")
+low, high = band.predict_interval([0.5])  # E[y | s = 0.5] = 0.25
+print(f"E[y|s=0.5] in [{low[0]:.3f}, {high[0]:.3f}], for all s at once")
+
+# Without monotonicity: bounded variation, TV(E[y|s]) <= V.
+tv = TVCalibrationBound(V=1.0, random_state=0).fit(s, y)
+print(f"TV, V=1: {tv.lower_bound_:.3f} <= CE <= {tv.bound_:.3f}")
 
 # Any classifier: perturb its scores; the NW bound certifies the perturbed classifier.
 sp = perturb_scores(s, h=2**-6, random_state=0)

@@ -200,10 +200,11 @@ def calibration_test(
     (bandwidth, bucket candidates and weights are fixed), and every term of the bound
     is monotone in it; so the interval only narrows as the level grows, the rejection
     regions are nested, and the p-value ``inf{alpha : reject at alpha}`` is valid. It
-    is computed by bisection on the closed-form terms, without refitting. The TV
-    surrogate's regularisation depends on the level (:math:`\\lambda = t_2 / m`), so
-    its intervals at different levels are not nested: ``method='tv'`` gives the
-    decision at ``confidence_level`` and ``pvalue=nan``. For ``method='monotone'``
+    is computed by bisection on the closed-form terms, without refitting. Both TV
+    bounds depend on the level beyond their terms (the denoising's
+    :math:`\\lambda = t_2 / m`; the cell bound's number of blocks, its default), so
+    their intervals at different levels need not be nested: ``method='tv'`` gives
+    the decision at ``confidence_level`` and ``pvalue=nan``. For ``method='monotone'``
     the window sums and the gaps between sorted scores do not depend on the level,
     and every budget (the windows' :math:`c`, the DKW :math:`\\varepsilon`) shrinks
     as it grows, so its interval only narrows too: a valid p-value, by bisection on

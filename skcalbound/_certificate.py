@@ -516,7 +516,11 @@ def consistency_problems(record, obstacles):
     terms = record["terms"]
     if record["method"] == "MonotoneCalibrationBound":
         return [*problems, *_band_problems(record)]
-    if params.get("method") == "cells":
+    # TV's method="auto" is the cell bound but with guarantee="paper".
+    tv_method = params.get("method")
+    if tv_method == "auto" and params.get("guarantee") != "paper":
+        tv_method = "cells"
+    if tv_method == "cells":
         return [*problems, *_cells_problems(record)]
     if "validation_mean" not in terms:
         return [*problems, "its terms have no validation_mean"]

@@ -171,6 +171,11 @@ def _band_note(method, guarantee):
 _TV_CURVE = (
     "TV-denoised surrogate $\\hat\\eta$ (used by the bound, not a recalibration map)"
 )
+# TV's cell bound (``method_ == "cells"``): its curve is the blocks' mean labels,
+# a step function with no denoising, so nothing is flattened and nothing hatched.
+_TV_CELLS_CURVE = (
+    "TV cells: block mean labels (used by the bound, not a recalibration map)"
+)
 _FLAT_NOTE = (
     "hatched: flat ends of the TV-denoised surrogate (below its first jump, above "
     "its\nlast): the denoising's flattening, not the model's"
@@ -428,12 +433,15 @@ class CalibrationBoundDisplay:
     denoising term bounds an average of :math:`|\\hat\\eta - \\eta|` over the training
     scores, not the error at any one score), so no band is drawn for it.
 
-    For TV the curve is the TV-denoised step function the bound is computed from,
+    For TV's denoising bound (``method='denoise'``) the curve is the TV-denoised
+    step function the bound is computed from,
     **not a recalibration map**: the denoising pulls it towards a constant, so it is
     flat below its first jump and above its last even for perfectly calibrated
     scores. The legend says so, and those two score ranges are hatched in the
     curve's colour (:attr:`flat_ends_`) and labelled as the denoising's flattening,
-    so that they are not read as the model's over- or under-confidence.
+    so that they are not read as the model's over- or under-confidence. For TV's
+    cell bound (``method='cells'``, its default) the curve is the blocks' mean
+    labels, as the legend says, and nothing is hatched.
 
     For NW the band drawn is Lemma 6 in the form the certificate averages, with the
     fitted ``b1_`` and ``b2_`` of the estimator's ``guarantee`` mode: with
@@ -530,7 +538,7 @@ class CalibrationBoundDisplay:
         For TV, the hatched score ranges where the drawn step function is flat at
         its ends: from the smallest grid score to its first jump and from its last
         jump to the largest (one range, the whole curve, if it has no jump). None
-        for the other bounds.
+        for the other bounds and for TV's cell bound.
 
     hist_ : matplotlib StepPatch or None
         The score histogram (heights scaled to at most 0.2), or None.
@@ -666,8 +674,11 @@ class CalibrationBoundDisplay:
         prefix = f"{name}: " if name else ""
         label = f"{prefix}{method} surrogate $\\hat\\eta$; {_bound_text(self)}"
         line_kwargs = {"label": label, "zorder": 3, "linewidth": 1.5}
+        # A TV display of a fitted cell bound: block means, no flat ends.
+        cells = getattr(getattr(self, "estimator_", None), "method_", None) == "cells"
         if self.method == "tv":
-            label = f"{prefix}{_TV_CURVE};\n{_bound_text(self)}"
+            curve = _TV_CELLS_CURVE if cells else _TV_CURVE
+            label = f"{prefix}{curve};\n{_bound_text(self)}"
             line_kwargs["label"] = label
             line_kwargs["drawstyle"] = "steps-post"  # a right-continuous step function
         elif self.method == "monotone":
@@ -679,7 +690,7 @@ class CalibrationBoundDisplay:
         (self.line_,) = ax.plot(self.grid, self.surrogate, **line_kwargs)
 
         self.flat_ends_ = None
-        if self.method == "tv":
+        if self.method == "tv" and not cells:
             # Hatched in the curve's colour: the ends the denoising flattened.
             shown = _FLAT_NOTE in ax.get_legend_handles_labels()[1]
             self.flat_ends_ = [

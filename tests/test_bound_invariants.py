@@ -58,7 +58,7 @@ FUNCTIONS = {
 }
 # Fitted attributes of each estimator besides the common ones.
 EXTRA_FITTED_ATTRIBUTES = {
-    "TVCalibrationBound": [],
+    "TVCalibrationBound": ["method_"],
     "NWCalibrationBound": ["b1_", "b2_", "bandwidth_"],
     "LipschitzBucketBound": ["L_", "candidates_", "n_buckets_", "shift_"],
 }
@@ -67,6 +67,14 @@ EXTRA_FITTED_ATTRIBUTES = {
 def _make(Est, **params):
     """``Est(**params)`` with the arguments the estimator cannot do without."""
     return Est(**{**REQUIRED_PARAMS.get(Est.__name__, {}), **params})
+
+
+def _folded(Est, **params):
+    """``_make`` for tests of the cross-fitted folds, the held-out ``score`` and
+    the surrogate: TV's denoising bound (its default cell bound has no folds)."""
+    if Est is TVCalibrationBound:
+        params = {"method": "denoise", **params}
+    return _make(Est, **params)
 
 
 GUARANTEES = ["high_probability", "paper"]
@@ -306,8 +314,8 @@ def test_random_state_controls_the_folds(Est, data):
     # Lipschitz: one candidate bucketing, since the refit uses the candidate with the
     # smallest mean fold bound, which may depend on the folds.
     params = {"n_buckets": 16, "n_shifts": 1} if Est is LipschitzBucketBound else {}
-    a = _make(Est, random_state=0, **params).fit(X, y)
-    b = _make(Est, random_state=1, **params).fit(X, y)
+    a = _folded(Est, random_state=0, **params).fit(X, y)
+    b = _folded(Est, random_state=1, **params).fit(X, y)
     assert a.bound_ != b.bound_
     assert a.lower_bound_ != b.lower_bound_ or a.lower_bound_ == 0.0
     # The refit does not.
@@ -517,7 +525,7 @@ def test_float32_scores(Est, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_predict_returns_the_surrogate_calibration_function(Est, data):
     scores, labels = data
-    est = _make(Est, random_state=0).fit(scores, labels)
+    est = _folded(Est, random_state=0).fit(scores, labels)
     query = np.concatenate([[0.0, 1.0], _scores_labels(400, seed=2)[0]])
     pred = est.predict(query)
     assert pred.shape == (query.shape[0],)
@@ -577,7 +585,11 @@ def test_score_is_the_negated_fixed_split_bound(guarantee, V, confidence_level, 
     X, y = data
     X_test, y_test = _scores_labels(1500, seed=11)
     est = TVCalibrationBound(
-        V=V, confidence_level=confidence_level, guarantee=guarantee, random_state=0
+        method="denoise",
+        V=V,
+        confidence_level=confidence_level,
+        guarantee=guarantee,
+        random_state=0,
     )
     est.fit(X, y)
     expected = _fixed_split_tv_bound(est, X.shape[0], X, X_test)
@@ -593,17 +605,17 @@ def test_score_is_the_negated_fixed_split_bound(guarantee, V, confidence_level, 
 def test_score_is_a_held_out_bound_above_the_plug_in_estimate(Est, data):
     X, y = data
     X_test, y_test = _scores_labels(1500, seed=11)
-    est = _make(Est, random_state=0).fit(X, y)
+    est = _folded(Est, random_state=0).fit(X, y)
     score = est.score(X_test, y_test)
     plug_in = np.mean(np.abs(est.predict(X_test) - X_test))
     assert -1.0 < score < -plug_in  # unclipped, and above the plug-in estimate
     # Only the scores enter (the labels are checked, not used) ...
     assert est.score(X_test, 1 - y_test) == score
     # ... and the refit surrogate: neither the folds, cv nor aggregate.
-    other = _make(Est, random_state=1, cv=3, aggregate="min").fit(X, y)
+    other = _folded(Est, random_state=1, cv=3, aggregate="min").fit(X, y)
     assert other.score(X_test, y_test) == score
     # A lower confidence level, a smaller bound (TV's surrogate depends on it too).
-    looser = _make(Est, random_state=0, confidence_level=0.8).fit(X, y)
+    looser = _folded(Est, random_state=0, confidence_level=0.8).fit(X, y)
     looser_plug_in = np.mean(np.abs(looser.predict(X_test) - X_test))
     assert score < looser.score(X_test, y_test) < -looser_plug_in
 
@@ -724,7 +736,9 @@ def test_min_aggregate_is_at_most_mean_on_the_same_folds(Est, n):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_terms_add_up_to_the_unclipped_aggregate(Est, aggregate, n, guarantee):
     X, y = _scores_labels(n, seed=2)
-    est = _make(Est, random_state=0, aggregate=aggregate, guarantee=guarantee).fit(X, y)
+    est = _folded(Est, random_state=0, aggregate=aggregate, guarantee=guarantee).fit(
+        X, y
+    )
     names = TERM_NAMES[Est.__name__, guarantee]
     assert list(est.terms_) == names
     for name in names:  # every key is documented
@@ -768,7 +782,7 @@ def test_fold_results_has_one_row_per_fold_with_the_documented_columns(
     default_grid = (
         {"n_buckets": None, "n_shifts": 4} if Est is LipschitzBucketBound else {}
     )
-    est = _make(
+    est = _folded(
         Est,
         random_state=0,
         cv=4,
@@ -953,7 +967,7 @@ def test_any_sklearn_splitter(Est, splitter, data):
     make_cv, n_splits = splitter
     X, y = data
     cv = make_cv(X.shape[0])
-    est = _make(Est, cv=cv).fit(X, y)
+    est = _folded(Est, cv=cv).fit(X, y)
     assert est.n_splits_ == n_splits
     assert est.fold_results_.shape[0] == n_splits
     assert_allclose(est.fold_results_["delta"], 0.05 / n_splits, rtol=1e-12)
@@ -964,7 +978,7 @@ def test_any_sklearn_splitter(Est, splitter, data):
         if hasattr(cv, "split")
         else list(make_cv(X.shape[0]))
     )
-    assert _make(Est, cv=splits).fit(X, y).bound_ == est.bound_
+    assert _folded(Est, cv=splits).fit(X, y).bound_ == est.bound_
     assert_array_equal(
         est.fold_results_["n_validation"], [len(val) for _, val in splits]
     )
@@ -975,13 +989,13 @@ def test_int_cv_draws_row_folds(Est, data):
     # Every bound: folds drawn row by row from one seed drawn from random_state (the
     # rule of fit_chunks and Dask input), not KFold's.
     X, y = data
-    est = _make(Est, cv=3, random_state=7).fit(X, y)
+    est = _folded(Est, cv=3, random_state=7).fit(X, y)
     seed = np.random.RandomState(7).randint(np.iinfo(np.int32).max)
     ids = row_folds(seed, 0, y.shape[0], 3)
     splits = [(np.flatnonzero(ids != k), np.flatnonzero(ids == k)) for k in range(3)]
     kfold = list(KFold(3, shuffle=True, random_state=7).split(X))
-    assert _make(Est, cv=kfold).fit(X, y).bound_ != est.bound_
-    assert _make(Est, cv=splits).fit(X, y).bound_ == est.bound_
+    assert _folded(Est, cv=kfold).fit(X, y).bound_ != est.bound_
+    assert _folded(Est, cv=splits).fit(X, y).bound_ == est.bound_
 
 
 @pytest.mark.parametrize(
@@ -1019,7 +1033,7 @@ def test_invalid_explicit_splits_raise(Est, splits, match):
     X, y = _scores_labels(200)
     X_before, y_before = X.copy(), y.copy()
     with pytest.raises(ValueError, match=match):
-        _make(Est, cv=splits).fit(X, y)
+        _folded(Est, cv=splits).fit(X, y)
     assert_array_equal(X, X_before)
     assert_array_equal(y, y_before)
 
@@ -1038,7 +1052,7 @@ MIN_TRAIN = {
 def test_smallest_training_part(Est):
     X, y = _scores_labels(200)
     k = MIN_TRAIN[Est.__name__]
-    est = _make(Est, cv=[(np.arange(k), np.arange(k, 200))]).fit(X, y)
+    est = _folded(Est, cv=[(np.arange(k), np.arange(k, 200))]).fit(X, y)
     assert est.fold_results_["n_train"].tolist() == [k]
     assert est.bound_ == 1.0  # certified, if uninformative
     with pytest.raises(
@@ -1046,7 +1060,7 @@ def test_smallest_training_part(Est):
         match=rf"Split 0 has {k - 1} training and {200 - k + 1} validation points; "
         rf"{Est.__name__} needs at least {k} and 1\.",
     ):
-        _make(Est, cv=[(np.arange(k - 1), np.arange(k - 1, 200))]).fit(X, y)
+        _folded(Est, cv=[(np.arange(k - 1), np.arange(k - 1, 200))]).fit(X, y)
 
 
 # --------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def _recipe(scores, labels01):
 
 
 ESTIMATORS = [
-    lambda **kw: TVCalibrationBound(V=1.0, **kw),
+    lambda **kw: TVCalibrationBound(V=1.0, method="denoise", **kw),
     lambda **kw: NWCalibrationBound(h=H, **kw),
     lambda **kw: NWCalibrationBound(b1=2.0, b2=5.0, **kw),
     lambda **kw: LipschitzBucketBound(h=H, **kw),

@@ -123,10 +123,12 @@ def test_default_is_the_monotone_band_with_the_estimators_numbers(
 
 def test_csv_table_prints_the_estimators_numbers(csv_file, data, capsys):
     s, y = data
-    assert main([str(csv_file), "--bound", "tv"]) == 0
+    # V = 4: TV's default cell bound is above 0.5 at n = 6000 (the warning below)
+    # only with a V that large (0.352 with V = 1).
+    assert main([str(csv_file), "--bound", "tv", "--V", "4"]) == 0
     stdout, stderr = capsys.readouterr()
     assert stderr == ""
-    tv = TVCalibrationBound(random_state=0).fit(s, y)
+    tv = TVCalibrationBound(V=4.0, random_state=0).fit(s, y)
     lower, upper, estimate = _table_row(stdout, "TV")
     assert (lower, upper) == (f"{tv.lower_bound_:.6f}", f"{tv.bound_:.6f}")
     assert estimate == f"{tv.estimate_:.6f}"
@@ -206,6 +208,8 @@ def test_parquet_json_prints_the_estimators_numbers(parquet_file, data, capsys):
             "tv",
             "--h",
             "2**-6",
+            "--V",
+            "4",  # TV's cell bound above 0.5 here: its warning in the JSON
             "--confidence-level",
             "0.9",
             "--cv",
@@ -229,7 +233,7 @@ def test_parquet_json_prints_the_estimators_numbers(parquet_file, data, capsys):
     expected = {
         "nw": NWCalibrationBound(h=H, **common).fit(s, labels),
         "lipschitz": LipschitzBucketBound(h=H, **common).fit(s, labels),
-        "tv": TVCalibrationBound(**common).fit(s, labels),
+        "tv": TVCalibrationBound(V=4.0, **common).fit(s, labels),
     }
     for method, est in expected.items():
         got = by_method[method]
@@ -249,7 +253,8 @@ def test_parquet_json_prints_the_estimators_numbers(parquet_file, data, capsys):
     assert ece["estimate"] == binned_ece(labels, s, pos_label="spam")
     # The string labels are the same classes as 0/1: the positive class is "spam".
     common.pop("pos_label")
-    assert by_method["tv"]["bound"] == TVCalibrationBound(**common).fit(s, y).bound_
+    tv = TVCalibrationBound(V=4.0, **common)
+    assert by_method["tv"]["bound"] == tv.fit(s, y).bound_
     # Three bounds side by side: the note on choosing among them.
     assert "0.966667 (= 1 - (1 - 0.9)/3, a union bound)" in report["note"]
     # Warnings of the fits are in the JSON (stdout stays JSON, stderr empty).
@@ -620,7 +625,7 @@ ERROR_CASES = {
     "too many folds": (
         "a.csv",
         pd.DataFrame(GOOD),
-        ["--bound", "tv", "--cv", "50"],
+        ["--bound", "tv", "--guarantee", "paper", "--cv", "50"],  # TV's folds
         r"tv: .*50",
     ),
     "confidence level": (

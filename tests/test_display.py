@@ -214,7 +214,11 @@ def test_legend_shows_the_certified_interval(
         assert est.lower_bound_ > 0.05  # an interval, not [0, bound]
     label = disp.line_.get_label()
     interval = f"CE $\\in$ [{est.lower_bound_:.3f}, {est.bound_:.3f}] (95%"
-    assert label.startswith(f"{name} surrogate") and interval in label
+    if bound == "tv" and guarantee == "high_probability":  # TV's default: cells
+        name = "TV cells: block mean labels"
+    else:
+        name = f"{name} surrogate"
+    assert label.startswith(name) and interval in label
     assert label in _legend_texts(disp.ax_)
     # The published NW and Lipschitz forms hold in expectation only: not "certified".
     in_expectation = guarantee == "paper" and bound != "tv"
@@ -353,7 +357,11 @@ def test_tv_curve_is_the_denoised_surrogate_with_its_flat_ends_hatched():
     s = rng.uniform(size=20_000)
     y = rng.uniform(size=s.size) < s
     disp = CalibrationBoundDisplay.from_predictions(
-        y, s, bound="tv", bound_params={"random_state": 0}, name="m"
+        y,
+        s,
+        bound="tv",
+        bound_params={"method": "denoise", "random_state": 0},
+        name="m",
     )
     est, grid = disp.estimator_, disp.grid
     label = disp.line_.get_label()
@@ -398,6 +406,31 @@ def test_tv_curve_is_the_denoised_surrogate_with_its_flat_ends_hatched():
     assert np.unique(est.predict(inside)).size == 1
     assert np.unique(est.predict(grid[grid >= last])).size == 1
     assert est.predict([first])[0] != est.predict([grid[0]])[0]
+
+
+def test_tv_cells_curve_is_the_block_means_and_nothing_is_hatched():
+    # TV's default, the cell bound: the curve is the blocks' mean labels (no
+    # denoising, so no flat ends to hatch), and the legend says so.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=20_000)
+    y = rng.uniform(size=s.size) < s
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="tv", bound_params={"random_state": 0}, name="m"
+    )
+    est = disp.estimator_
+    assert est.method_ == "cells" and disp.flat_ends_ is None
+    label = disp.line_.get_label()
+    assert label.startswith(
+        "m: TV cells: block mean labels (used by the bound, not a recalibration map);\n"
+    )
+    assert f"[{est.lower_bound_:.3f}, {est.bound_:.3f}]" in label
+    assert "denoised" not in " ".join(_legend_texts(disp.ax_))
+    # The curve is predict: one value per block, the block's mean label.
+    assert_array_equal(disp.surrogate, est.predict(disp.grid))
+    # The first block: every score below the first interior edge.
+    first = s < est.surrogate_.edges[0]
+    assert 0 < first.sum() < s.size
+    assert est.predict([s.min()])[0] == pytest.approx(y[first].mean(), abs=1e-12)
 
 
 def test_flat_ends_of_a_constant_curve_and_on_shared_axes():

@@ -231,10 +231,12 @@ def test_user_guide_includes_the_slack_table_the_script_wrote():
     assert list(rows) == ["1e3", "1e4", "1e5", "1e6", "1e7"]
     tv_slack = [row["TV slack"] for row in rows.values()]
     nw_slack = [row["NW slack"] for row in rows.values()]
-    # Slack shrinks with n, NW's below TV's, and the last row is informative.
+    # Slack shrinks with n, NW's below TV's from 10^4 labels on (at 10^3 NW is
+    # vacuous, 0.58, and TV's default cell bound 0.44), and the last row is
+    # informative.
     assert tv_slack == sorted(tv_slack, reverse=True)
     assert nw_slack == sorted(nw_slack, reverse=True)
-    assert all(nw < tv for nw, tv in zip(nw_slack, tv_slack))
+    assert all(nw < tv for nw, tv in zip(nw_slack[1:], tv_slack[1:]))
     assert nw_slack[-1] < 0.01
 
 

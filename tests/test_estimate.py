@@ -58,7 +58,9 @@ def test_calibrated_estimate_is_near_zero_and_far_below_the_old_plug_in():
     new, old, ece = [], [], []
     for seed in range(4):
         data = make_calibrated(5000, random_state=seed)
-        est = TVCalibrationBound(random_state=seed).fit(data.scores, data.labels)
+        est = TVCalibrationBound(method="denoise", random_state=seed).fit(
+            data.scores, data.labels
+        )
         new.append(est.estimate_)
         old.append(est.terms_["validation_mean"])
         ece.append(binned_ece(data.labels, data.scores))
@@ -104,7 +106,9 @@ def test_same_estimate_for_every_bound_in_memory_chunks_and_dask():
 
 def test_estimate_does_not_touch_the_interval():
     data = make_calibrated(3000, random_state=0)
-    est = TVCalibrationBound(random_state=0).fit(data.scores, data.labels)
+    est = TVCalibrationBound(method="denoise", random_state=0).fit(
+        data.scores, data.labels
+    )
     frame = est.fold_results_
     # validation_mean is still the fold mean of |s - eta_hat|: a term of the bound.
     assert_allclose(frame["estimate"], frame["validation_mean"], rtol=0)

@@ -73,11 +73,13 @@ NW_PROBLEM_IDS = [p.name for p in NW_PROBLEMS]
 
 
 def tv_factory(aggregate, guarantee="high_probability"):
-    """Estimator factory for :func:`coverage`: the TV bound with the problem's ``V``."""
+    """Estimator factory for :func:`coverage`: the TV bound with the problem's ``V``
+    (the paper's denoising bound; the cell bound's coverage is in test_tv_cells)."""
 
     def make(problem, confidence_level, random_state):
         return TVCalibrationBound(
             **problem.assumptions,
+            method="denoise",
             confidence_level=confidence_level,
             aggregate=aggregate,
             guarantee=guarantee,

@@ -340,7 +340,7 @@ def miscalibrated():
 
 
 BOUNDS = {
-    "TV": (TVCalibrationBound, {}),
+    "TV": (TVCalibrationBound, {"method": "denoise"}),  # the cross-fitted form
     "NW": (NWCalibrationBound, {"b1": 4.0, "b2": 12.0}),
     "Lipschitz": (LipschitzBucketBound, {"L": 4.0, "n_buckets": [8, 32, 128]}),
 }
@@ -481,7 +481,7 @@ def test_nw_high_probability_bound_is_below_the_paper_bound(overconfident):
 def test_tv_high_probability_bound_is_below_the_paper_bound(overconfident):
     """Three shares of delta instead of four and no Hoeffding term."""
     s, y = overconfident
-    hp = TVCalibrationBound(random_state=0).fit(s, y)
+    hp = TVCalibrationBound(method="denoise", random_state=0).fit(s, y)
     paper = TVCalibrationBound(guarantee="paper", random_state=0).fit(s, y)
     assert hp.bound_ < paper.bound_ < 1.0
     folds_hp, folds_paper = hp.fold_results_, paper.fold_results_
@@ -688,7 +688,9 @@ def test_tie_order_is_drawn_from_the_seed_and_blind_to_labels(guarantee):
 
     def fold_bound(problem, seed):
         X, y, split = problem
-        est = TVCalibrationBound(guarantee=guarantee, cv=split, random_state=seed)
+        est = TVCalibrationBound(
+            method="denoise", guarantee=guarantee, cv=split, random_state=seed
+        )
         return est.fit(X, y).fold_results_["bound"].iloc[0]
 
     seen = []

@@ -500,9 +500,13 @@ def test_cross_validate_with_several_scorers_equals_a_hand_loop_on_one_draw(data
         }
         for name, value in expected.items():
             assert result[f"test_{name}"][k] == value, name
-    # The NW bound is the tightest here, and every bound is above the plug-in level.
+    # NW is tighter than Lipschitz here. TV's default cell bound is tighter than
+    # both on this draw (0.350 and 0.349 against NW's 0.368 and 0.369), while TV's
+    # denoising bound is the loosest.
     assert np.all(result["test_nw"] > result["test_lipschitz"])
-    assert np.all(result["test_nw"] > result["test_tv"])
+    assert np.all(result["test_tv"] > result["test_nw"])
+    denoise = TVCalibrationBound(method="denoise", random_state=0)
+    assert denoise.fit(drawn, y[test]).bound_ > -result["test_lipschitz"][k]
 
 
 class _CountingLogisticRegression(LogisticRegression):

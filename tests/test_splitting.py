@@ -120,7 +120,12 @@ def _scores_labels(n=300, seed=0):
 
 
 # NW and Lipschitz have no default for their assumption constants.
-REQUIRED_PARAMS = {NWCalibrationBound: {"h": 2**-4}, LipschitzBucketBound: {"L": 2.0}}
+# TV's cross-fitted denoising bound: its default cell bound has no folds (cv unused).
+REQUIRED_PARAMS = {
+    NWCalibrationBound: {"h": 2**-4},
+    LipschitzBucketBound: {"L": 2.0},
+    TVCalibrationBound: {"method": "denoise"},
+}
 
 LABEL_MESSAGE = (
     "looks at the labels to form its folds; a certified bound needs splits that are "
@@ -168,7 +173,7 @@ def test_group_splitters_are_rejected_with_the_reason(cv):
         match=type(cv).__name__ + r" needs groups to form its folds, and groups are "
         r"not supported: fit\(X, y\) takes no groups to pass on",
     ):
-        TVCalibrationBound(cv=cv).fit(s, y)
+        TVCalibrationBound(method="denoise", cv=cv).fit(s, y)
 
 
 class RecordingSplitter:
@@ -191,7 +196,7 @@ class RecordingSplitter:
 def test_custom_splitter_sees_neither_labels_nor_scores():
     s, y = _scores_labels()
     splitter = RecordingSplitter()
-    est = TVCalibrationBound(cv=splitter, random_state=0).fit(s, y)
+    est = TVCalibrationBound(method="denoise", cv=splitter, random_state=0).fit(s, y)
     assert len(splitter.calls) == 1
     X_seen, y_seen, groups_seen = splitter.calls[0]
     assert y_seen is None and groups_seen is None
@@ -201,7 +206,10 @@ def test_custom_splitter_sees_neither_labels_nor_scores():
     # The folds are the splitter's: the same pairs given as a list give the same bound.
     pairs = list(RecordingSplitter().split(s))
     assert est.n_splits_ == 2
-    assert TVCalibrationBound(cv=pairs, random_state=0).fit(s, y).bound_ == est.bound_
+    assert (
+        TVCalibrationBound(method="denoise", cv=pairs, random_state=0).fit(s, y).bound_
+        == est.bound_
+    )
 
 
 class NeedsLabels(RecordingSplitter):
@@ -231,7 +239,7 @@ def test_custom_splitter_that_fails_without_labels_is_rejected_with_the_reason()
         r"labels raised ValueError: y is required\); a certified bound needs splits "
         "that are independent of the labels and scores",
     ):
-        TVCalibrationBound(cv=NeedsLabels()).fit(s, y)
+        TVCalibrationBound(method="denoise", cv=NeedsLabels()).fit(s, y)
 
 
 def test_custom_splitter_that_needs_groups_is_rejected_with_the_reason():
@@ -241,13 +249,13 @@ def test_custom_splitter_that_needs_groups_is_rejected_with_the_reason():
         match=r"NeedsGroups needs groups to form its folds \(split\(X\) without labels "
         r"raised TypeError: groups is required\), and groups are not supported",
     ):
-        TVCalibrationBound(cv=NeedsGroups()).fit(s, y)
+        TVCalibrationBound(method="denoise", cv=NeedsGroups()).fit(s, y)
 
 
 def test_other_splitter_failures_are_raised_unchanged():
     s, y = _scores_labels()
     with pytest.raises(RuntimeError, match="^broken for its own reasons$"):
-        TVCalibrationBound(cv=Broken()).fit(s, y)
+        TVCalibrationBound(method="denoise", cv=Broken()).fit(s, y)
 
 
 @pytest.mark.parametrize(
@@ -272,9 +280,9 @@ def test_label_free_splitters_still_work(make_cv, n_splits):
         assert_array_equal(np.sort(sample.order[fold.train]), np.sort(train))
         assert_array_equal(np.sort(sample.order[fold.validation]), np.sort(val))
     # Through the estimator: the same bound as the same splits given as pairs.
-    est = TVCalibrationBound(cv=make_cv(), random_state=0).fit(s, y)
+    est = TVCalibrationBound(method="denoise", cv=make_cv(), random_state=0).fit(s, y)
     assert est.n_splits_ == n_splits
-    pairs = TVCalibrationBound(cv=expected, random_state=0).fit(s, y)
+    pairs = TVCalibrationBound(method="denoise", cv=expected, random_state=0).fit(s, y)
     assert pairs.bound_ == est.bound_
 
 
@@ -283,6 +291,8 @@ def test_index_pair_iterables_still_work(as_generator):
     s, y = _scores_labels()
     idx = np.random.default_rng(2).permutation(s.shape[0])
     pairs = [(idx[:200], idx[200:]), (idx[100:], idx[:100])]
-    est = TVCalibrationBound(cv=iter(pairs) if as_generator else pairs).fit(s, y)
+    est = TVCalibrationBound(
+        method="denoise", cv=iter(pairs) if as_generator else pairs
+    ).fit(s, y)
     assert est.n_splits_ == 2
     assert_array_equal(est.fold_results_["n_validation"], [100, 100])

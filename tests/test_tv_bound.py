@@ -99,6 +99,7 @@ def test_tv_terms_by_hand_with_ties(guarantee):
     seen = set()
     for seed in range(20):  # until both orders have been checked
         est = TVCalibrationBound(
+            method="denoise",
             V=V,
             confidence_level=confidence_level,
             guarantee=guarantee,
@@ -213,7 +214,9 @@ def test_predict_is_refit_surrogate_on_all_data(guarantee):
     rng = np.random.default_rng(0)
     s = rng.uniform(size=5000)
     y = rng.uniform(size=5000) < s**2
-    est = TVCalibrationBound(guarantee=guarantee, random_state=0).fit(s, y)
+    est = TVCalibrationBound(method="denoise", guarantee=guarantee, random_state=0).fit(
+        s, y
+    )
     order = np.argsort(s, kind="stable")
     m = s.size
     d = 0.05 / FORMS[guarantee][0]
@@ -244,7 +247,9 @@ def test_score_is_negated_fixed_split_bound(guarantee):
     s = rng.uniform(size=4000)
     y = rng.uniform(size=4000) < s
     s_test = rng.uniform(size=3000)
-    est = TVCalibrationBound(V=1.0, guarantee=guarantee, random_state=0).fit(s, y)
+    est = TVCalibrationBound(
+        method="denoise", V=1.0, guarantee=guarantee, random_state=0
+    ).fit(s, y)
     shares, hoeffding = FORMS[guarantee]
     m, n_val, d = s.size, s_test.size, 0.05 / shares
     r = np.abs(s_test - est.predict(s_test))
@@ -329,14 +334,18 @@ def test_union_bound_splits_delta_over_folds():
     s = rng.uniform(size=3000)
     y = rng.uniform(size=3000) < s
     for cv in (2, 5, 10):
-        est = TVCalibrationBound(cv=cv, confidence_level=0.9, random_state=0).fit(s, y)
+        est = TVCalibrationBound(
+            method="denoise", cv=cv, confidence_level=0.9, random_state=0
+        ).fit(s, y)
         assert est.n_splits_ == cv
         assert_allclose(est.fold_results_["delta"], 0.1 / cv, rtol=1e-15)
         assert_allclose(
             est.fold_results_["n_train"] + est.fold_results_["n_validation"], 3000
         )
-    mean = TVCalibrationBound(random_state=0).fit(s, y)
-    low = TVCalibrationBound(random_state=0, aggregate="min").fit(s, y)
+    mean = TVCalibrationBound(method="denoise", random_state=0).fit(s, y)
+    low = TVCalibrationBound(method="denoise", random_state=0, aggregate="min").fit(
+        s, y
+    )
     assert_allclose(mean.bound_, mean.fold_results_["bound"].mean(), rtol=1e-15)
     assert low.bound_ == mean.fold_results_["bound"].min()
 
@@ -345,7 +354,9 @@ def test_score_checks_held_out_labels():
     rng = np.random.default_rng(11)
     s = rng.uniform(size=500)
     y = np.where(rng.uniform(size=500) < s, "pos", "neg")
-    est = TVCalibrationBound(random_state=0, pos_label="pos").fit(s, y)
+    est = TVCalibrationBound(method="denoise", random_state=0, pos_label="pos").fit(
+        s, y
+    )
     # One class only is fine on held-out data: the classes are known from fit.
     assert est.score(s[:50], np.full(50, "pos")) == est.score(s[:50], y[:50])
     with pytest.raises(
@@ -396,7 +407,7 @@ def test_predict_is_documented_as_the_denoised_surrogate_not_a_recalibration():
     rng = np.random.default_rng(0)
     s = rng.uniform(size=10_000)
     y = rng.uniform(size=s.size) < s
-    est = TVCalibrationBound(random_state=0).fit(s, y)
+    est = TVCalibrationBound(method="denoise", random_state=0).fit(s, y)
     knots = est.surrogate_.step.knots
     low, high = est.predict([0.0, 1.0])
     assert_allclose([low, high], [0.157, 0.826], atol=5e-4)
@@ -413,7 +424,7 @@ def test_too_few_samples_for_uneven_folds_is_a_clear_error(n, cv):
     # 3 rows with cv=2 once passed the size check and died in math.log.
     s = np.linspace(0.1, 0.9, n)
     y = np.arange(n) % 2
-    est = TVCalibrationBound(cv=cv, random_state=0)
+    est = TVCalibrationBound(method="denoise", cv=cv, random_state=0)
     if n >= cv and n - math.ceil(n / cv) >= 2:
         with pytest.warns(UserWarning):  # vacuous at this size
             assert 0.0 <= est.fit(s, y).bound_ <= 1.0
@@ -436,7 +447,9 @@ def test_largest_V_gives_the_trivial_bound(guarantee):
     s = rng.uniform(size=500)
     y = (rng.uniform(size=500) < s).astype(int)
     with pytest.warns(UserWarning, match="clipped at 1"):
-        est = TVCalibrationBound(V=1.7e308, guarantee=guarantee, random_state=0)
+        est = TVCalibrationBound(
+            method="denoise", V=1.7e308, guarantee=guarantee, random_state=0
+        )
         est.fit(s, y)
     assert (est.bound_, est.lower_bound_) == (1.0, 0.0)
     assert est.terms_["tv_denoising"] > 1e150

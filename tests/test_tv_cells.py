@@ -345,25 +345,39 @@ def test_errors():
     _, s, y = _data(500)
     with pytest.raises(ValueError, match="guarantee='paper' is the published bound"):
         TVCalibrationBound(method="cells", guarantee="paper").fit(s, y)
-    est = TVCalibrationBound(method="cells").fit(s, y)
-    with pytest.raises(ValueError, match="no fixed-split bound on held-out"):
-        est.score(s, y)
+    # No fixed-split bound: score is the cell bound of the held-out rows alone.
+    est = TVCalibrationBound(method="cells").fit(s[:250], y[:250])
+    held_out = TVCalibrationBound(method="cells").fit(s[250:], y[250:])
+    assert est.bound_ != held_out.bound_
+    assert est.score(s[250:], y[250:]) == -held_out.bound_
     with pytest.raises(ValueError, match="needs the whole sorted sample"):
         TVCalibrationBound(method="cells").fit_chunks([(y, s)])
     with pytest.raises(ValueError, match="method"):
         TVCalibrationBound(method="bins").fit(s, y)
 
 
-def test_denoise_is_unchanged():
+def test_denoise_is_unchanged_and_auto_resolves_by_guarantee():
     # The class docstring's example, computed before method= existed (commit
-    # 3fcb831): method="denoise" is the default and gives the same numbers.
+    # 3fcb831): method="denoise" gives the same numbers.
     rng = np.random.default_rng(0)
     s = rng.uniform(size=20_000)
     y = rng.uniform(size=20_000) < s**2
+    d = TVCalibrationBound(method="denoise", random_state=0).fit(s, y)
+    assert d.bound_ == pytest.approx(0.4334, abs=5e-4) and d.method_ == "denoise"
+    # The default, method="auto", is the cell bound (narrower here)...
     a = TVCalibrationBound(random_state=0).fit(s, y)
-    b = TVCalibrationBound(method="denoise", random_state=0).fit(s, y)
-    assert a.bound_ == b.bound_ == pytest.approx(0.4334, abs=5e-4)
-    assert a.get_params()["method"] == "denoise"
+    c = TVCalibrationBound(method="cells").fit(s, y)
+    assert a.get_params()["method"] == "auto" and a.method_ == "cells"
+    assert (a.bound_, a.lower_bound_) == (c.bound_, c.lower_bound_)
+    assert a.bound_ < d.bound_ - 0.1
+    # ... and with guarantee="paper" the paper's bound, as before the switch
+    # (0.449775 on main at 12c11a0, where "denoise" was the default).
+    p = TVCalibrationBound(guarantee="paper", random_state=0).fit(s, y)
+    q = TVCalibrationBound(guarantee="paper", method="denoise", random_state=0)
+    q.fit(s, y)
+    assert p.method_ == "denoise"
+    assert (p.bound_, p.lower_bound_) == (q.bound_, q.lower_bound_)
+    assert p.bound_ == pytest.approx(0.4497746, abs=1e-6)
 
 
 # ---------------------------------------------------------------------------------
@@ -445,3 +459,28 @@ def test_verify_recomputes_a_cells_certificate(tmp_path, capsys):
     record.write_text(json.dumps(bad))
     code = main(["verify", str(record), str(data), "--scores", "prob", "--labels", "y"])
     assert code != 0
+
+
+def test_default_records_are_checked_as_cells():
+    _, s, y = _data(800, seed=4)
+    # The default (method="auto") is the cell bound: its record is checked by the
+    # cell bound's rule, without a refit (random_state=None cannot be repeated).
+    est = TVCalibrationBound().fit(s, y)
+    record = json.loads(json.dumps(est.certificate_))
+    assert record["params"]["method"] == "auto" and "oscillation" in record["terms"]
+    assert consistency_problems(record, ["random_state=None"]) == []
+    raised = {**record, "bound": record["bound"] + 0.05}
+    (problem,) = consistency_problems(raised, ["random_state=None"])
+    assert problem.startswith("its bound is")
+
+
+def test_score_of_the_cell_bound_with_named_classes():
+    # pos_label names the positive class: the held-out labels are read with it.
+    _, s, y = _data(1000, seed=6)
+    names = np.where(y == 1, "churn", "stay")
+    est = TVCalibrationBound(pos_label="churn").fit(s[:500], names[:500])
+    held_out = TVCalibrationBound(method="cells").fit(s[500:], y[500:])
+    assert est.score(s[500:], names[500:]) == -held_out.bound_
+    # A predict_proba output: the column of "churn" (sorted first) is read.
+    proba = np.column_stack([s[500:], 1 - s[500:]])
+    assert est.score(proba, names[500:]) == -held_out.bound_

@@ -265,7 +265,8 @@ def _verify_bare(capsys, path, data_file):
 
 
 @pytest.mark.parametrize(
-    "make", [lambda: TVCalibrationBound(), lambda: NWCalibrationBound(h=H)]
+    "make",
+    [lambda: TVCalibrationBound(method="denoise"), lambda: NWCalibrationBound(h=H)],
 )
 def test_edited_bound_of_a_random_state_none_record_fails(
     data_file, capsys, tmp_path, make
@@ -305,7 +306,7 @@ def _relabel(cert, params_too):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: TVCalibrationBound(V=1.0),
+        lambda: TVCalibrationBound(method="denoise", V=1.0),
         lambda: NWCalibrationBound(h=H),
     ],
 )
@@ -338,7 +339,7 @@ def test_reproducible_flag_set_false_and_bound_edited_fails(
         cert["not_reproducible"] = ["random_state=None"]
         cert["bound"] = 0.0001
 
-    est = TVCalibrationBound(random_state=0)
+    est = TVCalibrationBound(method="denoise", random_state=0)
     path, cert = _bare(data_file, tmp_path, est, forge)
     code, out, err = _verify_bare(capsys, path, data_file)
     assert code == 1 and out == ""
@@ -363,7 +364,9 @@ def test_a_record_made_non_reproducible_is_at_best_partial(data_file, capsys, tm
             0.0, 2 * cert["terms"]["validation_mean"] - cert["bound"]
         )
 
-    path, _ = _bare(data_file, tmp_path, TVCalibrationBound(random_state=0), forge)
+    path, _ = _bare(
+        data_file, tmp_path, TVCalibrationBound(method="denoise", random_state=0), forge
+    )
     code, out, _ = _verify_bare(capsys, path, data_file)
     assert code == PARTIAL and not out.startswith("OK")
 
@@ -371,9 +374,11 @@ def test_a_record_made_non_reproducible_is_at_best_partial(data_file, capsys, tm
 @pytest.mark.parametrize(
     "make, reason",
     [
-        (lambda: TVCalibrationBound(), "random_state=None"),
+        (lambda: TVCalibrationBound(method="denoise"), "random_state=None"),
         (
-            lambda: TVCalibrationBound(random_state=np.random.RandomState(0)),
+            lambda: TVCalibrationBound(
+                method="denoise", random_state=np.random.RandomState(0)
+            ),
             "random_state is not an int (RandomState(MT19937) at 0x",
         ),
         (
@@ -424,7 +429,7 @@ def test_genuine_non_reproducible_record_gets_the_partial_status(
 def test_edited_non_reproducible_record_fails_its_checks(
     data_file, capsys, tmp_path, edit, message
 ):
-    path, _ = _bare(data_file, tmp_path, TVCalibrationBound(), edit)
+    path, _ = _bare(data_file, tmp_path, TVCalibrationBound(method="denoise"), edit)
     code, out, err = _verify_bare(capsys, path, data_file)
     assert code == 1 and out == "" and err.startswith("FAIL TVCalibrationBound: ")
     assert message in err

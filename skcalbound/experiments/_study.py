@@ -67,7 +67,8 @@ def make_estimator(method, assumptions, *, confidence_level, random_state, cv=5)
     guarantee mode, as a user would pass them); otherwise it needs every one of its
     ``smoothness_params`` but ``h`` (NW: ``b1`` and ``b2``; Lipschitz: ``L``) and at
     least one constant (TV: ``V``). ``None`` when the constants the bound needs are
-    not known.
+    not known. TV is the paper's denoising bound (``method="denoise"``) in both
+    modes, not the library's default cell bound: the study reproduces the paper.
     """
     cls, guarantee = split_method(method)
     params = cls().get_params()
@@ -79,6 +80,8 @@ def make_estimator(method, assumptions, *, confidence_level, random_state, cv=5)
         needed = [name for name in cls.smoothness_params if name != "h"]
         if not constants or any(name not in constants for name in needed):
             return None
+    if "method" in params:  # TV: the paper's denoising bound in both modes
+        constants = {**constants, "method": "denoise"}
     return cls(
         **constants,
         confidence_level=confidence_level,
