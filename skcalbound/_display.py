@@ -1003,7 +1003,7 @@ class CalibrationBoundDisplay:
         >>> disp = CalibrationBoundDisplay.from_predictions(
         ...     y, s, bound="tv", bound_params={"random_state": 0})
         >>> print(f"CE in [{disp.lower_bound:.3f}, {disp.bound:.3f}]")
-        CE in [0.000, 0.433]
+        CE in [0.043, 0.287]
         """
         check_matplotlib_support(f"{cls.__name__}.from_predictions")
         _check_n_grid(n_grid)

@@ -243,7 +243,7 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
     >>> est = est.fit(data.proba, data.labels)
     >>> ce = data.true_top_label_ce
     >>> print(f"{est.lower_bound_:.3f} <= {ce:.3f} <= {est.bound_:.3f}")
-    0.000 <= 0.133 <= 0.392
+    0.000 <= 0.133 <= 0.276
     """
 
     _parameter_constraints = {

@@ -519,8 +519,8 @@ class VacuousBoundWarning(UserWarning):
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     bound = TVCalibrationBound(random_state=0).fit(s, y).bound_
-    >>> bound, caught[0].category.__name__
-    (1.0, 'VacuousBoundWarning')
+    >>> round(bound, 3), caught[0].category.__name__
+    (0.658, 'VacuousBoundWarning')
     """
 
 
