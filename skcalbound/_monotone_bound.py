@@ -666,8 +666,8 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
                 "score): the data reject a non-decreasing calibration function at "
                 f"level {(1.0 - self.confidence_level) / 2:g}, and the interval "
                 f"[{self.lower_bound_:.4g}, {self.bound_:.4g}] assumes one. Use "
-                "TVCalibrationBound (bounded variation instead of monotonicity; "
-                'its cell-based method="cells" where available).',
+                "TVCalibrationBound instead: it assumes bounded variation, not "
+                "monotonicity, and its default cell bound is certified there.",
                 MonotonicityWarning,
                 stacklevel=_user_stacklevel(),
             )

@@ -549,6 +549,10 @@ class TVCalibrationBound(_BaseCalibrationBound):
     assumption_params = ("V",)
     assumption_text = "total variation of E[y|s] <= V = {V:g}"
 
+    # Records made before TV had ``method`` (skcalbound verify): the denoising bound,
+    # the only one there was.
+    _params_of_older_records = {"method": "denoise"}
+
     _parameter_constraints = {
         **_BaseCalibrationBound._parameter_constraints,
         "V": [Interval(Real, 0, None, closed="neither")],

@@ -646,3 +646,29 @@ def test_monotone_consistency_checks_by_hand():
     record.update(lower_bound=0.01, bound=1.0)
     terms["transfer_upper"] = 2.0  # min(1, 2.1) = 1: clipped
     assert _band_problems(record) == []
+
+
+@pytest.mark.parametrize("method", ["denoise", "cells"])
+def test_a_tv_record_from_before_the_method_parameter(tmp_path, capsys, method):
+    # Records made before TVCalibrationBound had `method` were denoising records and
+    # have no params.method: verify reads them as method="denoise" (they failed with
+    # "params.method differs" once the default became the cell bound). Removing the
+    # entry from a newer cells record makes the refit compute the denoising bound,
+    # whose numbers differ: FAIL.
+    rng = np.random.default_rng(4)
+    s = rng.uniform(size=3000)
+    y = (rng.uniform(size=3000) < s**2).astype(int)
+    data = tmp_path / "scores.csv"
+    pd.DataFrame({"y_prob": s, "y_true": y}).to_csv(data, index=False)
+    est = TVCalibrationBound(method=method, random_state=0).fit(s, y)
+    record = json.loads(json.dumps(est.certificate_))
+    del record["params"]["method"]
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record))
+    code, out, err = _verify(capsys, path, data)
+    if method == "denoise":
+        assert code == 0, out
+        assert "TVCalibrationBound: data match" in out and "agree" in out
+    else:
+        assert code == 1, out + err
+        assert "FAIL TVCalibrationBound" in out + err
