@@ -9,7 +9,12 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
-from skcalbound import LipschitzBucketBound, NWCalibrationBound, perturb_scores
+from skcalbound import (
+    LipschitzBucketBound,
+    MonotoneCalibrationBound,
+    NWCalibrationBound,
+    perturb_scores,
+)
 from skcalbound._cli import main
 
 
@@ -193,3 +198,30 @@ def test_help_says_what_streams(capsys):
         "nw and lipschitz (either --guarantee) stream in chunks of 524288 rows" in text
     )
     assert "tv and monotone sort every score" in text
+
+
+@pytest.mark.parametrize("name", ["d.csv", "d.parquet"])
+def test_chunksize_gives_the_band_on_a_fixed_score_grid(capsys, files, name):
+    # --chunksize with --bound monotone is fit_chunks' band (SPEC 14.6: cells of a
+    # fixed score grid as the atoms), the same whatever the chunk size; without it
+    # the file is read whole and the band is the exact one.
+    frame = pd.read_csv(files / "d.csv")
+    s, y = frame["y_prob"].to_numpy(), frame["y_true"].to_numpy()
+
+    def chunks():
+        for start in range(0, s.size, 1000):
+            yield y[start : start + 1000], s[start : start + 1000]
+
+    grid = MonotoneCalibrationBound(random_state=0).fit_chunks(chunks)
+    exact = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    for chunksize in (777, 4000):
+        report = _json(
+            capsys, files / name, "--bound", "monotone", "--chunksize", chunksize
+        )
+        row = report["results"][0]
+        assert_allclose(row["bound"], grid.bound_, rtol=1e-12)
+        assert_allclose(row["lower_bound"], grid.lower_bound_, rtol=1e-12, atol=1e-15)
+        assert row["terms"]["n_cells"] == grid.terms_["n_cells"]
+    row = _json(capsys, files / name, "--bound", "monotone")["results"][0]
+    assert (row["lower_bound"], row["bound"]) == (exact.lower_bound_, exact.bound_)
+    assert grid.bound_ != exact.bound_  # the two are different bounds
