@@ -198,6 +198,7 @@ def test_help_says_what_streams(capsys):
         "nw and lipschitz (either --guarantee) stream in chunks of 524288 rows" in text
     )
     assert "tv and monotone sort every score" in text
+    assert "With --chunksize, monotone certifies on the cells of a fixed score" in text
 
 
 @pytest.mark.parametrize("name", ["d.csv", "d.parquet"])
@@ -225,3 +226,24 @@ def test_chunksize_gives_the_band_on_a_fixed_score_grid(capsys, files, name):
     row = _json(capsys, files / name, "--bound", "monotone")["results"][0]
     assert (row["lower_bound"], row["bound"]) == (exact.lower_bound_, exact.bound_)
     assert grid.bound_ != exact.bound_  # the two are different bounds
+
+
+def test_a_grid_band_record_verifies_and_cannot_pass_as_the_sorted_one(
+    capsys, files, tmp_path
+):
+    # A record of --bound monotone --chunksize is the grid band's (its terms count
+    # the cells): verify recomputes it through fit_chunks (it failed against the
+    # sorted band's numbers). Dropping n_cells makes it claim the sorted band: FAIL.
+    report = _json(
+        capsys, files / "d.parquet", "--bound", "monotone", "--chunksize", 1000
+    )
+    record = report["certificates"]["monotone"]
+    assert "n_cells" in record["terms"]
+    path = tmp_path / "grid.json"
+    path.write_text(json.dumps(record))
+    assert main(["verify", str(path), str(files / "d.parquet")]) == 0
+    assert capsys.readouterr().out.startswith("OK ")
+    del record["terms"]["n_cells"]
+    path.write_text(json.dumps(record))
+    assert main(["verify", str(path), str(files / "d.parquet")]) == 1
+    assert "FAIL MonotoneCalibrationBound" in capsys.readouterr().err
