@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 import pytest
+from _kl_reference import kl_limits
 from numpy.testing import assert_allclose
 from scipy import stats
-from scipy.optimize import brentq
 from scipy.special import expit, logit
 
 from skcalbound import MonotoneCalibrationBound, monotone_bound
@@ -28,23 +28,6 @@ from skcalbound._surrogates._dkw import quantile_transfer
 from skcalbound.datasets import CustomProblem
 
 # ----------------------------------------------------------------- the reference
-
-
-def _kl(p, q):
-    out = 0.0
-    if p > 0.0:
-        out += p * math.log(p / q)
-    if p < 1.0:
-        out += (1.0 - p) * math.log((1.0 - p) / (1.0 - q))
-    return out
-
-
-def _limits(S, ell, c):
-    p = S / ell
-    f = lambda q: ell * _kl(p, q) - c  # noqa: E731
-    hi = 1.0 if p == 1.0 else brentq(f, p, 1.0 - 1e-16, xtol=1e-15)
-    lo = 0.0 if p == 0.0 else brentq(f, 1e-300, p, xtol=1e-15)
-    return lo, hi
 
 
 def _reference(s, y, M, delta):
@@ -84,7 +67,7 @@ def _reference(s, y, M, delta):
         runs = sorted({(cell_of[a0], cell_of[a0 + ell - 1]) for a0 in starts})
         c = math.log(2 * len(lengths) * len(runs) / d1)
         for f, g in runs:
-            lo, hi = _limits(sum(positive[f : g + 1]), sum(count[f : g + 1]), c)
+            lo, hi = kl_limits(sum(positive[f : g + 1]), sum(count[f : g + 1]), c)
             windows.append((a[f], b[g], lo, hi))
 
     def U(x):

@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _kl_reference import kl_limits
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
-from scipy.optimize import brentq
 from scipy.special import expit, logit
 from sklearn.base import clone
 from sklearn.isotonic import IsotonicRegression
@@ -38,29 +38,6 @@ from skcalbound._surrogates._dkw import dkw_epsilon, dkw_positions, quantile_tra
 from skcalbound.datasets import CustomProblem, make_oscillating
 
 # ----------------------------------------------------------------- the reference
-
-
-def _kl(p, q):
-    out = 0.0
-    if p > 0.0:
-        out += p * math.log(p / q)
-    if p < 1.0:
-        out += (1.0 - p) * math.log((1.0 - p) / (1.0 - q))
-    return out
-
-
-def _ref_limits(S, ell, c):
-    """KL–Chernoff limits by bracketing root finding (not the package's Newton)."""
-    p = S / ell
-    if p == 1.0:
-        hi = 1.0
-    else:
-        hi = brentq(lambda q: ell * _kl(p, q) - c, p, 1.0 - 1e-16, xtol=1e-15)
-    if p == 0.0:
-        lo = 0.0
-    else:
-        lo = brentq(lambda q: ell * _kl(p, q) - c, 1e-300, p, xtol=1e-15)
-    return lo, hi
 
 
 def _ref_windows(n):
@@ -122,7 +99,7 @@ def _reference(xs, ys, delta):
     for ell, starts in windows:
         c = math.log(2 * J * len(starts) / d1)
         for a in starts:
-            lo, hi = _ref_limits(int(sum(ys[a : a + ell])), ell, c)
+            lo, hi = kl_limits(int(sum(ys[a : a + ell])), ell, c)
             first.append(xs[a])
             last.append(xs[a + ell - 1])
             his.append(hi)
@@ -245,7 +222,7 @@ def test_one_window_sample_by_hand():
     # L = 0 below x_5, then lo. delta = 0.5: eps = sqrt(ln 8 / 10), K = 3.
     xs = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
     ys = np.array([0, 0, 1, 0, 1])
-    lo, hi = _ref_limits(2, 5, math.log(2 / 0.25))
+    lo, hi = kl_limits(2, 5, math.log(2 / 0.25))
     out = band_interval(xs, ys, 0.5)
     assert_allclose(out.fit.upper, [hi, 1, 1, 1, 1], atol=1e-11)
     assert_allclose(out.fit.lower, [0, 0, 0, 0, lo], atol=1e-11)

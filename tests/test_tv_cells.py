@@ -13,7 +13,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import optimize, stats
+from _kl_reference import kl_limits
+from scipy import stats
 
 from skcalbound import TVCalibrationBound, tv_bound
 from skcalbound._certificate import consistency_problems
@@ -33,24 +34,6 @@ from skcalbound.datasets._generators import get_problem
 
 # ---------------------------------------------------------------------------------
 # The reference: SPEC 14.5 with loops.
-
-
-def _kl(p, q):
-    out = 0.0
-    if p > 0:
-        out += p * math.log(p / q)
-    if p < 1:
-        out += (1 - p) * math.log((1 - p) / (1 - q))
-    return out
-
-
-def _ref_limits(S, ell, c):
-    """The exact KL roots by brentq (the package's are outside them by ~1e-12)."""
-    p = S / ell
-    f = lambda q: ell * _kl(p, q) - c  # noqa: E731
-    hi = 1.0 if S == ell else optimize.brentq(f, p, 1 - 1e-15, xtol=1e-15)
-    lo = 0.0 if S == 0 else optimize.brentq(f, 1e-300, p, xtol=1e-15)
-    return lo, hi
 
 
 def _reference(x, y, V, delta):
@@ -92,7 +75,7 @@ def _reference(x, y, V, delta):
     lo, hi, block_of, largest = [], [], [0] * n, 0.0
     for b, (a, e) in enumerate(blocks):
         S = sum(y[a:e])
-        limits = _ref_limits(S, e - a, c)
+        limits = kl_limits(S, e - a, c)
         lo.append(limits[0])
         hi.append(limits[1])
         for j in range(a, e):
@@ -257,7 +240,7 @@ def test_point_mass_terms_by_hand():
     y[:200] = 1
     x = np.full(n, 0.9)
     r = cells_bound(x, y, V, delta)
-    lo, hi = _ref_limits(200, n, math.log(2 / 0.05))
+    lo, hi = kl_limits(200, n, math.log(2 / 0.05))
     eps = math.sqrt(math.log(2 / 0.05) / (2 * n))
     assert (r.n_blocks, r.largest_block_mass) == (1, 0.0)
     assert r.oscillation == pytest.approx(2 * eps)
