@@ -98,7 +98,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ._nw_grid import cell_offsets, merge_extremes, occupied_neighbours
+from ._cells import cell_offsets, merge_extremes, occupied_neighbours
 
 # Cells of one grid at most (a finer one serves more candidates per pass, but every
 # candidate costs O(cells)).

@@ -15,15 +15,8 @@ sum into a short convolution over bins (``_nw_hp``, ``_nw_grid``).
 """
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
-
-
-def bin_of(scores, n_bins):
-    """Bin ids ``min(floor(s * G), G - 1)`` (exact: ``G`` is a power of two)."""
-    b = np.multiply(scores, n_bins).astype(np.intp)
-    return np.minimum(b, n_bins - 1, out=b)
 
 
 def bin_centres(n_bins):
@@ -44,21 +37,3 @@ def _kernel(n_bins, bandwidth, tempering):
     # A0**2 and the squared weights stay normal doubles and sum w**2 is never 0/0.
     ker[ker < 1e-100] = 0.0
     return k / n_bins, ker
-
-
-@dataclass(frozen=True)
-class BinStats:
-    """Per-bin count, positives, sums of ``t`` and ``t**2`` (offsets from centres)."""
-
-    count: np.ndarray
-    positives: np.ndarray
-    s1: np.ndarray
-    s2: np.ndarray
-
-    def __sub__(self, other):
-        return BinStats(
-            self.count - other.count,
-            self.positives - other.positives,
-            self.s1 - other.s1,
-            self.s2 - other.s2,
-        )

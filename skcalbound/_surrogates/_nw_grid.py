@@ -6,7 +6,7 @@ so the computation is two map-reduce passes over the rows in any chunking:
 
 pass 1 (:func:`cell_sums`)
     per (group, cell of the fine grid): count, positives and the sums of the offsets
-    ``t = s - c_b`` and ``t**2`` (``GroupCellSums``, merged by addition). A *group* is a
+    ``t = s - c_b`` and ``t**2`` (``CellSums``, merged by addition). A *group* is a
     cross-fitting fold (a partition: fold ``k`` trains on every group but ``k``) or, for
     an explicit split, its training or validation rows. From the training groups'
     sums alone come each fold's bandwidth (the label-free search of ``_nw_hp``), its
@@ -43,7 +43,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._nw import BinStats, _kernel, bin_centres, bin_of
+from ._cells import (
+    _BLOCK,
+    CellSums,
+    bin_of,
+    cell_sums,
+    merge_extremes,
+    occupied_neighbours,
+)
+from ._nw import _kernel, bin_centres
 from ._nw_hp import (
     HPTables,
     KernelSums,
@@ -55,95 +63,9 @@ from ._nw_hp import (
 
 # Rows per block of the per-row arithmetic: its temporaries (and pass 2's gathered
 # records, 16 bytes a row) stay in the core's cache.
-_BLOCK = 2**13
 # Fine grids up to which the splits' bandwidth searches run in lockstep, holding
 # every split's training sums at once (1 MB an array).
 _LOCKSTEP_MAX_BINS = 2**15
-
-
-def cell_offsets(scores, cells, n_bins, out=None):
-    """Offsets ``s - c_b`` from the cell centres, exactly: with ``G`` a power of two,
-    ``u = s G`` is exact, ``u - b`` is exact (Sterbenz: ``b <= u <= b + 1``) and so are
-    ``- 1/2`` and ``/ G``."""
-    t = np.multiply(scores, n_bins, out=out)
-    t -= cells
-    t -= 0.5
-    t *= 1.0 / n_bins
-    return t
-
-
-@dataclass
-class GroupCellSums:
-    """Per (group, fine cell): count, positives, sums of ``t`` and ``t**2``; shape
-    ``(n_groups, n_bins)``. Merged by addition."""
-
-    count: np.ndarray
-    positives: np.ndarray
-    s1: np.ndarray
-    s2: np.ndarray
-
-    def __add__(self, other):
-        return GroupCellSums(*(a + b for a, b in zip(self._arrays(), other._arrays())))
-
-    def __iadd__(self, other):
-        # In place: the merge of in-memory blocks adds MBs of grids per block.
-        for a, b in zip(self._arrays(), other._arrays()):
-            a += b
-        return self
-
-    def _arrays(self):
-        return (self.count, self.positives, self.s1, self.s2)
-
-    def group(self, k):
-        return BinStats(*(a[k] for a in self._arrays()))
-
-    def total(self):
-        return BinStats(*(a.sum(axis=0) for a in self._arrays()))
-
-    def training(self, train_groups, total=None):
-        """Sums over ``train_groups``: the total minus the one left-out group when
-        that is all it leaves out (the in-memory code's rounding), else their sum."""
-        k = self.count.shape[0]
-        left_out = sorted(set(range(k)) - set(train_groups))
-        if total is not None and len(left_out) == 1:
-            return total - self.group(left_out[0])
-        return BinStats(*(a[list(train_groups)].sum(axis=0) for a in self._arrays()))
-
-
-def cell_sums(scores, labels, groups, n_groups, n_bins):
-    """Pass 1 on one chunk: its :class:`GroupCellSums` (rows with group < 0 skipped)."""
-    G = n_bins
-    keep = groups >= 0
-    if not keep.all():
-        scores, labels, groups = scores[keep], labels[keep], groups[keep]
-    n = scores.shape[0]
-    key = np.empty(n, dtype=np.intp)
-    t = np.empty(n)
-    # Cell ids and offsets in blocks that stay in cache, then one reduction each.
-    for a in range(0, n, _BLOCK):
-        b = slice(a, a + _BLOCK)
-        cells = bin_of(scores[b], G)
-        cell_offsets(scores[b], cells, G, out=t[b])
-        cells += np.multiply(groups[b], G, dtype=np.intp)
-        key[b] = cells
-    size = n_groups * G
-    sums = [
-        np.bincount(key, minlength=size).astype(np.float64),
-        np.bincount(key, weights=labels, minlength=size),
-        np.bincount(key, weights=t, minlength=size),
-        np.bincount(key, weights=np.square(t, out=t), minlength=size),
-    ]
-    return GroupCellSums(*(a.reshape(n_groups, G) for a in sums))
-
-
-def occupied_neighbours(count):
-    """For every cell, the nearest cell at or below / at or above it with a nonzero
-    ``count`` (-1 / ``len(count)`` if there is none)."""
-    G = count.shape[0]
-    idx = np.arange(G)
-    below = np.maximum.accumulate(np.where(count > 0, idx, -1))
-    above = np.minimum.accumulate(np.where(count > 0, idx, G)[::-1])[::-1]
-    return below, above
 
 
 @dataclass(frozen=True)
@@ -441,20 +363,6 @@ class EvaluationSums:
             ),
             merge_extremes(self.extremes, other.extremes),
         )
-
-
-def merge_extremes(a, b):
-    """Merge two extremes records (same shape): max / min, counts of the winners."""
-    out = {}
-    for side, better in (("hi", np.maximum), ("lo", np.minimum)):
-        x, y = a[side], b[side]
-        best = better(x, y)
-        out[side] = best
-        for what in ("count", "pos"):
-            out[f"{side}_{what}"] = np.where(
-                x == best, a[f"{side}_{what}"], 0.0
-            ) + np.where(y == best, b[f"{side}_{what}"], 0.0)
-    return out
 
 
 def _extremes(scores, labels, key, size):
@@ -828,7 +736,7 @@ class FirstPass:
     """Pass 1's mergeable result: the cell sums and, with a validation subsample, the
     ``cap`` smallest row keys of every group."""
 
-    sums: GroupCellSums
+    sums: CellSums
     keys: list = None
     cap: int = None
 

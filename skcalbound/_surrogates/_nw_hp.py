@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._nw import BinStats, _kernel
+from ._cells import BinStats
+from ._nw import _kernel
 
 _FINAL_BINS_PER_BANDWIDTH = 64
 _SEARCH_BINS_PER_BANDWIDTH = 4
