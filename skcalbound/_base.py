@@ -311,39 +311,6 @@ def _tie_checks(h, arrays, n):
     return None, check_counts
 
 
-def bound_classes():
-    """``{short name: class}`` of every bound estimator, read from the classes.
-
-    A bound states its facts as class attributes (``short_name``, ``display_name``,
-    ``smoothness_params``); the scorers, the display, the command line and
-    ``bounds_by_group`` find the bounds here instead of keeping tables of their own
-    (a bound's module must have been imported: the consumers import them all).
-    """
-    found, stack = {}, list(_BaseCalibrationBound.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        name = cls.__dict__.get("short_name")
-        if name:
-            found[name] = cls
-    return dict(sorted(found.items()))
-
-
-def bound_name(estimator):
-    """The short name of a bound estimator, or a TypeError naming what was given."""
-    name = (
-        getattr(type(estimator), "short_name", None)
-        if isinstance(estimator, _BaseCalibrationBound)
-        else None
-    )
-    if name is None:
-        expected = ", ".join(cls.__name__ for cls in bound_classes().values())
-        raise TypeError(
-            f"Expected a bound estimator ({expected}); got {type(estimator).__name__}."
-        )
-    return name
-
-
 def fit_without_positives(estimator, scores):
     """Fit an unfitted bound estimator on validated scores whose labels are all 0.
 
@@ -361,24 +328,22 @@ def fit_without_positives(estimator, scores):
 
 
 def in_expectation_only(method, guarantee):
-    """Whether the bound ``method`` (its short name, class or an instance) with this
+    """Whether the bound ``method`` (its class or an instance) with this
     ``guarantee`` holds only in expectation over the training labels (SPEC section
     9), not with probability at least ``confidence_level``: the published
     Proposition 2 of NW and Lipschitz bucketing, ``guarantee='paper'``. TV's
     published form (Proposition 1) has no such gap. The one place that decides it:
     the results, warnings, display, ``calibration_test``, ``bounds_by_group`` and the
     command line all ask here."""
-    if isinstance(method, str):
-        method = bound_classes()[method]
     return guarantee == "paper" and bool(method.paper_in_expectation)
 
 
 class _BaseCalibrationBound(BaseEstimator):
     """Base class: cross-fitted certified upper bound on the L1 calibration error.
 
-    Class attributes a bound sets: ``short_name`` (its ``method=``/``bound=`` string),
-    ``display_name`` (in legends and tables), ``paper_name`` (the paper's label),
-    ``table_name`` (the command line's), ``assumption_params`` (the constructor
+    Class attributes a bound sets: ``name`` (its ``method=``/``--bound`` string, the
+    key of ``_registry.BOUNDS``), ``label`` (in legends, tables and plot titles),
+    ``assumption_params`` (the constructor
     parameters that state its assumption), ``assumption_text`` (the assumption, a
     ``str.format`` template over the fitted estimator's attributes),
     ``paper_in_expectation`` (whether ``guarantee='paper'`` holds only in expectation
@@ -387,10 +352,8 @@ class _BaseCalibrationBound(BaseEstimator):
     when none does).
     """
 
-    short_name = None
-    display_name = None
-    paper_name = None  # the paper's label (experiments' tables, figures), if any
-    table_name = None  # in the command line's tables and plot titles
+    name = None
+    label = None
     smoothness_params = ()
     assumption_params = ()  # every constructor parameter that states the assumption
     assumption_text = None  # str.format template over the fitted estimator's vars

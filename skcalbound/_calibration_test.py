@@ -6,17 +6,11 @@ import warnings
 from dataclasses import dataclass, field
 from numbers import Real
 
-from . import (  # noqa: F401 (the bounds)
-    _lipschitz_bound,
-    _monotone_bound,
-    _nw_bound,
-    _tv_bound,
-)
-from ._base import bound_classes, interval_at
+from ._base import interval_at
 from ._compat import Interval, StrOptions, validate_params
+from ._registry import BY_NAME as _ESTIMATORS
 from ._validation import _user_stacklevel, check_prob_labels
 
-_ESTIMATORS = bound_classes()  # by short name, from the classes
 # Smallest level the p-value search reaches; below it the p-value is reported as this.
 _SMALLEST_LEVEL = 1e-300
 

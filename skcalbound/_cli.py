@@ -474,12 +474,11 @@ def scores_and_labels(frame, scores_column, labels_column, path, pos_label=None)
 
 
 def _bound_classes():
-    """``{name: class}`` of the bounds, read from the bound classes (imported here, not
-    at start-up, so that ``--version`` and ``--help`` import no scikit-learn)."""
-    from . import _groups, _monotone_bound  # noqa: F401 (every bound module)
-    from ._base import bound_classes
+    """``{name: class}`` of the bounds (imported here, not at start-up, so that
+    ``--version`` and ``--help`` import no scikit-learn)."""
+    from ._registry import BY_NAME
 
-    return bound_classes()
+    return BY_NAME
 
 
 def _estimators(args, bounds):
@@ -519,7 +518,7 @@ def _assumption(est):
 
 
 def _table_name(name):
-    return _bound_classes()[name].table_name
+    return _bound_classes()[name].label
 
 
 def _in_expectation_only(name, guarantee):
@@ -692,7 +691,9 @@ def format_table(results, header):
     """The human-readable report: per bound its interval ``[lower, upper]``, the
     point estimate, its assumption and level, and the terms of the upper bound."""
     lines = [header, ""]
-    lines.append(f"{'method':<12}{'[lower, upper]':<22}{'estimate':>9}  assumption")
+    labels = [_table_name(r["method"]) for r in results if _is_bound(r)]
+    w = max(len(label) + 2 for label in [*labels, "binned ECE"])
+    lines.append(f"{'method':<{w}}{'[lower, upper]':<22}{'estimate':>9}  assumption")
     for r in results:
         if _is_bound(r):
             name = _table_name(r["method"])
@@ -710,7 +711,7 @@ def format_table(results, header):
             else:
                 holds = f"holds with probability >= {level}"
             lines.append(
-                f"{name:<12}{_interval(r):<22}{r['estimate']:>9.6f}  "
+                f"{name:<{w}}{_interval(r):<22}{r['estimate']:>9.6f}  "
                 f"{r['assumption']}; {holds}"
             )
             for term, value in r["terms"].items():
@@ -729,7 +730,7 @@ def format_table(results, header):
                 )
         else:
             lines.append(
-                f"{'binned ECE':<12}{'-':<22}{r['estimate']:>9.6f}  {r['assumption']}"
+                f"{'binned ECE':<{w}}{'-':<22}{r['estimate']:>9.6f}  {r['assumption']}"
             )
     note = selection_note(results)
     if note is not None:

@@ -12,18 +12,12 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from . import (  # noqa: F401 (the bounds)
-    _lipschitz_bound,
-    _monotone_bound,
-    _nw_bound,
-    _tv_bound,
-)
-from ._base import bound_classes, bound_name, in_expectation_only
+from ._base import in_expectation_only
+from ._registry import BY_NAME as _BOUND_CLASSES
+from ._registry import bound_name
 from ._scorers import perturbation_assumption
 from ._sech_perturbed import SechPerturbedClassifier
 from ._validation import check_prob_labels, check_probabilities, classifier_labels_01
-
-_BOUND_CLASSES = bound_classes()  # by short name, from the classes
 
 
 def _method_of(estimator):
@@ -398,7 +392,7 @@ def _bound_text(display):
         claim = f"CE $\\leq$ {display.bound:.3f}"
     else:
         claim = f"CE $\\in$ [{display.lower_bound:.3f}, {display.bound:.3f}]"
-    if in_expectation_only(display.method, display.guarantee):
+    if in_expectation_only(_BOUND_CLASSES[display.method], display.guarantee):
         return f"{claim} ({level}, paper's form: in expectation over training labels)"
     band = display.certified_band
     if band is not None and np.any(np.asarray(band[1]) > np.asarray(band[2])):
@@ -657,7 +651,7 @@ class CalibrationBoundDisplay:
         self.ax_, self.figure_ = ax, ax.figure
         name = self.estimator_name if name is None else name
         cls = _BOUND_CLASSES.get(self.method)
-        method = cls.display_name if cls is not None else str(self.method)
+        method = cls.label if cls is not None else str(self.method)
 
         ref_label = "Perfectly calibrated"
         self.ref_line_ = None

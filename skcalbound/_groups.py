@@ -8,18 +8,12 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
-from . import (  # noqa: F401 (the bounds)
-    _lipschitz_bound,
-    _monotone_bound,
-    _nw_bound,
-    _tv_bound,
-)
-from ._base import bound_classes, in_expectation_only
+from ._base import in_expectation_only
 from ._binned_ece import binned_ece
 from ._compat import Interval, StrOptions, validate_params
+from ._registry import BY_NAME as _ESTIMATORS
 from ._validation import VacuousBoundWarning, _user_stacklevel, check_prob_labels
 
-_ESTIMATORS = bound_classes()  # by short name, from the classes
 #: Group label of the whole-population row added by ``include_overall=True``.
 OVERALL = "(all)"
 #: Fewest training points every fold must have for every bound (the TV surrogate's

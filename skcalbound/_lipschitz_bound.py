@@ -404,11 +404,9 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     CE = 0.167 in [0.074, 0.259]
     """
 
-    short_name = "lipschitz"
-    display_name = "Lipschitz bucketing"
-    paper_name = "Lip+Bkt"
+    name = "lipschitz"
+    label = "Lipschitz bucketing"
     smoothness_params = ("h", "L")
-    table_name = "Lipschitz"
     assumption_params = ("L", "h")
     assumption_text = "E[y|s] is L-Lipschitz, L = {L_:.6g}"
     paper_in_expectation = True

@@ -527,9 +527,8 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
     CE = 0.167 in [0.082, 0.248]
     """
 
-    short_name = "monotone"
-    display_name = "Monotone band"
-    table_name = "Monotone"
+    name = "monotone"
+    label = "Monotone band"
     assumption_params = ()
     assumption_text = "E[y|s] non-decreasing in s"
 

@@ -500,11 +500,9 @@ class NWCalibrationBound(_BaseCalibrationBound):
     CE = 0.167 in [0.116, 0.216]
     """
 
-    short_name = "nw"
-    display_name = "NW"
-    paper_name = "NW"
+    name = "nw"
+    label = "NW"
     smoothness_params = ("h", "b1", "b2")
-    table_name = "NW"
     assumption_params = ("h", "b1", "b2")
     assumption_text = "|eta'| <= b1 = {b1_:.6g}, |eta''| <= b2 = {b2_:.6g}"
     paper_in_expectation = True

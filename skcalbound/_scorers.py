@@ -12,22 +12,14 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import Pipeline
 
-from . import (  # noqa: F401 (the bounds)
-    _lipschitz_bound,
-    _monotone_bound,
-    _nw_bound,
-    _tv_bound,
-)
-from ._base import bound_classes
 from ._compat import Interval, StrOptions, _Scorer, validate_params
 from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
+from ._registry import BY_NAME as _BOUNDS
 from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
 from ._validation import check_perturbation_h, classifier_labels_01
 
-# The bounds by short name, from the classes (``bound_classes``). Without b1/b2 or L
-# (a bound's ``smoothness_params`` other than ``h``), ``h`` is read from the perturbed
-# classifier scored; a given ``h`` must be its.
-_BOUNDS = bound_classes()
+# Without b1/b2 or L (a bound's ``smoothness_params`` other than ``h``), ``h`` is read
+# from the perturbed classifier scored; a given ``h`` must be its.
 
 
 # The one place that relies on scikit-learn's private scorer API (checked with

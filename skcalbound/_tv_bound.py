@@ -541,11 +541,9 @@ class TVCalibrationBound(_BaseCalibrationBound):
     [0.000, 0.433]
     """
 
-    short_name = "tv"
-    display_name = "TV"
-    paper_name = "TV"
+    name = "tv"
+    label = "TV"
     smoothness_params = ()
-    table_name = "TV"
     assumption_params = ("V",)
     assumption_text = "total variation of E[y|s] <= V = {V:g}"
 

@@ -108,7 +108,7 @@ def test_default_is_the_monotone_band_with_the_estimators_numbers(
     assert stderr == ""
     band = MonotoneCalibrationBound(random_state=0).fit(s, y)
     assert band.n_splits_ == 1 and 0 < band.lower_bound_ < 1 / 6 < band.bound_ < 0.5
-    lower, upper, estimate = _table_row(stdout, "Monotone")
+    lower, upper, estimate = _table_row(stdout, "Monotone band")
     assert (lower, upper) == (f"{band.lower_bound_:.6f}", f"{band.bound_:.6f}")
     assert estimate == f"{band.estimate_:.6f}"
     for term, value in band.terms_.items():
@@ -169,12 +169,12 @@ def test_table_prints_each_interval_in_both_modes(csv_file, data, guarantee, cap
     first = (
         {"TV": TVCalibrationBound(**common).fit(s, y)}
         if guarantee == "paper"
-        else {"Monotone": MonotoneCalibrationBound(random_state=0).fit(s, y)}
+        else {"Monotone band": MonotoneCalibrationBound(random_state=0).fit(s, y)}
     )
     expected = {
         **first,
         "NW": NWCalibrationBound(b1=2.0, b2=2.0, **common).fit(s, y),
-        "Lipschitz": LipschitzBucketBound(L=2.0, **common).fit(s, y),
+        "Lipschitz bucketing": LipschitzBucketBound(L=2.0, **common).fit(s, y),
     }
     for name, est in expected.items():
         lower, upper, estimate = _table_row(out, name)
@@ -189,7 +189,7 @@ def test_table_prints_each_interval_in_both_modes(csv_file, data, guarantee, cap
         for name in expected
     }
     assert "holds with probability >= 95%" in rows[next(iter(first))]
-    for name in ("NW", "Lipschitz"):
+    for name in ("NW", "Lipschitz bucketing"):
         assert (caveat in rows[name]) is (guarantee == "paper"), name
 
 

@@ -526,12 +526,14 @@ def test_method_labels_and_modes():
     assert methods_for(["paper", "high_probability"]) == METHODS
 
 
-def test_the_labels_are_read_from_the_bound_classes(monkeypatch):
-    # "NW", "TV", "Lip+Bkt" are the bounds' ``paper_name`` class attributes, read when
-    # a label is parsed, not a table of the experiments.
+def test_the_labels_are_read_from_one_table(monkeypatch):
+    # "NW", "TV", "Lip+Bkt" are the paper's labels (PAPER_LABELS), read when a label
+    # is parsed.
+    from skcalbound.experiments import _study
+
     assert BOUNDS == ("NW", "TV", "Lip+Bkt")
-    assert BOUNDS == tuple(cls.paper_name for cls in PAPER_RATES)
-    monkeypatch.setattr(LipschitzBucketBound, "paper_name", "LB")
+    assert tuple(_study.PAPER_LABELS) == tuple(PAPER_RATES)
+    monkeypatch.setitem(_study.PAPER_LABELS, LipschitzBucketBound, "LB")
     assert split_method("LB (paper)") == (LipschitzBucketBound, "paper")
     with pytest.raises(ValueError, match=re.escape("unknown method 'Lip+Bkt'")):
         split_method("Lip+Bkt")

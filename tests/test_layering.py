@@ -31,6 +31,7 @@ CONSUMERS = [
     "_cli_chunks",
     "_calibration_test",
     "_groups",
+    "_registry",
     "__main__",
 ]
 

@@ -572,13 +572,14 @@ def test_crossing_is_read_at_the_scores():
 
 
 def test_identity_attributes_make_it_a_bound_like_the_others():
-    # bound_classes() finds a bound by its short_name: the scorers, calibration_test,
+    # The registry finds a bound by its name: the scorers, calibration_test,
     # bounds_by_group, the display and the command line read it there.
-    from skcalbound._base import bound_classes, bound_name, in_expectation_only
+    from skcalbound._base import in_expectation_only
+    from skcalbound._registry import bound_class, bound_name
 
-    assert bound_classes()["monotone"] is MonotoneCalibrationBound
+    assert bound_class("monotone") is MonotoneCalibrationBound
     assert bound_name(MonotoneCalibrationBound()) == "monotone"
-    assert not in_expectation_only("monotone", "paper")  # no guarantee parameter
+    assert not in_expectation_only(MonotoneCalibrationBound, "paper")
     assert MonotoneCalibrationBound.smoothness_params == ()  # no h to read
     assert MonotoneCalibrationBound.assumption_params == ()
     est = MonotoneCalibrationBound(random_state=0).fit(

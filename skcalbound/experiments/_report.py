@@ -12,7 +12,14 @@ from skcalbound import (
     VacuousBoundWarning,
 )
 
-from ._study import BOUNDS, CERTIFIED, PAPER_SUFFIX, make_estimator, split_method
+from ._study import (
+    BOUNDS,
+    CERTIFIED,
+    PAPER_LABELS,
+    PAPER_SUFFIX,
+    make_estimator,
+    split_method,
+)
 
 #: Paper, Table 1, per bound: empirical rates (slopes of log gap against log n),
 #: the theoretical rate and the assumption it rests on.
@@ -259,7 +266,7 @@ def plot_reconstruction(
         scores, labels = problem.sample(int(n), rng)
         titles = []
         for cls in (NWCalibrationBound, TVCalibrationBound):
-            method, color = cls.paper_name, COLOURS[cls]
+            method, color = PAPER_LABELS[cls], COLOURS[cls]
             estimator = make_estimator(
                 method,
                 problem.assumptions,

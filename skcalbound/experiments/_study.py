@@ -26,12 +26,17 @@ from skcalbound import (
     binned_ece,
 )
 
-#: The bounds of the study, in the paper's order (Figure 3, Table 1). Each is
-#: labelled by its ``paper_name`` class attribute and given the constants of a
-#: problem's ``assumptions`` that its constructor takes (see :func:`make_estimator`).
-BOUND_CLASSES = (NWCalibrationBound, TVCalibrationBound, LipschitzBucketBound)
+#: The bounds of the study, in the paper's order (Figure 3, Table 1), by the paper's
+#: label of each; each is given the constants of a problem's ``assumptions`` that its
+#: constructor takes (see :func:`make_estimator`).
+PAPER_LABELS = {
+    NWCalibrationBound: "NW",
+    TVCalibrationBound: "TV",
+    LipschitzBucketBound: "Lip+Bkt",
+}
+BOUND_CLASSES = tuple(PAPER_LABELS)
 #: The bounds' labels: ``"NW"``, ``"TV"``, ``"Lip+Bkt"``.
-BOUNDS = tuple(cls.paper_name for cls in BOUND_CLASSES)
+BOUNDS = tuple(PAPER_LABELS.values())
 #: The label of a bound in the paper's published form (``guarantee="paper"``).
 PAPER_SUFFIX = " (paper)"
 #: Certified methods: each bound with ``guarantee="high_probability"`` (the plain
@@ -49,8 +54,8 @@ def split_method(method):
         label, guarantee = method[: -len(PAPER_SUFFIX)], "paper"
     else:
         label, guarantee = method, "high_probability"
-    for cls in BOUND_CLASSES:
-        if cls.paper_name == label:
+    for cls, paper_label in PAPER_LABELS.items():
+        if paper_label == label:
             return cls, guarantee
     raise ValueError(f"unknown method {method!r}; expected one of {CERTIFIED}")
 
@@ -58,7 +63,7 @@ def split_method(method):
 def make_estimator(method, assumptions, *, confidence_level, random_state, cv=5):
     """The unfitted bound ``method`` for a problem's ``assumptions``, or ``None``.
 
-    ``method`` is a label of :data:`CERTIFIED`: a bound's ``paper_name`` (``"NW"``,
+    ``method`` is a label of :data:`CERTIFIED`: a bound's paper label (``"NW"``,
     ``"TV"``, ``"Lip+Bkt"``) with ``guarantee="high_probability"``, or the same
     followed by ``" (paper)"`` with ``guarantee="paper"``. ``assumptions`` are keyed
     by the constructor parameter they feed; the bound gets those it takes. When the
