@@ -63,6 +63,7 @@ __all__ = [
     "abs_linear_integral",
     "atoms_and_linear",
     "binomial_tolerance",
+    "calibrated_scores",
     "checked_quad",
     "coverage",
     "default_problems",
@@ -122,6 +123,16 @@ def smooth_problems():
 # ----------------------------------------------------------------------------------
 # Coverage harness
 # ----------------------------------------------------------------------------------
+def calibrated_scores(n=4000, seed=0):
+    """``n`` sech-perturbed uniform scores (``h = 2**-4``) and labels drawn from them:
+    calibrated, ``CE = 0``."""
+    from skcalbound import perturb_scores
+
+    rng = np.random.default_rng(seed)
+    s = perturb_scores(rng.uniform(size=n), 2**-4, random_state=seed)
+    return s, (rng.uniform(size=n) < s).astype(int)
+
+
 def binomial_tolerance(repetitions, confidence_level, *, alpha=1e-3):
     """Largest failure count a valid bound reaches with probability ``>= 1 - alpha``.
 

@@ -7,10 +7,16 @@ oscillating miscalibration however large n is: ``test_oscillating.py``.
 
 import numpy as np
 import pytest
+from _synthetic import Oscillating
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.calibration import calibration_curve
 
-from skcalbound import binned_ece
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    binned_ece,
+)
 from skcalbound._binned_ece import uniform_bins
 
 
@@ -317,3 +323,92 @@ def test_binned_ece_bad_input(y, s, match):
     with pytest.raises(ValueError, match=match):
         binned_ece(y, s)
     assert y == y_before and np.array_equal(s, s_before, equal_nan=True)
+
+
+# --------------------------------------------------------------------------------------
+# An oscillating calibration function: binned ECE is stuck, certified bounds converge.
+#
+# ``eta(s) = s + 0.15 sin(80 pi s)`` with ``s ~ U(0.2, 0.8)`` (:class:`Oscillating`):
+# 24 whole periods, ``eta`` in [0, 1], ``CE = 0.3 / pi ~ 0.0955`` exactly. Fifteen
+# equal-width bins are 2.67 periods wide, so the binned ECE averages the oscillation out
+# and converges to ``population_binned_ece() ~ 0.0090``, a tenth of the CE, however
+# large ``n`` gets. The certified bounds that know how fast ``eta`` can move
+# (``L = 1 + 12 pi ~ 38.7``, ``b2 = 0.15 (80 pi)^2 ~ 9475``) stay above CE and close in
+# on it.
+# --------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
+# Binned ECE against the certified bounds as n grows
+# ----------------------------------------------------------------------------------
+SIZES = (10_000, 100_000, 400_000)
+
+
+def test_binned_ece_stays_far_from_ce_while_certified_bounds_approach_it():
+    """ECE converges to the wrong value; the Lipschitz and NW bounds close in on CE.
+
+    Observed (data seed ``[7, n]``, ``random_state=0``, the default
+    ``guarantee="high_probability"``), ``CE = 0.0955``:
+
+    ====== ======= ========== ========= =========
+    n      ECE     Lipschitz  NW        TV
+    ====== ======= ========== ========= =========
+    1e4    0.0108  0.3169     0.2366    1.0000
+    1e5    0.0096  0.1731     0.1359    0.6744
+    4e5    0.0086  0.1396     0.1173    0.4618
+    ====== ======= ========== ========= =========
+
+    so ``|ECE - CE|`` goes 0.085 -> 0.086 -> 0.087 (it tends to
+    ``CE - 0.0090 = 0.0865``, the population binned ECE being ``0.0090``), while the
+    Lipschitz gap goes 0.221 -> 0.078 -> 0.044 and the NW gap 0.141 -> 0.040 -> 0.022.
+    (The published forms, ``guarantee="paper"``, gave 0.169 -> 0.063 -> 0.037 for
+    Lipschitz and 0.147 -> 0.055 -> 0.033 for NW: the certified Lipschitz form pays for
+    the training labels, the certified NW form is tighter by its expanded Lemma 6.)
+    About 2 s.
+
+    The TV bound is included for validity only: here ``V ~ 14.4`` (24 periods of a
+    large oscillation), and its denoising term ``TVB ~ sqrt(4 t2 V / m)`` with
+    ``t2 ~ sqrt(m ln(4m/delta) / 8)`` decays like ``(V^2 ln m / m)^(1/4)``: 0.40 of its
+    0.47 at n = 4e5, so it is still ~5x CE and would need ~10^4 times more data to
+    reach the gaps of the other two. It cannot exploit that ``eta`` is smooth.
+    """
+    problem = Oscillating()
+    ce = problem.true_ce
+    limit = problem.population_binned_ece(15)
+    assert_allclose(limit, 0.00895, atol=5e-5)
+    rows = []
+    for n in SIZES:
+        scores, labels = problem.sample(n, np.random.default_rng([7, n]))
+        rows.append(
+            {
+                "ece": binned_ece(labels, scores),
+                "lipschitz": LipschitzBucketBound(L=problem.b1, random_state=0)
+                .fit(scores, labels)
+                .bound_,
+                "nw": NWCalibrationBound(b1=problem.b1, b2=problem.b2, random_state=0)
+                .fit(scores, labels)
+                .bound_,
+                "tv": TVCalibrationBound(V=problem.V, random_state=0)
+                .fit(scores, labels)
+                .bound_,
+            }
+        )
+        print(n, {key: round(value, 4) for key, value in rows[-1].items()})
+
+    # Binned ECE: far from CE at every n, and the distance does not shrink: it tends
+    # to CE - limit (0.0865), and at the largest n the ECE sits at its limit.
+    ece_gaps = [abs(row["ece"] - ce) for row in rows]
+    assert min(ece_gaps) > 0.07, ece_gaps
+    assert ece_gaps[-1] >= 0.95 * ece_gaps[0], ece_gaps
+    assert abs(rows[-1]["ece"] - limit) < 0.002, rows[-1]
+    assert_allclose(ce - limit, 0.0865, atol=1e-4)
+
+    # Certified bounds: above CE at every n, strictly closer at every step.
+    for key, final_gap in [("lipschitz", 0.045), ("nw", 0.04), ("tv", 0.6)]:
+        gaps = np.array([row[key] - ce for row in rows])
+        assert np.all(gaps >= 0), (key, gaps)
+        assert np.all(np.diff(gaps) < 0), (key, gaps)
+        assert gaps[-1] < final_gap, (key, gaps)
+    for key in ("lipschitz", "nw"):
+        gaps = [row[key] - ce for row in rows]
+        assert gaps[-1] < 0.3 * gaps[0], (key, gaps)
+        # ... and at the largest n both are tighter than the ECE is wrong.
+        assert gaps[-1] < 0.6 * ece_gaps[-1], (key, gaps, ece_gaps)

@@ -18,6 +18,14 @@ from numpydoc.docscrape_sphinx import SphinxDocString
 from numpydoc.validate import validate
 
 import skcalbound
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    lipschitz_bucket_bound,
+    nw_bound,
+    tv_bound,
+)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -398,3 +406,29 @@ def test_every_signature_parameter_is_documented_in_order():
         if f"skcalbound.{name}" in KNOWN_NUMPYDOC_FAILURES and not documented:
             continue  # reported by the numpydoc test above
         assert documented == signature, name
+
+
+# --------------------------------------------------------------------------------------
+# The assumption constants are not tuning knobs, and the docstrings say so.
+# --------------------------------------------------------------------------------------
+def test_docstrings_say_assumptions_are_not_knobs():
+    for obj in (
+        TVCalibrationBound,
+        NWCalibrationBound,
+        LipschitzBucketBound,
+        tv_bound,
+        nw_bound,
+        lipschitz_bucket_bound,
+    ):
+        doc = " ".join(obj.__doc__.split())
+        n_params = {
+            "TVCalibrationBound": 1,
+            "tv_bound": 1,
+            "NWCalibrationBound": 3,
+            "nw_bound": 3,
+        }.get(obj.__name__, 2)
+        phrase = (
+            "**An assumption about how the scores were produced, not a tuning "
+            "knob: never choose it from the data**"
+        )
+        assert doc.count(phrase) == n_params, obj.__name__
