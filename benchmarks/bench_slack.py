@@ -2,7 +2,7 @@
 
 Run with ``python benchmarks/bench_slack.py`` (about a minute on two cores);
 ``--output docs/tables/slack.txt`` also writes what it prints to that file, which
-``docs/user_guide.rst`` ("How many labels") includes and ``tests/test_docs_pages.py``
+``docs/user_guide.rst`` ("How many labels") includes and ``tests/test_docs.py``
 compares the README's quoted numbers with.
 
 How many labels does a bound need before it says something? For a *calibrated*

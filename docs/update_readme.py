@@ -1,7 +1,7 @@
 """Rewrite the outputs the README shows from a run of its own code blocks.
 
 ``python docs/update_readme.py`` runs every Python block of README.md that is followed
-by "prints" and a ``text`` block (as ``tests/test_readme.py`` does) and replaces that
+by "prints" and a ``text`` block (as ``tests/test_docs.py`` does) and replaces that
 text block with what the block printed, so that the README's outputs come from a run.
 The test fails when they drift; this script is how to bring them back.
 """

@@ -1,4 +1,4 @@
-"""The README quickstart (tests/test_readme.py checks that README shows this output)."""
+"""The README quickstart (tests/test_docs.py checks that README shows this output)."""
 
 import numpy as np
 

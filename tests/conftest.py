@@ -20,7 +20,7 @@ def pytest_configure(config):
         import sklearn  # noqa: F401
 
         threadpool_limits(max(1, (os.cpu_count() or 1) // int(workers)))
-    # Many tests bound small samples on purpose (tests/test_traps.py checks the
+    # Many tests bound small samples on purpose (tests/test_base.py checks the
     # warning). This filter names a class, so pytest imports it, and with it
     # skcalbound._validation and scikit-learn (~1.6 s of CPU), when it reads the
     # filter: it is added here, where tests run, and not in pyproject.toml, where

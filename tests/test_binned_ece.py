@@ -2,7 +2,7 @@
 
 Random scores, scores tied exactly on the uniform bin edges, and massively tied scores
 (repeated quantile edges, empty bins), for both strategies. That binned ECE misses an
-oscillating miscalibration however large n is: ``test_oscillating.py``.
+oscillating miscalibration however large n is: the end of this module.
 """
 
 import numpy as np

@@ -4,7 +4,7 @@ The bound estimators take *scores*: X of shape ``(n_samples,)``, ``(n_samples, 1
 ``predict_proba`` output of shape ``(n_samples, 2)`` with values in [0, 1]. Many common
 checks fit on feature matrices (several columns, or values far outside [0, 1]); our
 estimators reject those with a clear ValueError, so those checks are listed as expected
-failures below (STYLE.md section 8), and ``tests/test_bound_invariants.py`` re-tests
+failures below (STYLE.md section 8), and ``tests/test_base.py`` re-tests
 what they cover on valid scores. ``two_d_array=False`` is never set: it would silently
 skip every check.
 
@@ -73,7 +73,7 @@ ESTIMATORS = BOUND_ESTIMATORS + MONOTONE_ESTIMATORS + PERTURBED_ESTIMATORS
 # --------------------------------------------------------------------------------------
 _SHAPES = "scores must be (n,), (n, 1) or a (n, 2) predict_proba output"
 _RANGE = "scores must lie in [0, 1]"
-_RETEST = "re-tested on scores in tests/test_bound_invariants.py"
+_RETEST = "re-tested on scores in tests/test_base.py"
 
 _BOUND_ESTIMATOR_XFAILS = {
     "check_fit_score_takes_y": (

@@ -12,6 +12,7 @@ import collections
 import functools
 import inspect
 import math
+import pickle
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -40,11 +41,13 @@ from skcalbound.datasets import (
     make_calibrated,
     make_calibration_problem,
     make_discrete,
+    make_multiclass,
     make_oscillating,
     make_overconfident,
     make_parabola,
 )
 from skcalbound.datasets._generators import get_problem
+from skcalbound.datasets._multiclass import _TemperedEta
 from skcalbound.datasets._perturbed import SechPerturbed
 from skcalbound.datasets._problems import (
     PiecewiseLinear,
@@ -1173,3 +1176,90 @@ def test_oscillating_small_amplitude_is_monotone():
     assert problem.V == problem.high - problem.low
     grid = np.linspace(0.0, 1.0, 200_001)
     assert np.all(np.diff(problem.eta(grid)) >= 0)
+
+
+# --------------------------------------------------------------------------------------
+# The multiclass problems (make_multiclass): exact truth, checked by simulation.
+# --------------------------------------------------------------------------------------
+
+
+def test_make_multiclass_rows_argmax_and_exact_truth():
+    K = 4
+    data = make_multiclass(300_000, K, a=2.0, b=2.0, power=2.0, random_state=0)
+    P, y = data.proba, data.labels
+    assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    c = P.max(axis=1)
+    assert np.all(c > 1.0 / K)
+    assert np.all(np.sort(P, axis=1)[:, -2] < c)  # the argmax is unique
+    # E|U - U^2| = E[U] - E[U^2] = 1/2 - 3/10 for U ~ Beta(2, 2).
+    assert_allclose(data.true_top_label_ce, (1 - 1 / K) * 0.2, rtol=1e-10)
+    assert_allclose(data.true_classwise_ce, 2 / K * data.true_top_label_ce, rtol=1e-12)
+    eta = _TemperedEta(K, 2.0)
+    correct = P.argmax(axis=1) == y
+    # P(correct | c) = eta(c): compare within bins of c.
+    bins = np.digitize(c, np.linspace(1 / K, 1, 11))
+    for b in np.unique(bins):
+        mask = bins == b
+        if mask.sum() > 5000:
+            assert abs(correct[mask].mean() - eta(c[mask]).mean()) < 0.02
+    # Class-wise: P(y = k | P_k) is eta(c) or (1 - eta(c)) / (K - 1).
+    for k in range(K):
+        pred = P.argmax(axis=1) == k
+        assert abs((y == k)[pred].mean() - eta(P[pred, k]).mean()) < 0.01
+        c_other = 1.0 - (K - 1) * P[~pred, k]
+        assert (
+            abs((y == k)[~pred].mean() - ((1 - eta(c_other)) / (K - 1)).mean()) < 0.01
+        )
+        cal = np.where(pred, eta(P[:, k]), (1 - eta(1 - (K - 1) * P[:, k])) / (K - 1))
+        assert abs(np.abs(P[:, k] - cal).mean() - data.true_classwise_ce) < 2e-3
+    assert abs(np.abs(c - eta(c)).mean() - data.true_top_label_ce) < 2e-3
+    # The top-label problem agrees with the truth and with the constants.
+    assert_allclose(data.top_label_problem.true_ce, data.true_top_label_ce, rtol=1e-8)
+    assert data.top_label_assumptions == {
+        "V": 1.0,
+        "b1": 2.0,
+        "b2": 2 / (1 - 1 / K),
+        "L": 2.0,
+    }
+    assert data.classwise_assumptions["b2"] == pytest.approx(2.0 * K)
+
+
+def test_make_multiclass_is_seeded():
+    a = make_multiclass(50, 5, random_state=3)
+    b = make_multiclass(50, 5, random_state=3)
+    assert_array_equal(a.proba, b.proba)
+    assert_array_equal(a.labels, b.labels)
+
+
+# --------------------------------------------------------------------------------------
+# The class-wise recipe with h: perturb every column, one NW fit per class.
+# --------------------------------------------------------------------------------------
+
+
+# Each K and each shape once by default (a Latin square's diagonal: the third shape,
+# whose truth and law cost ~0.4 s, once); the other six cells under slow.
+@pytest.mark.parametrize(
+    "K, shape",
+    [
+        pytest.param(
+            K, shape, marks=() if k == j else pytest.mark.slow, id=f"shape{j}-{K}"
+        )
+        for j, shape in enumerate([(2.0, 2.0, 2.0), (1.0, 1.0, 3.0), (3.0, 1.5, 2.5)])
+        for k, K in enumerate([2, 3, 10])
+    ],
+)
+def test_classwise_problem_has_the_exact_classwise_truth(K, shape):
+    a, b, power = shape
+    data = make_multiclass(10, K, a=a, b=b, power=power, random_state=0)
+    problem = data.classwise_problem
+    assert_allclose(problem.true_ce, data.true_classwise_ce, rtol=0, atol=1e-8)
+    assert_allclose(problem.true_ce, 2 / K * data.true_top_label_ce, rtol=0, atol=1e-8)
+    law = problem.scores
+    assert law.support() == (0.0, 1.0)
+    assert_allclose(law.cdf([0.0, 1.0 / K, 1.0]), [0.0, 1.0 - 1.0 / K, 1.0], atol=1e-12)
+    # The law and eta match the columns of a large sample.
+    big = make_multiclass(100_000, K, a=a, b=b, power=power, random_state=1)
+    assert stats.kstest(big.proba[:, 0], law.cdf).pvalue > 1e-3
+    restored = pickle.loads(pickle.dumps(problem))
+    assert restored.true_ce == problem.true_ce
+    assert_array_equal(restored.scores.cdf([0.1, 0.5]), law.cdf([0.1, 0.5]))
