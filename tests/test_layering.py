@@ -426,11 +426,10 @@ def test_surrogates_import_nothing_of_the_package_outside_surrogates():
     assert not offenders, _offenders("_surrogates imports outside itself", offenders)
 
 
-def test_no_module_imports_a_later_stage():
-    # Stages, in order, then the wiring, the estimator modules and the consumers: a
-    # module never reaches, through any chain of imports, a module of a later layer;
-    # an estimator module reaches no estimator module (its own included).
-    g = graph()
+def _against_the_flow(g):
+    """Stages, in order, then the wiring, the estimator modules and the consumers: a
+    module never reaches, through any chain of imports, a module of a later layer;
+    an estimator module reaches no estimator module (its own included)."""
     estimators = _estimator_modules(g)
     ranks = {module: _rank(g, module, estimators) for module in g.modules}
     offenders = []
@@ -447,6 +446,45 @@ def test_no_module_imports_a_later_stage():
                     f"{module} ({LAYER_NAMES[rank]}) reaches {target} "
                     f"({LAYER_NAMES[other]}): {_chain(g, module, target)}"
                 )
+    return offenders
+
+
+def test_the_data_flow_rule_can_fail():
+    g = _graph_of(
+        {
+            "skcalbound/": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from ._a_bound import ABound\n"
+                "    from ._b_bound import BBound\n"
+            ),
+            "skcalbound._base": "from sklearn.base import BaseEstimator\n"
+            "class _Base(BaseEstimator): ...\n",
+            "skcalbound._terms": "from ._helper import f\n",
+            "skcalbound._helper": "from ._result import R\n",
+            "skcalbound._result": "",
+            "skcalbound._a_bound": "from ._base import _Base\n"
+            "from ._registry import BOUNDS\n"
+            "class ABound(_Base): ...\n",
+            "skcalbound._b_bound": "from ._base import _Base\n"
+            "class BBound(_Base): ...\n",
+            "skcalbound._registry": "from ._b_bound import BBound\n",
+        }
+    )
+    assert _estimator_modules(g) == {"skcalbound._a_bound", "skcalbound._b_bound"}
+    assert _against_the_flow(g) == [
+        "skcalbound._a_bound (estimator) reaches skcalbound._b_bound (estimator): "
+        "skcalbound._a_bound -> skcalbound._registry -> skcalbound._b_bound",
+        "skcalbound._a_bound (estimator) reaches skcalbound._registry (consumer): "
+        "skcalbound._a_bound -> skcalbound._registry",
+        "skcalbound._terms (stage _terms) reaches skcalbound._result (stage _result): "
+        "skcalbound._terms -> skcalbound._helper -> skcalbound._result",
+    ]
+
+
+def test_no_module_imports_a_later_stage():
+    g = graph()
+    offenders = _against_the_flow(g)
     assert not offenders, _offenders("imports against the data flow", offenders)
 
 
