@@ -22,13 +22,22 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from _bounds import (
+    BOUND_ESTIMATORS,
+    BOUNDS,
+    LIPSCHITZ_SMALL_GRID,
+    REQUIRED_PARAMS,
+    folded_bound,
+    inherited_cells,
+    make_bound,
+    scores_labels,
+)
 from _synthetic import calibrated_scores, slow_except
 from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy.optimize import brentq
 from sklearn.base import clone
 from sklearn.metrics import roc_auc_score
-from sklearn.model_selection import KFold, RepeatedKFold, ShuffleSplit
 
 from skcalbound import (
     BelowChanceWarning,
@@ -46,7 +55,6 @@ from skcalbound import (
     tv_bound,
 )
 from skcalbound._cli import main
-from skcalbound._splitting import row_folds
 from skcalbound._terms import nw_plugin_bandwidth
 from skcalbound._validation import _binned_auroc, check_scores_labels
 from skcalbound.datasets import (
@@ -54,21 +62,6 @@ from skcalbound.datasets import (
     make_overconfident,
 )
 
-# Bound estimators to run every invariant on.
-BOUND_ESTIMATORS = [TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound]
-
-# Constructor arguments an estimator needs besides its defaults: NW has no default for
-# the derivative bounds of the calibration function. h = 1/16 implies b1 = 8 and
-# b2 = 128 (384 with guarantee="paper"), which the data below (eta(s) = s**2)
-# satisfy. Lipschitz has no default Lipschitz constant: eta(s) = s**2 is 2-Lipschitz.
-# Its fits here use 6 candidate bucketings instead of the default 48 (a fit's cost is
-# per candidate; no invariant below depends on the grid): the default grid is checked
-# in test_fold_results_has_one_row_per_fold_with_the_documented_columns.
-LIPSCHITZ_SMALL_GRID = {"n_buckets": [2, 16, 128], "n_shifts": 2}
-REQUIRED_PARAMS = {
-    "NWCalibrationBound": {"h": 2**-4},
-    "LipschitzBucketBound": {"L": 2.0, **LIPSCHITZ_SMALL_GRID},
-}
 # The functional one-liner of each estimator.
 FUNCTIONS = {
     "TVCalibrationBound": tv_bound,
@@ -81,19 +74,6 @@ EXTRA_FITTED_ATTRIBUTES = {
     "NWCalibrationBound": ["b1_", "b2_", "bandwidth_"],
     "LipschitzBucketBound": ["L_", "candidates_", "n_buckets_", "shift_"],
 }
-
-
-def _make(Est, **params):
-    """``Est(**params)`` with the arguments the estimator cannot do without."""
-    return Est(**{**REQUIRED_PARAMS.get(Est.__name__, {}), **params})
-
-
-def _folded(Est, **params):
-    """``_make`` for tests of the cross-fitted folds, the held-out ``score`` and
-    the surrogate: TV's denoising bound (its default cell bound has no folds)."""
-    if Est is TVCalibrationBound:
-        params = {"method": "denoise", **params}
-    return _make(Est, **params)
 
 
 GUARANTEES = ["high_probability", "paper"]
@@ -155,26 +135,14 @@ FOLD_COLUMNS = {
 }
 
 
-def _scores_labels(n=2000, seed=0):
-    """Uniform scores with y ~ Bernoulli(s**2): true calibration error 1/6.
-
-    With n=2000 the default bounds are about 0.8, so they are not clipped at 1 and
-    comparisons between them are informative.
-    """
-    rng = np.random.default_rng(seed)
-    scores = rng.uniform(size=n)
-    labels = (rng.uniform(size=n) < scores**2).astype(np.int64)
-    return scores, labels
-
-
 @pytest.fixture
 def data():
-    return _scores_labels()
+    return scores_labels()
 
 
 @functools.cache
 def _fitted_reference(Est):
-    return _make(Est, random_state=0).fit(*_scores_labels())
+    return make_bound(Est, random_state=0).fit(*scores_labels())
 
 
 def _reference(Est):
@@ -251,7 +219,7 @@ def _assert_same_fit(a, b):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_fit_returns_self_and_sets_documented_attributes(Est, guarantee, data):
     X, y = data
-    est = _make(Est, random_state=0, guarantee=guarantee)
+    est = make_bound(Est, random_state=0, guarantee=guarantee)
     assert est.fit(X, y) is est
     expected = [
         "bound_",
@@ -278,7 +246,8 @@ def test_fit_returns_self_and_sets_documented_attributes(Est, guarantee, data):
     assert_array_equal(est.classes_, [0, 1])
     # fit does not change the hyperparameters.
     assert (
-        est.get_params() == _make(Est, random_state=0, guarantee=guarantee).get_params()
+        est.get_params()
+        == make_bound(Est, random_state=0, guarantee=guarantee).get_params()
     )
     assert est.get_params()["guarantee"] == guarantee
 
@@ -286,13 +255,13 @@ def test_fit_returns_self_and_sets_documented_attributes(Est, guarantee, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_fit_is_idempotent(Est, data):
     X, y = data
-    X2, y2 = _scores_labels(700, seed=5)
-    est = _make(Est, random_state=0).fit(X, y)
+    X2, y2 = scores_labels(700, seed=5)
+    est = make_bound(Est, random_state=0).fit(X, y)
     first = pickle.loads(pickle.dumps(est))
     est.fit(X2, y2)  # fitting other data in between leaves nothing behind
     est.fit(X, y)
     _assert_same_fit(first, est)
-    _assert_same_fit(est, _make(Est, random_state=0).fit(X, y))
+    _assert_same_fit(est, make_bound(Est, random_state=0).fit(X, y))
     assert_array_equal(first.predict(X), est.predict(X), strict=True)
     assert first.score(X2, y2) == est.score(X2, y2)
 
@@ -311,8 +280,8 @@ def test_fit_is_idempotent(Est, data):
 def test_n_jobs_does_not_change_the_result(Est, data):
     X, y = data
     _assert_same_fit(
-        _make(Est, random_state=0).fit(X, y),
-        _make(Est, random_state=0, n_jobs=2).fit(X, y),
+        make_bound(Est, random_state=0).fit(X, y),
+        make_bound(Est, random_state=0, n_jobs=2).fit(X, y),
     )
 
 
@@ -321,10 +290,12 @@ def test_n_jobs_with_threads_does_not_change_the_result(Est, data):
     # Under a threading backend the parallel tasks share the process: no task may
     # write into scratch arrays another one uses (TV's fold buffers did).
     X, y = data
-    expected = _make(Est, random_state=0).fit(X, y)
+    expected = make_bound(Est, random_state=0).fit(X, y)
     with parallel_config(backend="threading"):
         for _ in range(3):
-            _assert_same_fit(expected, _make(Est, random_state=0, n_jobs=2).fit(X, y))
+            _assert_same_fit(
+                expected, make_bound(Est, random_state=0, n_jobs=2).fit(X, y)
+            )
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
@@ -333,8 +304,8 @@ def test_random_state_controls_the_folds(Est, data):
     # Lipschitz: one candidate bucketing, since the refit uses the candidate with the
     # smallest mean fold bound, which may depend on the folds.
     params = {"n_buckets": 16, "n_shifts": 1} if Est is LipschitzBucketBound else {}
-    a = _folded(Est, random_state=0, **params).fit(X, y)
-    b = _folded(Est, random_state=1, **params).fit(X, y)
+    a = folded_bound(Est, random_state=0, **params).fit(X, y)
+    b = folded_bound(Est, random_state=1, **params).fit(X, y)
     assert a.bound_ != b.bound_
     assert a.lower_bound_ != b.lower_bound_ or a.lower_bound_ == 0.0
     # The refit does not.
@@ -344,15 +315,15 @@ def test_random_state_controls_the_folds(Est, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_a_random_state_instance_draws_the_folds_of_its_seed(Est, data):
     X, y = data
-    a = _make(Est, random_state=0).fit(X, y)
-    c = _make(Est, random_state=np.random.RandomState(0)).fit(X, y)
+    a = make_bound(Est, random_state=0).fit(X, y)
+    c = make_bound(Est, random_state=np.random.RandomState(0)).fit(X, y)
     assert c.bound_ == a.bound_  # a fresh RandomState(0) draws the same folds
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_clone_is_unfitted_and_refits_identically(Est, data):
     X, y = data
-    est = _make(Est, random_state=0, cv=4, aggregate="min").fit(X, y)
+    est = make_bound(Est, random_state=0, cv=4, aggregate="min").fit(X, y)
     twin = clone(est)
     assert twin.get_params() == est.get_params()
     assert not _fitted_attributes(twin)
@@ -362,8 +333,8 @@ def test_clone_is_unfitted_and_refits_identically(Est, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_pickle_round_trip(Est, data):
     X, y = data
-    X_new, y_new = _scores_labels(500, seed=9)
-    est = _make(Est, random_state=0).fit(X, y)
+    X_new, y_new = scores_labels(500, seed=9)
+    est = make_bound(Est, random_state=0).fit(X, y)
     back = pickle.loads(pickle.dumps(est))
     _assert_same_fit(back, est)
     assert back.bound_ == est.bound_
@@ -411,29 +382,14 @@ def _assert_unchanged(before, after):
         assert before == after
 
 
-BOUNDS = {Est.__name__: Est for Est in BOUND_ESTIMATORS}
-
-
-def _inherited(cases, others):
-    """The default cells of a ``(bound, case)`` grid of behaviour every bound inherits
-    from ``_base`` and ``_validation`` (input containers, labels, splitters): every
-    case on the TV bound, the cheapest to fit, and the cases ``others`` on the NW and
-    Lipschitz bounds (the rest under slow)."""
-    return [
-        f"{name}-{case}"
-        for name in BOUNDS
-        for case in cases
-        if name == "TVCalibrationBound" or case in others
-    ]
-
-
 CONTAINERS = ["numpy", "numpy_2d", "list", "series", "frame_1", "frame_2"]
 
 
 @pytest.mark.parametrize(
     "Est, kind",
     slow_except(
-        [BOUNDS, CONTAINERS], default=_inherited(CONTAINERS, ("numpy_2d", "frame_2"))
+        [BOUNDS, CONTAINERS],
+        default=inherited_cells(CONTAINERS, ("numpy_2d", "frame_2")),
     ),
 )
 def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
@@ -451,7 +407,7 @@ def test_containers_give_the_numpy_result_and_are_not_mutated(Est, kind, data):
     )
     X_before, y_before = _snapshot(X), _snapshot(y)
 
-    est = _make(Est, random_state=0).fit(X, y)
+    est = make_bound(Est, random_state=0).fit(X, y)
     prediction = est.predict(X)
     score = est.score(X, y)
     value = FUNCTIONS[Est.__name__](
@@ -482,8 +438,10 @@ def test_one_d_column_and_predict_proba_shapes_agree(Est, data):
         "column": scores[:, None],
         "proba": np.column_stack([1.0 - scores, scores]),
     }
-    fits = {k: _make(Est, random_state=0).fit(X, labels) for k, X in shapes.items()}
-    query = _scores_labels(300, seed=4)[0]
+    fits = {
+        k: make_bound(Est, random_state=0).fit(X, labels) for k, X in shapes.items()
+    }
+    query = scores_labels(300, seed=4)[0]
     query_shapes = [query, query[:, None], np.column_stack([1.0 - query, query])]
     reference = fits["1d"].predict(query)
     for name, est in fits.items():
@@ -502,12 +460,12 @@ def test_read_only_input(Est, data):
     X2 = np.column_stack([1.0 - scores, scores])
     for arr in (X, y, X2):
         arr.setflags(write=False)
-    est = _make(Est, random_state=0).fit(X, y)
+    est = make_bound(Est, random_state=0).fit(X, y)
     reference = _reference(Est)
     assert est.bound_ == reference.bound_
     assert_allclose(est.predict(X2), est.predict(scores), rtol=1e-12)
     assert est.score(X, y) == reference.score(scores, labels)
-    assert _make(Est, random_state=0).fit(X2, y).bound_ == est.bound_
+    assert make_bound(Est, random_state=0).fit(X2, y).bound_ == est.bound_
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
@@ -516,7 +474,7 @@ def test_fortran_ordered_predict_proba_input(Est, data):
     X = np.asfortranarray(np.column_stack([1.0 - scores, scores]))
     assert X.flags.f_contiguous and not X.flags.c_contiguous
     before = X.copy(order="F")
-    est = _make(Est, random_state=0).fit(X, labels)
+    est = make_bound(Est, random_state=0).fit(X, labels)
     assert est.bound_ == _reference(Est).bound_
     assert_allclose(est.predict(X), est.predict(scores), rtol=1e-12)
     assert_array_equal(X, before, strict=True)
@@ -528,9 +486,9 @@ def test_float32_scores(Est, data):
     s32 = scores.astype(np.float32)
 
     def bound(X):
-        return _make(Est, random_state=0).fit(X, labels).bound_
+        return make_bound(Est, random_state=0).fit(X, labels).bound_
 
-    est32 = _make(Est, random_state=0).fit(s32, labels)
+    est32 = make_bound(Est, random_state=0).fit(s32, labels)
     # Exactly the float64 bound of the rounded scores ...
     assert est32.bound_ == bound(s32.astype(np.float64))
     # ... and, up to that rounding, the float64 bound.
@@ -544,8 +502,8 @@ def test_float32_scores(Est, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_predict_returns_the_surrogate_calibration_function(Est, data):
     scores, labels = data
-    est = _folded(Est, random_state=0).fit(scores, labels)
-    query = np.concatenate([[0.0, 1.0], _scores_labels(400, seed=2)[0]])
+    est = folded_bound(Est, random_state=0).fit(scores, labels)
+    query = np.concatenate([[0.0, 1.0], scores_labels(400, seed=2)[0]])
     pred = est.predict(query)
     assert pred.shape == (query.shape[0],)
     assert pred.dtype == np.float64
@@ -602,7 +560,7 @@ def _fixed_split_tv_bound(estimator, n_train, train_scores, test_scores):
 @pytest.mark.parametrize("guarantee", GUARANTEES)
 def test_score_is_the_negated_fixed_split_bound(guarantee, V, confidence_level, data):
     X, y = data
-    X_test, y_test = _scores_labels(1500, seed=11)
+    X_test, y_test = scores_labels(1500, seed=11)
     est = TVCalibrationBound(
         method="denoise",
         V=V,
@@ -623,18 +581,18 @@ def test_score_is_the_negated_fixed_split_bound(guarantee, V, confidence_level, 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_score_is_a_held_out_bound_above_the_plug_in_estimate(Est, data):
     X, y = data
-    X_test, y_test = _scores_labels(1500, seed=11)
-    est = _folded(Est, random_state=0).fit(X, y)
+    X_test, y_test = scores_labels(1500, seed=11)
+    est = folded_bound(Est, random_state=0).fit(X, y)
     score = est.score(X_test, y_test)
     plug_in = np.mean(np.abs(est.predict(X_test) - X_test))
     assert -1.0 < score < -plug_in  # unclipped, and above the plug-in estimate
     # Only the scores enter (the labels are checked, not used) ...
     assert est.score(X_test, 1 - y_test) == score
     # ... and the refit surrogate: neither the folds, cv nor aggregate.
-    other = _folded(Est, random_state=1, cv=3, aggregate="min").fit(X, y)
+    other = folded_bound(Est, random_state=1, cv=3, aggregate="min").fit(X, y)
     assert other.score(X_test, y_test) == score
     # A lower confidence level, a smaller bound (TV's surrogate depends on it too).
-    looser = _folded(Est, random_state=0, confidence_level=0.8).fit(X, y)
+    looser = folded_bound(Est, random_state=0, confidence_level=0.8).fit(X, y)
     looser_plug_in = np.mean(np.abs(looser.predict(X_test) - X_test))
     assert score < looser.score(X_test, y_test) < -looser_plug_in
 
@@ -642,7 +600,7 @@ def test_score_is_a_held_out_bound_above_the_plug_in_estimate(Est, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_score_is_clipped_at_minus_one(Est, data):
     X, y = data
-    est = _make(Est, random_state=0).fit(X[:60], y[:60])
+    est = make_bound(Est, random_state=0).fit(X[:60], y[:60])
     assert est.score(X[:5], y[:5]) == -1.0
 
 
@@ -662,19 +620,21 @@ DEFAULT_LABELS = {
 @pytest.mark.parametrize(
     "Est, classes",
     slow_except(
-        [BOUNDS, DEFAULT_LABELS], default=_inherited(DEFAULT_LABELS, ("-1-1",))
+        [BOUNDS, DEFAULT_LABELS], default=inherited_cells(DEFAULT_LABELS, ("-1-1",))
     ),
 )
 def test_default_positive_class_is_one(Est, classes, data):
     negative, positive = classes
     scores, labels = data
     y = np.where(labels == 1, positive, negative)
-    est = _make(Est, random_state=0).fit(scores, y)
+    est = make_bound(Est, random_state=0).fit(scores, y)
     assert est.classes_.tolist() == [negative, positive]
     assert est.bound_ == _reference(Est).bound_
     # The other class as the positive one is a different problem.
-    flipped = _make(Est, random_state=0, pos_label=negative).fit(scores, y)
-    assert flipped.bound_ == _make(Est, random_state=0).fit(scores, 1 - labels).bound_
+    flipped = make_bound(Est, random_state=0, pos_label=negative).fit(scores, y)
+    assert (
+        flipped.bound_ == make_bound(Est, random_state=0).fit(scores, 1 - labels).bound_
+    )
     assert flipped.bound_ != est.bound_
 
 
@@ -699,8 +659,8 @@ def test_other_labels_need_pos_label(Est, negative, positive, shown, data):
         "make y_true take value in {0, 1} or {-1, 1} or pass pos_label explicitly."
     )
     with pytest.raises(ValueError, match=re.escape(message)):
-        _make(Est, random_state=0).fit(scores, y)
-    est = _make(Est, random_state=0, pos_label=positive).fit(scores, y)
+        make_bound(Est, random_state=0).fit(scores, y)
+    est = make_bound(Est, random_state=0, pos_label=positive).fit(scores, y)
     reference = _reference(Est)
     assert est.bound_ == reference.bound_
     assert est.lower_bound_ == reference.lower_bound_
@@ -713,7 +673,7 @@ def test_other_labels_need_pos_label(Est, negative, positive, shown, data):
             f"{sorted([negative, positive])}."
         ),
     ):
-        _make(Est, pos_label="x").fit(scores, y)
+        make_bound(Est, pos_label="x").fit(scores, y)
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
@@ -723,7 +683,7 @@ def test_pos_label_picks_the_predict_proba_column(Est, data):
     scores, labels = data
     y = np.where(labels == 1, "churn", "stay").astype(object)
     proba = np.column_stack([scores, 1 - scores])
-    est = _make(Est, random_state=0, pos_label="churn").fit(proba, y)
+    est = make_bound(Est, random_state=0, pos_label="churn").fit(proba, y)
     reference = _reference(Est)
     assert est.bound_ == reference.bound_
     assert_allclose(est.predict(proba), reference.predict(scores))
@@ -738,9 +698,9 @@ def test_pos_label_picks_the_predict_proba_column(Est, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 @pytest.mark.parametrize("n", [2000, 150])  # unclipped and clipped at 1
 def test_min_aggregate_is_at_most_mean_on_the_same_folds(Est, n):
-    X, y = _scores_labels(n, seed=1)
-    mean = _make(Est, random_state=0, aggregate="mean").fit(X, y)
-    low = _make(Est, random_state=0, aggregate="min").fit(X, y)
+    X, y = scores_labels(n, seed=1)
+    mean = make_bound(Est, random_state=0, aggregate="mean").fit(X, y)
+    low = make_bound(Est, random_state=0, aggregate="min").fit(X, y)
     pd.testing.assert_frame_equal(mean.fold_results_, low.fold_results_)
     assert low.bound_ <= mean.bound_
     folds = mean.fold_results_["bound"]
@@ -754,10 +714,10 @@ def test_min_aggregate_is_at_most_mean_on_the_same_folds(Est, n):
 @pytest.mark.parametrize("n", [2000, 150])
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_terms_add_up_to_the_unclipped_aggregate(Est, aggregate, n, guarantee):
-    X, y = _scores_labels(n, seed=2)
-    est = _folded(Est, random_state=0, aggregate=aggregate, guarantee=guarantee).fit(
-        X, y
-    )
+    X, y = scores_labels(n, seed=2)
+    est = folded_bound(
+        Est, random_state=0, aggregate=aggregate, guarantee=guarantee
+    ).fit(X, y)
     names = TERM_NAMES[Est.__name__, guarantee]
     assert list(est.terms_) == names
     for name in names:  # every key is documented
@@ -801,7 +761,7 @@ def test_fold_results_has_one_row_per_fold_with_the_documented_columns(
     default_grid = (
         {"n_buckets": None, "n_shifts": 4} if Est is LipschitzBucketBound else {}
     )
-    est = _folded(
+    est = folded_bound(
         Est,
         random_state=0,
         cv=4,
@@ -944,145 +904,6 @@ FOLD_COLUMN_CHECKS = {
 
 
 # --------------------------------------------------------------------------------------
-# Splitters
-# --------------------------------------------------------------------------------------
-
-
-def _explicit_splits(n):
-    idx = np.random.default_rng(0).permutation(n)
-    half = n // 2
-    return [(idx[:half], idx[half:]), (idx[half:], idx[:half])]
-
-
-# (make_cv, n_splits) by id.
-SPLITTERS = {
-    "KFold": (lambda n: KFold(3), 3),
-    "KFold-shuffled": (lambda n: KFold(4, shuffle=True, random_state=2), 4),
-    "ShuffleSplit": (
-        lambda n: ShuffleSplit(n_splits=6, test_size=0.25, random_state=0),
-        6,
-    ),
-    "list": (_explicit_splits, 2),
-    "generator": (lambda n: iter(_explicit_splits(n)), 2),  # a one-shot generator
-    # Not a partition: every sample is validated twice. (Stratified splitters are
-    # rejected: tests/test_splitting.py.)
-    "RepeatedKFold": (
-        lambda n: RepeatedKFold(n_splits=2, n_repeats=2, random_state=0),
-        4,
-    ),
-}
-
-
-# The splits that are not a partition (samples validated never or twice) for every
-# bound by default, the others for the TV bound.
-@pytest.mark.parametrize(
-    "Est, splitter",
-    slow_except(
-        [BOUNDS, SPLITTERS],
-        default=_inherited(SPLITTERS, ("ShuffleSplit", "RepeatedKFold")),
-    ),
-)
-def test_any_sklearn_splitter(Est, splitter, data):
-    make_cv, n_splits = splitter
-    X, y = data
-    cv = make_cv(X.shape[0])
-    est = _folded(Est, cv=cv).fit(X, y)
-    assert est.n_splits_ == n_splits
-    assert est.fold_results_.shape[0] == n_splits
-    assert_allclose(est.fold_results_["delta"], 0.05 / n_splits, rtol=1e-12)
-    assert 0.0 < est.bound_ <= 1.0
-    # The same splits given as an explicit list give the same bound.
-    splits = (
-        list(make_cv(X.shape[0]).split(X, y))
-        if hasattr(cv, "split")
-        else list(make_cv(X.shape[0]))
-    )
-    assert _folded(Est, cv=splits).fit(X, y).bound_ == est.bound_
-    assert_array_equal(
-        est.fold_results_["n_validation"], [len(val) for _, val in splits]
-    )
-
-
-@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_int_cv_draws_row_folds(Est, data):
-    # Every bound: folds drawn row by row from one seed drawn from random_state (the
-    # rule of fit_chunks and Dask input), not KFold's.
-    X, y = data
-    est = _folded(Est, cv=3, random_state=7).fit(X, y)
-    seed = np.random.RandomState(7).randint(np.iinfo(np.int32).max)
-    ids = row_folds(seed, 0, y.shape[0], 3)
-    splits = [(np.flatnonzero(ids != k), np.flatnonzero(ids == k)) for k in range(3)]
-    kfold = list(KFold(3, shuffle=True, random_state=7).split(X))
-    assert _folded(Est, cv=kfold).fit(X, y).bound_ != est.bound_
-    assert _folded(Est, cv=splits).fit(X, y).bound_ == est.bound_
-
-
-@pytest.mark.parametrize(
-    "splits, match",
-    [
-        (
-            [(np.arange(0, 120), np.arange(100, 200))],
-            "Split 0: training and validation parts overlap",
-        ),
-        (
-            [
-                (np.arange(100, 200), np.arange(100)),
-                (np.arange(0, 100), np.arange(90, 200)),
-            ],
-            "Split 1: training and validation parts overlap",
-        ),
-        (
-            [(np.r_[np.arange(100), 5], np.arange(100, 200))],
-            "Split 0 repeats indices",
-        ),
-        (
-            [(np.arange(100), np.r_[np.arange(100, 200), 150])],
-            "Split 0 repeats indices",
-        ),
-        (
-            [(np.arange(100), np.arange(100, 250))],
-            r"Split 0: validation indices must lie in \[0, 199\]",
-        ),
-        ([(np.arange(200), np.array([], dtype=int))], "Split 0 has 200 training and 0"),
-        ([], "The cross-validation splitter yielded no splits"),
-    ],
-)
-@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_invalid_explicit_splits_raise(Est, splits, match):
-    X, y = _scores_labels(200)
-    X_before, y_before = X.copy(), y.copy()
-    with pytest.raises(ValueError, match=match):
-        _folded(Est, cv=splits).fit(X, y)
-    assert_array_equal(X, X_before)
-    assert_array_equal(y, y_before)
-
-
-# Fewest training points a fold may have: TV's transfer term needs two (its
-# log(4 (m - 1) / delta)); the NW smoother is defined from one (nearest-neighbour
-# fallback), and so is the bucket mean (the nearest training score's bucket).
-MIN_TRAIN = {
-    "TVCalibrationBound": 2,
-    "NWCalibrationBound": 1,
-    "LipschitzBucketBound": 1,
-}
-
-
-@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
-def test_smallest_training_part(Est):
-    X, y = _scores_labels(200)
-    k = MIN_TRAIN[Est.__name__]
-    est = _folded(Est, cv=[(np.arange(k), np.arange(k, 200))]).fit(X, y)
-    assert est.fold_results_["n_train"].tolist() == [k]
-    assert est.bound_ == 1.0  # certified, if uninformative
-    with pytest.raises(
-        ValueError,
-        match=rf"Split 0 has {k - 1} training and {200 - k + 1} validation points; "
-        rf"{Est.__name__} needs at least {k} and 1\.",
-    ):
-        _folded(Est, cv=[(np.arange(k - 1), np.arange(k - 1, 200))]).fit(X, y)
-
-
-# --------------------------------------------------------------------------------------
 # NWCalibrationBound: the derivative bounds and the validation subsample (belongs in
 # tests/test_nw_bound.py)
 # --------------------------------------------------------------------------------------
@@ -1127,7 +948,7 @@ def test_nw_score_of_a_fitted_estimator_is_reproducible(random_state, data):
     X, y = data
     if random_state == "RandomState(0)":
         random_state = np.random.RandomState(0)
-    X_test, y_test = _scores_labels(1500, seed=11)
+    X_test, y_test = scores_labels(1500, seed=11)
     est = NWCalibrationBound(h=2**-4, max_validation=100, random_state=random_state)
     est.fit(X, y)
     assert est.fold_results_["n_validation"].tolist() == [100] * 5

@@ -19,6 +19,7 @@ from unittest import SkipTest
 
 import numpy as np
 import pytest
+from _bounds import scores_labels
 from _estimator_checks import check_name, run_check
 from _synthetic import slow_except
 from numpy.testing import assert_allclose, assert_array_equal
@@ -304,14 +305,6 @@ def test_expected_failures_fail_on_our_input_validation(estimator):
 # --------------------------------------------------------------------------------------
 
 
-def _scores_labels(n, seed=0):
-    """Uniform scores with y ~ Bernoulli(s**2): true calibration error 1/6."""
-    rng = np.random.default_rng(seed)
-    scores = rng.uniform(size=n)
-    labels = (rng.uniform(size=n) < scores**2).astype(int)
-    return scores, labels
-
-
 def _hand_scores(estimator, X, y, cv):
     """``clone(estimator).fit(train).score(test)`` for every split of ``cv``."""
     return np.array(
@@ -373,7 +366,7 @@ GRID_CASES = [
     ],
 )
 def test_grid_search_prefers_the_smallest_assumption_constant(estimator, param, grid):
-    X, y = _scores_labels(3000)
+    X, y = scores_labels(3000)
     outer = KFold(n_splits=3, shuffle=True, random_state=0)
     search = GridSearchCV(estimator, {param: grid}, cv=outer).fit(X, y)
 
@@ -414,7 +407,7 @@ def test_grid_search_over_cv_scores_do_not_depend_on_cv(estimator):
     # default cell bound has no folds, so cv changes nothing there).
     if isinstance(estimator, TVCalibrationBound):
         estimator = clone(estimator).set_params(method="denoise")
-    X, y = _scores_labels(3000)
+    X, y = scores_labels(3000)
     outer = KFold(n_splits=3, shuffle=True, random_state=1)
     search = GridSearchCV(estimator, {"cv": [3, 5, 10]}, cv=outer).fit(X, y)
     assert search.best_params_ == {"cv": 3}
@@ -431,7 +424,7 @@ def test_grid_search_over_cv_scores_do_not_depend_on_cv(estimator):
 
 @pytest.mark.parametrize("est", INHERITED)
 def test_cross_validate_uses_the_estimator_score(est):
-    X, y = _scores_labels(2400, seed=3)
+    X, y = scores_labels(2400, seed=3)
     cv = KFold(n_splits=4, shuffle=True, random_state=0)
     result = cross_validate(est, X, y, cv=cv, return_estimator=True)
     expected = _hand_scores(est, X, y, cv)

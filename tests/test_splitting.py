@@ -1,9 +1,18 @@
 """The global stable sort, the folds in sorted coordinates, and which splitters are
-accepted (the split must not look at the labels or the scores, SPEC section 2)."""
+accepted (the split must not look at the labels or the scores, SPEC section 2) and
+honoured by every bound."""
 
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from _bounds import (
+    BOUND_ESTIMATORS,
+    BOUNDS,
+    folded_bound,
+    inherited_cells,
+    scores_labels,
+)
+from _synthetic import slow_except
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.model_selection import (
     GroupKFold,
     GroupShuffleSplit,
@@ -18,8 +27,12 @@ from sklearn.model_selection import (
     StratifiedShuffleSplit,
 )
 
-from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
-from skcalbound._splitting import SortedSample, make_folds, stable_argsort
+from skcalbound import (
+    LipschitzBucketBound,
+    NWCalibrationBound,
+    TVCalibrationBound,
+)
+from skcalbound._splitting import SortedSample, make_folds, row_folds, stable_argsort
 
 
 @pytest.mark.parametrize(
@@ -113,12 +126,6 @@ def test_stable_argsort_adversarial(make):
 # --------------------------------------------------------------------------------------
 
 
-def _scores_labels(n=300, seed=0):
-    rng = np.random.default_rng(seed)
-    s = rng.uniform(size=n)
-    return s, (rng.uniform(size=n) < s**2).astype(int)
-
-
 # NW and Lipschitz have no default for their assumption constants.
 # TV's cross-fitted denoising bound: its default cell bound has no folds (cv unused).
 REQUIRED_PARAMS = {
@@ -150,7 +157,7 @@ LABEL_MESSAGE = (
     "Est", [TVCalibrationBound, NWCalibrationBound, LipschitzBucketBound]
 )
 def test_label_splitters_are_rejected_with_the_reason(Est, cv):
-    s, y = _scores_labels()
+    s, y = scores_labels(300)
     est = Est(cv=cv, **REQUIRED_PARAMS.get(Est, {}))
     with pytest.raises(ValueError, match=type(cv).__name__ + " " + LABEL_MESSAGE):
         est.fit(s, y)
@@ -167,7 +174,7 @@ def test_label_splitters_are_rejected_with_the_reason(Est, cv):
     ids=lambda cv: type(cv).__name__,
 )
 def test_group_splitters_are_rejected_with_the_reason(cv):
-    s, y = _scores_labels()
+    s, y = scores_labels(300)
     with pytest.raises(
         ValueError,
         match=type(cv).__name__ + r" needs groups to form its folds, and groups are "
@@ -194,7 +201,7 @@ class RecordingSplitter:
 
 
 def test_custom_splitter_sees_neither_labels_nor_scores():
-    s, y = _scores_labels()
+    s, y = scores_labels(300)
     splitter = RecordingSplitter()
     est = TVCalibrationBound(method="denoise", cv=splitter, random_state=0).fit(s, y)
     assert len(splitter.calls) == 1
@@ -232,7 +239,7 @@ class Broken(RecordingSplitter):
 
 
 def test_custom_splitter_that_fails_without_labels_is_rejected_with_the_reason():
-    s, y = _scores_labels()
+    s, y = scores_labels(300)
     with pytest.raises(
         ValueError,
         match=r"NeedsLabels looks at the labels to form its folds \(split\(X\) without "
@@ -243,7 +250,7 @@ def test_custom_splitter_that_fails_without_labels_is_rejected_with_the_reason()
 
 
 def test_custom_splitter_that_needs_groups_is_rejected_with_the_reason():
-    s, y = _scores_labels()
+    s, y = scores_labels(300)
     with pytest.raises(
         ValueError,
         match=r"NeedsGroups needs groups to form its folds \(split\(X\) without labels "
@@ -253,7 +260,7 @@ def test_custom_splitter_that_needs_groups_is_rejected_with_the_reason():
 
 
 def test_other_splitter_failures_are_raised_unchanged():
-    s, y = _scores_labels()
+    s, y = scores_labels(300)
     with pytest.raises(RuntimeError, match="^broken for its own reasons$"):
         TVCalibrationBound(method="denoise", cv=Broken()).fit(s, y)
 
@@ -269,7 +276,7 @@ def test_other_splitter_failures_are_raised_unchanged():
     ids=["KFold", "KFold-shuffled", "ShuffleSplit", "RepeatedKFold"],
 )
 def test_label_free_splitters_still_work(make_cv, n_splits):
-    s, y = _scores_labels()
+    s, y = scores_labels(300)
     X = np.zeros((s.shape[0], 1))
     # make_folds gives exactly the splitter's splits (as masks over sorted positions).
     sample = SortedSample.from_arrays(s, y)
@@ -288,7 +295,7 @@ def test_label_free_splitters_still_work(make_cv, n_splits):
 
 @pytest.mark.parametrize("as_generator", [False, True])
 def test_index_pair_iterables_still_work(as_generator):
-    s, y = _scores_labels()
+    s, y = scores_labels(300)
     idx = np.random.default_rng(2).permutation(s.shape[0])
     pairs = [(idx[:200], idx[200:]), (idx[100:], idx[:100])]
     est = TVCalibrationBound(
@@ -296,3 +303,151 @@ def test_index_pair_iterables_still_work(as_generator):
     ).fit(s, y)
     assert est.n_splits_ == 2
     assert_array_equal(est.fold_results_["n_validation"], [100, 100])
+
+
+# ======================================================================================
+# Any splitter through the estimators' cv: sklearn's, explicit index pairs, int cv
+# (row folds), and the errors for splits that are not usable.
+# ======================================================================================
+@pytest.fixture
+def data():
+    return scores_labels()
+
+
+# --------------------------------------------------------------------------------------
+# Splitters
+# --------------------------------------------------------------------------------------
+
+
+def _explicit_splits(n):
+    idx = np.random.default_rng(0).permutation(n)
+    half = n // 2
+    return [(idx[:half], idx[half:]), (idx[half:], idx[:half])]
+
+
+# (make_cv, n_splits) by id.
+SPLITTERS = {
+    "KFold": (lambda n: KFold(3), 3),
+    "KFold-shuffled": (lambda n: KFold(4, shuffle=True, random_state=2), 4),
+    "ShuffleSplit": (
+        lambda n: ShuffleSplit(n_splits=6, test_size=0.25, random_state=0),
+        6,
+    ),
+    "list": (_explicit_splits, 2),
+    "generator": (lambda n: iter(_explicit_splits(n)), 2),  # a one-shot generator
+    # Not a partition: every sample is validated twice. (Stratified splitters are
+    # rejected: tests/test_splitting.py.)
+    "RepeatedKFold": (
+        lambda n: RepeatedKFold(n_splits=2, n_repeats=2, random_state=0),
+        4,
+    ),
+}
+
+
+# The splits that are not a partition (samples validated never or twice) for every
+# bound by default, the others for the TV bound.
+@pytest.mark.parametrize(
+    "Est, splitter",
+    slow_except(
+        [BOUNDS, SPLITTERS],
+        default=inherited_cells(SPLITTERS, ("ShuffleSplit", "RepeatedKFold")),
+    ),
+)
+def test_any_sklearn_splitter(Est, splitter, data):
+    make_cv, n_splits = splitter
+    X, y = data
+    cv = make_cv(X.shape[0])
+    est = folded_bound(Est, cv=cv).fit(X, y)
+    assert est.n_splits_ == n_splits
+    assert est.fold_results_.shape[0] == n_splits
+    assert_allclose(est.fold_results_["delta"], 0.05 / n_splits, rtol=1e-12)
+    assert 0.0 < est.bound_ <= 1.0
+    # The same splits given as an explicit list give the same bound.
+    splits = (
+        list(make_cv(X.shape[0]).split(X, y))
+        if hasattr(cv, "split")
+        else list(make_cv(X.shape[0]))
+    )
+    assert folded_bound(Est, cv=splits).fit(X, y).bound_ == est.bound_
+    assert_array_equal(
+        est.fold_results_["n_validation"], [len(val) for _, val in splits]
+    )
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_int_cv_draws_row_folds(Est, data):
+    # Every bound: folds drawn row by row from one seed drawn from random_state (the
+    # rule of fit_chunks and Dask input), not KFold's.
+    X, y = data
+    est = folded_bound(Est, cv=3, random_state=7).fit(X, y)
+    seed = np.random.RandomState(7).randint(np.iinfo(np.int32).max)
+    ids = row_folds(seed, 0, y.shape[0], 3)
+    splits = [(np.flatnonzero(ids != k), np.flatnonzero(ids == k)) for k in range(3)]
+    kfold = list(KFold(3, shuffle=True, random_state=7).split(X))
+    assert folded_bound(Est, cv=kfold).fit(X, y).bound_ != est.bound_
+    assert folded_bound(Est, cv=splits).fit(X, y).bound_ == est.bound_
+
+
+@pytest.mark.parametrize(
+    "splits, match",
+    [
+        (
+            [(np.arange(0, 120), np.arange(100, 200))],
+            "Split 0: training and validation parts overlap",
+        ),
+        (
+            [
+                (np.arange(100, 200), np.arange(100)),
+                (np.arange(0, 100), np.arange(90, 200)),
+            ],
+            "Split 1: training and validation parts overlap",
+        ),
+        (
+            [(np.r_[np.arange(100), 5], np.arange(100, 200))],
+            "Split 0 repeats indices",
+        ),
+        (
+            [(np.arange(100), np.r_[np.arange(100, 200), 150])],
+            "Split 0 repeats indices",
+        ),
+        (
+            [(np.arange(100), np.arange(100, 250))],
+            r"Split 0: validation indices must lie in \[0, 199\]",
+        ),
+        ([(np.arange(200), np.array([], dtype=int))], "Split 0 has 200 training and 0"),
+        ([], "The cross-validation splitter yielded no splits"),
+    ],
+)
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_invalid_explicit_splits_raise(Est, splits, match):
+    X, y = scores_labels(200)
+    X_before, y_before = X.copy(), y.copy()
+    with pytest.raises(ValueError, match=match):
+        folded_bound(Est, cv=splits).fit(X, y)
+    assert_array_equal(X, X_before)
+    assert_array_equal(y, y_before)
+
+
+# Fewest training points a fold may have: TV's transfer term needs two (its
+# log(4 (m - 1) / delta)); the NW smoother is defined from one (nearest-neighbour
+# fallback), and so is the bucket mean (the nearest training score's bucket).
+MIN_TRAIN = {
+    "TVCalibrationBound": 2,
+    "NWCalibrationBound": 1,
+    "LipschitzBucketBound": 1,
+}
+
+
+@pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
+def test_smallest_training_part(Est):
+    X, y = scores_labels(200)
+    k = MIN_TRAIN[Est.__name__]
+    est = folded_bound(Est, cv=[(np.arange(k), np.arange(k, 200))]).fit(X, y)
+    assert est.fold_results_["n_train"].tolist() == [k]
+    assert est.bound_ == 1.0  # certified, if uninformative
+    with pytest.raises(
+        ValueError,
+        match=rf"Split 0 has {k - 1} training and {200 - k + 1} validation points; "
+        rf"{Est.__name__} needs at least {k} and 1\.",
+    ):
+        folded_bound(Est, cv=[(np.arange(k - 1), np.arange(k - 1, 200))]).fit(X, y)
