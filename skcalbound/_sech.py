@@ -14,6 +14,8 @@ No scikit-learn, no randomness, no state: the caller draws the uniforms that
 
 import numpy as np
 
+from ._guarantee import guarantee_of
+
 _HALF_PI = 0.5 * np.pi
 
 
@@ -279,9 +281,6 @@ def sech_inverse_cdf(u, s_orig, h):
     return _result(np.clip(np.asarray(out), 0.0, 1.0))
 
 
-_GUARANTEES = ("high_probability", "paper")
-
-
 def sech_derivative_bounds(h, *, guarantee="high_probability"):
     r"""Derivative bounds :math:`(b_1, b_2)` of the perturbed calibration function.
 
@@ -351,18 +350,12 @@ def sech_derivative_bounds(h, *, guarantee="high_probability"):
     :math:`1/2` with :math:`f = 0` and weight :math:`1/2`, give
     :math:`\eta''(1/2) = \tanh^2(1/(2h))/(2h^2) \to 1/(2h^2)` as :math:`h \to 0`.
     """
-    if not (isinstance(guarantee, str) and guarantee in _GUARANTEES):
-        raise ValueError(
-            f"guarantee must be 'high_probability' or 'paper'; got {guarantee!r}"
-        )
+    constant = guarantee_of(guarantee).b2_constant
     h = np.asarray(h, dtype=float)
     tau = np.tanh(1.0 / h)
     # Below h ~ 1e-154, b2 exceeds the largest double: inf is the honest value.
     with np.errstate(over="ignore", divide="ignore"):
-        if guarantee == "paper":
-            b2 = 1.5 * tau * tau / (h * h)
-        else:
-            b2 = 0.5 * tau * tau / (h * h)
+        b2 = constant * tau * tau / (h * h)
     return _result(tau / (2.0 * h)), _result(b2)
 
 

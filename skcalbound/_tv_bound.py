@@ -21,6 +21,7 @@ from ._base import (
 from ._certificate import build_certificate
 from ._chunks import check_random_seed, is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
+from ._guarantee import guarantee_of
 from ._splitting import (
     TIE_STREAM,
     GroupDesign,
@@ -584,12 +585,12 @@ class TVCalibrationBound(_BaseCalibrationBound):
         """``'cells'`` or ``'denoise'``: ``method``, with ``'auto'`` resolved by
         ``guarantee`` (the paper's bound for ``'paper'``)."""
         if self.method == "auto":
-            return "denoise" if self.guarantee == "paper" else "cells"
+            return guarantee_of(self.guarantee).tv_method
         return self.method
 
     def _method(self):
         if self._resolved_method() == "cells":
-            if self.guarantee == "paper":
+            if guarantee_of(self.guarantee).published:
                 raise ValueError(
                     "guarantee='paper' is the published bound, TV denoising "
                     "(method='denoise'); method='cells' is not in the "
