@@ -25,14 +25,20 @@ from ._constructors import FromData, check_matplotlib_support, check_n_grid
 _BAND_NOTE = "shaded: the band around $\\hat\\eta$"
 
 
-def _style(method, guarantee, estimator):
-    """How the curve of the bound ``method`` is drawn (a ``CurveStyle``), asked of its
-    class (and of the fitted ``estimator``, if any); a plain smooth curve for a name
-    no bound has."""
-    cls = BY_NAME.get(method)
+def _bound_class(display):
+    """The class of the display's fitted bound, else the bound named ``method`` in
+    the registry (None for a name no bound has)."""
+    estimator = getattr(display, "estimator_", None)
+    return type(estimator) if estimator is not None else BY_NAME.get(display.method)
+
+
+def _style(display):
+    """How the display's curve is drawn (a ``CurveStyle``), asked of its bound's class
+    and fitted estimator; a plain smooth curve for a name no bound has."""
+    cls = _bound_class(display)
     if cls is None:
-        return surrogate_style(str(method))
-    return cls._display_style(guarantee, estimator)
+        return surrogate_style(str(display.method))
+    return cls._display_style(display.guarantee, getattr(display, "estimator_", None))
 
 
 def _bound_text(display):
@@ -42,8 +48,7 @@ def _bound_text(display):
         claim = f"CE $\\leq$ {display.bound:.3f}"
     else:
         claim = f"CE $\\in$ [{display.lower_bound:.3f}, {display.bound:.3f}]"
-    cls = BY_NAME.get(display.method)
-    if guarantee_of(display.guarantee).in_expectation_only(cls):
+    if guarantee_of(display.guarantee).in_expectation_only(_bound_class(display)):
         return f"{claim} ({level}, paper's form: in expectation over training labels)"
     band = display.certified_band
     if band is not None and np.any(np.asarray(band[1]) > np.asarray(band[2])):
@@ -270,7 +275,7 @@ class CalibrationBoundDisplay(FromData):
             _, ax = plt.subplots(figsize=(6.4, 6.4), layout="constrained")
         self.ax_, self.figure_ = ax, ax.figure
         name = self.estimator_name if name is None else name
-        style = _style(self.method, self.guarantee, getattr(self, "estimator_", None))
+        style = _style(self)
 
         ref_label = "Perfectly calibrated"
         self.ref_line_ = None
