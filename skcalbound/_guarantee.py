@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Guarantee:
-    """What one ``guarantee`` mode changes in the bounds (SPEC sections 9-12).
+    """One ``guarantee`` mode and what it changes in the bounds (SPEC sections 9-12).
 
     Attributes
     ----------
@@ -19,31 +19,41 @@ class Guarantee:
     published : bool
         Whether the bounds are the paper's published forms (to reproduce its
         numbers) rather than the certificates at ``confidence_level``; TV's cell
-        bound, not in the paper, is refused then.
-    tv_method : {'cells', 'denoise'}
-        What ``TVCalibrationBound(method='auto')`` computes: the cell bound, or the
-        paper's denoising bound.
-    lemma6 : {'expanded', 'published'}
-        The form of Lemma 6's smoothing bound the NW and Lipschitz surrogates
-        compute: expanded at the query (``b1 |sum_i w_i d_i|``) or as published
-        (``b1 sum_i w_i |d_i|``).
-    corollary2_hoeffding : bool
-        Whether TV keeps Corollary 2's redundant Hoeffding term, the fold's
-        ``delta`` then split into four equal shares rather than three.
-    b2_constant : float
-        ``c`` in the bound ``b2 = c tanh(1/h)**2 / h**2`` on the perturbed
-        calibration function's second derivative: the sharp 1/2, or Corollary 4's 3/2.
-    label_suffix : str
-        What the experiments append to a bound's label in this mode.
+        bound, not in the paper, is refused then. Every other field follows.
     """
 
     name: str
     published: bool
-    tv_method: str
-    lemma6: str
-    corollary2_hoeffding: bool
-    b2_constant: float
-    label_suffix: str
+
+    @property
+    def tv_method(self):
+        """What ``TVCalibrationBound(method='auto')`` computes: the paper's
+        denoising bound (``'denoise'``) or the cell bound (``'cells'``)."""
+        return "denoise" if self.published else "cells"
+
+    @property
+    def lemma6(self):
+        """The form of Lemma 6's smoothing bound the NW and Lipschitz surrogates
+        compute: ``'published'`` (``b1 sum_i w_i |d_i|``) or ``'expanded'`` at the
+        query (``b1 |sum_i w_i d_i|``)."""
+        return "published" if self.published else "expanded"
+
+    @property
+    def corollary2_hoeffding(self):
+        """Whether TV keeps Corollary 2's redundant Hoeffding term, the fold's
+        ``delta`` then split into four equal shares rather than three."""
+        return self.published
+
+    @property
+    def b2_constant(self):
+        """``c`` in the bound ``b2 = c tanh(1/h)**2 / h**2`` on the second derivative
+        of the perturbed calibration function: Corollary 4's 3/2, or the sharp 1/2."""
+        return 1.5 if self.published else 0.5
+
+    @property
+    def label_suffix(self):
+        """What the experiments append to a bound's label in this mode."""
+        return " (paper)" if self.published else ""
 
     def in_expectation_only(self, bound):
         """Whether ``bound`` (a bound class or instance) holds in this mode only in
@@ -53,24 +63,8 @@ class Guarantee:
         return self.published and bool(getattr(bound, "paper_in_expectation", False))
 
 
-HIGH_PROBABILITY = Guarantee(
-    name="high_probability",
-    published=False,
-    tv_method="cells",
-    lemma6="expanded",
-    corollary2_hoeffding=False,
-    b2_constant=0.5,
-    label_suffix="",
-)
-PAPER = Guarantee(
-    name="paper",
-    published=True,
-    tv_method="denoise",
-    lemma6="published",
-    corollary2_hoeffding=True,
-    b2_constant=1.5,
-    label_suffix=" (paper)",
-)
+HIGH_PROBABILITY = Guarantee("high_probability", published=False)
+PAPER = Guarantee("paper", published=True)
 #: The modes by name, the default first: the ``StrOptions`` of ``guarantee``.
 GUARANTEES = {mode.name: mode for mode in (HIGH_PROBABILITY, PAPER)}
 
