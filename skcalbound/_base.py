@@ -27,6 +27,7 @@ from ._chunks import (
 )
 from ._compat import Interval, StrOptions, _fit_context
 from ._estimate import calibration_estimate, estimate_cells
+from ._guarantee import GUARANTEES, guarantee_of
 from ._result import FoldResult, aggregate_folds
 from ._splitting import (
     DataOrder,
@@ -330,12 +331,9 @@ def fit_without_positives(estimator, scores):
 def in_expectation_only(method, guarantee):
     """Whether the bound ``method`` (its class or an instance) with this
     ``guarantee`` holds only in expectation over the training labels (SPEC section
-    9), not with probability at least ``confidence_level``: the published
-    Proposition 2 of NW and Lipschitz bucketing, ``guarantee='paper'``. TV's
-    published form (Proposition 1) has no such gap. The one place that decides it:
-    the results, warnings, display, ``calibration_test``, ``bounds_by_group`` and the
-    command line all ask here."""
-    return guarantee == "paper" and bool(method.paper_in_expectation)
+    9): :meth:`Guarantee.in_expectation_only <skcalbound._guarantee.Guarantee>`,
+    kept here for the command line."""
+    return guarantee_of(guarantee).in_expectation_only(method)
 
 
 class _BaseCalibrationBound(BaseEstimator):
@@ -364,7 +362,7 @@ class _BaseCalibrationBound(BaseEstimator):
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
         "cv": ["cv_object"],
         "aggregate": [StrOptions({"mean", "min"})],
-        "guarantee": [StrOptions({"high_probability", "paper"})],
+        "guarantee": [StrOptions(set(GUARANTEES))],
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
     }

@@ -47,6 +47,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ._guarantee import GUARANTEES, HIGH_PROBABILITY
 from ._validation import check_scores_labels
 
 RECORD = "skcalbound.certificate"
@@ -516,10 +517,11 @@ def consistency_problems(record, obstacles):
     terms = record["terms"]
     if record["method"] == "MonotoneCalibrationBound":
         return [*problems, *_band_problems(record)]
-    # TV's method="auto" is the cell bound but with guarantee="paper".
+    # TV's method="auto" is its guarantee mode's method (the default mode's for a
+    # value that names none).
     tv_method = params.get("method")
-    if tv_method == "auto" and params.get("guarantee") != "paper":
-        tv_method = "cells"
+    if tv_method == "auto":
+        tv_method = GUARANTEES.get(params.get("guarantee"), HIGH_PROBABILITY).tv_method
     if tv_method == "cells":
         return [*problems, *_cells_problems(record)]
     if "validation_mean" not in terms:

@@ -8,9 +8,9 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
-from ._base import in_expectation_only
 from ._binned_ece import binned_ece
 from ._compat import Interval, StrOptions, validate_params
+from ._guarantee import guarantee_of
 from ._registry import BY_NAME as _ESTIMATORS
 from ._validation import VacuousBoundWarning, _user_stacklevel, check_prob_labels
 
@@ -333,7 +333,7 @@ def bounds_by_group(
     guarantee = params.get(
         "guarantee", cls().get_params().get("guarantee", "high_probability")
     )
-    expectation = in_expectation_only(cls, guarantee)
+    expectation = guarantee_of(guarantee).in_expectation_only(cls)
     vacuous = table.loc[table["vacuous"], "group"].tolist()
     if vacuous:
         which = (

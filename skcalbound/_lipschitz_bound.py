@@ -9,6 +9,7 @@ import pandas as pd
 from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
 from ._chunks import is_dask_collection
 from ._compat import Interval, validate_params
+from ._curve import DisplayCurve, curve_grid, smoothing_band_note, surrogate_style
 from ._sech import sech_derivative_bounds
 from ._surrogates._bucket_grid import BucketSurrogate, candidate_grids, fit_design
 from ._terms import high_probability_terms, nw_bound_terms
@@ -457,6 +458,18 @@ class LipschitzBucketBound(_BaseCalibrationBound):
             n_shifts=int(self.n_shifts),
             guarantee=self.guarantee,
         )
+
+    def _display_curve(self, low, high, n_grid=None):
+        """What the display draws: ``predict`` and ``min(g, 1)``, ``g = L mean_b |s_i
+        - s| + 1 / (2 sqrt(n_b))`` over the score's bucket (both modes)."""
+        grid = curve_grid(low, high, n_grid)
+        _, g, _ = self.surrogate_.residuals_and_smoothing(self.L_, grid)
+        return DisplayCurve(grid, self.predict(grid), band=np.minimum(g, 1.0))
+
+    @classmethod
+    def _display_style(cls, guarantee, estimator=None):
+        note = smoothing_band_note("bucket average's", "the Lipschitz constant")
+        return surrogate_style(cls.label, note)
 
 
 @validate_params(

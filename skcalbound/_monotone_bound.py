@@ -28,6 +28,7 @@ from ._chunks import (
     is_dask_collection,
 )
 from ._compat import StrOptions, validate_params
+from ._curve import CurveStyle, DisplayCurve, curve_grid
 from ._result import FoldResult, aggregate_folds
 from ._splitting import stable_argsort
 from ._surrogates._band import Band, band_interval, fit_band, maurer_pontil_term
@@ -739,6 +740,18 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
             ``-min(U, 1)`` where ``U`` is the certified bound on the held-out data.
         """
         return super().score(X, y)
+
+    def _display_curve(self, low, high, n_grid=None):
+        """What the display draws: ``predict`` inside the certified band ``band_``."""
+        grid = curve_grid(low, high, n_grid)
+        band = self.band_
+        certified = (band.scores, band.lower, band.upper)
+        return DisplayCurve(grid, self.predict(grid), certified_band=certified)
+
+    @classmethod
+    def _display_style(cls, guarantee, estimator=None):
+        legend = "isotonic fit $\\hat\\eta$ (predict: a recalibration map);\n"
+        return CurveStyle(legend)
 
 
 @validate_params(

@@ -10,6 +10,8 @@ import numpy as np
 from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
 from ._chunks import is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
+from ._curve import DisplayCurve, curve_grid, smoothing_band_note, surrogate_style
+from ._guarantee import guarantee_of
 from ._sech import sech_derivative_bounds
 from ._splitting import SUBSAMPLE_STREAM, GroupDesign, row_keys
 from ._surrogates import _nw_grid, _nw_hp
@@ -574,6 +576,21 @@ class NWCalibrationBound(_BaseCalibrationBound):
             random_state=self.random_state,
             guarantee=self.guarantee,
         )
+
+    def _display_curve(self, low, high, n_grid=None):
+        """What the display draws: ``predict`` (by default at one point per kernel
+        support) and Lemma 6's ``min(g, 1)`` in this ``guarantee``'s form."""
+        grid = curve_grid(low, high, n_grid, support=2.0 * self.bandwidth_)
+        _, g, _ = self.surrogate_.residuals_and_smoothing(self.b1_, self.b2_, grid)
+        return DisplayCurve(grid, self.predict(grid), band=np.minimum(g, 1.0))
+
+    @classmethod
+    def _display_style(cls, guarantee, estimator=None):
+        form = " (the paper's looser form)" if guarantee_of(guarantee).published else ""
+        note = smoothing_band_note(
+            "kernel smoother's", "the assumed derivative bounds", form
+        )
+        return surrogate_style(cls.label, note)
 
 
 @validate_params(

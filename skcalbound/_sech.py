@@ -1,18 +1,17 @@
 r"""The hyperbolic secant perturbation kernel on [0, 1], as pure functions.
 
-A perturbed score is drawn from the density
-:math:`k(s \mid s_o) = \operatorname{sech}((s - s_o)/h) / Z(s_o, h)` on [0, 1]
-(paper section 5, equation (8); Appendix D, Lemma 7; SPEC section 6). Everything here is
-written with the Gudermannian :math:`\operatorname{gd}(x) = \arctan(\sinh x)` in the
-overflow-free form :math:`2 \arctan(\tanh(x/2))`, so it stays finite and exact for every
-bandwidth :math:`h > 0` (``sinh(1/h)`` and ``cosh(1/h)`` overflow for ``h < 1/710``).
-
-No scikit-learn, no randomness, no state: the caller draws the uniforms that
-:func:`sech_inverse_cdf` maps to scores. Inputs are assumed validated (``h > 0``,
-``s_orig`` in [0, 1]); all functions broadcast their array arguments.
+A perturbed score has the density :math:`k(s \mid s_o) = \operatorname{sech}((s -
+s_o)/h) / Z(s_o, h)` on [0, 1] (paper section 5, equation (8); Appendix D, Lemma 7;
+SPEC section 6), written with the Gudermannian :math:`\operatorname{gd}(x) = 2
+\arctan(\tanh(x/2))`, finite and exact for every :math:`h > 0` (``sinh(1/h)`` and
+``cosh(1/h)`` overflow for ``h < 1/710``). No scikit-learn, no randomness, no state:
+the caller draws the uniforms that :func:`sech_inverse_cdf` maps to scores. Inputs
+are assumed validated (``h > 0``, ``s_orig`` in [0, 1]); functions broadcast.
 """
 
 import numpy as np
+
+from ._guarantee import guarantee_of
 
 _HALF_PI = 0.5 * np.pi
 
@@ -279,9 +278,6 @@ def sech_inverse_cdf(u, s_orig, h):
     return _result(np.clip(np.asarray(out), 0.0, 1.0))
 
 
-_GUARANTEES = ("high_probability", "paper")
-
-
 def sech_derivative_bounds(h, *, guarantee="high_probability"):
     r"""Derivative bounds :math:`(b_1, b_2)` of the perturbed calibration function.
 
@@ -351,18 +347,12 @@ def sech_derivative_bounds(h, *, guarantee="high_probability"):
     :math:`1/2` with :math:`f = 0` and weight :math:`1/2`, give
     :math:`\eta''(1/2) = \tanh^2(1/(2h))/(2h^2) \to 1/(2h^2)` as :math:`h \to 0`.
     """
-    if not (isinstance(guarantee, str) and guarantee in _GUARANTEES):
-        raise ValueError(
-            f"guarantee must be 'high_probability' or 'paper'; got {guarantee!r}"
-        )
+    constant = guarantee_of(guarantee).b2_constant
     h = np.asarray(h, dtype=float)
     tau = np.tanh(1.0 / h)
     # Below h ~ 1e-154, b2 exceeds the largest double: inf is the honest value.
     with np.errstate(over="ignore", divide="ignore"):
-        if guarantee == "paper":
-            b2 = 1.5 * tau * tau / (h * h)
-        else:
-            b2 = 0.5 * tau * tau / (h * h)
+        b2 = constant * tau * tau / (h * h)
     return _result(tau / (2.0 * h)), _result(b2)
 
 

@@ -21,6 +21,8 @@ from ._base import (
 from ._certificate import build_certificate
 from ._chunks import check_random_seed, is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
+from ._curve import CurveStyle, DisplayCurve, curve_grid
+from ._guarantee import guarantee_of
 from ._splitting import (
     TIE_STREAM,
     GroupDesign,
@@ -584,12 +586,12 @@ class TVCalibrationBound(_BaseCalibrationBound):
         """``'cells'`` or ``'denoise'``: ``method``, with ``'auto'`` resolved by
         ``guarantee`` (the paper's bound for ``'paper'``)."""
         if self.method == "auto":
-            return "denoise" if self.guarantee == "paper" else "cells"
+            return guarantee_of(self.guarantee).tv_method
         return self.method
 
     def _method(self):
         if self._resolved_method() == "cells":
-            if self.guarantee == "paper":
+            if guarantee_of(self.guarantee).published:
                 raise ValueError(
                     "guarantee='paper' is the published bound, TV denoising "
                     "(method='denoise'); method='cells' is not in the "
@@ -711,6 +713,34 @@ class TVCalibrationBound(_BaseCalibrationBound):
             "NWCalibrationBound on scores perturbed with SechPerturbedClassifier (or "
             "perturb_scores), the tightest of the bounds, needs far fewer labels."
         )
+
+    def _display_curve(self, low, high, n_grid=None):
+        """What the display draws: the step function ``predict``, no band."""
+        grid = curve_grid(low, high, n_grid)
+        return DisplayCurve(grid, self.predict(grid))
+
+    @classmethod
+    def _display_style(cls, guarantee, estimator=None):
+        """The blocks' mean labels for a fitted cell bound, else the denoised steps
+        with their flat ends hatched (the denoising flattens both ends)."""
+        if getattr(estimator, "method_", None) == "cells":
+            return CurveStyle(_CELLS_LEGEND, drawstyle="steps-post")
+        return CurveStyle(
+            _DENOISE_LEGEND, drawstyle="steps-post", flat_ends_note=_FLAT_NOTE
+        )
+
+
+# The display's legend of TV's curves (SPEC section 8): neither is a recalibration map.
+_DENOISE_LEGEND = (
+    "TV-denoised surrogate $\\hat\\eta$ (used by the bound, not a recalibration map);\n"
+)
+_CELLS_LEGEND = (
+    "TV cells: block mean labels (used by the bound, not a recalibration map);\n"
+)
+_FLAT_NOTE = (
+    "hatched: flat ends of the TV-denoised surrogate (below its first jump, above "
+    "its\nlast): the denoising's flattening, not the model's"
+)
 
 
 @validate_params(

@@ -23,6 +23,7 @@ from sklearn.svm import LinearSVC  # noqa: E402
 from skcalbound import (  # noqa: E402
     CalibrationBoundDisplay,
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     SechPerturbedClassifier,
     TVCalibrationBound,
@@ -1015,8 +1016,6 @@ def logistic_like():
 
 
 def test_monotone_band_is_drawn_as_the_estimators_band(logistic_like):
-    from skcalbound import MonotoneCalibrationBound
-
     s, y = logistic_like
     est = MonotoneCalibrationBound(confidence_level=0.9, random_state=0).fit(s, y)
     disp = CalibrationBoundDisplay.from_bound(est, s, name="LR")
@@ -1048,8 +1047,6 @@ def test_monotone_band_is_drawn_as_the_estimators_band(logistic_like):
 
 
 def test_monotone_from_estimator_by_name(logistic_like):
-    from skcalbound import MonotoneCalibrationBound
-
     X, y = make_classification(n_samples=4000, random_state=0)
     clf = LogisticRegression().fit(X[:2000], y[:2000])
     disp = CalibrationBoundDisplay.from_estimator(
@@ -1115,3 +1112,56 @@ def test_oscillating_calibration_shows_the_crossing():
     assert not _inside(disp.band_, x - 1e-9, mid)
     assert not _inside(disp.band_, x + 1e-9, mid)
     assert any("crosses" in t for t in _legend_texts(disp.ax_))
+
+
+def test_the_display_draws_what_the_fitted_bound_answers(perturbed):
+    # Nothing is switched on the bound's name: a bound whose class answers otherwise
+    # (its curve and band, its style) is drawn otherwise.
+    import dataclasses
+
+    from skcalbound._curve import CurveStyle, DisplayCurve
+
+    class Wide(LipschitzBucketBound):
+        def _display_curve(self, low, high, n_grid=None):
+            curve = super()._display_curve(low, high, n_grid)
+            assert isinstance(curve, DisplayCurve)
+            return dataclasses.replace(curve, band=np.full(curve.grid.shape, 0.05))
+
+        @classmethod
+        def _display_style(cls, guarantee, estimator=None):
+            assert isinstance(estimator, Wide)
+            return CurveStyle("wide: ", drawstyle="steps-post", band_note="wide band")
+
+    s, y = perturbed
+    est = Wide(h=H, random_state=0).fit(s, y)
+    disp = CalibrationBoundDisplay.from_bound(est, s, n_grid=50)
+    assert_array_equal(disp.grid, np.linspace(s.min(), s.max(), 50))
+    assert_array_equal(disp.surrogate, est.predict(disp.grid))
+    assert_array_equal(disp.band, np.full(50, 0.05))
+    assert disp.line_.get_label().startswith("wide: certified CE $\\in$ [")
+    assert disp.line_.get_drawstyle() == "steps-post"
+    assert "wide band" in _legend_texts(disp.ax_)
+
+
+@pytest.mark.parametrize(
+    "bound, params",
+    [
+        (TVCalibrationBound, {}),
+        (NWCalibrationBound, {"h": H}),
+        (LipschitzBucketBound, {"h": H}),
+        (MonotoneCalibrationBound, {}),
+    ],
+)
+def test_each_bound_answers_its_curve_at_the_grid_it_is_given(perturbed, bound, params):
+    s, y = perturbed
+    est = bound(random_state=0, **params).fit(s, y)
+    curve = est._display_curve(0.1, 0.9, 17)
+    assert_array_equal(curve.grid, np.linspace(0.1, 0.9, 17))
+    assert_array_equal(curve.values, est.predict(curve.grid))
+    smooth = bound in (NWCalibrationBound, LipschitzBucketBound)
+    assert (curve.band is not None) is smooth
+    if smooth:
+        assert curve.band.shape == (17,) and np.all(
+            (curve.band > 0) & (curve.band <= 1)
+        )
+    assert (curve.certified_band is not None) is (bound is MonotoneCalibrationBound)

@@ -9,11 +9,13 @@ certified: not the fitted ``result_``, not ``calibration_test``, not
 """
 
 import json
+import re
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.utils._param_validation import InvalidParameterError
 
 from skcalbound import (
     LipschitzBucketBound,
@@ -25,6 +27,7 @@ from skcalbound import (
     perturb_scores,
 )
 from skcalbound._cli import main
+from skcalbound._guarantee import GUARANTEES, HIGH_PROBABILITY, PAPER, guarantee_of
 from skcalbound._result import FoldResult, aggregate_folds
 
 H = 2.0**-4
@@ -60,7 +63,36 @@ def test_one_source_of_truth_for_in_expectation_only(method, guarantee):
 
     cls, _ = CLASSES[method]
     expected = EXPECTATION_ONLY[method, guarantee]
-    assert in_expectation_only(cls, guarantee) is expected
+    assert guarantee_of(guarantee).in_expectation_only(cls) is expected
+    assert guarantee_of(guarantee).in_expectation_only(cls()) is expected
+    assert in_expectation_only(cls, guarantee) is expected  # the command line's door
+
+
+def test_guarantee_of_knows_the_two_modes_and_refuses_the_rest():
+    assert list(GUARANTEES) == ["high_probability", "paper"]
+    assert guarantee_of("paper") is PAPER and PAPER.published
+    assert guarantee_of("high_probability") is HIGH_PROBABILITY
+    assert not HIGH_PROBABILITY.published
+    for bad in ["Paper", "", None, 1]:
+        with pytest.raises(
+            ValueError,
+            match=re.escape(
+                f"guarantee must be 'high_probability' or 'paper'; got {bad!r}"
+            ),
+        ):
+            guarantee_of(bad)
+    with pytest.raises(InvalidParameterError, match="'high_probability'"):
+        NWCalibrationBound(h=H, guarantee="Paper").fit([0.2, 0.8], [0, 1])
+
+
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_tv_auto_computes_the_modes_method(sample, guarantee):
+    s, y = sample
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VacuousBoundWarning)
+        est = TVCalibrationBound(guarantee=guarantee, random_state=0).fit(s, y)
+    assert est.method_ == guarantee_of(guarantee).tv_method
+    assert est.method_ == {"high_probability": "cells", "paper": "denoise"}[guarantee]
 
 
 @pytest.mark.parametrize("method, guarantee", sorted(EXPECTATION_ONLY))

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import _guarantee
 from ._reproduce import FULL, QUICK, methods_for, report, reproduce
 from ._study import BOUNDS, PAPER_SUFFIX
 
-GUARANTEES = ("high_probability", "paper")
+GUARANTEES = tuple(_guarantee.GUARANTEES)
 
 
 def _parser():

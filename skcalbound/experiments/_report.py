@@ -12,6 +12,7 @@ from skcalbound import (
     VacuousBoundWarning,
 )
 
+from .._guarantee import GUARANTEES, PAPER
 from ._study import (
     BOUNDS,
     CERTIFIED,
@@ -51,7 +52,7 @@ def complete_results(results):
     certified = results["method"].isin(BOUNDS)
     results.loc[certified, "method"] = results.loc[certified, "method"] + PAPER_SUFFIX
     results["guarantee"] = pd.Series(
-        np.where(certified, "paper", None), index=results.index, dtype=object
+        np.where(certified, PAPER.name, None), index=results.index, dtype=object
     )
     results["lower_bound"] = np.nan
     results["lower_gap"] = np.nan
@@ -204,7 +205,7 @@ def plot_gaps(summary, *, problems=None, axes=None):
     styles = {}
     for method in CERTIFIED:
         cls, guarantee = split_method(method)
-        line = "-" if guarantee == "high_probability" else "-."
+        line = "-." if GUARANTEES[guarantee].published else "-"
         styles[method] = (COLOURS[cls], line)
     styles["ECE"] = ("k", "--")
     for ax, problem in zip(axes, problems):

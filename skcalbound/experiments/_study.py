@@ -1,13 +1,12 @@
 """The gap study: every bound and binned ECE on synthetic problems with known CE.
 
-Built on the public API only (``from skcalbound import ...``). One *task* is one
-repeat of one problem at one size: it draws a sample, fits the three certified bounds
-in both guarantee modes (``"high_probability"``, the default, and the paper's
-published form, labelled ``"... (paper)"``) and computes binned ECE on the same data,
-and returns one row per method, with the upper bound and the lower bound. Tasks run
-in parallel through joblib; each task's randomness comes from its own
-``numpy.random.SeedSequence`` keyed by ``(random_state, problem name, n, repeat)``, so
-every number is reproducible whatever ``n_jobs`` and the order of the problems.
+Built on the public API and the guarantee modes of ``skcalbound._guarantee``. One
+*task* is one repeat of one problem at one size: it draws a sample, fits the three
+certified bounds in both guarantee modes (the default and the paper's published form,
+labelled ``"... (paper)"``) and binned ECE on the same data, and returns one row per
+method with the upper and the lower bound. Tasks run in parallel through joblib, each
+seeded by its own ``SeedSequence`` keyed by ``(random_state, problem name, n,
+repeat)``, so every number is reproducible whatever ``n_jobs`` and problem order.
 """
 
 import time
@@ -26,6 +25,8 @@ from skcalbound import (
     binned_ece,
 )
 
+from .._guarantee import GUARANTEES, PAPER
+
 #: The bounds of the study, in the paper's order (Figure 3, Table 1), by the paper's
 #: label of each; each is given the constants of a problem's ``assumptions`` that its
 #: constructor takes (see :func:`make_estimator`).
@@ -38,10 +39,12 @@ BOUND_CLASSES = tuple(PAPER_LABELS)
 #: The bounds' labels: ``"NW"``, ``"TV"``, ``"Lip+Bkt"``.
 BOUNDS = tuple(PAPER_LABELS.values())
 #: The label of a bound in the paper's published form (``guarantee="paper"``).
-PAPER_SUFFIX = " (paper)"
-#: Certified methods: each bound with ``guarantee="high_probability"`` (the plain
-#: label) and with ``guarantee="paper"`` (the label followed by ``PAPER_SUFFIX``).
-CERTIFIED = (*BOUNDS, *(f"{bound}{PAPER_SUFFIX}" for bound in BOUNDS))
+PAPER_SUFFIX = PAPER.label_suffix
+#: Certified methods: each bound in each guarantee mode, its label followed by the
+#: mode's suffix (none for ``"high_probability"``, ``PAPER_SUFFIX`` for ``"paper"``).
+CERTIFIED = tuple(
+    f"{bound}{mode.label_suffix}" for mode in GUARANTEES.values() for bound in BOUNDS
+)
 #: Method labels of a run: the certified methods and binned ECE.
 METHODS = (*CERTIFIED, "ECE")
 
@@ -50,13 +53,10 @@ def split_method(method):
     """``(bound class, guarantee)`` of a certified method label: ``"NW"`` is
     ``(NWCalibrationBound, "high_probability")``, ``"NW (paper)"`` is
     ``(NWCalibrationBound, "paper")``."""
-    if method.endswith(PAPER_SUFFIX):
-        label, guarantee = method[: -len(PAPER_SUFFIX)], "paper"
-    else:
-        label, guarantee = method, "high_probability"
-    for cls, paper_label in PAPER_LABELS.items():
-        if paper_label == label:
-            return cls, guarantee
+    for mode in GUARANTEES.values():
+        for cls, label in PAPER_LABELS.items():
+            if method == f"{label}{mode.label_suffix}":
+                return cls, mode.name
     raise ValueError(f"unknown method {method!r}; expected one of {CERTIFIED}")
 
 
