@@ -29,7 +29,8 @@ from skcalbound import (
     binned_ece,
     perturb_scores,
 )
-from skcalbound._cli import main, parse_number
+from skcalbound._cli import main
+from skcalbound._cli._parser import parse_number
 
 ROOT = Path(__file__).resolve().parents[1]
 H = 2.0**-6
@@ -855,7 +856,7 @@ def test_other_numbers_are_argparse_errors(text, reason, capsys):
 
 @pytest.mark.parametrize("option", ["--b1", "--b2", "--L", "--V"])
 def test_assumption_options_take_powers(option):
-    from skcalbound._cli import build_parser
+    from skcalbound._cli._parser import build_parser
 
     args = build_parser().parse_args(["x.csv", option, "2^5"])
     assert getattr(args, option.lstrip("-")) == 32.0

@@ -28,7 +28,6 @@ CONSUMERS = [
     "_scorers",
     "_display",
     "_cli",
-    "_cli_chunks",
     "_calibration_test",
     "_groups",
     "_registry",
