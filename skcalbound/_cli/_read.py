@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .._binned_ece import bin_sums, ece_of_bin_sums, uniform_bins
+from .._validation import _binary_classes, _positive_index
 from ._errors import CLIError
 
 _PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -209,32 +210,36 @@ class Columns:
 
     def check_classes(self):
         """CLIError unless the labels seen are two, one of them the positive class
-        (``--pos-label``, else 1 of 0/1 or -1/1, or True)."""
+        (``--pos-label``, else 1 of 0/1 or -1/1, or True): the library's rules
+        (``_validation``), the file's words."""
         found = list(self.seen)
-        if len(found) != 2:
+        try:
+            classes = _binary_classes(np.array(found))
+        except ValueError:
             more = ", ..." if len(found) > 5 else ""
             raise CLIError(
                 f"{self.path}: column {self.labels_column!r} must hold exactly two "
                 f"distinct labels (binary classification); found {len(found)}: "
                 f"{labels_text(found[:5])}{more}"
-            )
-        classes = np.sort(np.array(found))
-        if self.pos_label is None:
-            if classes.dtype.kind != "b" and classes.tolist() not in ([0, 1], [-1, 1]):
+            ) from None
+        positive = self.pos_label
+        if positive is not None:
+            positive = _as_label(positive, classes, self.labels_column)
+        try:
+            _positive_index(classes, positive)
+        except ValueError:
+            if positive is None:
                 raise CLIError(
                     f"{self.path}: column {self.labels_column!r} holds the labels "
                     f"{labels_text(classes)}: say which is the positive class (the "
                     f"one whose probability column {self.scores_column!r} holds) "
                     "with --pos-label LABEL"
-                )
-            return
-        positive = _as_label(self.pos_label, classes, self.labels_column)
-        if positive not in classes.tolist():
+                ) from None
             raise CLIError(
                 f"{self.path}: --pos-label {self.pos_label!r} is not a label of "
                 f"column {self.labels_column!r}, whose labels are "
                 f"{labels_text(classes)}"
-            )
+            ) from None
 
 
 def scores_and_labels(frame, scores_column, labels_column, path, pos_label=None):
