@@ -1,8 +1,9 @@
 """The command line's parser: ``skcalbound FILE ...`` and ``skcalbound verify ...``.
 
-Two argparse subcommands, ``certify`` (the default: ``skcalbound FILE`` is
-``skcalbound certify FILE``) and ``verify``. Parsing imports no scikit-learn, so that
-``--help`` and ``--version`` stay fast; the bound names are checked after parsing.
+Two argparse subcommands: ``verify``, and ``certify``, which nobody types (arguments
+not starting with ``verify`` are certify's: ``skcalbound FILE``). Parsing imports no
+scikit-learn or pandas, so that ``--help`` and ``--version`` stay fast; the bound
+names are checked after parsing.
 """
 
 import argparse
@@ -138,7 +139,7 @@ def _certify_arguments(parser):
     bounds.add_argument(
         "--guarantee",
         choices=GUARANTEES,
-        default="high_probability",
+        default=GUARANTEES[0],
         help="high_probability: every interval holds with probability >= "
         "--confidence-level (default); paper: the paper's published forms, for "
         "comparison with its numbers (nw, lipschitz: in expectation over the "
