@@ -52,8 +52,10 @@ def certify(args):
                 return report_by(args, frame, scores, labels, positive)
             run = compute(args, scores, labels, positive)
             if args.plot is not None:
-                title = f"{args.file}: {run.n_samples} scores, positive class "
-                write_plot(args.plot, run.estimators, scores, title + repr(positive))
+                title = (
+                    f"{args.file}: {run.n_samples} scores, positive class {positive!r}"
+                )
+                write_plot(args.plot, run.estimators, scores, title)
         else:
             if args.chunksize is None:
                 args.chunksize = CHUNK_ROWS
