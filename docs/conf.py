@@ -32,8 +32,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import skcalbound  # noqa: E402
-from skcalbound._cli import build_parser  # noqa: E402
 from skcalbound._cli import main as cli_main  # noqa: E402
+from skcalbound._cli._parser import build_parser  # noqa: E402
 
 project = "skcalbound"
 author = "skcalbound developers"

@@ -81,9 +81,23 @@ def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform", pos_label=None)
         bin_ids = np.searchsorted(edges[1:-1], scores)
     else:
         bin_ids = uniform_bins(scores, n_bins)
-    score_sums = np.bincount(bin_ids, weights=scores, minlength=n_bins)
-    label_sums = np.bincount(bin_ids, weights=labels, minlength=n_bins)
-    return float(np.abs(score_sums - label_sums).sum() / scores.shape[0])
+    return ece_of_bin_sums(bin_sums(bin_ids, scores, labels, n_bins), scores.shape[0])
+
+
+def bin_sums(bin_ids, scores, labels, n_bins):
+    """Per bin, the sum of the scores (row 0) and of the 0/1 labels (row 1): an array
+    of shape (2, n_bins); the sums of chunks of rows add up to the whole's."""
+    return np.stack(
+        [
+            np.bincount(bin_ids, weights=scores, minlength=n_bins),
+            np.bincount(bin_ids, weights=labels, minlength=n_bins),
+        ]
+    )
+
+
+def ece_of_bin_sums(sums, n_samples):
+    """The binned ECE of ``n_samples`` rows from their ``bin_sums``."""
+    return float(np.abs(sums[0] - sums[1]).sum() / n_samples)
 
 
 def uniform_bins(scores, n_bins):

@@ -29,7 +29,7 @@ from skcalbound import (
     binned_ece,
     perturb_scores,
 )
-from skcalbound._cli import main, parse_number
+from skcalbound._cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 H = 2.0**-6
@@ -805,60 +805,6 @@ def test_pos_label_read_as_the_labels_type(
     assert report["results"][1]["estimate"] == binned_ece(
         np.array(positives * 5), np.array(GOOD["y_prob"])
     )
-
-
-@pytest.mark.parametrize(
-    "text, value",
-    [
-        ("0.015625", 2.0**-6),
-        ("2**-6", 2.0**-6),
-        ("2^-6", 2.0**-6),
-        (" 2 ** -6 ", 2.0**-6),
-        ("1e-2", 0.01),
-        (".5", 0.5),
-        ("0.5^2", 0.25),
-        ("4**0.5", 2.0),
-        ("2^+3", 8.0),
-        ("-1", -1.0),
-    ],
-)
-def test_numbers_as_the_docs_write_them(text, value):
-    assert parse_number(text) == value
-
-
-@pytest.mark.parametrize(
-    "text, reason",
-    [
-        ("abc", "not a number"),
-        ("2***6", "not a number"),
-        ("2**", "not a number"),
-        ("1/64", "not a number"),
-        ("__import__('os')", "not a number"),
-        ("2**-6**2", "not a number"),
-        ("inf", "not a number"),
-        ("nan", "not a number"),
-        ("10**400", "not a finite number"),
-        ("0**-1", "not a finite number"),
-        ("-2**2", "write a power with an unsigned base"),
-    ],
-)
-def test_other_numbers_are_argparse_errors(text, reason, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["x.csv", f"--h={text}"])  # "--h -2**2" would read -2**2 as an option
-    assert exc.value.code == 2
-    err = capsys.readouterr().err
-    assert err.splitlines()[-1] == (
-        f"skcalbound: error: argument --h: expected a number such as 0.015625, 1e-2, "
-        f"2**-6 or 2^-6; got {text!r} ({reason})"
-    )
-
-
-@pytest.mark.parametrize("option", ["--b1", "--b2", "--L", "--V"])
-def test_assumption_options_take_powers(option):
-    from skcalbound._cli import build_parser
-
-    args = build_parser().parse_args(["x.csv", option, "2^5"])
-    assert getattr(args, option.lstrip("-")) == 32.0
 
 
 def test_h_as_a_power_gives_the_same_bounds(csv_file, capsys):

@@ -134,13 +134,13 @@ def test_nw_and_lipschitz_stream_without_chunksize(
     capsys, monkeypatch, files, name, guarantee
 ):
     # The bounds that run on chunks never read the file whole, with no option for it.
-    from skcalbound import _cli
+    from skcalbound._cli import _main
 
     def whole(*args, **kwargs):
         raise AssertionError("the file was read whole")
 
-    monkeypatch.setattr(_cli, "read_table", whole)
-    monkeypatch.setattr(_cli, "CHUNK_ROWS", 1500, raising=False)
+    monkeypatch.setattr(_main, "read_table", whole)
+    monkeypatch.setattr(_main, "CHUNK_ROWS", 1500)
     options = ["--bound", "nw", "lipschitz", "--h", "2**-4", "--guarantee", guarantee]
     report = _json(capsys, files / name, *options)
     assert report["chunksize"] == 1500 and report["n_samples"] == 4000

@@ -37,22 +37,14 @@ def data_file(tmp_path):
     return path
 
 
+# The data file's columns and positive class, as the command's options.
+COLUMNS = ("--scores", "prob", "--labels", "churned", "--pos-label", "yes")
+
+
 def _record(data_file, capsys, *options):
     if "--bound" not in options:  # TV's record (the command's default is the band)
         options = ("--bound", "tv", *options)
-    code = main(
-        [
-            str(data_file),
-            "--scores",
-            "prob",
-            "--labels",
-            "churned",
-            "--pos-label",
-            "yes",
-            "--json",
-            *options,
-        ]
-    )
+    code = main([str(data_file), *COLUMNS, "--json", *options])
     assert code == 0
     out = capsys.readouterr().out
     path = data_file.parent / "record.json"
@@ -177,17 +169,7 @@ def test_verify_checks_only_the_data_of_a_non_reproducible_record(
     )
     path = tmp_path / "cert.json"
     path.write_text(json.dumps(est.certificate_))
-    code, out, _ = _verify(
-        capsys,
-        path,
-        data_file,
-        "--scores",
-        "prob",
-        "--labels",
-        "churned",
-        "--pos-label",
-        "yes",
-    )
+    code, out, _ = _verify(capsys, path, data_file, *COLUMNS)
     assert code == 3 and out.startswith("PARTIAL")
     assert (
         "data match" in out

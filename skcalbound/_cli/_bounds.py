@@ -1,0 +1,79 @@
+"""Which bounds the command computes, and their estimators built from the options.
+
+The classes come from ``skcalbound._registry``; what the command needs to know of
+a bound (its assumption parameters, whether it takes ``guarantee`` or cross-fits,
+whether it runs on chunks) is asked of the class or the estimator.
+"""
+
+from .._registry import BY_NAME
+from ._errors import CLIError
+from ._parser import GUARANTEES
+
+# The default bound: the first of these that has --guarantee's form (the band has
+# no paper form); then one bound per assumption option given (see --help).
+DEFAULT_BOUNDS = ("monotone", "tv")
+ADDED_BY_OPTIONS = {"nw": ("h", "b1", "b2"), "lipschitz": ("L",)}
+
+
+def _takes_guarantee(cls, guarantee):
+    """Whether ``cls`` computes the form ``guarantee`` (a class without the
+    parameter computes the default one only)."""
+    return guarantee == GUARANTEES[0] or "guarantee" in cls().get_params()
+
+
+def bound_names(args):
+    """The bounds to compute: --bound, or the default bound plus those the
+    assumption options name."""
+    if args.bound is not None:
+        return list(dict.fromkeys(args.bound))
+    default = next(
+        name
+        for name in DEFAULT_BOUNDS
+        if _takes_guarantee(BY_NAME[name], args.guarantee)
+    )
+    added = [
+        name
+        for name, options in ADDED_BY_OPTIONS.items()
+        if any(getattr(args, option) is not None for option in options)
+    ]
+    return [default, *added]
+
+
+def estimators(args, names=None):
+    """The estimator of each bound name (default: ``bound_names(args)``), its
+    assumption from the options of the parameters it states it with
+    (``assumption_params``), and the common options it takes. A bound that does not
+    cross-fit by default (``cv=None``: one band on all rows) keeps its ``cv``; one
+    without a ``guarantee`` parameter refuses another guarantee than the default."""
+    common = dict(
+        confidence_level=args.confidence_level,
+        guarantee=args.guarantee,
+        cv=args.cv,
+        aggregate=args.aggregate,
+        random_state=args.random_state,
+    )
+    found = {}
+    for name in bound_names(args) if names is None else names:
+        cls = BY_NAME[name]
+        if not _takes_guarantee(cls, args.guarantee):
+            raise CLIError(
+                f"--guarantee {args.guarantee}: {name} has no paper form (the paper "
+                "has no calibration band); compute it without --guarantee, or use "
+                "--bound tv nw lipschitz"
+            )
+        defaults = cls().get_params()
+        skip = {"cv", "aggregate"} if defaults.get("cv", 0) is None else set()
+        params = {k: v for k, v in common.items() if k in defaults and k not in skip}
+        found[name] = cls(
+            **{p: getattr(args, p) for p in cls.assumption_params}, **params
+        )
+    return found
+
+
+def mergeable(est):
+    """Whether a bound runs on chunks (its statistics merge by addition), not on
+    the sorted sample."""
+    try:
+        return est._method().mergeable
+    except (ValueError, TypeError):  # a bad option: the fit in memory says it
+        return False
