@@ -42,6 +42,7 @@ virtual cores).
 
 import hashlib
 import math
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from numbers import Integral
 
@@ -122,13 +123,33 @@ def _plain(value):
     return plain if ok else repr(value)
 
 
-def build_certificate(estimator, scores, labels, *, summary=None):
-    """The ``certificate_`` dict of a just-fitted bound ``estimator``.
+def _now():
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
-    ``scores`` and ``labels`` are the validated arrays ``fit`` used, in data order
-    (float64 scores, uint8 0/1 labels). Data not in one place (``fit_chunks``, Dask)
-    gives ``summary = (n_samples, n_positive, digest or None)`` instead.
-    """
+
+@dataclass(frozen=True)
+class DataSummary:
+    """What a fit keeps of its data for the audit record: ``n_samples``,
+    ``n_positive``, ``digest`` (the SHA-256 hex digest of the module docstring's
+    recipe, or None for data not read in order) and ``created`` (the UTC time of the
+    fit, ISO 8601)."""
+
+    n_samples: int
+    n_positive: int
+    digest: object = None
+    created: str = field(default_factory=_now)
+
+    @classmethod
+    def of_arrays(cls, scores, labels):
+        """The summary of validated arrays in data order (float64 scores, uint8 0/1
+        labels)."""
+        n_positive = int(np.count_nonzero(labels))
+        return cls(int(scores.shape[0]), n_positive, data_fingerprint(scores, labels))
+
+
+def build_certificate(estimator, data):
+    """The ``certificate_`` dict of a fitted bound ``estimator`` whose data ``fit``
+    summarised as ``data`` (a :class:`DataSummary`)."""
     from . import __version__
 
     params, as_repr = {}, []
@@ -140,13 +161,7 @@ def build_certificate(estimator, scores, labels, *, summary=None):
         params[name] = plain
     reasons = []
     random_state = estimator.random_state
-    if summary is None:
-        summary = (
-            scores.shape[0],
-            np.count_nonzero(labels),
-            data_fingerprint(scores, labels),
-        )
-    n_samples, n_positive, digest = summary
+    digest = data.digest
     if digest is None:
         reasons.append("the data were not read in order, so they have no fingerprint")
     if random_state is None:
@@ -175,13 +190,13 @@ def build_certificate(estimator, scores, labels, *, summary=None):
         "record_version": RECORD_VERSION,
         "library": "skcalbound",
         "version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": data.created,
         "method": type(estimator).__name__,
         "guarantee": params.get("guarantee", "high_probability"),
         "confidence_level": params["confidence_level"],
         "assumption": assumption,
-        "n_samples": int(n_samples),
-        "n_positive": int(n_positive),
+        "n_samples": int(data.n_samples),
+        "n_positive": int(data.n_positive),
         "pos_label": params["pos_label"],
         "classes": [_plain(c) for c in estimator.classes_],
         "cv": params["cv"],

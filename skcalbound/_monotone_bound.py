@@ -20,7 +20,6 @@ from ._base import (
     _EstimateTap,
     fold_result,
 )
-from ._certificate import build_certificate, data_fingerprint
 from ._chunks import (
     ArraySource,
     IterableSource,
@@ -574,13 +573,8 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
     def _fit_arrays(self, method, scores, labels):
         """Fit on validated float64 scores in [0, 1] and 0/1 labels."""
         if self.cv is not None:  # SPEC 14.2: the shared fold loop
-            return self._fit_source(
-                method,
-                ArraySource(scores, labels),
-                "arrays",
-                arrays=(scores, labels),
-                digest=functools.partial(data_fingerprint, scores, labels),
-            )
+            source = ArraySource(scores, labels)
+            return self._fit_source(method, source, "arrays", arrays=(scores, labels))
         delta = 1.0 - self.confidence_level
         seed = check_random_seed(check_random_state(self.random_state))
         # The data order is not needed any more (it is with cv: fold ids).
@@ -592,13 +586,13 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         # estimate_: the estimate every bound reports (_estimate), from the same seed.
         estimate = _EstimateTap(ArraySource(scores, labels), seed).estimate()
         self._set_result(method, [fold], fit, rows.scores.shape[0], seed, estimate)
-        self.certificate_ = build_certificate(self, scores, labels)
+        self._keep_data_summary((scores, labels), None, None)
         return self
 
-    def _fit_source(self, method, source, what, arrays=None, digest=None):
+    def _fit_source(self, method, source, what, arrays=None):
         if arrays is None and self.cv is None:  # chunks or Dask: SPEC 14.6
             return self._fit_grid(method, source)
-        return super()._fit_source(method, source, what, arrays, digest)
+        return super()._fit_source(method, source, what, arrays)
 
     def _fit_grid(self, method, source):
         """SPEC 14.6 on rows that are not in memory: one pass gathers per-cell
@@ -628,11 +622,7 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         self._set_result(method, [fold], fit, n, key_seed, tap.estimate())
         if isinstance(source, IterableSource):  # the labels' half of the fingerprint
             source.map_reduce(_no_statistics)
-        positives = int(stats.positives.sum())
-        digest = getattr(source, "digest", None)
-        self.certificate_ = build_certificate(
-            self, None, None, summary=(n, positives, digest)
-        )
+        self._keep_data_summary(None, source, int(stats.positives.sum()))
         return self
 
     def _set_result(self, method, results, surrogate, n_samples, key_seed, estimate):

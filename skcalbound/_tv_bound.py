@@ -18,7 +18,6 @@ from ._base import (
     _EstimateTap,
     cross_fit,
 )
-from ._certificate import build_certificate
 from ._chunks import check_random_seed, is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
 from ._splitting import (
@@ -599,9 +598,9 @@ class TVCalibrationBound(_BaseCalibrationBound):
             return _TVCellsMethod(V=float(self.V))
         return _TVMethod(V=float(self.V), guarantee=self.guarantee)
 
-    def _fit_source(self, method, source, what, arrays=None, digest=None):
+    def _fit_source(self, method, source, what, arrays=None):
         if not isinstance(method, _TVCellsMethod):
-            return super()._fit_source(method, source, what, arrays, digest)
+            return super()._fit_source(method, source, what, arrays)
         # One cell bound on all rows at the whole level: no folds, so ``cv`` and
         # ``aggregate`` play no part (a single "split" holding every row).
         if arrays is None:
@@ -613,11 +612,12 @@ class TVCalibrationBound(_BaseCalibrationBound):
         design = GroupDesign(1, ((0, ()),))
         delta = 1.0 - self.confidence_level
         source = _EstimateTap(source, key_seed)
-        results, surrogate, _ = cross_fit(method, source, [design], delta, key_seed)
+        results, surrogate, n_positive = cross_fit(
+            method, source, [design], delta, key_seed
+        )
         n = source.n_samples
         self._set_result(method, results, surrogate, n, key_seed, source.estimate())
-        summary = (n, np.count_nonzero(arrays[1]), digest())
-        self.certificate_ = build_certificate(self, *arrays, summary=summary)
+        self._keep_data_summary(arrays, source, n_positive)
         return self
 
     def _set_result(self, method, results, surrogate, n_samples, key_seed, estimate):

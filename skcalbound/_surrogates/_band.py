@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._chernoff import kl_lower_limit, kl_upper_limit
+from ._chernoff import kl_lower_limit, kl_upper_limit
 from ._dkw import dkw_epsilon, dkw_positions, transfer_side
 from ._step import tie_block_starts
 

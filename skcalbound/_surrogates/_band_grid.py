@@ -54,8 +54,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._chernoff import kl_lower_limit, kl_upper_limit
 from ._band import Band, window_lengths
+from ._chernoff import kl_lower_limit, kl_upper_limit
 from ._dkw import dkw_epsilon, dkw_positions
 
 
