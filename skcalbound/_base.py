@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ._assumptions import check_untied_scores
 from ._certificate import DataSummary, build_certificate
 from ._chunks import (
     ArraySource,
@@ -33,14 +34,8 @@ from ._splitting import (
     make_folds,
     row_folds,
 )
-from ._validation import (
-    check_held_out_labels,
-    check_scores,
-    check_scores_labels,
-    check_untied_scores,
-    warn_if_low_confidence,
-    warn_if_vacuous,
-)
+from ._validation import check_held_out_labels, check_scores, check_scores_labels
+from ._warnings import warn_if_low_confidence, warn_if_vacuous
 
 
 class _BoundMethod:

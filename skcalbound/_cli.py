@@ -834,7 +834,7 @@ def compute_by(args, frame, scores, labels):
     """``--by``: the per-segment table of each bound (``bounds_by_group``, with the
     whole file as the last row), by bound name."""
     from ._groups import bounds_by_group
-    from ._validation import VacuousBoundWarning
+    from ._warnings import VacuousBoundWarning
 
     groups = _column(frame, args.by, "--by", args.file)
     tables = {}

@@ -23,13 +23,8 @@ from ._monotone_method import (
     no_statistics,
 )
 from ._result import aggregate_folds
-from ._validation import (
-    MonotonicityWarning,
-    _user_stacklevel,
-    check_prob_labels,
-    check_scores,
-    warn_if_vacuous,
-)
+from ._validation import check_prob_labels, check_scores
+from ._warnings import MonotonicityWarning, _user_stacklevel, warn_if_vacuous
 
 
 class MonotoneCalibrationBound(_BaseCalibrationBound):

@@ -21,7 +21,8 @@ from skcalbound import (
     tv_bound,
 )
 from skcalbound._cli import main
-from skcalbound._validation import _binned_auroc, check_scores_labels
+from skcalbound._validation import check_scores_labels
+from skcalbound._warnings import _binned_auroc
 from skcalbound.datasets import make_calibrated, make_calibration_problem
 
 # --------------------------------------------------------------------------------------
