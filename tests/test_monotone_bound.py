@@ -29,13 +29,21 @@ from skcalbound._surrogates._band import (
     Band,
     BandFit,
     band_interval,
-    gap_envelopes,
+    gap_envelope,
     maurer_pontil_term,
     window_lengths,
     window_starts,
 )
 from skcalbound._surrogates._dkw import dkw_epsilon, dkw_positions, quantile_transfer
 from skcalbound.datasets import CustomProblem, make_oscillating
+
+
+def gap_envelopes(sorted_scores, fit):
+    """``(G_plus, G_minus)`` of ``gap_envelope``, both sides."""
+    return gap_envelope(sorted_scores, fit, "plus"), gap_envelope(
+        sorted_scores, fit, "minus"
+    )
+
 
 # ----------------------------------------------------------------- the reference
 
