@@ -1,43 +1,11 @@
 """The audit record of a fitted bound: ``certificate_``, and how to check it.
 
-Every fitted bound estimator (:class:`TVCalibrationBound`, :class:`NWCalibrationBound`,
-:class:`LipschitzBucketBound`, :class:`MonotoneCalibrationBound`) has a
-``certificate_``: a plain dict of ``str``,
-``int``, ``float``, ``bool``, ``None``, lists and dicts (no numpy types), so that
-``json.loads(json.dumps(est.certificate_)) == est.certificate_``. Its floats are
-exactly the estimator's (``bound`` is ``bound_``, and so on).
-
-Keys
-----
-``record`` (``"skcalbound.certificate"``), ``record_version`` (1), ``library``,
-``version`` (``skcalbound.__version__``), ``created`` (UTC, ISO 8601; never compared
-by a verification), ``method`` (the class name), ``guarantee``, ``confidence_level``,
-``assumption`` (the assumption constants as given, ``V``, ``h``, ``b1``, ``b2``,
-``L``, and those used, ``b1_``, ``b2_``, ``L_``), ``n_samples``, ``n_positive``,
-``pos_label``, ``classes``, ``cv``, ``aggregate``, ``random_state``, ``n_splits``,
-``params`` (``get_params(deep=False)``; a value that is not JSON is stored as its
-``repr`` and its name listed in ``params_as_repr``), ``reproducible`` and
-``not_reproducible`` (the reasons a refit cannot repeat the numbers: ``random_state``
-``None`` or a ``RandomState`` instance, ``cv`` a splitter or iterable rather than an
-int or ``None``, a parameter stored as ``repr``; for the reader: a verification
-derives them from ``params``, :func:`refit_obstacles`), ``bound``, ``lower_bound``,
-``estimate``, ``terms`` and ``fingerprint``.
-
-The fingerprint
----------------
-``fingerprint`` is ``{"algorithm": "sha256", "recipe": FINGERPRINT_RECIPE, "digest":
-HEX}`` where ``HEX`` is the SHA-256 hex digest of the data *as the estimator used
-them*, after validation and in data order (before any sorting):
-
-1. the positive-class scores as float64, little-endian, 8 bytes each
-   (``np.asarray(scores, dtype="<f8").tobytes()``), followed by
-2. the labels as one byte each, 1 for the positive class and 0 otherwise
-   (``np.asarray(labels == pos_label, dtype=np.uint8).tobytes()``).
-
-So ``hashlib.sha256(s.astype("<f8").tobytes() + y01.astype("u1").tobytes())
-.hexdigest()`` recomputes it. The two buffers are hashed in place (no copies for
-float64 scores), which costs about 0.045 s per 10**7 scores (measured on two
-virtual cores).
+``certificate_`` is a plain JSON dict (``json.loads(json.dumps(est.certificate_)) ==
+est.certificate_``) whose floats are exactly the estimator's, with a SHA-256
+``fingerprint`` of the data as the estimator used them: the validated positive-class
+scores as float64 little-endian bytes in data order, then the 0/1 labels as uint8
+(``hashlib.sha256(s.astype("<f8").tobytes() + y01.astype("u1").tobytes())``).
+Its keys, the recipe and the checks: ``docs/internals/core.rst``.
 """
 
 import hashlib
