@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._band import Band, window_lengths
+from ._cells import bin_of
 from ._chernoff import kl_lower_limit, kl_upper_limit
 from ._dkw import dkw_epsilon, dkw_positions
 
@@ -27,17 +28,25 @@ def grid_size(n):
     return 2 ** min(16, max(10, bits))
 
 
+@dataclass
 class CellStats:
-    """Per-cell ``counts``, ``positives``, smallest (``lo``) and largest (``hi``)
-    score of a grid of ``M`` cells; ``+`` merges two by addition and min/max."""
+    """Per-cell ``counts``, ``positives`` (int64), smallest (``lo``) and largest
+    (``hi``) score of a grid of ``M`` cells; ``+`` merges two by addition and
+    min/max.
 
-    def __init__(self, counts, positives, lo, hi):
-        self.counts, self.positives, self.lo, self.hi = counts, positives, lo, hi
+    Not ``_cells.CellSums``: those are per (group, cell) sums of offsets that the
+    band does not use, and merge by addition only; the band's extents merge by
+    minimum and maximum."""
+
+    counts: np.ndarray
+    positives: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
     @classmethod
     def of_rows(cls, scores, labels, M):
         """The statistics of rows with scores in [0, 1] and 0/1 labels."""
-        cell = np.minimum((scores * M).astype(np.int64), M - 1)
+        cell = bin_of(scores, M)
         counts = np.bincount(cell, minlength=M)
         positives = np.bincount(cell, weights=labels, minlength=M)
         lo = np.full(M, np.inf)
