@@ -84,11 +84,29 @@ def _shuffle_tie_blocks(order, sorted_scores, seed):
 
 
 @dataclass(frozen=True)
+class _GroupedSplits:
+    """One design of splits over the sorted rows: the group id of every sorted row
+    (``groups``) and the design's ``(validation, train)`` ``splits``."""
+
+    groups: np.ndarray
+    splits: tuple
+
+
+@dataclass(frozen=True)
+class _BandRefit:
+    """What a cross-fitted pass hands to the refit: the sorted ``rows``
+    (:class:`_SortedRows`) and its ``design`` (:class:`_GroupedSplits`)."""
+
+    rows: _SortedRows
+    design: _GroupedSplits
+
+
+@dataclass(frozen=True)
 class _LevelData:
     """What a fit keeps to recompute its interval at another level without the data
     (SPEC 14.1): the sorted ``scores`` and 0/1 ``labels`` (tie blocks in the fit's
-    random order) and, for the cross-fitted variant, ``designs``: per design of
-    splits the sorted rows' group ids and its ``(validation, train)`` splits."""
+    random order) and, for the cross-fitted variant, ``designs``: one
+    :class:`_GroupedSplits` per design of splits."""
 
     scores: np.ndarray
     labels: np.ndarray
@@ -319,7 +337,7 @@ class _BandMethod(_BoundMethod):
         splits = _split_statistics(
             rows.scores, rows.labels, groups, design.splits, delta
         )
-        refit = (rows, (groups, design.splits))
+        refit = _BandRefit(rows, _GroupedSplits(groups, design.splits))
         return Passes(tuple(splits), int(np.count_nonzero(source.labels)), refit)
 
     def fold_terms(self, statistics, delta):
@@ -332,8 +350,8 @@ class _BandMethod(_BoundMethod):
         return FoldTerms(terms, {"validation_lower_mean": st.mean_minus}, lower)
 
     def surrogate(self, passes, folds, source, delta):
-        rows = passes[0].refit[0]
-        designs = tuple(run.refit[1] for run in passes)
+        rows = passes[0].refit.rows
+        designs = tuple(run.refit.design for run in passes)
         level_data = _LevelData(rows.scores, rows.labels, designs)
         band = fit_band(rows.scores, rows.labels, delta / 2).band
         return _monotone_fit(rows, band, level_data)
@@ -354,12 +372,12 @@ class _BandMethod(_BoundMethod):
                 interval = band_interval(data.scores, data.labels, alpha)
                 folds = [_full_sample_fold(interval, alpha, math.nan)]
             else:
-                delta = alpha / sum(len(splits) for _, splits in data.designs)
+                delta = alpha / sum(len(d.splits) for d in data.designs)
                 folds = [
                     fold_result(self, statistics, delta, info)
-                    for groups, splits in data.designs
+                    for design in data.designs
                     for statistics, info in _split_statistics(
-                        data.scores, data.labels, groups, splits, delta
+                        data.scores, data.labels, design.groups, design.splits, delta
                     )
                 ]
         result = aggregate_folds(folds, estimator.aggregate, 1.0 - alpha, warn=False)
