@@ -10,16 +10,16 @@ __version__ = "0.1.0.dev0"
 
 # Public name -> the private module that defines it.
 _MODULES = {
-    "BelowChanceWarning": "_validation",
+    "BelowChanceWarning": "_warnings",
     "CalibrationBoundDisplay": "_display",
     "LipschitzBucketBound": "_lipschitz_bound",
     "MonotoneCalibrationBound": "_monotone_bound",
-    "MonotonicityWarning": "_validation",
+    "MonotonicityWarning": "_warnings",
     "MulticlassCalibrationBound": "_multiclass",
     "NWCalibrationBound": "_nw_bound",
     "SechPerturbedClassifier": "_sech_perturbed",
     "TVCalibrationBound": "_tv_bound",
-    "VacuousBoundWarning": "_validation",
+    "VacuousBoundWarning": "_warnings",
     "binned_ece": "_binned_ece",
     "bounds_by_group": "_groups",
     "calibration_test": "_calibration_test",
@@ -56,11 +56,7 @@ if _TYPE_CHECKING:  # what static tools and IDEs see
     )
     from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
     from ._tv_bound import TVCalibrationBound, tv_bound
-    from ._validation import (
-        BelowChanceWarning,
-        MonotonicityWarning,
-        VacuousBoundWarning,
-    )
+    from ._warnings import BelowChanceWarning, MonotonicityWarning, VacuousBoundWarning
 
 
 def __getattr__(name):

@@ -7,8 +7,6 @@ A bound plugs in through a small picklable *method* object (see ``_BoundMethod``
 
 import dataclasses
 import functools
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -17,7 +15,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._certificate import build_certificate, data_fingerprint
+from ._assumptions import check_untied_scores
+from ._certificate import DataSummary, build_certificate
 from ._chunks import (
     ArraySource,
     DaskSource,
@@ -36,18 +35,8 @@ from ._splitting import (
     make_folds,
     row_folds,
 )
-from ._validation import (
-    check_held_out_labels,
-    check_scores,
-    check_scores_labels,
-    check_untied_scores,
-    warn_if_low_confidence,
-    warn_if_vacuous,
-)
-
-# Rows from which the data fingerprint is hashed in a thread beside the fit: starting
-# one costs ~0.4 ms, the hash ~6.5 us per 1,000 rows (measured here).
-_THREADED_FINGERPRINT_ROWS = 2**16
+from ._validation import check_held_out_labels, check_scores, check_scores_labels
+from ._warnings import warn_if_low_confidence, warn_if_vacuous
 
 
 class _BoundMethod:
@@ -268,33 +257,6 @@ def interval_at(estimator, alpha):
     return result.lower_bound, result.bound
 
 
-class Workspace:
-    """Float64 buffers for one fold's training data, reused from fold to fold.
-
-    At 10**7 samples a fresh 64 MB array per fold and per vector costs more than the
-    TV prox itself on a virtual machine, where first-touch page faults are slow. A
-    fold's surrogate may keep references into the buffers, so it must not outlive its
-    fold: only the numbers in its ``FoldResult`` are kept.
-    """
-
-    def __init__(self, size):
-        self.scores = np.empty(size)
-        self.labels = np.empty(size)
-        self.labels_uint8 = np.empty(size, dtype=np.uint8)
-        self.out = np.empty(size)
-
-    def training_data(self, sample, train):
-        """Training scores and float64 labels at sorted positions ``train``."""
-        m = train.shape[0]
-        # mode="clip" (the indices are valid) lets take write into ``out`` unbuffered.
-        scores = np.take(sample.scores, train, out=self.scores[:m], mode="clip")
-        labels = self.labels[:m]
-        labels[...] = np.take(
-            sample.labels, train, out=self.labels_uint8[:m], mode="clip"
-        )
-        return scores, labels, self.out[:m]
-
-
 def _tie_checks(h, arrays, n):
     """``(check, check_counts)`` for :func:`cross_fit`: with ``h`` the scores must look
     perturbed (not tied). Chunks are checked one by one; arrays in memory only when a
@@ -410,24 +372,11 @@ class _BaseCalibrationBound(BaseEstimator):
     def _fit_arrays(self, method, scores, labels):
         """Fit on validated float64 scores in [0, 1] and uint8 labels in {0, 1}."""
         source = ArraySource(scores, labels, self.n_jobs)
-        # The audit record's SHA-256 of the data reads 9 bytes a row; hashlib releases
-        # the GIL, so on large inputs it runs in a thread beside the fit (6% of an NW
-        # fit at 10**7 rows). The validated arrays are never written to. On small
-        # ones, starting the thread costs more than hashing.
-        with ExitStack() as stack:
-            if scores.shape[0] >= _THREADED_FINGERPRINT_ROWS:
-                pool = stack.enter_context(ThreadPoolExecutor(max_workers=1))
-                digest = pool.submit(data_fingerprint, scores, labels).result
-            else:
-                digest = functools.partial(data_fingerprint, scores, labels)
-            return self._fit_source(
-                method, source, "arrays", arrays=(scores, labels), digest=digest
-            )
+        return self._fit_source(method, source, "arrays", arrays=(scores, labels))
 
-    def _fit_source(self, method, source, what, arrays=None, digest=None):
+    def _fit_source(self, method, source, what, arrays=None):
         """Fit on the rows of ``source`` (``_chunks``): validated arrays in memory
-        (``arrays``, with ``digest`` returning their fingerprint), chunks or
-        Dask."""
+        (``arrays``), chunks or Dask."""
         name = type(self).__name__
         if arrays is None and not method.mergeable:
             raise ValueError(
@@ -470,19 +419,37 @@ class _BaseCalibrationBound(BaseEstimator):
             self.classes_ = source.classes
             self.n_features_in_ = 1
         self._set_result(method, results, surrogate, n, key_seed, source.estimate())
-        # The audit record (``_certificate``): data fingerprint in data order.
-        if arrays is not None:
-            labels = arrays[1]
-            summary = (n, np.count_nonzero(labels), digest())
-            self.certificate_ = build_certificate(self, *arrays, summary=summary)
-        else:
-            self.certificate_ = build_certificate(
-                self,
-                None,
-                None,
-                summary=(n, n_positive, getattr(source, "digest", None)),
-            )
+        self._keep_data_summary(arrays, source, n_positive)
         return self
+
+    def _keep_data_summary(self, arrays, source, n_positive):
+        """Keep what :attr:`certificate_` says of the data: the fingerprint of the
+        validated ``arrays`` in data order, or for a source not in memory
+        (``arrays`` None) its row count, ``n_positive`` and the digest it took on
+        the way (None if it could not)."""
+        if arrays is not None:
+            summary = DataSummary.of_arrays(*arrays)
+        else:
+            digest = getattr(source, "digest", None)
+            summary = DataSummary(source.n_samples, n_positive, digest)
+        self.__dict__.pop("certificate_", None)  # a refit's record is its own
+        self._data_summary = summary
+
+    # The audit record is built on first access, from the fitted numbers and the
+    # DataSummary ``fit`` kept, and then cached in the instance's ``__dict__``
+    # (``functools.cached_property``): the one thing written to a fitted estimator
+    # after ``fit`` returns; a refit drops it. A non-data descriptor, so that a
+    # subclass may still assign ``self.certificate_``. The fingerprint itself is
+    # hashed in ``fit`` (in line, one sequential read of 9 bytes a row): hashing on
+    # first access would need the validated arrays kept on the estimator, 9 bytes a
+    # row in memory and in every pickle, and the scores are often the caller's own
+    # array (no copy when already float64), which the caller may change after
+    # ``fit``; the record must fingerprint the data as the fit used them.
+    @functools.cached_property
+    def certificate_(self):
+        """The audit record of the fit (``_certificate``), built on first access."""
+        check_is_fitted(self)
+        return build_certificate(self, self._data_summary)
 
     def _set_result(self, method, results, surrogate, n_samples, key_seed, estimate):
         """The fitted attributes from the fold results, the refit surrogate and the

@@ -9,7 +9,8 @@ from numbers import Real
 from ._base import interval_at
 from ._compat import Interval, StrOptions, validate_params
 from ._registry import BY_NAME as _ESTIMATORS
-from ._validation import _user_stacklevel, check_prob_labels
+from ._validation import check_prob_labels
+from ._warnings import _user_stacklevel
 
 # Smallest level the p-value search reaches; below it the p-value is reported as this.
 _SMALLEST_LEVEL = 1e-300

@@ -1,20 +1,12 @@
 """Where the rows come from: arrays in memory, an iterable of chunks, or Dask.
 
-A bound on mergeable statistics (``_surrogates/_nw_grid``) is two map-reduce passes
-over the rows. A *source* runs one pass: it calls ``fn(chunk)`` on every chunk of
-validated rows (:class:`Chunk`) and merges the results with ``+`` in row order, so
-that the result depends on the rows, not on how they were cut. Three sources:
-
-- :class:`ArraySource`: validated arrays in memory, in blocks of a fixed size (the
-  one-chunk case of the same code, and threads for ``n_jobs``);
-- :class:`IterableSource`: a re-iterable of ``(y_true, y_prob)`` chunks (arrays,
-  pandas Series, a file read by row groups), read once per pass;
-- :class:`DaskSource`: two dask arrays or DataFrame columns; each pass is one chain
-  of ``dask.delayed`` additions over the blocks, computed with the active scheduler.
-
-Each source validates its chunks the way ``fit`` validates arrays, and gives every
-row its global index (``Chunk.start``), from which the counter-based fold ids and
-subsample keys of ``_splitting`` are drawn.
+A *source* runs one pass: ``fn(chunk)`` on every chunk of validated rows
+(:class:`Chunk`), the results merged with ``+`` in row order, so that they depend on
+the rows, not on how they were cut. :class:`ArraySource` (arrays in memory, in
+blocks), :class:`IterableSource` (a re-iterable of ``(y_true, y_prob)`` chunks) and
+:class:`DaskSource` (dask arrays or DataFrame columns) validate their chunks as
+``fit`` validates arrays and give every row its global index (``Chunk.start``).
+More in ``docs/internals/core.rst``.
 """
 
 import hashlib

@@ -1,56 +1,12 @@
 """The point estimate of the calibration error (``estimate_``): not certified.
 
-Every bound reports, beside its certified interval, one number meant to be close to
-``CE = E|s - eta(s)|``. The plug-in ``mean |s - eta_hat(s)|`` of a fold's surrogate is
-not that number: the surrogate's noise adds to ``|s - eta_hat|`` on average, so it
-overstates a small calibration error by more than the 15-bin ECE does (issue 36).
-This module computes instead a *cross-fitted sign-pooled binned* estimate from
-mergeable per-cell sums, so that it is the same number in memory, in chunks and on
-Dask, whichever bound is fitted.
-
-The estimator (derived here, not taken from a paper)
-----------------------------------------------------
-Write ``F(t) = E[(y - s) 1{s <= t}]``. Then ``CE = E|eta(s) - s|`` is the total
-variation of ``F``: over an interval where ``eta - s`` keeps one sign, the
-contribution to ``CE`` is ``|F(b) - F(a)|``, the absolute value of a *sum*. A binned
-ECE takes ``|.|`` bin by bin; where a bin's signal is small against its noise,
-``E|mean(y - s)| > |mean(eta - s)|`` and the ECE is biased upwards (by about
-``0.8 sd`` per bin when the scores are calibrated). Pooling the bins over which the
-sign of ``eta - s`` does not change loses nothing of ``CE`` and divides that bias by
-the pooling, but the signs must not be read from the same labels (then ``|sum| =
-sum |.|`` again). Hence:
-
-1. The rows are split into two halves ``A`` and ``B`` independently of the data
-   (the caller's counter-based draw from ``(random_state, row index)``); per half and
-   per cell of a fixed grid of ``2**16`` equal cells on ``[0, 1]``, the count, the sum
-   of the scores and the sum of the labels (:class:`EstimateCells`, merged by
-   addition).
-2. ``B = round((2/3) n ** (1/3))`` bins of consecutive cells with about ``n / B``
-   rows each (from the counts of all rows; a cell, and so a tie, is never split).
-   The factor 2/3 was chosen on ``benchmarks/bench_estimate.py`` (0.5 to 0.7 did as
-   well; 1 and 1.5 let more bins straddle a sign change).
-3. On half ``A``, the bin means ``d_b = mean(y - s)`` are denoised by 1-D total
-   variation (``argmin_x 0.5 ||x - d||**2 + lambda sum |x_{b+1} - x_b|``, exact, by
-   prox-tv's taut string; ``lambda = sd * sqrt(m)`` with ``sd`` the root mean
-   square of the standard errors of the ``m`` bins that have rows in ``A``, the
-   size of a pure-noise walk over them: a noise-only sequence becomes flat); the
-   signs of the denoised values cut the bins into runs. The bins on either side of a
-   sign change stay single (where the sign is uncertain, a run must not reach across
-   the true change and cancel).
-4. On half ``B``, the estimate is ``sum_runs |sum_{rows of B in the run} (y - s)| /
-   n_B``; then the roles are swapped and the two are averaged.
-
-Given the scores and half ``A``'s labels the runs are fixed, and each run's sum over
-``B`` is an unbiased estimate of its part of ``F``; its ``|.|`` is biased upward only
-by the run's noise, now small against a run's signal. What remains is a downward
-bias from a run that still straddles a sign change and from bins that do (at most
-the slope of ``eta - s`` times a bin width squared at each change). As ``n`` grows,
-``B`` grows, the bins shrink and each run's relative noise goes to zero: the estimate
-is consistent for ``CE`` when ``eta - s`` changes sign finitely often. Measured
-against the 15-bin ECE in ``benchmarks/bench_estimate.py``.
-
-It is an estimate, not a bound: in a rare sample it falls outside the certified
-interval.
+A cross-fitted, sign-pooled binned estimate of ``CE = E|s - eta(s)|`` from mergeable
+per-cell sums (:class:`EstimateCells`), the same number in memory, in chunks and on
+Dask, whichever bound is fitted: bins of about ``n / B`` rows with
+``B = round((2/3) n ** (1/3))``; on one random half of the rows the TV-denoised bin
+means cut the bins into runs of one sign, on the other half the runs' ``|sum(y - s)|``
+are added, and the halves swap. It can fall outside the certified interval. The
+derivation: ``docs/internals/core.rst``.
 """
 
 from dataclasses import dataclass

@@ -12,7 +12,8 @@ from ._binned_ece import binned_ece
 from ._compat import Interval, StrOptions, validate_params
 from ._guarantee import guarantee_of
 from ._registry import BY_NAME as _ESTIMATORS
-from ._validation import VacuousBoundWarning, _user_stacklevel, check_prob_labels
+from ._validation import check_prob_labels
+from ._warnings import VacuousBoundWarning, _user_stacklevel
 
 #: Group label of the whole-population row added by ``include_overall=True``.
 OVERALL = "(all)"

@@ -6,6 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
+from ._assumptions import check_perturbation_h, check_smoothness_constants
 from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
 from ._chunks import is_dask_collection
 from ._compat import Interval, validate_params
@@ -13,11 +14,7 @@ from ._curve import DisplayCurve, curve_grid, smoothing_band_note, surrogate_sty
 from ._sech import sech_derivative_bounds
 from ._surrogates._bucket_grid import BucketSurrogate, candidate_grids, fit_design
 from ._terms import high_probability_terms, nw_bound_terms
-from ._validation import (
-    check_perturbation_h,
-    check_prob_labels,
-    check_smoothness_constants,
-)
+from ._validation import check_prob_labels
 
 # The paper's candidate bucket counts (Appendix E): 2, 4, ..., 4096.
 DEFAULT_N_BUCKETS = tuple(2**k for k in range(1, 13))

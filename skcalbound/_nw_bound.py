@@ -7,6 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from ._assumptions import check_perturbation_h, check_smoothness_constants
 from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
 from ._chunks import is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
@@ -16,11 +17,7 @@ from ._sech import sech_derivative_bounds
 from ._splitting import SUBSAMPLE_STREAM, GroupDesign, row_keys
 from ._surrogates import _nw_grid, _nw_hp
 from ._terms import high_probability_terms, nw_bound_terms, nw_plugin_bandwidth
-from ._validation import (
-    check_perturbation_h,
-    check_prob_labels,
-    check_smoothness_constants,
-)
+from ._validation import check_prob_labels
 
 # The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
 _AUTO_MIN, _AUTO_MAX, _AUTO_FRACTION = 5000, 15000, 0.05

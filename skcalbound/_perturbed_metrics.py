@@ -8,9 +8,10 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from ._assumptions import check_perturbation_h
 from ._compat import Interval, validate_params
 from ._sech import sech_expectations
-from ._validation import check_perturbation_h, check_prob_labels
+from ._validation import check_prob_labels
 
 _PARAMETERS = {
     "y_true": ["array-like"],

@@ -94,8 +94,8 @@ class BoundResult:
             }
             for fold in self.folds
         ]
-        # Column by column: a frame from a list of dicts costs ~1 ms, a sizeable part
-        # of a fit at 10**3 rows; every fold has the same columns.
+        # Column by column: a frame from a list of dicts is slow, a sizeable part of a
+        # fit at 10**3 rows; every fold has the same columns.
         return pd.DataFrame(
             {name: [row[name] for row in rows] for name in rows[0]},
             index=pd.RangeIndex(len(rows), name="fold"),

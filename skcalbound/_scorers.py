@@ -12,11 +12,12 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import Pipeline
 
+from ._assumptions import check_perturbation_h
 from ._compat import Interval, StrOptions, _Scorer, validate_params
 from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
 from ._registry import BY_NAME as _BOUNDS
 from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
-from ._validation import check_perturbation_h, classifier_labels_01
+from ._validation import classifier_labels_01
 
 # Without b1/b2 or L (a bound's ``smoothness_params`` other than ``h``), ``h`` is read
 # from the perturbed classifier scored; a given ``h`` must be its.

@@ -1,12 +1,12 @@
 r"""The hyperbolic secant perturbation kernel on [0, 1], as pure functions.
 
-A perturbed score has the density :math:`k(s \mid s_o) = \operatorname{sech}((s -
-s_o)/h) / Z(s_o, h)` on [0, 1] (paper section 5, equation (8); Appendix D, Lemma 7;
-SPEC section 6), written with the Gudermannian :math:`\operatorname{gd}(x) = 2
-\arctan(\tanh(x/2))`, finite and exact for every :math:`h > 0` (``sinh(1/h)`` and
-``cosh(1/h)`` overflow for ``h < 1/710``). No scikit-learn, no randomness, no state:
-the caller draws the uniforms that :func:`sech_inverse_cdf` maps to scores. Inputs
-are assumed validated (``h > 0``, ``s_orig`` in [0, 1]); functions broadcast.
+A perturbed score is drawn from the density
+:math:`k(s \mid s_o) = \operatorname{sech}((s - s_o)/h) / Z(s_o, h)` on [0, 1]
+(paper section 5, equation (8); Appendix D, Lemma 7; SPEC section 6), written with
+the Gudermannian in the overflow-free form :math:`2 \arctan(\tanh(x/2))`, finite
+and exact for every :math:`h > 0`. No randomness, no state: the caller draws the
+uniforms that :func:`sech_inverse_cdf` maps to scores. Inputs are assumed validated
+(``h > 0``, ``s_orig`` in [0, 1]); all functions broadcast their array arguments.
 """
 
 import numpy as np

@@ -14,6 +14,7 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
+from ._assumptions import check_perturbation_h
 from ._compat import (
     HasMethods,
     Interval,
@@ -22,7 +23,7 @@ from ._compat import (
     validate_params,
 )
 from ._sech import sech_derivative_bounds, sech_inverse_cdf
-from ._validation import check_perturbation_h, check_probabilities
+from ._validation import check_probabilities
 
 
 @validate_params(

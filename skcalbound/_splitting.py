@@ -28,16 +28,16 @@ from sklearn.utils import check_random_state
 def stable_argsort(x):
     """Stable argsort of scores in [0, 1], and the sorted scores.
 
-    Why not ``np.argsort(x, kind="stable")``: it is a merge sort, 2.5x slower than
-    numpy's vectorised quicksort, which itself is ~8x slower than the vectorised sort of
-    plain 64-bit integers. Doubles in [0, 1] (in fact in [0, 2)) order like their bit
+    Why not ``np.argsort(x, kind="stable")``: it is a merge sort, slower than numpy's
+    vectorised quicksort, which itself is slower than the vectorised sort of plain
+    64-bit integers. Doubles in [0, 1] (in fact in [0, 2)) order like their bit
     patterns, whose two top bits are zero; so we sort one ``uint64`` key per score: the
     top ``64 - b`` informative bits of the score, then the ``b``-bit data index. Keys
     order by truncated score, then by index. Scores that agree on the kept bits but
     differ below them can come out of order; those short runs are found (a descent in
     the gathered scores) and re-sorted with a stable ``lexsort``. The result is
-    identical to a stable sort in every case (``tests/test_splitting.py``), and about
-    2x faster than ``np.argsort`` plus the gather at 10**7 continuous scores.
+    identical to a stable sort in every case (``tests/test_splitting.py``), and faster
+    than ``np.argsort`` plus the gather on large continuous samples.
 
     Parameters
     ----------
@@ -92,17 +92,13 @@ def stable_argsort(x):
 class SortedSample:
     """All scores and labels in stable score order; ``order[k]`` is the data index.
 
-    ``labels`` are uint8 (a random gather of bytes is 2.5x faster than of doubles).
+    ``labels`` are uint8 (a random gather of bytes moves less memory than one of
+    doubles).
     """
 
     order: np.ndarray
     scores: np.ndarray
     labels: np.ndarray
-
-    @classmethod
-    def from_arrays(cls, scores, labels):
-        order, sorted_scores = stable_argsort(scores)
-        return cls(order=order, scores=sorted_scores, labels=labels[order])
 
 
 @dataclass(frozen=True)
@@ -459,8 +455,8 @@ def _stream_key(seed, stream):
     return _splitmix(z, np.empty(1, dtype=np.uint64))[0]
 
 
-# Rows per block of the hash: its temporaries stay in cache (10x faster at 10**7 rows
-# than whole-array operations, measured).
+# Rows per block of the hash: its temporaries stay in cache, instead of whole-array
+# temporaries written to memory and read back.
 _HASH_BLOCK = 2**16
 
 
@@ -519,7 +515,7 @@ def row_folds(seed, start, n, n_splits):
     if table is not None:
         # One key per block picks one of the K! permutations (bias below K!/2**64).
         keys = row_keys(seed, first, blocks, FOLD_STREAM)
-        # np.take of whole rows: 3x faster than table[index] for int8 rows.
+        # np.take of whole rows: cheaper than table[index] for int8 rows.
         perm = np.take(table, (keys % np.uint64(table.shape[0])).astype(np.intp), 0)
     else:
         keys = row_keys(seed, first * K, blocks * K, FOLD_STREAM).reshape(blocks, K)

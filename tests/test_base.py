@@ -56,7 +56,8 @@ from skcalbound import (
 )
 from skcalbound._cli import main
 from skcalbound._terms import nw_plugin_bandwidth
-from skcalbound._validation import _binned_auroc, check_scores_labels
+from skcalbound._validation import check_scores_labels
+from skcalbound._warnings import _binned_auroc
 from skcalbound.datasets import (
     make_discrete,
     make_overconfident,

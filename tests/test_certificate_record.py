@@ -18,7 +18,6 @@ from skcalbound import (
     LipschitzBucketBound,
     NWCalibrationBound,
     TVCalibrationBound,
-    _base,
 )
 from skcalbound._certificate import (
     certificate_differences,
@@ -99,10 +98,9 @@ def test_certificate_round_trips_and_holds_the_estimators_numbers(make, guarante
 
 
 @pytest.mark.parametrize("offset", [-1, 0])
-def test_fingerprint_hashed_inline_and_in_a_thread_is_the_recipe(offset):
-    # Below _THREADED_FINGERPRINT_ROWS rows the fit hashes the data itself, from it
-    # in a thread beside the fit: the same digest either way.
-    n = _base._THREADED_FINGERPRINT_ROWS + offset
+def test_fingerprint_of_a_larger_sample_is_the_recipe(offset):
+    # 2**16 rows: where the fit used to start hashing in a thread beside the fit.
+    n = 2**16 + offset
     s, y = _data(n, seed=3)
     cert = _fit(ESTIMATORS[4], s, y).certificate_
     assert cert["n_samples"] == n

@@ -1,12 +1,16 @@
-"""KL–Chernoff limits (skcalbound._chernoff): closed forms, the safe side of the
-root, and agreement with an independent root finder."""
+"""KL–Chernoff limits (skcalbound._surrogates._chernoff): closed forms, the safe side
+of the root, and agreement with an independent root finder."""
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 from scipy.optimize import brentq
 
-from skcalbound._chernoff import bernoulli_kl, kl_lower_limit, kl_upper_limit
+from skcalbound._surrogates._chernoff import (
+    bernoulli_kl,
+    kl_lower_limit,
+    kl_upper_limit,
+)
 
 
 def test_closed_forms_at_the_ends():

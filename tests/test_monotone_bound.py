@@ -24,18 +24,26 @@ from skcalbound import (
     monotone_bound,
 )
 from skcalbound._chunks import check_random_seed
-from skcalbound._monotone_bound import _sorted_rows
+from skcalbound._monotone_method import sorted_rows
 from skcalbound._surrogates._band import (
     Band,
     BandFit,
     band_interval,
-    gap_envelopes,
+    gap_envelope,
     maurer_pontil_term,
     window_lengths,
     window_starts,
 )
 from skcalbound._surrogates._dkw import dkw_epsilon, dkw_positions, quantile_transfer
 from skcalbound.datasets import CustomProblem, make_oscillating
+
+
+def gap_envelopes(sorted_scores, fit):
+    """``(G_plus, G_minus)`` of ``gap_envelope``, both sides."""
+    return gap_envelope(sorted_scores, fit, "plus"), gap_envelope(
+        sorted_scores, fit, "minus"
+    )
+
 
 # ----------------------------------------------------------------- the reference
 
@@ -291,7 +299,7 @@ def test_tie_order_comes_from_the_permutation_not_the_data_order():
     s = np.repeat([0.2, 0.4, 0.6, 0.8], 250)
     y = np.concatenate([np.sort(rng.uniform(size=250) < p) for p in s[::250]])
     y = y.astype(np.int64)
-    rows = _sorted_rows(s, y, check_random_seed(check_random_state(0)))
+    rows = sorted_rows(s, y, check_random_seed(check_random_state(0)))
     assert_array_equal(rows.scores, s)
     assert not np.array_equal(rows.labels, y)
     assert_array_equal(np.sort(rows.order), np.arange(s.shape[0]))
@@ -310,7 +318,7 @@ def test_tie_order_is_uniform_and_independent_across_blocks():
     y = np.zeros(6, dtype=np.int64)
     counts = {}
     for seed in range(2400):
-        order = tuple(_sorted_rows(s, y, seed).order)
+        order = tuple(sorted_rows(s, y, seed).order)
         counts[order] = counts.get(order, 0) + 1
     assert len(counts) == 12
     assert all(o[0] == 5 for o in counts)  # the untied row first, always
@@ -480,7 +488,7 @@ def _misses(problem, level, n, repeats, seed):
     upper = lower = 0
     for _ in range(repeats):
         s, y = problem.sample(n, rng)
-        rows = _sorted_rows(s, y, int(rng.integers(2**31)))
+        rows = sorted_rows(s, y, int(rng.integers(2**31)))
         out = band_interval(rows.scores, rows.labels, 1 - level)
         upper += min(out.upper, 1.0) < truth
         lower += max(out.lower, 0.0) > truth

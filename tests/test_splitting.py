@@ -64,10 +64,16 @@ def test_stable_argsort_ignores_labels_within_ties():
     assert_array_equal(stable_argsort(s)[0], [1, 4, 0, 2, 3])
 
 
+def _sorted_sample(scores, labels):
+    """A :class:`SortedSample` of arrays in data order."""
+    order, sorted_scores = stable_argsort(scores)
+    return SortedSample(order=order, scores=sorted_scores, labels=labels[order])
+
+
 def test_kfold_folds_partition_and_are_disjoint():
     rng = np.random.default_rng(3)
     s = rng.uniform(size=103)
-    sample = SortedSample.from_arrays(s, np.zeros(103))
+    sample = _sorted_sample(s, np.zeros(103))
     folds = make_folds(5, np.random.RandomState(0), sample, 2, "Est")
     assert len(folds) == 5
     val_count = sum(f.validation.astype(int) for f in folds)
@@ -81,7 +87,7 @@ def test_int_cv_is_shuffled_kfold():
     # Scores sorted in data order: unshuffled KFold would give contiguous score
     # ranges to each validation fold, which is not an i.i.d. split.
     s = np.linspace(0, 1, 100)
-    sample = SortedSample.from_arrays(s, np.zeros(100))
+    sample = _sorted_sample(s, np.zeros(100))
     folds = make_folds(4, np.random.RandomState(0), sample, 2, "Est")
     positions = np.flatnonzero(folds[0].validation)
     assert positions.max() - positions.min() > 50
@@ -91,7 +97,7 @@ def test_int_cv_is_shuffled_kfold():
 def test_kfold_fast_path_gives_sklearn_kfold_folds(n, k, seed):
     rng = np.random.default_rng(seed)
     s = rng.uniform(size=n)
-    sample = SortedSample.from_arrays(s, np.zeros(n))
+    sample = _sorted_sample(s, np.zeros(n))
     folds = make_folds(KFold(k, shuffle=True, random_state=seed), None, sample, 2, "E")
     expected = KFold(k, shuffle=True, random_state=seed).split(np.zeros((n, 1)))
     for fold, (train, val) in zip(folds, expected, strict=True):
@@ -279,7 +285,7 @@ def test_label_free_splitters_still_work(make_cv, n_splits):
     s, y = scores_labels(300)
     X = np.zeros((s.shape[0], 1))
     # make_folds gives exactly the splitter's splits (as masks over sorted positions).
-    sample = SortedSample.from_arrays(s, y)
+    sample = _sorted_sample(s, y)
     folds = make_folds(make_cv(), None, sample, 2, "E")
     expected = list(make_cv().split(X))
     assert len(folds) == len(expected) == n_splits

@@ -11,7 +11,7 @@ import warnings
 
 from .._groups import bounds_by_group
 from .._registry import BY_NAME
-from .._validation import VacuousBoundWarning
+from .._warnings import VacuousBoundWarning
 from ._bounds import estimators
 from ._errors import CLIError
 from ._read import check_column, plain

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._chernoff import kl_lower_limit, kl_upper_limit
+from ._chernoff import kl_lower_limit, kl_upper_limit
 from ._dkw import dkw_epsilon, dkw_positions, transfer_side
 from ._step import tie_block_starts
 
@@ -178,22 +178,15 @@ def fit_band(sorted_scores, sorted_labels, delta1):
     )
 
 
-def gap_envelopes(sorted_scores, fit):
-    """``(G_plus, G_minus)`` on the gaps ``[x_i, x_{i+1}]``, ``i = 0..n`` (SPEC 14
-    step 5; ``x_0 = 0``, ``x_{n+1} = 1``): the largest and the smallest
+def gap_envelope(sorted_scores, fit, side, out=None):
+    """``G_plus`` (``side='plus'``) or ``G_minus`` (``'minus'``) on the gaps
+    ``[x_i, x_{i+1}]``, ``i = 0..n`` (SPEC 14 step 5; ``x_0 = 0``, ``x_{n+1} = 1``),
+    written into ``out`` (``n + 1`` floats) if given: the largest and the smallest
     ``|x - eta(x)|`` the band allows there,
     ``G+ = max(x_{i+1} - L(x_i), U(x_{i+1}) - x_i)`` and
     ``G- = max(0, x_i - U(x_{i+1}), L(x_i) - x_{i+1})``. ``G+`` is also taken at
     least 0 (as ``|x - eta(x)|`` is): that changes nothing unless the band crosses,
     where ``G+`` could otherwise be negative."""
-    return gap_envelope(sorted_scores, fit, "plus"), gap_envelope(
-        sorted_scores, fit, "minus"
-    )
-
-
-def gap_envelope(sorted_scores, fit, side, out=None):
-    """One side of :func:`gap_envelopes` (``side``: ``'plus'`` or ``'minus'``),
-    written into ``out`` (``n + 1`` floats) if given."""
     band, n, x = fit.band, sorted_scores.shape[0], sorted_scores
     L, U = fit.lower, fit.upper
     L0, U1 = float(band.lower_at(0.0)), float(band.upper_at(1.0))

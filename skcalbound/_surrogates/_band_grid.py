@@ -1,52 +1,12 @@
 """The monotone band on data beyond memory: cells of a fixed score grid as the atoms
 of the order (SPEC section 14.6).
 
-Pure functions; inputs are assumed validated. Not reviewed independently yet: the
-derivation below is the argument, the tests check it (a brute-force reference and
-Monte Carlo coverage on both sides).
-
-**Statistics.** The grid has ``M`` equal cells ``[k/M, (k+1)/M)`` of [0, 1] (the
-last one closed), ``M`` a function of ``n`` only (:func:`grid_size`). One pass keeps,
-per cell, the number of rows ``c_k``, of positive labels ``S_k``, and the smallest
-and largest score, ``a_k <= b_k``: sums, a minimum and a maximum, so chunks merge
-exactly (:class:`CellStats`), whatever the chunking and the order.
-
-**Derivation** (Theorems 1 and 2 of the band proofs, with rows known only up to
-their cell). Let ``𝒢`` be the scores. Number the non-empty cells ``1 .. m`` in
-score order (``a_1 <= b_1 < a_2 <= ...``) and give the rows sorted positions cell by
-cell, ``C_k = c_1 + ... + c_k``: the sorted score ``x_j`` lies in
-``[a_{k(j)}, b_{k(j)}]``, ``k(j)`` the cell of position ``j``.
-
-1. *Windows of whole cells.* For each length ``ell`` of SPEC 14 step 2 and each of
-   its starts ``a``, the window is the run of cells ``f .. g`` holding positions
-   ``a + 1`` and ``a + ell`` (snapped outwards to whole cells); distinct runs are
-   kept once, ``N'_ell`` of them. The family is a function of the cell counts, so of
-   ``𝒢``. A run holds ``ell' = C_g - C_{f-1}`` rows, all of its cells' rows; given
-   ``𝒢`` their labels are independent Bernoulli(``eta(score)``), and Lemma 1 gives
-   ``lo <= mean eta over the run <= hi`` at ``c = ln(2 J N'_ell / delta1)``. The
-   union over the ``2 N'_ell`` one-sided events of each of the ``J`` lengths costs
-   ``delta1``. No order inside a cell is used, so nothing is drawn: the variant
-   has no randomness.
-2. *Band.* Every score of run ``f .. g`` is in ``[a_f, b_g]``. Under monotone
-   ``eta``: ``U(x) = min{hi : a_f >= x}`` and ``L(x) = max{lo : b_g <= x}`` (step 4
-   with the run's extreme scores, which the cell extents bound).
-3. *Gap envelopes.* Gap ``i`` (``[x_i, x_{i+1}]``, ``x_0 = 0``, ``x_{n+1} = 1``)
-   lies in ``[A_i, B_i]`` with ``A_i = a_{k(i)}`` (0 for ``i = 0``) and ``B_i =
-   b_{k(i+1)}`` (1 for ``i = n``). As ``L`` and ``U`` are non-decreasing, on it
-   ``|x - eta(x)| <= G+_i = max(0, B_i - L(A_i), U(B_i) - A_i)`` and
-   ``>= G-_i = max(0, A_i - U(B_i), L(A_i) - B_i)``: step 5 with each end taken
-   anywhere in its cell. A gap inside cell ``k`` has ``[a_k, b_k]``, the gap after
-   it ``[a_k, b_{k+1}]``: ``G`` is constant on ``2 m + 1`` runs of gaps.
-4. *Transfer.* Step 6 needs only that ``Q(t)`` lies in the gaps ``i in I_j`` and the
-   envelopes hold on them, true by 3; the positions ``j`` are exact (the counts give
-   ``F_n`` at every cell edge, and sorted positions are ranks). The sums over ``j``
-   of sliding extrema are taken run by run (:func:`run_transfer`), ``O(m log m)``.
-
-What is exact: the counts, the sums, the family (a function of ``n`` and the
-counts), ``K`` and the DKW event. What is wider than the exact sort: windows are
-whole cells (a short window cannot split a cell), and a gap's envelope spans its
-end cells' extents instead of two scores. Atoms lose nothing: a cell holding one
-distinct score has ``a_k = b_k``.
+One pass keeps, per cell of ``M = grid_size(n)`` equal cells of [0, 1], the rows,
+the positive labels and the smallest and largest score (:class:`CellStats`, merged
+exactly whatever the chunking); the band's windows are runs of whole cells and each
+gap's envelope spans its end cells' extents, so nothing is drawn. Pure functions;
+inputs are assumed validated. The derivation (SPEC 14's Theorems 1 and 2 with rows
+known only up to their cell): ``docs/internals/core.rst``.
 """
 
 import math
@@ -54,8 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._chernoff import kl_lower_limit, kl_upper_limit
 from ._band import Band, window_lengths
+from ._cells import bin_of
+from ._chernoff import kl_lower_limit, kl_upper_limit
 from ._dkw import dkw_epsilon, dkw_positions
 
 
@@ -67,17 +28,25 @@ def grid_size(n):
     return 2 ** min(16, max(10, bits))
 
 
+@dataclass
 class CellStats:
-    """Per-cell ``counts``, ``positives``, smallest (``lo``) and largest (``hi``)
-    score of a grid of ``M`` cells; ``+`` merges two by addition and min/max."""
+    """Per-cell ``counts``, ``positives`` (int64), smallest (``lo``) and largest
+    (``hi``) score of a grid of ``M`` cells; ``+`` merges two by addition and
+    min/max.
 
-    def __init__(self, counts, positives, lo, hi):
-        self.counts, self.positives, self.lo, self.hi = counts, positives, lo, hi
+    Not ``_cells.CellSums``: those are per (group, cell) sums of offsets that the
+    band does not use, and merge by addition only; the band's extents merge by
+    minimum and maximum."""
+
+    counts: np.ndarray
+    positives: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
     @classmethod
     def of_rows(cls, scores, labels, M):
         """The statistics of rows with scores in [0, 1] and 0/1 labels."""
-        cell = np.minimum((scores * M).astype(np.int64), M - 1)
+        cell = bin_of(scores, M)
         counts = np.bincount(cell, minlength=M)
         positives = np.bincount(cell, weights=labels, minlength=M)
         lo = np.full(M, np.inf)

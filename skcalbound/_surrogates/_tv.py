@@ -33,7 +33,7 @@ def _tv1_1d(y, weight, out):
             "then `pip install --force-reinstall --no-cache-dir prox-tv`."
         ) from _PROX_TV_ERROR
     # The classic taut string is exact and, on label vectors, the fastest of
-    # prox-tv's solvers (about 0.1 s for 8 * 10**6 labels, 2x faster than the default).
+    # prox-tv's solvers (faster than the default).
     # ``tv1_1d`` allocates its output; its solver wrapper writes into ours, which saves
     # a fresh 8m-byte array per fold (tests check both give the same solution).
     solver = getattr(_prox_tv, "_classictautstring_TV1", None)

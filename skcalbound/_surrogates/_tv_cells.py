@@ -4,11 +4,8 @@ Pure functions on a sorted sample; inputs are assumed validated. Under TV's own
 assumption (``TV(eta) <= V``) alone: blocks of whole tie blocks of about ``n/B``
 points (the cells), KL–Chernoff limits of each block's mean label, the envelopes of
 ``|x - eta(x)|`` these allow on every gap between sorted scores, DKW on the quantile
-scale to reach the population, and an oscillation term ``V * p*`` for the gap between
-``eta`` and its block means.
-
-The population transfer (SPEC section 14 step 6) is the monotone band's, from
-:mod:`._dkw`.
+scale to reach the population (the monotone band's transfer, :mod:`._dkw`), and an
+oscillation term ``V * p*`` for the gap between ``eta`` and its block means.
 """
 
 import math
@@ -16,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._chernoff import kl_lower_limit, kl_upper_limit
+from ._chernoff import kl_lower_limit, kl_upper_limit
 from ._dkw import dkw_epsilon, dkw_positions, quantile_transfer
 
 

@@ -5,8 +5,8 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
+from .._assumptions import check_perturbation_h
 from .._compat import HasMethods, Interval, StrOptions, validate_params
-from .._validation import check_perturbation_h
 from ._exact import checked_truth
 from ._perturbed import SechPerturbed, perturbed_name
 from ._problems import (

@@ -1,17 +1,11 @@
 """KL–Chernoff confidence limits for the mean of independent Bernoulli labels.
 
-For ``ell`` independent labels with means ``p_1 .. p_ell`` (not necessarily equal)
-and their mean ``p = mean p_i``, the sum ``S`` satisfies the Chernoff bound
-``P(S / ell >= x) <= exp(-ell kl(x || p))`` for ``x >= p``, and the mirror for
-``x <= p`` (Hoeffding 1963, Theorem 1: the log moment-generating function of a
-Bernoulli is concave in its mean, so unequal means only help). Inverted: with
-``p_hat = S / ell`` and a budget ``c = ln(1 / delta)`` per side,
-
-- ``upper = max{q >= p_hat : ell kl(p_hat || q) <= c}`` is at least ``p`` except
-  with probability at most ``delta``;
-- ``lower = min{q <= p_hat : ell kl(p_hat || q) <= c}`` likewise from below.
-
-Pure functions on arrays; inputs are assumed validated.
+For ``ell`` independent labels with mean of means ``p`` and ``p_hat = S / ell``, the
+Chernoff bound ``P(S / ell >= x) <= exp(-ell kl(x || p))`` (Hoeffding 1963, Theorem
+1; unequal means only help), inverted at a budget ``c = ln(1 / delta)`` per side:
+``upper = max{q >= p_hat : ell kl(p_hat || q) <= c}`` is at least ``p`` except with
+probability at most ``delta``, and ``lower`` likewise from below. Pure functions on
+arrays; inputs are assumed validated.
 """
 
 import numpy as np

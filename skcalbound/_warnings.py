@@ -1,0 +1,254 @@
+"""The package's warnings (vacuous bound, rejected monotonicity, scores below chance)
+and the helpers that issue them at the caller's line."""
+
+import os
+import sys
+import warnings
+
+import numpy as np
+import sklearn
+
+# Frames in these packages are skipped when a warning names the caller's line (Python
+# 3.12's ``skip_file_prefixes`` does this; we support 3.10).
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(path) + os.sep for path in (sklearn.__file__, __file__)
+)
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` of ``warnings.warn`` called from the frame above this one
+    that points at the first frame outside skcalbound and scikit-learn."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+class VacuousBoundWarning(UserWarning):
+    """Warning that an upper bound is too large to be informative.
+
+    Issued by ``fit`` when the upper bound is above 0.5 (or clipped at 1): the
+    calibration error is at most 1 anyway. The message says what shrinks the bound
+    that raised it: more labelled samples for all (the slack shrinks like
+    ``n**(-1/4)`` for TV and ``n**(-1/3)`` for NW); for TV and Lipschitz bucketing,
+    NW on perturbed scores; for NW, a larger ``h`` (or smaller ``b1``, ``b2``). It
+    calls the bound certified only when it is: with ``guarantee='paper'`` the NW and
+    Lipschitz bounds hold in expectation over the training labels only. Silence it
+    with :func:`warnings.filterwarnings` (``category=VacuousBoundWarning``).
+
+    See Also
+    --------
+    NWCalibrationBound : The tightest bound, for perturbed scores.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skcalbound import TVCalibrationBound, VacuousBoundWarning
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=300)
+    >>> y = rng.uniform(size=300) < s
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     bound = TVCalibrationBound(random_state=0).fit(s, y).bound_
+    >>> round(bound, 3), caught[0].category.__name__
+    (0.658, 'VacuousBoundWarning')
+    """
+
+
+class MonotonicityWarning(UserWarning):
+    """Warning that the data reject a monotone calibration function.
+
+    Issued by :class:`MonotoneCalibrationBound` when its calibration band crosses
+    (``L(x) > U(x)`` at some score ``x``). Under the bound's assumption, a
+    non-decreasing ``E[y | s]``, this happens with probability at most
+    ``(1 - confidence_level) / 2``, so a crossing is a level-``(1 - confidence_level)
+    / 2`` test that rejects monotonicity: the interval should not be trusted. The
+    test catches only some non-monotone calibration functions, not all (see the user
+    guide). :class:`TVCalibrationBound` assumes bounded variation instead of
+    monotonicity. Silence it with :func:`warnings.filterwarnings`
+    (``category=MonotonicityWarning``).
+
+    See Also
+    --------
+    MonotoneCalibrationBound : The bound that issues it.
+    TVCalibrationBound : A bound that does not assume monotonicity.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skcalbound import MonotoneCalibrationBound, MonotonicityWarning
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=20_000)
+    >>> eta = np.where((s > 0.3) & (s < 0.7), 1 - s, s)  # falls on (0.3, 0.7)
+    >>> y = rng.uniform(size=20_000) < eta
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     est = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    >>> est.monotonicity_rejected_, caught[0].category.__name__
+    (True, 'MonotonicityWarning')
+    """
+
+
+def warn_if_vacuous(bound, n_samples, name, advice, *, in_expectation_only=False):
+    """Warn when the upper bound is clipped at 1 or above 1/2, saying what helps
+    (``advice``, the bound's own) and what kind of bound it is."""
+    if not bound > 0.5:
+        return
+    what = "clipped at 1" if bound >= 1.0 else f"{bound:.3f}, above 0.5"
+    if in_expectation_only:
+        which = (
+            f"The upper bound of {name} (guarantee='paper': it holds in expectation "
+            "over the training labels only, not with probability confidence_level)"
+        )
+    else:
+        which = f"The certified upper bound of {name}"
+    warnings.warn(
+        f"{which} is {what} with {n_samples} samples: it says little about the "
+        f"calibration error. {advice}",
+        VacuousBoundWarning,
+        stacklevel=_user_stacklevel(),
+    )
+
+
+def warn_if_low_confidence(confidence_level):
+    """Warn when ``confidence_level`` looks like the error probability delta."""
+    if confidence_level < 0.5:
+        warnings.warn(
+            f"confidence_level={confidence_level!r} is the probability that the bound "
+            "holds, not the probability delta that it fails: with this value it holds "
+            f"only {confidence_level:.0%} of the time. Did you mean "
+            f"confidence_level={1 - confidence_level:g}?",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
+
+
+class BelowChanceWarning(UserWarning):
+    """Warning that the scores rank the positive class below chance.
+
+    Issued by ``fit`` (and the functions that call it) when the AUROC of the scores
+    against the labels is below 1/2 by more than three times the largest standard
+    error it can have: the scores point away from the positive class. A certified
+    interval on such scores is valid for them as given, but the usual cause is a
+    mix-up: a wrong ``pos_label``, or the columns of a ``predict_proba`` output in
+    another order than the sorted classes. A calibrated model ranks at least at
+    chance, so an uninformative model does not raise it (beyond a rate of about
+    ``1e-3`` in the worst case).
+
+    See Also
+    --------
+    VacuousBoundWarning : The warning for a bound too large to inform.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from skcalbound import BelowChanceWarning, TVCalibrationBound
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.uniform(size=2000)
+    >>> y = rng.uniform(size=2000) < s
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = TVCalibrationBound(random_state=0).fit(1 - s, y)  # P(y = 0), not 1
+    >>> below = [w for w in caught if w.category is BelowChanceWarning]
+    >>> print(str(below[0].message)[:79])
+    The scores rank the positive class below chance: their AUROC against the labels
+    """
+
+
+# The AUROC is counted on a grid of this many cells of [0, 1] (no sort), in chunks of
+# this many scores (no temporary of the size of the data).
+_AUROC_CELLS = 2**16
+_AUROC_CHUNK = 2**18
+# Standard errors below 1/2 that the AUROC must be to warn.
+_BELOW_CHANCE_Z = 3.0
+
+
+def _binned_auroc(scores, labels):
+    """``(auroc, tied)``: the AUROC of the scores rounded down to the grid, and the
+    fraction of (positive, negative) pairs in one cell.
+
+    Pairs in one cell count 1/2 here, and between 0 and 1 in the AUROC of the scores
+    themselves, so that AUROC is at most ``auroc + tied / 2``.
+    """
+    # One bincount of ``2 * cell + label`` per chunk: the even slots count the
+    # negatives of each cell, the odd ones its positives. ``floor(2 K s)`` rounded
+    # down to even is ``2 floor(K s)`` (K a power of two: the product is exact).
+    counts = np.zeros(2 * _AUROC_CELLS, dtype=np.intp)
+    scaled = np.empty(min(_AUROC_CHUNK, scores.shape[0]))
+    keys = np.empty(scaled.shape[0], dtype=np.intp)
+    for start in range(0, scores.shape[0], _AUROC_CHUNK):
+        part = scores[start : start + _AUROC_CHUNK]
+        key = keys[: part.shape[0]]
+        np.copyto(
+            key,
+            np.multiply(part, 2 * _AUROC_CELLS, out=scaled[: part.shape[0]]),
+            casting="unsafe",
+        )
+        key &= ~1
+        np.minimum(key, 2 * _AUROC_CELLS - 2, out=key)  # s = 1 in the last cell
+        key |= labels[start : start + _AUROC_CHUNK]
+        counts += np.bincount(key, minlength=2 * _AUROC_CELLS)
+    negative = counts[0::2].astype(np.float64)
+    positive = counts[1::2].astype(np.float64)
+    pairs = positive.sum() * negative.sum()
+    below = np.cumsum(negative) - negative  # negatives in lower cells
+    return (
+        float(positive @ (below + 0.5 * negative) / pairs),
+        float(positive @ negative / pairs),
+    )
+
+
+def warn_if_below_chance(scores, labels, classes=None, column=None):
+    """Warn when the scores' AUROC against the labels is clearly below 1/2.
+
+    ``labels`` are 0/1, with both classes present. ``classes`` (the sorted labels)
+    and ``column`` (the index of the positive one) are given when the scores were
+    read from that column of a two-column ``predict_proba`` input, for the message.
+
+    The test: ``auroc + tied / 2`` (an upper bound on the AUROC, from
+    :func:`_binned_auroc`) below ``1/2 - z se`` with ``z = 3`` and
+    ``se = sqrt((n1 + n0 - 1) / (n1 n0)) / 2``. That ``se`` is the largest standard
+    error the AUROC (a two-sample U-statistic with a kernel in [0, 1]) can have at any
+    population value ``A``: each of the three variance components of the
+    U-statistic is the variance of a quantity in [0, 1] with mean ``A``, at most
+    ``A (1 - A) <= 1/4``. The null value ``sqrt((n1 + n0 + 1) / (12 n1 n0))``, for
+    scores independent of the labels, is smaller by up to ``sqrt(3)`` than the
+    standard error at ``A = 1/2`` of scores that do depend on the labels (positives
+    at both ends of the negatives), so it would warn too often there.
+    """
+    n1 = int(np.count_nonzero(labels))
+    n0 = labels.shape[0] - n1
+    if n1 == 0 or n0 == 0:
+        return  # no pair to rank (a class absent: the caller decides whether to refuse)
+    se = 0.5 * np.sqrt((n1 + n0 - 1) / (n1 * n0))
+    threshold = 0.5 - _BELOW_CHANCE_Z * se
+    if threshold <= 0.0:
+        return  # too few samples of a class to ever tell
+    auroc, tied = _binned_auroc(scores, labels)
+    if not auroc + 0.5 * tied < threshold:
+        return
+    if column is None:
+        check = (
+            "pos_label (the class whose probability the scores are) and, if the "
+            "scores are a column of a predict_proba output, that it is that class's "
+            "column (predict_proba's columns follow the sorted classes, classes_)"
+        )
+    else:
+        shown = [c.item() if isinstance(c, np.generic) else c for c in classes]
+        check = (
+            f"pos_label (here {shown[column]!r}) and the column order: the scores "
+            f"were read from column {column} of the two-column input, the column of "
+            f"{shown[column]!r} among the sorted classes {shown}"
+        )
+    warnings.warn(
+        f"The scores rank the positive class below chance: their AUROC against the "
+        f"labels is {auroc:.3f} ({n1} positive and {n0} negative samples), more than "
+        f"{_BELOW_CHANCE_Z:g} standard errors below 0.5. A bound holds for these "
+        "scores as given, but scores that point away from the labels usually mean a "
+        f"mix-up: check {check}.",
+        BelowChanceWarning,
+        stacklevel=_user_stacklevel(),
+    )
