@@ -153,9 +153,17 @@ def _reference(Est):
 
 
 def _fitted_attributes(est):
-    return {
+    """What ``fit`` set, and what is built on first access from it (a property such
+    as ``certificate_``), by name."""
+    found = {
         k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")
     }
+    for cls in type(est).__mro__:
+        for k, v in vars(cls).items():
+            lazy = isinstance(v, (property, functools.cached_property))
+            if lazy and k.endswith("_") and not k.startswith("_") and hasattr(est, k):
+                found.setdefault(k, getattr(est, k))
+    return found
 
 
 def _assert_same(a, b, path="attr"):
