@@ -18,7 +18,7 @@ from _synthetic import slow_except
 from numpy.testing import assert_allclose
 
 from skcalbound import LipschitzBucketBound, NWCalibrationBound, TVCalibrationBound
-from skcalbound._terms import nw_plugin_bandwidth
+from skcalbound._surrogates.nw._search import plugin_bandwidth as nw_plugin_bandwidth
 from skcalbound.datasets import make_overconfident
 
 HP_TERMS = [

@@ -25,7 +25,7 @@ from sklearn.model_selection import KFold, ShuffleSplit
 
 from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound
 from skcalbound._sech import sech_derivative_bounds
-from skcalbound._terms import nw_plugin_bandwidth
+from skcalbound._surrogates.nw._search import plugin_bandwidth as nw_plugin_bandwidth
 
 # The terms_ keys of each guarantee, in the order they add up.
 TERM_NAMES = {

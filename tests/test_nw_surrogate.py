@@ -1,7 +1,7 @@
 """The grid NW smoother against a slow, obviously correct loop over every training
 point.
 
-The grid of both certificates (``_surrogates/_nw_hp.py`` and ``_nw_grid.py``, SPEC
+The grid of both certificates (``_surrogates/nw/``, SPEC
 sections 4, 10 and 12) is checked against weights built one query at a time (the
 tempered Epanechnikov kernel at the offset between the query's cell and each training
 point's cell, nearest-neighbour fallback when none is positive): its cell sums against
@@ -20,11 +20,13 @@ import pytest
 from _synthetic import slow_except
 from numpy.testing import assert_allclose
 
-import skcalbound._surrogates._nw_hp as nw_hp
 from skcalbound._chunks import ArraySource
+from skcalbound._passes import run
 from skcalbound._splitting import GroupDesign
-from skcalbound._surrogates import _nw_grid
-from skcalbound._terms import nw_bound_terms, nw_plugin_bandwidth
+from skcalbound._surrogates import _cells
+from skcalbound._surrogates.nw import NWGrid, _kernel, _search, _smoother, _sums
+from skcalbound._surrogates.nw._search import plugin_bandwidth as nw_plugin_bandwidth
+from skcalbound._terms import nw_bound_terms
 
 CASES = {
     "random": lambda rng: rng.uniform(size=400),
@@ -106,8 +108,8 @@ def test_bound_terms_by_hand():
     ],
 )
 def test_hp_grid_size(bandwidth, G, G16):
-    assert nw_hp.grid_size(bandwidth) == G
-    assert nw_hp.grid_size(bandwidth, bins_per_bandwidth=16) == G16
+    assert _kernel.grid_size(bandwidth) == G
+    assert _kernel.grid_size(bandwidth, bins_per_bandwidth=16) == G16
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -116,9 +118,9 @@ def test_hp_cell_sums_and_their_coarsenings(case):
 
     def cell_sums(G):
         groups = np.zeros(scores.size, dtype=np.intp)
-        return _nw_grid.cell_sums(scores, labels.astype(float), groups, 1, G).group(0)
+        return _cells.cell_sums(scores, labels.astype(float), groups, 1, G).group(0)
 
-    pyramid = nw_hp.Pyramid(cell_sums(2**12))
+    pyramid = _search.Pyramid(cell_sums(2**12))
     for G in (2**12, 2**9, 2**4):
         cells = np.minimum(np.floor(scores * G).astype(int), G - 1)
         t = scores - (cells + 0.5) / G
@@ -191,24 +193,24 @@ FOLD_DEFAULTS = [
 )
 def test_fold_statistics_match_the_reference(case, tempering, bandwidth, paper):
     rng, scores, labels = _data(case, seed=3)
-    G = nw_hp.grid_size(bandwidth)
+    G = _kernel.grid_size(bandwidth)
     queries = np.concatenate([rng.uniform(size=60), scores[::9], [0.0, 1.0, 0.3]])
     # The two passes over training rows (group 0) and queries (group 1), in blocks.
     rows = np.concatenate([scores, queries])
     ids = np.repeat([0, 1], [scores.size, queries.size])
     y = np.concatenate([labels, np.zeros(queries.size)]).astype(float)
     for b1, b2 in [(1.0, 2.0), (32.0, 6144.0)]:
-        fit = _nw_grid.fit_design(
-            ArraySource(rows, y),
-            GroupDesign(2, ((1, (0,)),), ids=ids),
-            fine_bins=G,
-            candidates=lambda m: (bandwidth,),
+        grid = NWGrid(
+            b1,
+            b2,
+            rows.size,
+            bandwidth=bandwidth,
             tempering=tempering,
-            b1=b1,
-            b2=b2,
-            paper=paper,
+            lemma6="published" if paper else "expanded",
         )
-        ((smoother, got),) = fit.splits
+        assert grid.fine_bins == G
+        fit = run(grid, ArraySource(rows, y), GroupDesign(2, ((1, (0,)),), ids=ids))
+        ((smoother,), (got,)) = fit.smoothers, fit.statistics
         assert smoother.n_bins == G and smoother.bandwidth == bandwidth
         mean_r, var_r, mean_g, var_g, C2, n_fallback = _hp_reference(
             scores,
@@ -222,9 +224,9 @@ def test_fold_statistics_match_the_reference(case, tempering, bandwidth, paper):
             paper,
         )
         label = f"b1={b1}, b2={b2}"
-        assert got["n"] == queries.size and got["n_fallback"] == n_fallback, label
+        assert got.n == queries.size and got.n_fallback == n_fallback, label
         assert_allclose(
-            got["residual_moments"],
+            got.residual_moments,
             [mean_r, var_r],
             rtol=1e-12,
             atol=1e-15,
@@ -235,20 +237,28 @@ def test_fold_statistics_match_the_reference(case, tempering, bandwidth, paper):
         # (ties) it keeps ~1e-16 of its terms, ~1e-8 of the own-cell term after the
         # square root, ~1e-11 of g.
         rtol = 1e-10 if paper else 1e-12
-        assert_allclose(got["smoothing_mean"], mean_g, rtol=rtol, err_msg=label)
+        assert_allclose(got.smoothing_mean, mean_g, rtol=rtol, err_msg=label)
         assert_allclose(
-            got["smoothing_moments"],
+            got.smoothing_moments,
             [mean_g, var_g],
             rtol=1e-9,
             atol=1e-15,
             err_msg=label,
         )
         if paper:  # no label-concentration term in the published form
-            assert got["sum_c_squared"] is None
+            assert got.sum_c_squared is None
         else:
-            assert_allclose(got["sum_c_squared"], C2, rtol=1e-12, err_msg=label)
+            assert_allclose(got.sum_c_squared, C2, rtol=1e-12, err_msg=label)
     if case == "gaps":
         assert n_fallback > 10  # the fallback, and its weights in C2, are exercised
+
+
+class _FinerGrid(NWGrid):
+    """An :class:`NWGrid` whose fine grid has four times the rule's cells."""
+
+    @property
+    def fine_bins(self):
+        return 4 * super().fine_bins
 
 
 def test_residuals_summed_by_cell_match_the_rows_in_crossing_cells():
@@ -259,28 +269,24 @@ def test_residuals_summed_by_cell_match_the_rows_in_crossing_cells():
     train = rng.uniform(size=3000)
     labels = (rng.uniform(size=train.size) < train).astype(float)
     bandwidth = 0.02
-    G = nw_hp.grid_size(bandwidth)
+    G = _kernel.grid_size(bandwidth)
 
     def fit(queries):
         rows = np.concatenate([train, queries])
         ids = np.repeat([0, 1], [train.size, queries.size])
         y = np.concatenate([labels, np.zeros(queries.size)])
-        ((smoother, got),) = _nw_grid.fit_design(
-            ArraySource(rows, y),
-            GroupDesign(2, ((1, (0,)),), ids=ids),
-            fine_bins=4 * G,
-            candidates=lambda m: (bandwidth,),
-            tempering=1.2,
-            b1=1.0,
-            b2=2.0,
-        ).splits
+        # A fine grid four times finer than the tables' (the rule gives G).
+        grid = _FinerGrid(1.0, 2.0, rows.size, bandwidth=bandwidth)
+        assert grid.fine_bins == 4 * G
+        fit = run(grid, ArraySource(rows, y), GroupDesign(2, ((1, (0,)),), ids=ids))
+        ((smoother,), (got,)) = fit.smoothers, fit.statistics
         return smoother, got
 
     smoother, _ = fit(rng.uniform(size=50))
     # The tables are computed at the queries' cells; here at the training rows' too.
     smoother.table_cells(train)
     tables = smoother.tables
-    cells = np.flatnonzero(_nw_grid.crossing(tables))
+    cells = np.flatnonzero(_sums.crossing(tables))
     assert cells.size >= 5  # eta_hat follows the diagonal: it crosses cells
     eta = tables.eta[cells]
     width = 1.0 / tables.n_bins
@@ -302,12 +308,12 @@ def test_residuals_summed_by_cell_match_the_rows_in_crossing_cells():
     both = ~np.isnan(eta_again) & ~np.isnan(tables.eta)
     assert both[cells].all()
     assert_allclose(eta_again[both], tables.eta[both], rtol=1e-13, atol=0)
-    assert _nw_grid.crossing(smoother_again.tables)[cells].all()
+    assert _sums.crossing(smoother_again.tables)[cells].all()
     q = np.minimum(np.floor(queries * tables.n_bins), tables.n_bins - 1).astype(int)
     assert np.isin(q, cells).sum() >= 5 * cells.size
     r = np.abs(smoother(queries) - queries)
-    assert got["n"] == queries.size and got["n_fallback"] == 0
-    assert_allclose(got["residual_moments"], [r.mean(), r.var()], rtol=1e-12)
+    assert got.n == queries.size and got.n_fallback == 0
+    assert_allclose(got.residual_moments, [r.mean(), r.var()], rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------------
@@ -331,7 +337,7 @@ def _sparse_cells(G, rng):
     s2[cells] = count[cells] * rng.uniform(0.0, 0.25 / G**2, cells.size)
     positives = np.floor(count * rng.uniform(size=G))
     s1[G // 2] = 1e-19
-    return nw_hp.BinStats(count, positives, s1, s2)
+    return _cells.BinStats(count, positives, s1, s2)
 
 
 def _direct_sums(x, v, cells):
@@ -360,7 +366,7 @@ def test_kernel_sums_by_pairs_match_the_direct_sums(
     rng = np.random.default_rng(11)
     G = 2**13
     stats = _sparse_cells(G, rng)
-    offset, ker = nw_hp._kernel(G, bandwidth, tempering)
+    offset, ker = _kernel.kernel(G, bandwidth, tempering)
     inputs = [stats.count, stats.s1, stats.s2, stats.positives]
     kernels = [ker, ker * offset, ker * offset**2, ker * ker]
     products = [(0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2), (0, 3), (3, 0)]
@@ -368,20 +374,20 @@ def test_kernel_sums_by_pairs_match_the_direct_sums(
     cells[rng.choice(G, 200, replace=False)] = True  # and some empty cells
     cells[G // 2 - 1 : G // 2 + 2] = True  # next to the leftover offset sum
     if block is not None:
-        monkeypatch.setattr(nw_hp, "_PAIR_BLOCK", block)
-    chosen = nw_hp.KernelSums(inputs, kernels, products, cells)
+        monkeypatch.setattr(_kernel, "_PAIR_BLOCK", block)
+    chosen = _kernel.KernelSums(inputs, kernels, products, cells)
     assert chosen.sources is not None  # the cost model picks pairs here
     assert chosen.n_pairs < 0.05 * cells.sum() * ker.size
-    real_cost = nw_hp._pair_cost
+    real_cost = _kernel._pair_cost
     for mask in (cells, None):
         out = np.arange(G) if mask is None else np.flatnonzero(mask)
         got = {}
         for path, cost in (("pairs", 0.0), ("direct", np.inf)):
-            monkeypatch.setattr(nw_hp, "_pair_cost", lambda *a, c=cost: c)
-            sums = nw_hp.KernelSums(inputs, kernels, products, mask)
+            monkeypatch.setattr(_kernel, "_pair_cost", lambda *a, c=cost: c)
+            sums = _kernel.KernelSums(inputs, kernels, products, mask)
             assert (sums.sources is not None) == (path == "pairs")
             got[path] = [sums(p) for p in range(len(products))]
-        monkeypatch.setattr(nw_hp, "_pair_cost", real_cost)
+        monkeypatch.setattr(_kernel, "_pair_cost", real_cost)
         for p, (i, k) in enumerate(products):
             want, scale = _direct_sums(inputs[i], kernels[k], out)
             if i == 1:  # the leftover offset sum is reached
@@ -402,13 +408,13 @@ def test_tables_at_some_cells_then_completed_match_the_whole_tables(monkeypatch)
     scores = np.concatenate([rng.uniform(0.1, 0.3, 150), rng.uniform(0.6, 0.9, 150)])
     labels = (rng.uniform(size=scores.size) < scores).astype(float)
     bandwidth, G = 0.004, 2**14
-    stats = _nw_grid.cell_sums(
+    stats = _cells.cell_sums(
         scores, labels, np.zeros(scores.size, dtype=np.intp), 1, G
     ).group(0)
     rows = np.zeros(G, dtype=bool)
-    rows[_nw_grid.bin_of(np.concatenate([scores, rng.uniform(size=50)]), G)] = True
-    whole = nw_hp.HPTables.from_stats(stats, bandwidth, 1.3)
-    some = nw_hp.HPTables.from_stats(stats, bandwidth, 1.3, cells=rows)
+    rows[_cells.bin_of(np.concatenate([scores, rng.uniform(size=50)]), G)] = True
+    whole = _smoother.HPTables.from_stats(stats, bandwidth, 1.3)
+    some = _smoother.HPTables.from_stats(stats, bandwidth, 1.3, cells=rows)
     assert whole.computed is None and np.array_equal(some.computed, rows)
     fallback = whole.A0 <= 0.0
     assert 0 < fallback.sum() < G - rows.sum()
@@ -418,10 +424,10 @@ def test_tables_at_some_cells_then_completed_match_the_whole_tables(monkeypatch)
         a, b = getattr(whole, name), getattr(some, name)
         assert_allclose(b[rows & ~fallback], a[rows & ~fallback], rtol=1e-12)
         assert np.isnan(b[~rows & ~fallback]).all()
-    paper_whole = _nw_grid.PaperTables.from_stats(stats, whole)
-    paper_some = _nw_grid.PaperTables.from_stats(stats, some)
-    below, above = _nw_grid.occupied_neighbours(stats.count)
-    smoother = _nw_grid.Smoother(some, G, scores.size, below, above, paper=paper_some)
+    paper_whole = _smoother.PaperTables.from_stats(stats, whole)
+    paper_some = _smoother.PaperTables.from_stats(stats, some)
+    below, above = _cells.occupied_neighbours(stats.count)
+    smoother = _smoother.Smoother(some, G, scores.size, below, above, paper=paper_some)
     smoother.table_cells(np.arange(G) / G)  # every cell queried
     assert some.computed.all() and paper_some.computed.all()
     for name in names:
@@ -430,11 +436,11 @@ def test_tables_at_some_cells_then_completed_match_the_whole_tables(monkeypatch)
     for name in ("w_lo", "p_lo", "w_hi", "p_hi", "w_own"):
         a, b = getattr(paper_whole, name), getattr(paper_some, name)
         assert_allclose(b[~fallback], a[~fallback], rtol=1e-12, atol=1e-300)
-    pyramid = nw_hp.Pyramid(stats)
+    pyramid = _search.Pyramid(stats)
     values = []
     for cost in (0.0, np.inf):
-        monkeypatch.setattr(nw_hp, "_pair_cost", lambda *a, c=cost: c)
-        values.append(nw_hp.search_objective(pyramid, 0.002, 1.0, 3.0, 40.0))
+        monkeypatch.setattr(_kernel, "_pair_cost", lambda *a, c=cost: c)
+        values.append(_search.search_objective(pyramid, 0.002, 1.0, 3.0, 40.0))
     assert_allclose(values[0], values[1], rtol=1e-12)
 
 
@@ -447,13 +453,13 @@ def test_direct_convolution_in_two_halves_matches_the_direct_sums(taps, G):
     rng = np.random.default_rng(taps * G)
     x = rng.normal(size=G) * (rng.uniform(size=G) < 0.7)
     v = rng.uniform(size=taps)
-    got = nw_hp._conv(x, v)
+    got = _kernel._conv(x, v)
     want, scale = _direct_sums(x, v, np.arange(G))
     assert got.shape == (G,)
     assert np.all(np.abs(got - want) <= 1e-14 * scale)
     # With the kernel given reversed too; outside the halved range, numpy's full
     # convolution's own middle outputs, to the bit (the same dot products).
-    assert np.array_equal(nw_hp._conv(x, v, v[::-1].copy()), got)
+    assert np.array_equal(_kernel._conv(x, v, v[::-1].copy()), got)
     if not (12 <= taps <= 21 and G >= 512) and taps <= 2 * G - 1:
         K = (taps - 1) // 2
         assert np.array_equal(got, np.convolve(x, v)[K : K + G])
@@ -466,7 +472,7 @@ def _search_reference(scores, bandwidth, tempering, b1, b2):
     """The search's objective from the training scores, at every occupied cell: the
     kernel weights of every training point at the cell, the first moment at the mean
     score of the cell's points, the second moment averaged over them."""
-    G = nw_hp.grid_size(bandwidth, bins_per_bandwidth=4)
+    G = _kernel.grid_size(bandwidth, bins_per_bandwidth=4)
     cells = np.minimum(np.floor(scores * G).astype(int), G - 1)
     half = min(int(np.floor(bandwidth * G)), G - 1)
     q, n = np.unique(cells, return_counts=True)
@@ -501,8 +507,8 @@ def test_search_of_several_training_sets_matches_the_reference(monkeypatch):
     ]
     fine = 2**13  # the finest search grid
     pyramids = [
-        nw_hp.Pyramid(
-            _nw_grid.cell_sums(
+        _search.Pyramid(
+            _cells.cell_sums(
                 s, np.zeros(s.size), np.zeros(s.size, dtype=np.intp), 1, fine
             ).group(0)
         )
@@ -516,7 +522,7 @@ def test_search_of_several_training_sets_matches_the_reference(monkeypatch):
         for r, s in enumerate(sets)
         for h in candidates
     }
-    by_pairs = nw_hp._objective_of_sums
+    by_pairs = _search._objective_of_sums
     costs = {
         "chosen": None,
         "pairs": lambda *a: 0.0,
@@ -527,29 +533,29 @@ def test_search_of_several_training_sets_matches_the_reference(monkeypatch):
         one_row = []  # the objectives by pairs of cells, one row at a time
         with monkeypatch.context() as patch:
             if cost is not None:
-                patch.setattr(nw_hp, "_pair_cost", cost)
+                patch.setattr(_kernel, "_pair_cost", cost)
             patch.setattr(
-                nw_hp,
+                _search,
                 "_objective_of_sums",
                 lambda *a: one_row.append(1) or by_pairs(*a),
             )
             searched = 0
             for h in candidates:
                 before = len(one_row)
-                got = nw_hp.search_objectives(
+                got = _search.search_objectives(
                     [pyramids[r] for r in (2, 0, 1)], h, tempering, b1, b2
                 )
                 searched += len(one_row) - before
                 for r, value in zip([2, 0, 1], got):
                     assert_allclose(value, reference[r, h], rtol=1e-12, err_msg=path)
-                    one = nw_hp.search_objective(pyramids[r], h, tempering, b1, b2)
+                    one = _search.search_objective(pyramids[r], h, tempering, b1, b2)
                     assert value == one  # to the bit: the rows' numbers do not mix
-            chosen = nw_hp.choose_bandwidths(
+            chosen = _search.choose_bandwidths(
                 pyramids, candidate_sets, tempering, b1, b2
             )
         # One set at a time: by pairs, and on the fine grids.
         fine_grids = 3 * sum(
-            nw_hp.grid_size(h, 4) > nw_hp._SHARED_MAX_BINS for h in candidates
+            _kernel.grid_size(h, 4) > _search._SHARED_MAX_BINS for h in candidates
         )
         assert (
             searched
