@@ -284,7 +284,7 @@ def test_residuals_summed_by_cell_match_the_rows_in_crossing_cells():
 
     smoother, _ = fit(rng.uniform(size=50))
     # The tables are computed at the queries' cells; here at the training rows' too.
-    smoother.table_cells(train)
+    smoother = smoother.completed(train)
     tables = smoother.tables
     cells = np.flatnonzero(_sums.crossing(tables))
     assert cells.size >= 5  # eta_hat follows the diagonal: it crosses cells
@@ -428,8 +428,11 @@ def test_tables_at_some_cells_then_completed_match_the_whole_tables(monkeypatch)
     paper_some = _smoother.PaperTables.from_stats(stats, some)
     below, above = _cells.occupied_neighbours(stats.count)
     smoother = _smoother.Smoother(some, G, scores.size, below, above, paper=paper_some)
-    smoother.table_cells(np.arange(G) / G)  # every cell queried
-    assert some.computed.all() and paper_some.computed.all()
+    done = smoother.completed(np.arange(G) / G)  # every cell queried
+    assert done.tables.computed.all() and done.paper.computed.all()
+    assert np.array_equal(some.computed, rows)  # a new smoother: this one unchanged
+    assert np.isnan(some.eta[~rows & ~fallback]).all()
+    some, paper_some = done.tables, done.paper
     for name in names:
         a, b = getattr(whole, name), getattr(some, name)
         assert_allclose(b[~fallback], a[~fallback], rtol=1e-12)

@@ -197,7 +197,7 @@ class NWGrid:
                     fine_bins,
                     sizes[k],
                     self.tempering,
-                    paper=published,
+                    published=published,
                     queries=sums.count[design.splits[k][0]] != 0.0,
                 )
                 for k, pyramid, h in zip(splits, pyramids, bandwidths)
@@ -217,7 +217,7 @@ class NWGrid:
             fine_bins,
             n_samples,
             self.tempering,
-            paper=self.lemma6 == "published",
+            published=self.lemma6 == "published",
         )
         needed = [s.needed_cells() for s in (*smoothers, refit)]
         query_counts = None

@@ -7,12 +7,33 @@ nearest-neighbour fallback. See ``docs/internals/nw.rst``.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .._cells import BinStats, bin_of, occupied_neighbours
 from ._kernel import KernelSums, _dilate, _moments, bin_centres, grid_size, kernel
+
+
+def _missing(computed, cells):
+    """The mask of ``cells`` not ``computed`` yet (None: none is missing)."""
+    if computed is None:
+        return None
+    missing = np.zeros(computed.shape[0], dtype=bool)
+    missing[cells] = True
+    missing &= ~computed
+    return missing if missing.any() else None
+
+
+def _filled(tables, values, missing):
+    """Copies of the arrays of ``tables`` named in ``values``, with ``values`` (at the
+    cells of ``missing``) written in."""
+    out = {}
+    for name, value in values.items():
+        if value is not None:
+            out[name] = getattr(tables, name).copy()
+            out[name][missing] = value
+    return out
 
 
 @dataclass(frozen=True)
@@ -73,21 +94,19 @@ class HPTables:
             computed=computed,
         )
 
-    def complete(self, cells):
-        """Compute the entries at ``cells`` (table cells) not computed yet."""
-        if self.computed is None:
-            return
-        missing = np.zeros(self.n_bins, dtype=bool)
-        missing[cells] = True
-        missing &= ~self.computed
-        if not missing.any():
-            return
+    def completed(self, cells):
+        """These tables computed at ``cells`` (table cells) too: a new object, or
+        ``self`` when nothing is missing there."""
+        missing = _missing(self.computed, cells)
+        if missing is None:
+            return self
         offset, ker = kernel(self.n_bins, self.bandwidth, self.tempering)
         moments, _ = _moments(self.stats, offset, ker, missing, self.eta is not None)
-        for name, values in moments.items():
-            if values is not None:
-                getattr(self, name)[missing] = values
-        self.computed[missing] = True
+        return replace(
+            self,
+            **_filled(self, moments, missing),
+            computed=self.computed | missing,
+        )
 
     def constant(self, b2):
         """The part of ``g`` depending on the cell only: ``b2/2 var + sqrt(W2)/2``."""
@@ -154,20 +173,18 @@ class PaperTables:
             computed = computed.copy()
         return cls(**out, count=n, s1=s1, s2=stats.s2, computed=computed)
 
-    def complete(self, cells, tables):
-        """Compute the entries at ``cells`` not computed yet (``tables``: computed
-        there)."""
-        if self.computed is None:
-            return
-        missing = np.zeros(self.computed.shape[0], dtype=bool)
-        missing[cells] = True
-        missing &= ~self.computed
-        if not missing.any():
-            return
+    def completed(self, cells, tables):
+        """These tables computed at ``cells`` too (``tables``: computed there): a new
+        object, or ``self`` when nothing is missing there."""
+        missing = _missing(self.computed, cells)
+        if missing is None:
+            return self
         out, full = self._sides(self.count, self.s1, tables, missing)
-        for name, values in out.items():
-            getattr(self, name)[missing] = values[missing] if full else values
-        self.computed[missing] = True
+        if full:
+            out = {name: values[missing] for name, values in out.items()}
+        return replace(
+            self, **_filled(self, out, missing), computed=self.computed | missing
+        )
 
     def records(self, centre, out=None):
         """Per cell, what a query reads, side by side (one cache line a row): count,
@@ -208,13 +225,13 @@ class PaperTables:
         return own
 
 
-@dataclass
+@dataclass(frozen=True)
 class Smoother:
     """One training set's NW smoother on its final grid (``tables``), located on the
     fine grid of ``fine_bins`` cells (``shift``: fine cell ``c`` is table cell
     ``c >> shift``), with what its fallback needs: the occupied fine cells below and
     above every fine cell, and the extremes of the training scores in the cells next
-    to a fallback region (``extremes``, set after pass 2); ``below`` and ``above`` are
+    to a fallback region (``extremes``, from pass 2); ``below`` and ``above`` are
     None when no table cell falls back."""
 
     tables: HPTables
@@ -279,21 +296,23 @@ class Smoother:
         blocks = tuple(np.concatenate([part[k] for part in parts]) for k in range(3))
         return eta, g, blocks
 
-    def table_cells(self, queries):
-        """The table cells of ``queries``, the tables computed there."""
+    def completed(self, queries):
+        """This smoother with its tables computed at the cells of ``queries`` too: a
+        new object, or ``self`` when they are (always for a smoother on all rows)."""
         q = bin_of(queries, self.tables.n_bins)
-        if self.tables.computed is not None:
-            self.tables.complete(q)
-            if self.paper is not None:
-                self.paper.complete(q, self.tables)
-        return q
+        tables = self.tables.completed(q)
+        if tables is self.tables:
+            return self
+        paper = None if self.paper is None else self.paper.completed(q, tables)
+        return replace(self, tables=tables, paper=paper)
 
     def __call__(self, x):
         """The surrogate ``eta_hat`` at ``x`` (any order)."""
         x = np.asarray(x, dtype=np.float64)
-        q = self.table_cells(x)
-        eta = self.tables.eta[q]
-        f = np.flatnonzero(self.tables.A0[q] <= 0.0)
+        tables = self.completed(x).tables
+        q = bin_of(x, tables.n_bins)
+        eta = tables.eta[q]
+        f = np.flatnonzero(tables.A0[q] <= 0.0)
         if f.size:
             eta[f] = self.fallback(x[f], 0.0, 0.0)[0]
         return eta
@@ -303,18 +322,20 @@ class Smoother:
         with its own-cell bound when the smoother has ``paper`` tables) and the number
         of fallback queries at ``x``."""
         x = np.asarray(x, dtype=np.float64)
-        q = self.table_cells(x)
-        mean_score, const = query_tables(self.tables, b2)
+        done = self.completed(x)
+        tables = done.tables
+        q = bin_of(x, tables.n_bins)
+        mean_score, const = query_tables(tables, b2)
         d = mean_score[q] - x
         with np.errstate(invalid="ignore"):
-            if self.paper is None:
+            if done.paper is None:
                 first = np.abs(d)
             else:
-                records = self.paper.records(bin_centres(self.n_bins))
+                records = done.paper.records(bin_centres(self.n_bins))
                 first = PaperTables.first_moment(np.take(records, q, axis=0), x)
             g = b1 * first + 0.5 * b2 * d * d + const[q]
-        r = np.abs(self.tables.eta[q] - x)
-        f = np.flatnonzero(self.tables.A0[q] <= 0.0)
+        r = np.abs(tables.eta[q] - x)
+        f = np.flatnonzero(tables.A0[q] <= 0.0)
         if f.size:
             eta_f, g[f], _ = self.fallback(x[f], b1, b2)
             r[f] = np.abs(eta_f - x[f])
@@ -327,20 +348,13 @@ def query_tables(tables, b2):
 
 
 def smoother_at(
-    pyramid,
-    bandwidth,
-    fine_bins,
-    m,
-    tempering,
-    n_bins=None,
-    paper=False,
-    queries=None,
+    pyramid, bandwidth, fine_bins, m, tempering, published=False, queries=None
 ):
-    """The smoother with a given bandwidth (grid: ``grid_size`` unless given); with
-    ``paper``, the tables of the published Lemma 6 too. With ``queries`` (the fine
-    cell counts of the rows that will query it), the tables are computed at the
-    cells of those rows first, and at other cells when they are queried."""
-    G = min(n_bins or grid_size(bandwidth), fine_bins)
+    """The smoother with a given bandwidth on its grid (``grid_size``); with
+    ``published``, the tables of the published Lemma 6 too. With ``queries`` (the
+    fine cell counts of the rows that will query it), the tables are computed at the
+    cells of those rows only (:meth:`Smoother.completed` computes others)."""
+    G = min(grid_size(bandwidth), fine_bins)
     stats = pyramid.at(G)
     cells = None if queries is None else queries.reshape(G, -1).any(axis=1)
     tables = HPTables.from_stats(stats, bandwidth, tempering, cells=cells)
@@ -348,5 +362,5 @@ def smoother_at(
     below = above = None
     if (tables.A0 <= 0.0).any():
         below, above = occupied_neighbours(pyramid.at(fine_bins).count)
-    extra = PaperTables.from_stats(stats, tables) if paper else None
+    extra = PaperTables.from_stats(stats, tables) if published else None
     return Smoother(tables, fine_bins, int(m), below, above, paper=extra)
