@@ -26,6 +26,7 @@ from sklearn.model_selection import KFold, ShuffleSplit
 from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound
 from skcalbound._sech import sech_derivative_bounds
 from skcalbound._surrogates.nw._search import plugin_bandwidth as nw_plugin_bandwidth
+from skcalbound._terms import nw_bound_terms
 
 # The terms_ keys of each guarantee, in the order they add up.
 TERM_NAMES = {
@@ -880,3 +881,30 @@ def test_tiny_lipschitz_constant_gives_a_bound(L, guarantee):
     zero = LipschitzBucketBound(L=0.0, guarantee=guarantee, random_state=0).fit(s, y)
     assert 0.0 <= est.lower_bound_ <= est.bound_ <= 1.0
     assert est.bound_ == pytest.approx(zero.bound_, rel=1e-12)
+
+
+def test_bound_terms_by_hand():
+    r = np.array([0.1, 0.2, 0.3, 0.0])
+    gt = np.array([0.05, 0.05, 0.15, 0.05])
+    terms = nw_bound_terms(4, (r.mean(), r.var()), (gt.mean(), gt.var()), delta=0.06)
+    L = np.log(3 / 0.03)
+    assert_allclose(terms["validation_mean"], 0.15, rtol=1e-15)
+    assert_allclose(terms["smoothing_mean"], 0.075, rtol=1e-15)
+    assert_allclose(
+        terms["bernstein_residual"],
+        np.sqrt(2 * r.var() * L / 4) + 3 * L / 4,
+        rtol=1e-14,
+    )
+    assert_allclose(
+        terms["bernstein_smoothing"],
+        np.sqrt(2 * gt.var() * L / 4) + 3 * L / 4,
+        rtol=1e-14,
+    )
+    # g in [0, R]: R * BB(n, d, var(g / R)).
+    R = 0.5
+    halved = nw_bound_terms(4, (r.mean(), r.var()), (gt.mean(), gt.var()), 0.06, R=R)
+    assert_allclose(
+        halved["bernstein_smoothing"],
+        np.sqrt(2 * gt.var() * L / 4) + 3 * R * L / 4,
+        rtol=1e-14,
+    )
