@@ -205,3 +205,28 @@ def test_residuals_summed_by_cell_match_the_rows_in_crossing_cells():
     r = np.abs(smoother(queries) - queries)
     assert got.n == queries.size and got.n_fallback == 0
     assert_allclose(got.residual_moments, [r.mean(), r.var()], rtol=1e-12)
+
+
+def test_grid_rules():
+    # The model's rules: one candidate but with "auto", the fine grid from the
+    # bandwidth of all rows, the validation cap of the paper, a clear error for an
+    # unknown form of Lemma 6.
+    grid = NWGrid(1.0, 2.0, 10**4, bandwidth="auto")
+    candidates = grid.candidates(8000)
+    assert len(candidates) == 13 and grid.plugin(8000) in candidates
+    assert NWGrid(1.0, 2.0, 10**4, bandwidth="plugin").candidates(8000) == (
+        grid.plugin(8000),
+    )
+    assert NWGrid(1.0, 2.0, 10**4, bandwidth=0.05).fine_bins == _kernel.grid_size(0.05)
+    assert grid.fine_bins >= _kernel.grid_size(grid.plugin(10**4))
+    capped = NWGrid(1.0, 2.0, 10**4, max_validation="auto")
+    assert [capped.validation_cap(n) for n in (None, 10**4, 2 * 10**5, 10**7)] == [
+        15000,
+        5000,
+        10000,
+        15000,
+    ]
+    assert grid.validation_cap(10**4) is None
+    assert grid.refit_only(0.03).refit_rule(10**4, []) == 0.03
+    with pytest.raises(ValueError, match="lemma6 must be 'expanded' or 'published'"):
+        NWGrid(1.0, 2.0, 10**4, lemma6="paper")

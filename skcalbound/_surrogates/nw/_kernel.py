@@ -56,8 +56,8 @@ def _conv(x, v, reversed_v=None):
     half = (taps - 1) // 2
     if _SPLIT_TAPS[0] <= taps <= _SPLIT_TAPS[1] and G >= _SPLIT_MIN_BINS:
         # numpy sums up to 11 taps in an inline loop and calls a dot product per
-        # output from 12 on (~15 ns an output): the two halves of the kernel in the
-        # loop, each output the sum of its two half sums, are 2-5x faster.
+        # output from 12 on: the two halves of the kernel in the loop, each output
+        # the sum of its two half sums, are faster.
         out = np.convolve(x, v[: half + 1])[half : half + G]
         out[1:] += np.convolve(x, v[half + 1 :])[: G - 1]
         return out
@@ -79,16 +79,15 @@ def _conv(x, v, reversed_v=None):
 # same products (only their order changes), so it keeps the property above.
 #
 # Which of the two is cheaper comes from costs in nanoseconds fitted to timings of
-# both inside fits (3,446 sums in fits of 100 to 30,000 points; within ~25% at the
-# median; the halved kernels of _conv from their own timings): the direct convolution
+# both inside fits of 100 to 30,000 points (the halved kernels of _conv from their
+# own timings): the direct convolution
 # pays a numpy call and, per output, a dot product call (an inline loop up to 11
 # taps); the pair sums pay numpy calls, a few passes over the pairs to build them, a
 # product per pair and sum, and a reduction per output and sum.
 #
 # Pairs per block: a block's dozen temporaries (8 bytes a pair) stay small enough
-# for glibc to reuse rather than hand back to the system and fault in again (in a
-# fit at 10**3 points: 8,192 pairs a block, ~800 page faults; 4,096, ~200; 2,048,
-# none, but more numpy calls: about even).
+# for glibc to reuse rather than hand back to the system and fault in again (larger
+# blocks page-fault, smaller ones pay more numpy calls).
 _PAIR_BLOCK = 2**12
 
 

@@ -100,6 +100,17 @@ class NWGrid:
     refit_bandwidth: float = None
     min_train = 1
 
+    def __post_init__(self):
+        if self.lemma6 not in ("expanded", "published"):
+            raise ValueError(
+                f"lemma6 must be 'expanded' or 'published'; got {self.lemma6!r}."
+            )
+
+    @property
+    def published(self):
+        """Lemma 6 as published (with its own-cell bound)."""
+        return self.lemma6 == "published"
+
     # ------------------------------------------------------------- the rules
 
     def plugin(self, m):
@@ -175,7 +186,6 @@ class NWGrid:
         larger ones one split at a time, holding one split's training sums at a time."""
         fine_bins = self.fine_bins
         sizes = design.training_sizes(sums.count.sum(axis=1), self.min_train)
-        published = self.lemma6 == "published"
         step = max(len(sizes), 1) if fine_bins <= _LOCKSTEP_MAX_BINS else 1
         smoothers = []
         for first in range(0, len(sizes), step):
@@ -197,7 +207,7 @@ class NWGrid:
                     fine_bins,
                     sizes[k],
                     self.tempering,
-                    published=published,
+                    published=self.published,
                     queries=sums.count[design.splits[k][0]] != 0.0,
                 )
                 for k, pyramid, h in zip(splits, pyramids, bandwidths)
@@ -217,7 +227,7 @@ class NWGrid:
             fine_bins,
             n_samples,
             self.tempering,
-            published=self.lemma6 == "published",
+            published=self.published,
         )
         needed = [s.needed_cells() for s in (*smoothers, refit)]
         query_counts = None

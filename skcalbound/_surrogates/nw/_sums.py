@@ -134,9 +134,8 @@ class Plan:
         set_("shift", np.array([residual_shift(t) for t in tables] or [0.0]))
         paper = None
         if self.smoothers and self.smoothers[0].paper is not None:
-            # Written in place: a stack per smoother and their concatenation were
-            # half the page faults of a fit at 10**3 rows with h = 2**-6 (MBs of
-            # fresh memory a fit, ~1,800 faults of 3,400).
+            # Written in place: a stack per smoother and their concatenation are
+            # MBs of fresh memory (page faults) on small fits with fine grids.
             paper = np.empty((self.offsets[-1] + sizes[-1], 8))
             for s, start in zip(self.smoothers, self.offsets):
                 s.paper.records(bin_centres(s.n_bins), out=paper[start:][: s.n_bins])
@@ -199,7 +198,7 @@ def evaluation_sums(plan, scores, labels, groups, keys=None):
             )
     if plan.n_splits == 0:
         return out
-    # The per-row arithmetic in blocks that stay in cache (2-3x faster at 10**7 rows).
+    # The per-row arithmetic in blocks that stay in cache.
     parts = []
     for a in range(0, scores.shape[0], _BLOCK):
         b = slice(a, a + _BLOCK)
@@ -296,8 +295,7 @@ def _evaluate_block(plan, s, groups, keys):
             s, sp, idx, record = s[kernel], sp[kernel], idx[kernel], record[kernel]
     if plan.cell_residuals:
         # Only the rows of crossing cells, where the smoother crosses the diagonal
-        # (53 of 10**7 rows in the benchmark, so one test per block first): the
-        # others are summed by cell.
+        # (few rows, so one test per block first): the others are summed by cell.
         residuals = np.zeros((k, 2))
         const = record[:, 1]
         if const.size and const.min() < 0.0:
