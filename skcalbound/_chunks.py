@@ -1,6 +1,6 @@
 """Where the rows come from: arrays in memory, an iterable of chunks, or Dask.
 
-A bound on mergeable statistics (``_surrogates/_nw_grid``) is two map-reduce passes
+A bound on mergeable statistics (``_surrogates/nw/``) is two map-reduce passes
 over the rows. A *source* runs one pass: it calls ``fn(chunk)`` on every chunk of
 validated rows (:class:`Chunk`) and merges the results with ``+`` in row order, so
 that the result depends on the rows, not on how they were cut. Three sources:

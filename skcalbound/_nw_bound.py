@@ -23,10 +23,10 @@ from ._validation import (
 @dataclass(frozen=True)
 class _NWMethod(_BoundMethod):
     """The grid NW smoother (``grid``) with the certificate of SPEC sections 10-12,
-    or Proposition 2 as published (``published``, ``delta`` split into two)."""
+    or, with the published Lemma 6, Proposition 2 as published (``delta`` split into
+    two)."""
 
     grid: NWGrid
-    published: bool
     random_state: object  # of the validation subsample, when there is one
     min_train = NWGrid.min_train
     # Both certificates run on mergeable statistics: no sort, chunks and Dask with
@@ -38,7 +38,7 @@ class _NWMethod(_BoundMethod):
         ``delta`` (nothing else depends on ``delta``: this is what makes the p-value
         a bisection)."""
         s = statistics
-        if self.published:
+        if self.grid.published:
             terms = nw_bound_terms(s.n, s.residual_moments, s.smoothing_moments, delta)
         else:
             terms = high_probability_terms(
@@ -469,7 +469,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
             max_validation=self.max_validation,
             lemma6="published" if published else "expanded",
         )
-        return _NWMethod(grid, published, self.random_state)
+        return _NWMethod(grid, self.random_state)
 
 
 @validate_params(
