@@ -908,3 +908,22 @@ def test_bound_terms_by_hand():
         np.sqrt(2 * gt.var() * L / 4) + 3 * R * L / 4,
         rtol=1e-14,
     )
+
+
+def test_several_explicit_splits_with_a_validation_cap():
+    # Several explicit splits (one design each, then the smoother on all rows in one
+    # more pass) with a subsample of each validation set: the cap holds per split,
+    # and a cap no split reaches gives the numbers of no cap, score included.
+    rng = np.random.default_rng(5)
+    s = rng.uniform(size=6000)
+    y = (rng.uniform(size=s.size) < s**2).astype(int)
+    cv = ShuffleSplit(3, test_size=0.3, random_state=0)
+    fits = {
+        cap: NWCalibrationBound(b1=2.0, b2=2.0, cv=cv, max_validation=cap).fit(s, y)
+        for cap in (None, 500, 10**6)
+    }
+    assert (fits[500].fold_results_["n_validation"] == 500).all()
+    assert fits[500].bound_ > fits[None].bound_
+    assert fits[10**6].bound_ == fits[None].bound_
+    assert fits[10**6].bandwidth_ == fits[None].bandwidth_
+    assert fits[10**6].score(s[:3000], y[:3000]) == fits[None].score(s[:3000], y[:3000])
