@@ -30,15 +30,28 @@ def residual_shift(tables):
 
 @dataclass
 class EvaluationSums:
-    """Pass 2's mergeable result for every split at once."""
+    """Pass 2's mergeable result for every split at once.
 
-    residuals: np.ndarray  # per split: sums of r - shift and of its square, (k, 2)
-    smoothing: np.ndarray  # per split: sums of min(g, 1) and of its square, (k, 2)
-    per_cell: np.ndarray  # kernel queries per table cell (all splits' tables, stacked)
-    fallback: tuple  # (scores, split) of the fallback queries, kept for the end
-    extremes: (
-        dict  # per (group, needed cell): hi, hi_count, hi_pos, lo, lo_count, lo_pos
-    )
+    Attributes
+    ----------
+    residuals : ndarray of shape (n_splits, 2)
+        Per split, the sums of ``r - shift`` and of its square.
+    smoothing : ndarray of shape (n_splits, 2)
+        Per split, the sums of ``min(g, 1)`` and of its square.
+    per_cell : ndarray
+        Kernel queries per table cell (every split's tables, stacked).
+    fallback : tuple of ndarray
+        ``(scores, split)`` of the fallback queries, finished at the end.
+    extremes : dict
+        Per (group, needed cell): ``hi``, ``hi_count``, ``hi_pos``, ``lo``,
+        ``lo_count``, ``lo_pos`` (``_cells.merge_extremes``).
+    """
+
+    residuals: np.ndarray
+    smoothing: np.ndarray
+    per_cell: np.ndarray
+    fallback: tuple
+    extremes: dict
 
     def __add__(self, other):
         return EvaluationSums(
@@ -77,9 +90,8 @@ class Plan:
     b1: float
     b2: float
     fine_bins: int
-    thresholds: np.ndarray = (
-        None  # per split: evaluate rows whose key <= it (None: all)
-    )
+    # Per split: evaluate the rows whose key is at most it (None: every row).
+    thresholds: np.ndarray = None
     needed: np.ndarray = None  # sorted fine cells
     # Kernel queries per table cell (stacked like ``eta``) when every row of a split's
     # validation group is evaluated: pass 1's counts, so pass 2 need not count them.
