@@ -1,7 +1,5 @@
 """``NWCalibrationBound``: certified bound under bounded derivatives (paper, sec. 5)."""
 
-import functools
-import math
 from dataclasses import dataclass, replace
 from numbers import Integral, Real
 
@@ -13,161 +11,65 @@ from ._chunks import is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
 from ._curve import DisplayCurve, curve_grid, smoothing_band_note, surrogate_style
 from ._guarantee import guarantee_of
+from ._passes import run
 from ._sech import sech_derivative_bounds
 from ._splitting import SUBSAMPLE_STREAM, GroupDesign, row_keys
-from ._surrogates import _nw_grid, _nw_hp
-from ._terms import high_probability_terms, nw_bound_terms, nw_plugin_bandwidth
+from ._surrogates.nw import NWGrid
+from ._terms import high_probability_terms, nw_bound_terms
 from ._validation import check_prob_labels
-
-# The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
-_AUTO_MIN, _AUTO_MAX, _AUTO_FRACTION = 5000, 15000, 0.05
-
-# The plug-in bandwidth (a Newton solve) is asked for the same few training sizes a
-# dozen times per fit (candidates, grid, refit rule): solved once per (m, b1, b2).
-_plugin_bandwidth = functools.lru_cache(maxsize=256)(nw_plugin_bandwidth)
 
 
 @dataclass(frozen=True)
 class _NWMethod(_BoundMethod):
-    """The grid NW smoother with the certificate of SPEC sections 10-12
-    (``guarantee="high_probability"``) or Proposition 2 as published (``"paper"``,
-    ``delta`` split into two)."""
+    """The grid NW smoother (``grid``) with the certificate of SPEC sections 10-12,
+    or, with the published Lemma 6, Proposition 2 as published (``delta`` split into
+    two)."""
 
-    b1: float
-    b2: float
-    bandwidth: object  # "auto", "plugin" or a float
-    tempering: float
-    max_validation: object  # None, "auto" or an int
+    grid: NWGrid
     random_state: object  # of the validation subsample, when there is one
-    guarantee: str = "high_probability"
-    min_train = 1
-
-    def bandwidth_for(self, m):
-        """The paper mode's bandwidth: the plug-in rule, or the given float."""
-        if self.bandwidth in ("plugin", "auto"):
-            return _plugin_bandwidth(m, self.b1, self.b2)
-        return float(self.bandwidth)
-
-    def bandwidth_candidates(self, m):
-        """The bandwidths the label-free search chooses from, for ``m`` training
-        scores: the plug-in value times ``2**(k/2)``, ``k = -4..8`` (SPEC section 12)
-        for ``"auto"`` in high-probability mode, else the one bandwidth."""
-        if self.bandwidth != "auto" or self.guarantee == "paper":
-            return (self.bandwidth_for(m),)
-        h = _plugin_bandwidth(m, self.b1, self.b2)
-        lo, hi = _nw_hp.BANDWIDTH_LIMITS
-        return tuple(
-            sorted({min(max(h * 2.0**k, lo), hi) for k in _nw_hp.SEARCH_EXPONENTS})
-        )
-
-    def fold_terms(self, statistics, delta):
-        """The fold's terms from its ``statistics`` at any ``delta`` (nothing else
-        depends on ``delta``: this is what makes the p-value a bisection)."""
-        if self.guarantee == "paper":
-            n, residual_moments, smoothing_moments = statistics
-            return FoldTerms(
-                nw_bound_terms(n, residual_moments, smoothing_moments, delta)
-            )
-        return FoldTerms(high_probability_terms(*statistics, delta))
-
-    def _split(self, smoother, stats):
-        """``(statistics, info)`` of one split from the sums of :func:`finish_split`."""
-        if self.guarantee == "paper":
-            statistics = (
-                int(stats["n"]),
-                stats["residual_moments"],
-                stats["smoothing_moments"],
-            )
-        else:
-            statistics = (
-                int(stats["n"]),
-                stats["residual_moments"],
-                stats["smoothing_mean"],
-                stats["sum_c_squared"],
-            )
-        info = {
-            "n_train": int(smoother.n_train),
-            "n_validation": int(stats["n"]),
-            "bandwidth": smoother.bandwidth,
-            "n_bins": smoother.n_bins,
-            "n_fallback": int(stats["n_fallback"]),
-        }
-        if self.guarantee == "high_probability":
-            info["sum_c_squared"] = float(stats["sum_c_squared"])
-        return statistics, info
-
-    def _fine_bins(self, n):
-        # The plug-in bandwidth shrinks as the training size grows, so the one for n
-        # points is below every fold's: 64 cells per bandwidth for it and every larger
-        # candidate; the few smaller candidates get at least 16 (validity does not
-        # depend on the grid, only tightness, and they are rarely chosen).
-        candidates = self.bandwidth_candidates(n)
-        h = (
-            _plugin_bandwidth(n, self.b1, self.b2)
-            if len(candidates) > 1
-            else candidates[0]
-        )
-        return max(
-            _nw_hp.grid_size(h),
-            _nw_hp.grid_size(min(candidates), bins_per_bandwidth=16),
-        )
-
-    # Both certificates run on mergeable statistics (``_nw_grid``): no sort, chunks
-    # and Dask with the in-memory numbers.
+    min_train = NWGrid.min_train
+    # Both certificates run on mergeable statistics: no sort, chunks and Dask with
+    # the in-memory numbers.
     mergeable = True
 
-    def _cap(self, n):
-        """Evaluated validation points per fold (``None``: all); ``n=None`` (not yet
-        known) gives the largest the rule can give."""
-        if self.max_validation is None:
-            return None
-        if self.max_validation == "auto":
-            if n is None:
-                return _AUTO_MAX
-            return min(_AUTO_MAX, max(_AUTO_MIN, math.ceil(_AUTO_FRACTION * n)))
-        return int(self.max_validation)
+    def fold_terms(self, statistics, delta):
+        """The fold's terms from its ``statistics`` (``SplitStatistics``) at any
+        ``delta`` (nothing else depends on ``delta``: this is what makes the p-value
+        a bisection)."""
+        s = statistics
+        if self.grid.published:
+            terms = nw_bound_terms(s.n, s.residual_moments, s.smoothing_moments, delta)
+        else:
+            terms = high_probability_terms(
+                s.n, s.residual_moments, s.smoothing_mean, s.sum_c_squared, delta
+            )
+        return FoldTerms(terms)
 
-    def _refit_rule(self, n, folds):
-        """The bandwidth of the smoother on all ``n`` rows from the folds'
-        ``(bandwidth, m)``: with ``"auto"``, the median over folds of ``k`` in ``h =
-        h_plugin(m) * 2**(k/2)`` applied to ``h_plugin(n)`` (label-free like the
-        search, whose objective the folds' training sets already evaluated)."""
-        if self.bandwidth != "auto" or self.guarantee == "paper":
-            return self.bandwidth_for(n)
-        steps = [
-            2.0 * math.log2(h / _plugin_bandwidth(m, self.b1, self.b2))
-            for h, m in folds
-        ]
-        k = round(float(np.median(steps)))
-        h = _plugin_bandwidth(n, self.b1, self.b2) * 2.0 ** (k / 2.0)
-        lo, hi = _nw_hp.BANDWIDTH_LIMITS
-        return min(max(h, lo), hi)
-
-    def _design(
-        self, source, design, key_seed, refit_bandwidth, check=None, check_counts=None
-    ):
-        return _nw_grid.fit_design(
-            source,
-            design,
-            fine_bins=self._fine_bins(source.n_samples),
-            candidates=self.bandwidth_candidates,
-            tempering=self.tempering,
-            b1=self.b1,
-            b2=self.b2,
-            min_train=self.min_train,
-            cap_of=None if self.max_validation is None else self._cap,
-            key_seed=key_seed,
-            refit_bandwidth=refit_bandwidth,
-            check=check,
-            check_counts=check_counts,
-            paper=self.guarantee == "paper",
-        )
+    @staticmethod
+    def _split(smoother, statistics):
+        """``(statistics, info)`` of one split."""
+        info = {
+            "n_train": int(smoother.n_train),
+            "n_validation": statistics.n,
+            "bandwidth": smoother.bandwidth,
+            "n_bins": smoother.n_bins,
+            "n_fallback": statistics.n_fallback,
+        }
+        if statistics.sum_c_squared is not None:
+            info["sum_c_squared"] = float(statistics.sum_c_squared)
+        return statistics, info
 
     def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
-        fit = self._design(
-            source, design, key_seed, self._refit_rule, check, check_counts
+        grid = replace(self.grid, n_samples=source.n_samples)
+        fit = run(
+            grid,
+            source,
+            design,
+            key_seed=key_seed,
+            check=check,
+            check_counts=check_counts,
         )
-        splits = tuple(self._split(smoother, stats) for smoother, stats in fit.splits)
+        splits = tuple(map(self._split, fit.smoothers, fit.statistics))
         return Passes(splits, fit.n_positive, fit.refit)
 
     def surrogate(self, passes, folds, source, delta):
@@ -176,15 +78,20 @@ class _NWMethod(_BoundMethod):
         if len(passes) == 1:
             return passes[0].refit
         n = source.n_samples
-        h = self._refit_rule(
+        grid = replace(self.grid, n_samples=n)
+        h = grid.refit_rule(
             n, [(f.info["bandwidth"], f.info["n_train"]) for f in folds]
         )
         everyone = GroupDesign(1, (), ids=np.zeros(n, dtype=np.intp))
-        return self._design(source, everyone, None, lambda n, folds: h).refit
+        return run(grid.refit_only(h), source, everyone).refit
 
     def fitted_attributes(self, surrogate, folds, key_seed):
-        attributes = {"b1_": self.b1, "b2_": self.b2, "bandwidth_": surrogate.bandwidth}
-        if self.max_validation is not None:
+        attributes = {
+            "b1_": self.grid.b1,
+            "b2_": self.grid.b2,
+            "bandwidth_": surrogate.bandwidth,
+        }
+        if self.grid.max_validation is not None:
             # score() subsamples its held-out points with row keys from this seed (the
             # fit's one draw from random_state), so that scoring is reproducible.
             attributes["_score_seed"] = int(key_seed)
@@ -194,26 +101,10 @@ class _NWMethod(_BoundMethod):
         """The fixed-split statistics of the refit smoother on held-out ``scores``:
         pass 2 alone, every row in the one validation group."""
         n = scores.shape[0]
-        thresholds = keys = None
-        cap = self._cap(n)
-        if cap is not None and cap < n:
+        keys = None
+        if self.grid.validation_cap(n) is not None:
             keys = row_keys(self.random_state, 0, n, SUBSAMPLE_STREAM)
-            thresholds = np.array(
-                [np.partition(keys, cap - 1)[cap - 1]], dtype=np.uint64
-            )
-        plan = _nw_grid.Plan(
-            (surrogate,),
-            np.zeros(1, dtype=np.intp),
-            1,
-            self.b1,
-            self.b2,
-            surrogate.fine_bins,
-            thresholds=thresholds,
-        )
-        sums = _nw_grid.evaluation_sums(
-            plan, scores, np.zeros(n), np.zeros(n, dtype=np.intp), keys
-        )
-        return self._split(surrogate, _nw_grid.finish_split(plan, 0, sums, surrogate))
+        return self._split(surrogate, self.grid.held_out(surrogate, scores, keys))
 
 
 _NW_PARAMETERS = {
@@ -564,15 +455,20 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     def _method(self):
         b1, b2 = _derivative_bounds(self.h, self.b1, self.b2, self.guarantee)
-        return _NWMethod(
+        mode = guarantee_of(self.guarantee)
+        bandwidth = self.bandwidth
+        if mode.published and bandwidth == "auto":
+            bandwidth = "plugin"  # the label-free search is not the paper's
+        grid = NWGrid(
             b1=b1,
             b2=b2,
-            bandwidth=self.bandwidth,
+            n_samples=None,  # set from each source
+            bandwidth=bandwidth,
             tempering=float(self.tempering),
             max_validation=self.max_validation,
-            random_state=self.random_state,
-            guarantee=self.guarantee,
+            lemma6=mode.lemma6,
         )
+        return _NWMethod(grid, self.random_state)
 
     def _display_curve(self, low, high, n_grid=None):
         """What the display draws: ``predict`` (by default at one point per kernel

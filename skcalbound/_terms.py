@@ -191,58 +191,6 @@ def tv_bound_terms(residual_moments, m, delta, V, V_hat, guarantee="high_probabi
     }
 
 
-def _own_root(coefficient, target, power, cap=2.0**20):
-    """``(target / coefficient) ** (1 / power)`` (where ``coefficient * t**power``
-    alone reaches ``target``), at most ``cap``; 0 when ``coefficient`` is 0."""
-    if coefficient <= 0.0:
-        return 0.0
-    if coefficient * cap**power <= target:
-        return cap
-    return (target / coefficient) ** (1.0 / power)
-
-
-def nw_plugin_bandwidth(m, b1, b2):
-    r"""Plug-in bandwidth of the smoother (paper Appendix E), clipped to [1e-4, 1/4].
-
-    Parameters
-    ----------
-    m : int
-        Training size.
-    b1, b2 : float
-        Bounds on :math:`|\eta'|` and :math:`|\eta''|`.
-
-    Returns
-    -------
-    float
-        :math:`h' = t^2` where :math:`t > 0` solves :math:`2 b t^5 + a t^3 - c/2 = 0`.
-
-    Notes
-    -----
-    .. math:: a = \tfrac38 b_1, \quad b = \tfrac1{10} b_2, \quad
-              c = \frac{1.15}{2\sqrt{2m}}.
-
-    The left side is increasing and convex in :math:`t > 0`, so Newton's method
-    started to the right of the root (where either term alone reaches :math:`c/2`)
-    decreases monotonically to it. The result is clipped to :math:`[10^{-4}, 1/4]`,
-    i.e. :math:`t \le 1/2`: when the left side is not positive at :math:`t = 1/2`
-    (the root is beyond it, or there is none, :math:`b_1 = b_2 = 0`) the upper clip
-    :math:`1/4` is returned at once. The start is at most :math:`2^{20}`: tiny
-    :math:`b_1` or :math:`b_2` put a term's own root near :math:`10^{100}`, where
-    :math:`t^5` overflows.
-    """
-    a, b, c = 3.0 * b1 / 8.0, b2 / 10.0, 1.15 / (2.0 * math.sqrt(2.0 * m))
-    if 2.0 * b * 0.5**5 + a * 0.5**3 <= 0.5 * c:
-        return 0.25
-    t = max(_own_root(2.0 * a, c, 3), _own_root(4.0 * b, c, 5))
-    for _ in range(100):
-        f = 2.0 * b * t**5 + a * t**3 - 0.5 * c
-        step = f / (10.0 * b * t**4 + 3.0 * a * t**2)
-        t -= step
-        if step <= 4.0 * np.finfo(float).eps * t:
-            break
-    return float(min(max(t * t, 1e-4), 0.25))
-
-
 def nw_bound_terms(n, residual_moments, smoothing_moments, delta, R=1.0):
     r"""All terms of the NW fold bound (Proposition 2), in the order they add up.
 

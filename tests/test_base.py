@@ -55,7 +55,7 @@ from skcalbound import (
     tv_bound,
 )
 from skcalbound._cli import main
-from skcalbound._terms import nw_plugin_bandwidth
+from skcalbound._surrogates.nw._search import plugin_bandwidth as nw_plugin_bandwidth
 from skcalbound._validation import check_scores_labels
 from skcalbound._warnings import _binned_auroc
 from skcalbound.datasets import (

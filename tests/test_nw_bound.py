@@ -25,7 +25,8 @@ from sklearn.model_selection import KFold, ShuffleSplit
 
 from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound
 from skcalbound._sech import sech_derivative_bounds
-from skcalbound._terms import nw_plugin_bandwidth
+from skcalbound._surrogates.nw._search import plugin_bandwidth as nw_plugin_bandwidth
+from skcalbound._terms import nw_bound_terms
 
 # The terms_ keys of each guarantee, in the order they add up.
 TERM_NAMES = {
@@ -880,3 +881,49 @@ def test_tiny_lipschitz_constant_gives_a_bound(L, guarantee):
     zero = LipschitzBucketBound(L=0.0, guarantee=guarantee, random_state=0).fit(s, y)
     assert 0.0 <= est.lower_bound_ <= est.bound_ <= 1.0
     assert est.bound_ == pytest.approx(zero.bound_, rel=1e-12)
+
+
+def test_bound_terms_by_hand():
+    r = np.array([0.1, 0.2, 0.3, 0.0])
+    gt = np.array([0.05, 0.05, 0.15, 0.05])
+    terms = nw_bound_terms(4, (r.mean(), r.var()), (gt.mean(), gt.var()), delta=0.06)
+    L = np.log(3 / 0.03)
+    assert_allclose(terms["validation_mean"], 0.15, rtol=1e-15)
+    assert_allclose(terms["smoothing_mean"], 0.075, rtol=1e-15)
+    assert_allclose(
+        terms["bernstein_residual"],
+        np.sqrt(2 * r.var() * L / 4) + 3 * L / 4,
+        rtol=1e-14,
+    )
+    assert_allclose(
+        terms["bernstein_smoothing"],
+        np.sqrt(2 * gt.var() * L / 4) + 3 * L / 4,
+        rtol=1e-14,
+    )
+    # g in [0, R]: R * BB(n, d, var(g / R)).
+    R = 0.5
+    halved = nw_bound_terms(4, (r.mean(), r.var()), (gt.mean(), gt.var()), 0.06, R=R)
+    assert_allclose(
+        halved["bernstein_smoothing"],
+        np.sqrt(2 * gt.var() * L / 4) + 3 * R * L / 4,
+        rtol=1e-14,
+    )
+
+
+def test_several_explicit_splits_with_a_validation_cap():
+    # Several explicit splits (one design each, then the smoother on all rows in one
+    # more pass) with a subsample of each validation set: the cap holds per split,
+    # and a cap no split reaches gives the numbers of no cap, score included.
+    rng = np.random.default_rng(5)
+    s = rng.uniform(size=6000)
+    y = (rng.uniform(size=s.size) < s**2).astype(int)
+    cv = ShuffleSplit(3, test_size=0.3, random_state=0)
+    fits = {
+        cap: NWCalibrationBound(b1=2.0, b2=2.0, cv=cv, max_validation=cap).fit(s, y)
+        for cap in (None, 500, 10**6)
+    }
+    assert (fits[500].fold_results_["n_validation"] == 500).all()
+    assert fits[500].bound_ > fits[None].bound_
+    assert fits[10**6].bound_ == fits[None].bound_
+    assert fits[10**6].bandwidth_ == fits[None].bandwidth_
+    assert fits[10**6].score(s[:3000], y[:3000]) == fits[None].score(s[:3000], y[:3000])

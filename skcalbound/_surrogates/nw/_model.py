@@ -1,0 +1,324 @@
+"""``NWGrid``: the grid NW smoother's model for the two-pass driver (``_passes``).
+
+A frozen dataclass with the smoother's constants and its rules: the fine grid, the
+bandwidth candidates of each split, the refit bandwidth and the validation cap. It
+implements the driver's protocol (``validation_cap``, ``first_pass``, ``counts``,
+``plan``, ``second_pass``, ``finish``) and scores held-out rows with pass 2 alone.
+"""
+
+import functools
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .._cells import cell_sums
+from ._kernel import grid_size
+from ._search import (
+    BANDWIDTH_LIMITS,
+    SEARCH_EXPONENTS,
+    Pyramid,
+    choose_bandwidths,
+    coarsen,
+    plugin_bandwidth,
+)
+from ._smoother import smoother_at
+from ._sums import (
+    Plan,
+    cell_residual_sums,
+    evaluation_sums,
+    finish_split,
+    training_extremes,
+)
+
+# The paper's evaluation-set rule (section 7): min(15000, max(5000, ceil(0.05 n))).
+_AUTO_MIN, _AUTO_MAX, _AUTO_FRACTION = 5000, 15000, 0.05
+
+# Fine grids up to which the splits' bandwidth searches run in lockstep, holding
+# every split's training sums at once (1 MB an array).
+_LOCKSTEP_MAX_BINS = 2**15
+
+# The plug-in bandwidth (a Newton solve) is asked for the same few training sizes a
+# dozen times per fit (candidates, grid, refit rule): solved once per (m, b1, b2).
+_plugin = functools.lru_cache(maxsize=256)(plugin_bandwidth)
+
+
+@dataclass(frozen=True)
+class GridPlan:
+    """What pass 2 reads (``evaluation``, a :class:`~._sums.Plan`) and the smoother
+    on all rows fitted in the same passes (``refit``)."""
+
+    evaluation: Plan
+    refit: object
+
+
+@dataclass(frozen=True)
+class GridFit:
+    """What the two passes give: per split its smoother (with its training extremes)
+    and :class:`~._sums.SplitStatistics`, the smoother on all rows, and the row and
+    positive counts."""
+
+    smoothers: tuple
+    statistics: tuple
+    refit: object
+    n_samples: int
+    n_positive: int
+
+
+@dataclass(frozen=True)
+class NWGrid:
+    """The grid NW smoother of a fit.
+
+    Parameters
+    ----------
+    b1, b2 : float
+        Bounds on ``|eta'|`` and ``|eta''|``.
+    n_samples : int
+        Rows of the data: the fine grid has 64 cells per bandwidth of ``n_samples``.
+    bandwidth : "auto", "plugin" or float
+        ``"auto"``: per split, the label-free search among the plug-in bandwidth
+        times ``2**(k/2)``, ``k = -4..8``; ``"plugin"``: the plug-in bandwidth of
+        the split's training size; a float: that bandwidth.
+    tempering : float
+        Exponent of the Epanechnikov kernel.
+    max_validation : None, "auto" or int
+        Evaluated validation rows per split (None: all; "auto": the paper's rule).
+    lemma6 : {"expanded", "published"}
+        Lemma 6 expanded at the query, or as published (with its own-cell bound).
+    refit_bandwidth : float or None
+        The bandwidth of the smoother on all rows (None: by :meth:`refit_rule` from
+        the splits' bandwidths).
+    """
+
+    b1: float
+    b2: float
+    n_samples: int
+    bandwidth: object = "auto"
+    tempering: float = 1.2
+    max_validation: object = None
+    lemma6: str = "expanded"
+    refit_bandwidth: float = None
+    min_train = 1
+
+    def __post_init__(self):
+        if self.lemma6 not in ("expanded", "published"):
+            raise ValueError(
+                f"lemma6 must be 'expanded' or 'published'; got {self.lemma6!r}."
+            )
+
+    @property
+    def published(self):
+        """Lemma 6 as published (with its own-cell bound)."""
+        return self.lemma6 == "published"
+
+    # ------------------------------------------------------------- the rules
+
+    def plugin(self, m):
+        """The plug-in bandwidth (paper Appendix E) for ``m`` training scores."""
+        return _plugin(m, self.b1, self.b2)
+
+    def candidates(self, m):
+        """The bandwidths the label-free search chooses from, for ``m`` training
+        scores: the plug-in value times ``2**(k/2)``, ``k = -4..8`` (SPEC section 12)
+        for ``"auto"``, else the one bandwidth."""
+        if self.bandwidth == "plugin":
+            return (self.plugin(m),)
+        if self.bandwidth != "auto":
+            return (float(self.bandwidth),)
+        h = self.plugin(m)
+        lo, hi = BANDWIDTH_LIMITS
+        return tuple(sorted({min(max(h * 2.0**k, lo), hi) for k in SEARCH_EXPONENTS}))
+
+    @property
+    def fine_bins(self):
+        # The plug-in bandwidth shrinks as the training size grows, so the one for n
+        # points is below every fold's: 64 cells per bandwidth for it and every larger
+        # candidate; the few smaller candidates get at least 16 (validity does not
+        # depend on the grid, only tightness, and they are rarely chosen).
+        candidates = self.candidates(self.n_samples)
+        h = self.plugin(self.n_samples) if len(candidates) > 1 else candidates[0]
+        return max(grid_size(h), grid_size(min(candidates), bins_per_bandwidth=16))
+
+    def refit_rule(self, n, splits):
+        """The bandwidth of the smoother on all ``n`` rows from the splits'
+        ``(bandwidth, m)``: with ``"auto"``, the median over splits of ``k`` in ``h =
+        h_plugin(m) * 2**(k/2)`` applied to ``h_plugin(n)`` (label-free like the
+        search, whose objective the splits' training sets already evaluated)."""
+        if self.refit_bandwidth is not None:
+            return self.refit_bandwidth
+        if self.bandwidth != "auto":
+            return self.candidates(n)[0]
+        steps = [2.0 * math.log2(h / self.plugin(m)) for h, m in splits]
+        k = round(float(np.median(steps)))
+        h = self.plugin(n) * 2.0 ** (k / 2.0)
+        lo, hi = BANDWIDTH_LIMITS
+        return min(max(h, lo), hi)
+
+    def validation_cap(self, n):
+        """Evaluated validation points per split (``None``: all); ``n=None`` (not yet
+        known) gives the largest the rule can give."""
+        if self.max_validation is None:
+            return None
+        if self.max_validation == "auto":
+            if n is None:
+                return _AUTO_MAX
+            return min(_AUTO_MAX, max(_AUTO_MIN, math.ceil(_AUTO_FRACTION * n)))
+        return int(self.max_validation)
+
+    def refit_only(self, bandwidth):
+        """This model for a design without splits, fitting the smoother on all rows
+        at ``bandwidth``."""
+        return replace(self, refit_bandwidth=bandwidth, max_validation=None)
+
+    # ------------------------------------------------- the driver's protocol
+
+    def first_pass(self, scores, labels, groups, n_groups):
+        return cell_sums(scores, labels, groups, n_groups, self.fine_bins)
+
+    def counts(self, sums):
+        return sums.count
+
+    def _smoothers(self, sums, design, total):
+        """Each split's smoother: its bandwidth by the label-free search among its
+        candidates, its tables read in pass 2 at the cells of its validation rows only
+        (a fifth of the occupied cells with five folds). The searches of every split
+        run in lockstep on small fine grids (where numpy's fixed costs dominate); on
+        larger ones one split at a time, holding one split's training sums at a time."""
+        fine_bins = self.fine_bins
+        sizes = design.training_sizes(sums.count.sum(axis=1), self.min_train)
+        step = max(len(sizes), 1) if fine_bins <= _LOCKSTEP_MAX_BINS else 1
+        smoothers = []
+        for first in range(0, len(sizes), step):
+            splits = range(first, min(first + step, len(sizes)))
+            pyramids = [
+                Pyramid(sums.training(design.splits[k][1], total)) for k in splits
+            ]
+            bandwidths = choose_bandwidths(
+                pyramids,
+                [self.candidates(sizes[k]) for k in splits],
+                self.tempering,
+                self.b1,
+                self.b2,
+            )
+            smoothers.extend(
+                smoother_at(
+                    pyramid,
+                    h,
+                    fine_bins,
+                    sizes[k],
+                    self.tempering,
+                    published=self.published,
+                    queries=sums.count[design.splits[k][0]] != 0.0,
+                )
+                for k, pyramid, h in zip(splits, pyramids, bandwidths)
+            )
+            del pyramids  # before the next split's are built
+        return smoothers
+
+    def plan(self, sums, design, thresholds):
+        fine_bins = self.fine_bins
+        total = sums.total()
+        n_samples = int(round(float(sums.count.sum())))
+        smoothers = self._smoothers(sums, design, total)
+        h = self.refit_rule(n_samples, [(s.bandwidth, s.n_train) for s in smoothers])
+        refit = smoother_at(
+            Pyramid(total),
+            h,
+            fine_bins,
+            n_samples,
+            self.tempering,
+            published=self.published,
+        )
+        needed = [s.needed_cells() for s in (*smoothers, refit)]
+        query_counts = None
+        if thresholds is None:
+            # Every row of a validation group is a query: its table cell's count is
+            # the group's fine-cell counts summed over the cell (fallback cells
+            # excluded).
+            query_counts = np.concatenate(
+                [np.empty(0)]
+                + [
+                    sums.count[validation].reshape(s.tables.n_bins, -1).sum(axis=1)
+                    * (s.tables.A0 > 0.0)
+                    for s, (validation, _) in zip(smoothers, design.splits)
+                ]
+            )
+        evaluation = Plan(
+            tuple(smoothers),
+            design.split_of_group,
+            design.n_groups,
+            self.b1,
+            self.b2,
+            fine_bins,
+            thresholds=thresholds,
+            needed=np.unique(np.concatenate(needed)).astype(np.intp),
+            query_counts=query_counts,
+        )
+        return GridPlan(evaluation, refit)
+
+    def second_pass(self, plan, scores, labels, groups, keys):
+        return evaluation_sums(plan.evaluation, scores, labels, groups, keys)
+
+    def finish(self, plan, sums, second, design):
+        evaluation = plan.evaluation
+        if second is None:
+            second = evaluation.empty()
+        smoothers = evaluation.smoothers
+        if evaluation.cell_residuals:
+            for k, (smoother, (validation, _)) in enumerate(
+                zip(smoothers, design.splits)
+            ):
+                queries = coarsen(
+                    sums.group(validation), self.fine_bins // smoother.n_bins
+                )
+                second.residuals[k] += cell_residual_sums(
+                    smoother.tables, queries, evaluation.shift[k]
+                )
+        fitted, statistics = [], []
+        for k, (smoother, (_, train)) in enumerate(zip(smoothers, design.splits)):
+            extremes = training_extremes(evaluation, second.extremes, train)
+            smoother = replace(smoother, extremes=extremes)
+            fitted.append(smoother)
+            statistics.append(finish_split(evaluation, k, second, smoother))
+        everyone = tuple(range(design.n_groups))
+        refit = replace(
+            plan.refit,
+            extremes=training_extremes(evaluation, second.extremes, everyone),
+        )
+        return GridFit(
+            tuple(fitted),
+            tuple(statistics),
+            refit,
+            int(round(float(sums.count.sum()))),
+            int(round(float(sums.positives.sum()))),
+        )
+
+    # ------------------------------------------------------- held-out rows
+
+    def held_out(self, smoother, scores, keys=None):
+        """The :class:`~._sums.SplitStatistics` of ``smoother`` on held-out
+        ``scores``: pass 2 alone, every row in one validation group; ``keys`` (one
+        uint64 per row) choose the subsample when :meth:`validation_cap` is below the
+        number of rows."""
+        n = scores.shape[0]
+        thresholds = None
+        cap = self.validation_cap(n)
+        if cap is not None and cap < n:
+            thresholds = np.array(
+                [np.partition(keys, cap - 1)[cap - 1]], dtype=np.uint64
+            )
+        else:
+            keys = None
+        plan = Plan(
+            (smoother,),
+            np.zeros(1, dtype=np.intp),
+            1,
+            self.b1,
+            self.b2,
+            smoother.fine_bins,
+            thresholds=thresholds,
+        )
+        sums = evaluation_sums(
+            plan, scores, np.zeros(n), np.zeros(n, dtype=np.intp), keys
+        )
+        return finish_split(plan, 0, sums, smoother)
