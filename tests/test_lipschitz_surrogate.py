@@ -28,8 +28,10 @@ from skcalbound._passes import run
 from skcalbound._splitting import GroupDesign
 from skcalbound._surrogates._cells import bin_of as cell_of
 from skcalbound._surrogates.buckets._candidates import candidate_grids
+from skcalbound._surrogates.buckets._flags import flagged_pairs
 from skcalbound._surrogates.buckets._model import BucketGrid
 from skcalbound._surrogates.buckets._surrogate import BucketSurrogate
+from skcalbound._surrogates.buckets._table import BucketTable, Prepared, cell_stats
 
 SUM_NAMES = ["sum_r", "sum_r2", "sum_g", "sum_g2"]
 L_VALUES = [0.0, 0.3, 30.0, 3000.0]
@@ -714,3 +716,40 @@ def test_huge_L_with_zero_distances_gives_finite_sums():
         assert_allclose(
             sums[1:5], [1.0, 0.25, 4 * g, 4 * g * g], rtol=1e-15, err_msg=f"L={L}"
         )
+
+
+# ----------------------------------------------------------------------------------
+# Flags
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("L", [4.0, 32.0, 300.0])
+def test_unflagged_cells_keep_eta_hat_outside_and_g_on_one_side_of_one(L):
+    """A (candidate, cell) pair that is not flagged has ``eta_hat`` outside the cell
+    and ``g`` (the reference's, at both ends and the centre of the cell) at most 1 or
+    at least 1 on all of it; the cells holding ``eta_hat`` are flagged."""
+    rng = np.random.default_rng(5)
+    train = np.sort(np.concatenate([rng.beta(2, 5, 400), np.full(50, 0.8125)]))
+    labels = (rng.uniform(size=train.size) < train).astype(np.float64)
+    n_buckets, R = [2, 8, 64], 2
+    candidates, ((K, _),) = candidate_grids(n_buckets, R)
+    stats = cell_stats(train, labels, np.zeros(train.size, dtype=np.intp), 1, K)
+    training = stats.merged([0])
+    table = BucketTable(
+        Prepared(training, np.flatnonzero(training.count > 0)), candidates, R, L
+    )
+    owner, pos = flagged_pairs(table)
+    flagged = set(zip(owner.tolist(), pos.tolist()))
+    cells = table.prep.cells
+    n_crossing = 0
+    for i, (B, r) in enumerate(candidates):
+        for p, c in enumerate(cells.tolist()):
+            ends = [c / K, (c + 0.5) / K, np.nextafter((c + 1) / K, 0)]
+            rows = _reference(train, labels, ends, B, r, R, K)
+            eta = rows[0][0]
+            crossing = abs((c + 0.5) / K - eta) < 0.5 / K
+            n_crossing += crossing
+            if (i, p) in flagged:
+                continue
+            assert not crossing, (B, r, c)
+            g = [_g(row, L) for row in rows]
+            assert max(g) <= 1.0 or min(g) >= 1.0, (B, r, c, g)
+    assert n_crossing > 0 and len(flagged) >= n_crossing

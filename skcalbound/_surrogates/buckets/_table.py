@@ -266,7 +266,7 @@ class BucketTable:
         return jj, eta, aj, sign * self.L, gj
 
 
-def candidate_blocks(n_candidates, n_cells, size=2**20):
+def candidate_blocks(n_candidates, n_cells, size=2**16):
     """Slices of consecutive candidates of about ``size`` (candidate, cell) pairs (at
     least one candidate): the temporaries of a block stay a few MB."""
     step = max(1, size // max(int(n_cells), 1))
