@@ -212,6 +212,13 @@ class BucketTable:
         ``1 / (2 sqrt(n_b))``, ``eta_hat`` and the training count."""
         return tuple(x[J] for x in self._values)
 
+    @cached_property
+    def runs(self):
+        """Per bucket, how many evaluated cells it holds (a run of them: the cells
+        are ascending)."""
+        cells = self.prep.cells
+        return np.searchsorted(cells, self.end) - np.searchsorted(cells, self.start)
+
     def n_b(self, J):
         return self._values[6][J]
 
@@ -239,9 +246,9 @@ class BucketTable:
 
     def terms(self, rows):
         """:meth:`terms_at` at every evaluated cell for the candidates ``rows`` (a
-        slice), as ``(n_rows, n_cells)`` arrays."""
+        slice or indices), as ``(n_rows, n_cells)`` arrays."""
         prep = self.prep
-        owner = np.arange(rows.start, rows.stop)[:, None]
+        owner = np.arange(self.n_candidates)[rows][:, None]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return self.terms_at(owner, prep.cells, prep.s2)
 
