@@ -11,8 +11,12 @@ from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
 from ._chunks import is_dask_collection
 from ._compat import Interval, validate_params
 from ._curve import DisplayCurve, curve_grid, smoothing_band_note, surrogate_style
+from ._guarantee import guarantee_of
+from ._passes import run
 from ._sech import sech_derivative_bounds
-from ._surrogates._bucket_grid import BucketSurrogate, candidate_grids, fit_design
+from ._surrogates.buckets._candidates import candidate_grids
+from ._surrogates.buckets._model import BucketGrid
+from ._surrogates.buckets._surrogate import BucketSurrogate
 from ._terms import high_probability_terms, nw_bound_terms
 from ._validation import check_prob_labels
 
@@ -37,29 +41,46 @@ class _LipschitzMethod(_BoundMethod):
     min_train = 1
     mergeable = True
 
-    def _terms(self, statistics, delta_c):
-        n, s_r, s_r2, s_g, s_g2, c2 = statistics
-        residual = _moments(s_r, s_r2, n)
-        if self.guarantee == "paper":
-            return nw_bound_terms(int(n), residual, _moments(s_g, s_g2, n), delta_c)
-        return high_probability_terms(int(n), residual, s_g / n, c2, delta_c)
+    @property
+    def _published(self):
+        """Proposition 2 as published (its certificate reads the sums of
+        ``min(g, 1)**2``), else the high-probability one (it reads ``C2``)."""
+        return guarantee_of(self.guarantee).published
+
+    def _terms(self, sums, delta_c):
+        n = sums.n
+        residual = _moments(sums.sum_r, sums.sum_r2, n)
+        if self._published:
+            smoothing = _moments(sums.sum_g, sums.sum_g2, n)
+            return nw_bound_terms(int(n), residual, smoothing, delta_c)
+        return high_probability_terms(
+            int(n), residual, sums.sum_g / n, sums.c2, delta_c
+        )
+
+    def _grid(self):
+        return BucketGrid(
+            self.n_buckets,
+            self.n_shifts,
+            self.L,
+            squares=self._published,
+            c2=not self._published,
+            min_train=self.min_train,
+        )
 
     def fold_terms(self, statistics, delta):
         """The terms of the best candidate, all candidates' bounds in ``extra``.
 
-        ``statistics`` holds, per candidate, ``(n, sum r, sum r**2, sum g~, sum g~**2,
-        n_fallback, C2)``; the sum of ``g~**2`` (read in paper mode only) is None in
-        high-probability mode and ``C2`` (high-probability mode only) in paper mode.
+        ``statistics`` holds, per candidate, its ``CandidateSums`` (``n``, ``sum_r``,
+        ``sum_r2``, ``sum_g``, ``sum_g2``, ``n_fallback``, ``c2``); the sum of
+        ``g~**2`` (read in paper mode only) is None in high-probability mode and
+        ``C2`` (high-probability mode only) in paper mode.
         The upper bound is the smallest candidate upper bound and the lower bound the
         largest candidate lower bound: every candidate holds at ``delta /
         n_candidates``, so all hold at once.
         """
         candidates = candidate_grids(self.n_buckets, self.n_shifts)[0]
         delta_c = delta / len(candidates)  # union bound over the candidates
-        all_terms = [
-            self._terms((n, s_r, s_r2, s_g, s_g2, c2), delta_c)
-            for n, s_r, s_r2, s_g, s_g2, _, c2 in statistics
-        ]
+        all_terms = [self._terms(sums, delta_c) for sums in statistics]
         bounds = np.array([sum(terms.values()) for terms in all_terms])
         lowers = np.array(
             [2.0 * terms["validation_mean"] - b for terms, b in zip(all_terms, bounds)]
@@ -70,28 +91,18 @@ class _LipschitzMethod(_BoundMethod):
             "n_buckets": int(B),
             "shift": int(r),
             "n_candidates": len(candidates),
-            "n_fallback": int(statistics[best][5]),
+            "n_fallback": int(statistics[best].n_fallback),
         }
-        if self.guarantee == "high_probability":
-            info["sum_c_squared"] = float(statistics[best][6])
+        if not self._published:
+            info["sum_c_squared"] = float(statistics[best].c2)
         return FoldTerms(
             all_terms[best], info, float(np.max(lowers)), {"candidate_bounds": bounds}
         )
 
     def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
-        fit = fit_design(
-            source,
-            design,
-            n_buckets=self.n_buckets,
-            n_shifts=self.n_shifts,
-            L=self.L,
-            min_train=self.min_train,
-            check=check,
-            check_counts=check_counts,
-            guarantee=self.guarantee,
-        )
+        fit = run(self._grid(), source, design, check=check, check_counts=check_counts)
         splits = tuple(
-            (tuple(sums), {"n_train": int(m), "n_validation": int(sums[0][0])})
+            (tuple(sums), {"n_train": int(m), "n_validation": int(sums[0].n)})
             for sums, m in zip(fit.sums, fit.n_train)
         )
         return Passes(splits, fit.n_positive, (fit.totals, fit.n_samples))
@@ -112,7 +123,8 @@ class _LipschitzMethod(_BoundMethod):
         return bounds, int(np.argmin(bounds.mean(axis=0)))
 
     def held_out(self, surrogate, scores):
-        sums = surrogate.all_sums(scores, self.L, self.guarantee)
+        published = self._published
+        sums = surrogate.all_sums(scores, self.L, squares=published, c2=not published)
         info = {"n_train": int(surrogate.n_train), "n_validation": int(scores.shape[0])}
         return tuple(sums), info
 

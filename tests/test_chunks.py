@@ -1,7 +1,7 @@
 """Bounds on data that is not in one place: chunks and Dask give the in-memory numbers.
 
 The NW certificate (high-probability mode) and the Lipschitz bound (both modes) run on
-mergeable statistics (``_surrogates/nw/``, ``_surrogates/_bucket_grid``): in
+mergeable statistics (``_surrogates/nw/``, ``_surrogates/buckets/``): in
 memory it is the one-source case of the same code, so for the same ``random_state`` the
 folds, and every number, agree with chunked and Dask input up to the order of the
 additions.

@@ -1,4 +1,4 @@
-"""The mergeable bucketing of ``_surrogates/_bucket_grid.py`` against a per-point loop.
+"""The mergeable bucketing of ``_surrogates/buckets/`` against a per-point loop.
 
 The reference takes one query at a time: its bucket by the SPEC formula
 ``clip(floor(B s - r/R), -1, B - 1)``; if no training score shares it, the bucket of the
@@ -17,7 +17,6 @@ training point ``i`` averaged over the queries, fallback included; SPEC section 
 
 import bisect
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -25,22 +24,14 @@ from _synthetic import slow_except
 from numpy.testing import assert_allclose, assert_array_equal
 
 from skcalbound._chunks import ArraySource
+from skcalbound._passes import run
 from skcalbound._splitting import GroupDesign
-from skcalbound._surrogates import _bucket_grid
-from skcalbound._surrogates._bucket_grid import (
-    _CLIPPED_ALL,
-    _EXPANDED,
-    _EXPANDED_SCALE,
-    _UNDECIDED,
-    BucketSurrogate,
-    BucketTable,
-    Prepared,
-    _all_flags,
-    candidate_grids,
-    cell_of,
-    cell_stats,
-    fit_design,
-)
+from skcalbound._surrogates._cells import bin_of as cell_of
+from skcalbound._surrogates.buckets._candidates import candidate_grids
+from skcalbound._surrogates.buckets._flags import flagged_pairs
+from skcalbound._surrogates.buckets._model import BucketGrid
+from skcalbound._surrogates.buckets._surrogate import BucketSurrogate
+from skcalbound._surrogates.buckets._table import BucketTable, Prepared, cell_stats
 
 SUM_NAMES = ["sum_r", "sum_r2", "sum_g", "sum_g2"]
 L_VALUES = [0.0, 0.3, 30.0, 3000.0]
@@ -132,6 +123,18 @@ def _reference_sums(rows, queries, L):
     )
 
 
+def fit_design(
+    source, design, *, n_buckets, n_shifts, L, refit=True, squares=True, c2=True
+):
+    """Both passes of ``design`` over ``source`` for ``BucketGrid(...)``."""
+    grid = BucketGrid(tuple(n_buckets), n_shifts, L, squares, c2, refit=refit)
+    return run(grid, source, design)
+
+
+# ``guarantee`` of the bound: which sums its certificate reads.
+READS = {None: {}, "paper": {"c2": False}, "high_probability": {"squares": False}}
+
+
 def _fast(train_s, train_y, queries, n_buckets, R, L):
     """``{(B, r): (sums, eta_hat, K)}``: the two passes with the training rows as group
     0 and the queries as group 1 (validated by a surrogate trained on group 0), and
@@ -170,7 +173,7 @@ def _fast_many(train_s, train_y, queries, n_buckets, R, L_values, guarantee=None
             n_shifts=R,
             L=L,
             refit=False,
-            guarantee=guarantee,
+            **READS[guarantee],
         )
         out[L] = {
             candidates[j]: (fit.sums[0][j], eta[j], K)
@@ -367,22 +370,9 @@ def test_fast_path_matches_the_reference(case, n_buckets, n_shifts):
         ["random-0", "clusters-2", "gaps-1", "ends-0", "dyadic-1"],
     ),
 )
-def test_every_candidate_bucket_by_bucket_matches_the_reference(
-    case, config, monkeypatch
-):
-    # The high-probability fit sums a candidate bucket by bucket (prefix sums over
-    # the cells) when it has a few times fewer buckets than cells, cell by cell
-    # otherwise; here every candidate takes the first way, against the same
-    # per-point reference (the sums of min(g, 1)**2, which the certificate does not
-    # read, are cell by cell and not computed).
-    monkeypatch.setattr(_bucket_grid, "_CELLS_PER_BUCKET", 0)
-    calls = []
-    bucket_totals = _bucket_grid._bucket_totals
-    monkeypatch.setattr(
-        _bucket_grid,
-        "_bucket_totals",
-        lambda *args: calls.append(args[-1].copy()) or bucket_totals(*args),
-    )
+def test_high_probability_sums_match_the_reference(case, config):
+    # The high-probability fit computes its own sums (not those of min(g, 1)**2):
+    # against the same per-point reference.
     n_buckets, n_shifts = config
     train, labels, queries, candidates, refs = _with_references(
         case, n_buckets, n_shifts
@@ -394,45 +384,6 @@ def test_every_candidate_bucket_by_bucket_matches_the_reference(
         for (B, r), (sums, eta, K) in fast.items():
             assert sums[4] is None
             _check(sums, eta, refs[(B, r)], queries, L, f"{case} B={B} r={r} L={L}")
-    assert all(which.all() for which in calls)
-    if case not in ("gaps", "single", "midpoints"):  # queries in training cells
-        assert calls
-
-
-def test_undecided_cells_kept_or_computed_again_give_the_same_sums(monkeypatch):
-    # _all_flags keeps the per-cell coefficients of the undecided buckets for
-    # finish_split up to _KEPT_CELLS pairs; beyond, finish_split computes them again:
-    # the same operations, so the same sums to the bit.
-    monkeypatch.setattr(_bucket_grid, "_CELLS_PER_BUCKET", 0)  # all bucket by bucket
-    train, labels, queries = _data("dyadic")
-    args = (train, labels, queries, [3, 5, 10], 3, L_VALUES, "high_probability")
-    seen = []
-    sums = _bucket_grid._undecided_sums
-    monkeypatch.setattr(
-        _bucket_grid,
-        "_undecided_sums",
-        lambda *a: seen.append(a[1].undecided is not None) or sums(*a),
-    )
-    kept = _fast_many(*args)
-    assert seen and all(seen)
-    seen.clear()
-    monkeypatch.setattr(_bucket_grid, "_KEPT_CELLS", 0)
-    again = _fast_many(*args)
-    assert seen and not any(seen)
-    for L in L_VALUES:
-        for candidate, (sums_kept, eta, K) in kept[L].items():
-            assert again[L][candidate][0] == sums_kept, (L, candidate)
-
-
-def test_bucket_sums_fit_int64():
-    # Every integer sum of _bucket_totals is at most n_val K max(K, n_train).
-    def fits(n_val, n_train, K=2**14):
-        prep = SimpleNamespace(n_cells=K, cN=np.array([0.0, float(n_train)]))
-        return _bucket_grid._bucket_sums_fit(prep, float(n_val))
-
-    assert fits(2 * 10**6, 8 * 10**6)  # 10**7 rows in 5 folds: 2.6e17
-    assert not fits(2 * 10**7, 8 * 10**7)  # 10**8 rows: 2.6e19, cell by cell
-    assert fits(2**62 / 2**28 - 1, 1) and not fits(2**62 / 2**28, 1)
 
 
 def test_fallback_count_and_values_by_hand():
@@ -612,10 +563,11 @@ def test_each_guarantee_computes_its_own_sums(case, L):
     surrogate = BucketSurrogate(both.totals, [2, 16, 256], 4, 0, scores.size)
     held = rng.uniform(size=300)
     for guarantee, unread in [("paper", 6), ("high_probability", 4)]:
-        one = fit_design(ArraySource(scores, labels), design, guarantee=guarantee, **kw)
+        reads = READS[guarantee]
+        one = fit_design(ArraySource(scores, labels), design, **reads, **kw)
         pairs = [(one.sums[k], both.sums[k]) for k in range(3)]
         pairs.append(
-            (surrogate.all_sums(held, L, guarantee), surrogate.all_sums(held, L))
+            (surrogate.all_sums(held, L, **reads), surrogate.all_sums(held, L))
         )
         for got, want in pairs:
             assert len(got) == len(want) == 12  # every candidate
@@ -626,64 +578,6 @@ def test_each_guarantee_computes_its_own_sums(case, L):
                 else:
                     assert (g[0], g[5], g[6]) == (w[0], w[5], w[6])
                     assert_allclose(g[1:4], w[1:4], rtol=1e-13, atol=0)
-
-
-# ----------------------------------------------------------------------------------
-# Flags decided per bucket against the per-cell tests
-# ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("L", [4.0, 32.0, 300.0, 5000.0])
-@pytest.mark.parametrize("case", ["random", "clusters", "gaps", "ends"])
-def test_bucket_statuses_and_flags_match_the_per_cell_tests(case, L):
-    """Unbounded candidates: a bucket whose cells all have ``g >= 1`` (clipped) or all
-    ``g < 1`` with small terms (expanded), proven from its training cells, only needs
-    the crossing test; the others are tested cell by cell. Every proven status must
-    hold for the per-cell floating-point tests of the fast path, and the flags must
-    equal those of the per-cell tests on every candidate (the default 48)."""
-    rng = np.random.default_rng(5)
-    train, _ = CASES[case](rng)
-    train = np.concatenate([train, rng.beta(2, 5, 3000), np.full(500, 0.8125)])
-    labels = (rng.uniform(size=train.size) < train).astype(np.float64)
-    candidates, ((K, _),) = candidate_grids([2**k for k in range(1, 13)], 4)
-    stats = cell_stats(train, labels, np.zeros(train.size, dtype=np.intp), 1, K)
-    prep = Prepared(stats.merged([0]))  # every occupied cell
-    table = BucketTable(prep, candidates, 4, L)
-    nc, m = len(candidates), prep.cells.shape[0]
-    with np.errstate(over="ignore", invalid="ignore"):
-        eta, a, b, c = table.terms(prep, slice(0, nc))
-        half = 0.5 / K
-        bh = np.abs(b) * half
-        g_max = np.maximum(a * prep.d_lo - b * half, a * prep.d_hi + b * half) + c
-        scale = np.maximum(a * prep.d_max, np.maximum(np.abs(c), bh))
-        expanded = (g_max <= 1.0) & (scale <= _EXPANDED_SCALE)
-        clipped = c - bh >= 1.0
-        crossing = np.abs(prep.centre - eta) < half
-    status = np.repeat(table.status, table.runs).reshape(nc, m)
-    if table.sub is not None:  # undecided buckets: the status of each run of cells
-        owner, pos = np.divmod(np.arange(nc * m), m)
-        bucket = table.bucket_index(owner, prep.cells[pos])
-        status = table.sub.status_at(table, bucket, pos).reshape(nc, m)
-        runs_decided = table.sub.status != _UNDECIDED
-    loose = np.repeat(~table.bounded[:, None], m, axis=1)
-    claimed_expanded = loose & (status == _EXPANDED)
-    claimed_clipped = loose & (status == _CLIPPED_ALL)
-    assert expanded[claimed_expanded].all() and not clipped[claimed_expanded].any()
-    assert clipped[claimed_clipped].all()
-    want = crossing | (loose & ~(expanded | clipped))
-    owner, pos = _all_flags(prep, table)
-    got = np.zeros((nc, m), dtype=bool)
-    got[owner, pos] = True
-    assert_array_equal(got, want)
-    # Whole candidates: clipped on every cell (kind 2), or never (kind 0).
-    for i in np.flatnonzero(table.kind == 2):
-        assert clipped[i].all(), i
-    for i in np.flatnonzero((table.kind == 0) & ~table.bounded):
-        assert not clipped[i].any(), i
-    if L == 32.0:  # the statuses decide buckets and runs of both kinds here
-        assert claimed_expanded.any() and claimed_clipped.any()
-        assert (loose & ~claimed_expanded & ~claimed_clipped).any()
-        assert runs_decided.any() and not runs_decided.all()
-        decided = table.sub.status[runs_decided]
-        assert (decided == _EXPANDED).any() and (decided == _CLIPPED_ALL).any()
 
 
 # ----------------------------------------------------------------------------------
@@ -822,3 +716,40 @@ def test_huge_L_with_zero_distances_gives_finite_sums():
         assert_allclose(
             sums[1:5], [1.0, 0.25, 4 * g, 4 * g * g], rtol=1e-15, err_msg=f"L={L}"
         )
+
+
+# ----------------------------------------------------------------------------------
+# Flags
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("L", [4.0, 32.0, 300.0])
+def test_unflagged_cells_keep_eta_hat_outside_and_g_on_one_side_of_one(L):
+    """A (candidate, cell) pair that is not flagged has ``eta_hat`` outside the cell
+    and ``g`` (the reference's, at both ends and the centre of the cell) at most 1 or
+    at least 1 on all of it; the cells holding ``eta_hat`` are flagged."""
+    rng = np.random.default_rng(5)
+    train = np.sort(np.concatenate([rng.beta(2, 5, 400), np.full(50, 0.8125)]))
+    labels = (rng.uniform(size=train.size) < train).astype(np.float64)
+    n_buckets, R = [2, 8, 64], 2
+    candidates, ((K, _),) = candidate_grids(n_buckets, R)
+    stats = cell_stats(train, labels, np.zeros(train.size, dtype=np.intp), 1, K)
+    training = stats.merged([0])
+    table = BucketTable(
+        Prepared(training, np.flatnonzero(training.count > 0)), candidates, R, L
+    )
+    owner, pos = flagged_pairs(table)
+    flagged = set(zip(owner.tolist(), pos.tolist()))
+    cells = table.prep.cells
+    n_crossing = 0
+    for i, (B, r) in enumerate(candidates):
+        for p, c in enumerate(cells.tolist()):
+            ends = [c / K, (c + 0.5) / K, np.nextafter((c + 1) / K, 0)]
+            rows = _reference(train, labels, ends, B, r, R, K)
+            eta = rows[0][0]
+            crossing = abs((c + 0.5) / K - eta) < 0.5 / K
+            n_crossing += crossing
+            if (i, p) in flagged:
+                continue
+            assert not crossing, (B, r, c)
+            g = [_g(row, L) for row in rows]
+            assert max(g) <= 1.0 or min(g) >= 1.0, (B, r, c, g)
+    assert n_crossing > 0 and len(flagged) >= n_crossing

@@ -1,0 +1,4 @@
+"""Lipschitz bucketing on mergeable per-cell statistics.
+
+See ``docs/internals/buckets.rst``.
+"""
