@@ -204,13 +204,14 @@ class BucketTable:
         E_N = prep.cN[s] + prep.cN[e]
         E_M = prep.cM[s] + prep.cM[e]
         E_T = prep.cT[s] + prep.cT[e]
-        return E_N, E_M, E_T, alpha, root, eta, n_b
+        # One (7, n_buckets) array: a bucket's values are gathered in one take.
+        return np.stack((E_N, E_M, E_T, alpha, root, eta, n_b))
 
     def values(self, J):
         """``(E_N, E_M, E_T, alpha, root, eta, n_b)`` of the buckets ``J``: the
         prefix sums of ``N``, ``M = N c`` and ``T`` at both ends added, ``L / n_b``,
         ``1 / (2 sqrt(n_b))``, ``eta_hat`` and the training count."""
-        return tuple(x[J] for x in self._values)
+        return tuple(np.take(self._values, J, axis=1))
 
     @cached_property
     def runs(self):
