@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from ._guarantee import guarantee_of
+
 
 def population_variance(x):
     """Empirical variance with divisor ``m`` (the form the Bernstein bound uses), and
@@ -141,7 +143,7 @@ def tv_delta_share(delta, guarantee):
     """The equal share of a TV fold's ``delta``: a third (``"high_probability"``: TVB,
     PTB and the Bernstein term) or a quarter (``"paper"``: also Corollary 2's redundant
     Hoeffding term)."""
-    return delta / (3.0 if guarantee == "high_probability" else 4.0)
+    return delta / (4.0 if guarantee_of(guarantee).corollary2_hoeffding else 3.0)
 
 
 def tv_bound_terms(residual_moments, m, delta, V, V_hat, guarantee="high_probability"):
@@ -186,7 +188,7 @@ def tv_bound_terms(residual_moments, m, delta, V, V_hat, guarantee="high_probabi
         "bernstein_residual": bernstein_term(n, d, variance),
         "tv_denoising": tv_denoising_term(m, d, V),
         "population_transfer": tv_population_transfer_term(
-            m, d, V, V_hat, d if guarantee == "paper" else None
+            m, d, V, V_hat, d if guarantee_of(guarantee).corollary2_hoeffding else None
         ),
     }
 

@@ -11,11 +11,11 @@ import math
 import re
 from importlib.metadata import PackageNotFoundError, version
 
-from .. import __version__
+from .. import __version__, _guarantee
 from ._errors import PROG
 from ._help import DESCRIPTION, EPILOG, VERIFY_DESCRIPTION, VERIFY_EPILOG
 
-GUARANTEES = ("high_probability", "paper")
+GUARANTEES = tuple(_guarantee.GUARANTEES)  # the default first
 CERTIFY, VERIFY = "certify", "verify"
 
 # Rows per chunk when the command streams a file without --chunksize: half of
