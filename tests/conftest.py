@@ -20,7 +20,7 @@ def pytest_configure(config):
         import sklearn  # noqa: F401
 
         threadpool_limits(max(1, (os.cpu_count() or 1) // int(workers)))
-    # Many tests bound small samples on purpose (tests/test_base.py checks the
+    # Many tests bound small samples on purpose (tests/test_validation.py checks the
     # warning). This filter names a class, so pytest imports it, and with it
     # skcalbound._validation and scikit-learn (~1.6 s of CPU), when it reads the
     # filter: it is added here, where tests run, and not in pyproject.toml, where
@@ -80,3 +80,23 @@ def miscalibrated_sample():
     problem = PowerMiscalibrated(k=2.0, name="square")
     scores, labels = problem.sample(2000, np.random.default_rng(7))
     return Sample(scores, labels, problem.true_ce, problem.V)
+
+
+@pytest.fixture(scope="module")
+def calibrated_churn():
+    """P(churn) from a calibrated model, and the labels as words (tests/test_warnings.py
+    and the command line's report of the warning, tests/test_cli.py)."""
+    from _synthetic import calibrated_scores
+
+    s, y = calibrated_scores(n=3000, seed=1)
+    return s, y, np.where(y == 1, "churn", "stay")
+
+
+@pytest.fixture(scope="module")
+def overconfident():
+    """20,000 overconfident scores (h = 2**-5): the NW and TV bounds of the two
+    guarantees compared (tests/test_nw_bound.py, tests/test_tv_bound.py)."""
+    from skcalbound.datasets import make_overconfident
+
+    data = make_overconfident(20_000, h=2.0**-5, random_state=0)
+    return data.scores, data.labels

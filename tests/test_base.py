@@ -5,19 +5,17 @@ reject (see the expected-failure table in ``tests/test_common.py``). This file r
 what those checks cover on scores in [0, 1]: fit returns self, idempotent fit, clone and
 pickle round trips, unmutated and read-only input, memory layout, dtypes, pandas and
 lists, the three accepted shapes, label types, the aggregates, the terms, the per-fold
-table and user-supplied splitters; then bad input at the door, scores below chance,
-and the two guarantees (``"paper"`` against the release, ``"high_probability"`` by
-hand), whose per-bound sections name the test module they belong in.
+table and user-supplied splitters; then the two guarantees: ``"paper"`` against the
+release, and the lower bound of ``"high_probability"``. Bad input at the door is in
+``tests/test_validation.py``, the below-chance warning in ``tests/test_warnings.py``,
+each bound's own numbers in its test module (``tests/test_nw_bound.py``, ...).
 """
 
 import copy
-import dataclasses
 import functools
-import json
 import math
 import pickle
 import re
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -25,39 +23,28 @@ import pytest
 from _bounds import (
     BOUND_ESTIMATORS,
     BOUNDS,
-    LIPSCHITZ_SMALL_GRID,
     REQUIRED_PARAMS,
+    assert_same_fit,
+    fitted_attributes,
     folded_bound,
     inherited_cells,
     make_bound,
     scores_labels,
+    spec_plugin_bandwidth,
 )
-from _synthetic import calibrated_scores, slow_except
+from _synthetic import slow_except
 from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
-from scipy.optimize import brentq
 from sklearn.base import clone
-from sklearn.metrics import roc_auc_score
 
 from skcalbound import (
-    BelowChanceWarning,
     LipschitzBucketBound,
     NWCalibrationBound,
     TVCalibrationBound,
-    VacuousBoundWarning,
-    binned_ece,
-    calibration_test,
     lipschitz_bucket_bound,
     nw_bound,
-    perturb_scores,
-    perturbed_brier_score_loss,
-    perturbed_log_loss,
     tv_bound,
 )
-from skcalbound._cli import main
-from skcalbound._surrogates.nw._search import plugin_bandwidth as nw_plugin_bandwidth
-from skcalbound._validation import check_scores_labels
-from skcalbound._warnings import _binned_auroc
 from skcalbound.datasets import (
     make_discrete,
     make_overconfident,
@@ -152,73 +139,6 @@ def _reference(Est):
     return copy.deepcopy(_fitted_reference(Est))
 
 
-def _fitted_attributes(est):
-    """What ``fit`` set, and what is built on first access from it (a property such
-    as ``certificate_``), by name."""
-    found = {
-        k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_")
-    }
-    for cls in type(est).__mro__:
-        for k, v in vars(cls).items():
-            lazy = isinstance(v, (property, functools.cached_property))
-            if lazy and k.endswith("_") and not k.startswith("_") and hasattr(est, k):
-                found.setdefault(k, getattr(est, k))
-    return found
-
-
-def _assert_same(a, b, path="attr"):
-    """Exact, recursive equality of fitted attributes (arrays, frames, dataclasses,
-    and other objects by their pickled state)."""
-    assert type(a) is type(b), path
-    if isinstance(a, pd.DataFrame):
-        pd.testing.assert_frame_equal(a, b, check_exact=True)
-    elif isinstance(a, np.ndarray):
-        assert_array_equal(a, b, err_msg=path, strict=True)
-    elif dataclasses.is_dataclass(a):
-        for f in dataclasses.fields(a):
-            _assert_same(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
-    elif isinstance(a, dict):
-        assert list(a) == list(b), path
-        for k in a:
-            _assert_same(a[k], b[k], f"{path}[{k!r}]")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            _assert_same(x, y, f"{path}[{i}]")
-    elif hasattr(a, "__dict__") and not isinstance(a, type):
-        # The state an object pickles: what it is, without caches it rebuilds.
-        _assert_same(a.__getstate__(), b.__getstate__(), path)
-    else:
-        assert a == b, path
-
-
-# What a certificate_ certifies; the rest of the record (the parameters as given,
-# the time of the fit) may differ between equivalent fits.
-_CERTIFIED = (
-    "bound",
-    "lower_bound",
-    "estimate",
-    "terms",
-    "fingerprint",
-    "n_samples",
-    "n_positive",
-    "confidence_level",
-    "guarantee",
-    "n_splits",
-)
-
-
-def _assert_same_fit(a, b):
-    fa, fb = _fitted_attributes(a), _fitted_attributes(b)
-    assert set(fa) == set(fb)
-    for name in fa:
-        if name == "certificate_":
-            for key in _CERTIFIED:
-                assert fa[name][key] == fb[name][key], key
-            continue
-        _assert_same(fa[name], fb[name], name)
-
-
 # --------------------------------------------------------------------------------------
 # fit, refit, clone, pickle
 # --------------------------------------------------------------------------------------
@@ -245,7 +165,7 @@ def test_fit_returns_self_and_sets_documented_attributes(Est, guarantee, data):
         *EXTRA_FITTED_ATTRIBUTES[Est.__name__],
     ]
     # Exactly the documented fitted attributes (feature_names_in_ only for frames).
-    assert set(_fitted_attributes(est)) == set(expected)
+    assert set(fitted_attributes(est)) == set(expected)
     for name in expected:
         assert f"\n    {name} :" in Est.__doc__, name
     assert 0.0 <= est.lower_bound_ <= est.bound_ <= 1.0
@@ -269,8 +189,8 @@ def test_fit_is_idempotent(Est, data):
     first = pickle.loads(pickle.dumps(est))
     est.fit(X2, y2)  # fitting other data in between leaves nothing behind
     est.fit(X, y)
-    _assert_same_fit(first, est)
-    _assert_same_fit(est, make_bound(Est, random_state=0).fit(X, y))
+    assert_same_fit(first, est)
+    assert_same_fit(est, make_bound(Est, random_state=0).fit(X, y))
     assert_array_equal(first.predict(X), est.predict(X), strict=True)
     assert first.score(X2, y2) == est.score(X2, y2)
 
@@ -288,7 +208,7 @@ def test_fit_is_idempotent(Est, data):
 )
 def test_n_jobs_does_not_change_the_result(Est, data):
     X, y = data
-    _assert_same_fit(
+    assert_same_fit(
         make_bound(Est, random_state=0).fit(X, y),
         make_bound(Est, random_state=0, n_jobs=2).fit(X, y),
     )
@@ -302,7 +222,7 @@ def test_n_jobs_with_threads_does_not_change_the_result(Est, data):
     expected = make_bound(Est, random_state=0).fit(X, y)
     with parallel_config(backend="threading"):
         for _ in range(3):
-            _assert_same_fit(
+            assert_same_fit(
                 expected, make_bound(Est, random_state=0, n_jobs=2).fit(X, y)
             )
 
@@ -335,8 +255,8 @@ def test_clone_is_unfitted_and_refits_identically(Est, data):
     est = make_bound(Est, random_state=0, cv=4, aggregate="min").fit(X, y)
     twin = clone(est)
     assert twin.get_params() == est.get_params()
-    assert not _fitted_attributes(twin)
-    _assert_same_fit(twin.fit(X, y), est)
+    assert not fitted_attributes(twin)
+    assert_same_fit(twin.fit(X, y), est)
 
 
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
@@ -345,7 +265,7 @@ def test_pickle_round_trip(Est, data):
     X_new, y_new = scores_labels(500, seed=9)
     est = make_bound(Est, random_state=0).fit(X, y)
     back = pickle.loads(pickle.dumps(est))
-    _assert_same_fit(back, est)
+    assert_same_fit(back, est)
     assert back.bound_ == est.bound_
     assert_array_equal(back.predict(X_new), est.predict(X_new), strict=True)
     assert back.score(X_new, y_new) == est.score(X_new, y_new)
@@ -531,7 +451,7 @@ def test_predict_returns_the_surrogate_calibration_function(Est, data):
     before = pickle.loads(pickle.dumps(est))
     est.predict(query)
     est.score(query, np.zeros_like(query))
-    _assert_same_fit(before, est)
+    assert_same_fit(before, est)
 
 
 # --------------------------------------------------------------------------------------
@@ -811,13 +731,6 @@ def _check_tv_columns(est, frame):
     assert ((frame["n_pieces"] >= 1) & (frame["n_pieces"] <= frame["n_train"])).all()
 
 
-def _plugin_bandwidth(m, b1, b2):
-    """SPEC section 4: h' = t**2, 2 b t**5 + a t**3 = c / 2, clipped to [1e-4, 1/4]."""
-    a, b, c = 3.0 * b1 / 8.0, b2 / 10.0, 1.15 / (2.0 * math.sqrt(2.0 * m))
-    t = brentq(lambda t: 2.0 * b * t**5 + a * t**3 - c / 2.0, 0.0, 10.0, xtol=1e-15)
-    return min(max(t * t, 1e-4), 0.25)
-
-
 def _is_power_of_two(n):
     return n > 0 and n & (n - 1) == 0
 
@@ -827,12 +740,14 @@ def _check_nw_columns(est, frame):
     if est.guarantee == "paper":
         # Each fold's plug-in bandwidth is computed from its own training size (all
         # equal here: KFold(4) of 2000), the refit's from all n points: smaller.
-        expected = [_plugin_bandwidth(m, est.b1_, est.b2_) for m in frame["n_train"]]
+        expected = [
+            spec_plugin_bandwidth(m, est.b1_, est.b2_) for m in frame["n_train"]
+        ]
         assert_allclose(frame["bandwidth"], expected, rtol=1e-9)
         assert est.bandwidth_ < frame["bandwidth"].min()
         assert_allclose(
             est.bandwidth_,
-            _plugin_bandwidth(frame["n_validation"].sum(), est.b1_, est.b2_),
+            spec_plugin_bandwidth(frame["n_validation"].sum(), est.b1_, est.b2_),
             rtol=1e-9,
         )
         # One grid for every fold, a power of two fine enough for the smallest
@@ -846,10 +761,10 @@ def _check_nw_columns(est, frame):
         # least 16 for a candidate below the full sample's plug-in bandwidth.
         n = frame["n_validation"].sum()
         for m, h in [*zip(frame["n_train"], frame["bandwidth"]), (n, est.bandwidth_)]:
-            k = 2 * math.log2(h / _plugin_bandwidth(m, est.b1_, est.b2_))
+            k = 2 * math.log2(h / spec_plugin_bandwidth(m, est.b1_, est.b2_))
             assert abs(k - round(k)) < 1e-6 and -4 <= round(k) <= 8, (m, h)
         for n_bins, h in zip(frame["n_bins"], frame["bandwidth"]):
-            cells = 64 if h >= _plugin_bandwidth(n, est.b1_, est.b2_) else 16
+            cells = 64 if h >= spec_plugin_bandwidth(n, est.b1_, est.b2_) else 16
             assert _is_power_of_two(n_bins) and cells <= n_bins * h, (n_bins, h)
         # C2 = sum_i c_i**2 with sum_i c_i = 1 over m training points: at least 1/m
         # (Cauchy-Schwarz), and close to it for a smoother of uniform scores.
@@ -910,557 +825,6 @@ FOLD_COLUMN_CHECKS = {
     "NWCalibrationBound": _check_nw_columns,
     "LipschitzBucketBound": _check_lipschitz_columns,
 }
-
-
-# --------------------------------------------------------------------------------------
-# NWCalibrationBound: the derivative bounds and the validation subsample (belongs in
-# tests/test_nw_bound.py)
-# --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("guarantee", GUARANTEES)
-def test_nw_h_is_a_way_to_give_b1_and_b2(guarantee, data):
-    X, y = data
-    h = 2**-4
-    from_h = NWCalibrationBound(h=h, guarantee=guarantee, random_state=0).fit(X, y)
-    # The docstring's b1 = tanh(1/h) / (2h), and b2 = tanh(1/h)**2 / (2 h**2)
-    # (SPEC section 12), or Corollary 4's 1.5 tanh(1/h)**2 / h**2 in paper mode.
-    assert_allclose(from_h.b1_, math.tanh(1 / h) / (2 * h), rtol=1e-12)
-    factor = 1.5 if guarantee == "paper" else 0.5
-    assert_allclose(from_h.b2_, factor * math.tanh(1 / h) ** 2 / h**2, rtol=1e-12)
-    given = NWCalibrationBound(
-        b1=from_h.b1_, b2=from_h.b2_, guarantee=guarantee, random_state=0
-    ).fit(X, y)
-    _assert_same_fit(given, from_h)
-    # Given bounds are used as they are (as floats).
-    est = NWCalibrationBound(b1=2, b2=2, guarantee=guarantee, random_state=0).fit(X, y)
-    assert type(est.b1_) is float and type(est.b2_) is float
-    assert (est.b1_, est.b2_) == (2.0, 2.0)
-    assert type(est.bandwidth_) is float
-    plugin = _plugin_bandwidth(X.shape[0], 2.0, 2.0)
-    if guarantee == "paper":  # "auto" is the plug-in rule
-        assert_allclose(est.bandwidth_, plugin, rtol=1e-9)
-    else:  # one of plugin * 2**(k/2), k = -4..8
-        k = 2 * math.log2(est.bandwidth_ / plugin)
-        assert abs(k - round(k)) < 1e-6 and -4 <= round(k) <= 8
-    # Smaller derivative bounds, a smaller smoothing term (eta(s) = s**2: b1 = b2 = 2
-    # hold, and are far below h = 1/16's b1 = 8, b2 = 128 or 384).
-    assert est.terms_["smoothing_mean"] < from_h.terms_["smoothing_mean"]
-
-
-@pytest.mark.parametrize(
-    "random_state",
-    [0, None, "RandomState(0)"],
-    ids=["int", "None", "RandomState"],
-)
-def test_nw_score_of_a_fitted_estimator_is_reproducible(random_state, data):
-    X, y = data
-    if random_state == "RandomState(0)":
-        random_state = np.random.RandomState(0)
-    X_test, y_test = scores_labels(1500, seed=11)
-    est = NWCalibrationBound(h=2**-4, max_validation=100, random_state=random_state)
-    est.fit(X, y)
-    assert est.fold_results_["n_validation"].tolist() == [100] * 5
-    first = est.score(X_test, y_test)
-    assert est.score(X_test, y_test) == first
-
-
-# --------------------------------------------------------------------------------------
-# LipschitzBucketBound: the Lipschitz constant (belongs in
-# tests/test_lipschitz_bound.py)
-# --------------------------------------------------------------------------------------
-
-
-def test_lipschitz_h_is_a_way_to_give_L(data):
-    X, y = data
-    h = 2**-2
-    grid = LIPSCHITZ_SMALL_GRID
-    from_h = LipschitzBucketBound(h=h, random_state=0, **grid).fit(X, y)
-    # The docstring's L = tanh(1/h) / (2h).
-    assert_allclose(from_h.L_, math.tanh(1 / h) / (2 * h), rtol=1e-12)
-    given = LipschitzBucketBound(L=from_h.L_, random_state=0, **grid).fit(X, y)
-    _assert_same_fit(given, from_h)
-    assert lipschitz_bucket_bound(y, X, h=h, random_state=0, **grid) == from_h.bound_
-    # A given constant is used as it is (as a float).
-    est = LipschitzBucketBound(L=1, random_state=0, **grid).fit(X, y)
-    assert type(est.L_) is float and est.L_ == 1.0
-    again = LipschitzBucketBound(L=1.0, random_state=0, **grid).fit(X, y)
-    assert est.bound_ == again.bound_
-    # A larger constant, a larger bound (eta(s) = s**2 is 2-Lipschitz, not 1-Lipschitz:
-    # L = 1 only shows that the bound grows with L).
-    bounds = [
-        LipschitzBucketBound(L=L, random_state=0, **grid).fit(X, y).bound_
-        for L in (1.0, 2.0, 8.0)
-    ]
-    assert bounds[0] < bounds[1] < bounds[2] < 1.0
-
-
-# ======================================================================================
-# Bad input at the door (skcalbound._validation, run by every bound's fit): natural
-# mistakes that used to give silently wrong certificates (the positive class, ``h``
-# taken for a knob, swapped arguments, a level read as delta, a vacuous bound), each
-# with the error or warning that now names it (belongs in tests/test_validation.py).
-# ======================================================================================
-H = 2.0**-6
-
-
-@pytest.fixture(scope="module")
-def churn():
-    """A well-calibrated model of P(churn): scores, 0/1 labels, "churn"/"stay"
-    labels."""
-    rng = np.random.default_rng(0)
-    s = perturb_scores(rng.beta(2, 5, size=5000), H, random_state=1)
-    churned = rng.uniform(size=s.shape[0]) < s
-    return s, churned.astype(int), np.where(churned, "churn", "stay").astype(object)
-
-
-ONE_LINERS = {
-    "tv_bound": lambda y, s, **kw: tv_bound(y, s, random_state=0, **kw),
-    "nw_bound": lambda y, s, **kw: nw_bound(y, s, h=H, random_state=0, **kw),
-    "lipschitz_bucket_bound": lambda y, s, **kw: lipschitz_bucket_bound(
-        y, s, h=H, n_buckets=32, random_state=0, **kw
-    ),
-    "binned_ece": lambda y, s, **kw: binned_ece(y, s, **kw),
-    "calibration_test": lambda y, s, **kw: (
-        calibration_test(y, s, h=H, random_state=0, **kw).upper_bound
-    ),
-    "perturbed_log_loss": lambda y, s, **kw: perturbed_log_loss(y, s, h=H, **kw),
-    "perturbed_brier_score_loss": lambda y, s, **kw: perturbed_brier_score_loss(
-        y, s, h=H, **kw
-    ),
-}
-NO_POS_LABEL = re.escape(
-    "y_true takes value in {'churn', 'stay'} and pos_label is not specified: either "
-    "make y_true take value in {0, 1} or {-1, 1} or pass pos_label explicitly."
-)
-
-
-# --------------------------------------------------------------------------------------
-# 1. The positive class
-# --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", ONE_LINERS)
-def test_string_labels_need_pos_label(name, churn):
-    # The trap: "stay" sorts last, so it used to be the positive class, and a model of
-    # P(churn) was scored against "stay" (binned ECE 0.002 became 0.47), silently.
-    # The first 1,000 rows: the positive class does not depend on the size (the
-    # bounds at 5,000 rows cost ~0.1 s a call).
-    s, labels, words = (a[:1000] for a in churn)
-    call = ONE_LINERS[name]
-    with pytest.raises(ValueError, match=NO_POS_LABEL):
-        call(words, s)
-    assert call(words, s, pos_label="churn") == call(labels, s)
-    # The other class is a different question, with its own number.
-    assert_allclose(call(words, 1 - s, pos_label="stay"), call(1 - labels, 1 - s))
-
-
-def test_wrong_positive_class_is_far_off(churn):
-    # What the trap cost: the same scores against the other class.
-    s, labels, words = churn
-    right = binned_ece(words, s, pos_label="churn")
-    wrong = binned_ece(words, s, pos_label="stay")
-    assert right < 0.02 < 0.3 < wrong
-
-
-@pytest.mark.parametrize("name", ["tv_bound", "nw_bound", "binned_ece"])
-def test_pos_label_not_among_labels(name, churn):
-    s, _, words = churn
-    with pytest.raises(
-        ValueError,
-        match=re.escape(
-            "pos_label='Churn' is not a valid label. "
-            "It should be one of ['churn', 'stay']."
-        ),
-    ):
-        ONE_LINERS[name](words, s, pos_label="Churn")
-
-
-def test_pos_label_selects_the_predict_proba_column(churn):
-    # predict_proba of a model trained on "churn"/"stay" has P(churn) in column 0.
-    s, labels, words = churn
-    proba = np.column_stack([s, 1 - s])
-    assert tv_bound(words, proba, pos_label="churn", random_state=0) == tv_bound(
-        labels, s, random_state=0
-    )
-    assert binned_ece(words, proba, pos_label="stay") == binned_ece(1 - labels, 1 - s)
-
-
-# --------------------------------------------------------------------------------------
-# 2. h is an assumption, not a knob
-# --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "Est, h, meant, direct",
-    [
-        (NWCalibrationBound, 64, "Did you mean h=1/64=0.015625?", "b1 and b2"),
-        (
-            NWCalibrationBound,
-            6,
-            "Did you mean h=1/6=0.166667 or h=2**-6=0.015625?",
-            "b1 and b2",
-        ),
-        (LipschitzBucketBound, 0.75, "", "L"),
-    ],
-)
-def test_h_above_one_half_is_rejected(Est, h, meant, direct, churn):
-    # The trap: h=64 (1/h) or h=6 (the exponent) gave a "certificate" of 0.017 where
-    # the true CE was 0.475.
-    s, labels, _ = churn
-    message = (
-        f"h={h!r} is above 0.5. h is the bandwidth, in probability units, of the sech "
-        "perturbation the scores went through (perturb_scores(y_prob, h) or "
-        "SechPerturbedClassifier(h=h)), typically 2**-6 = 0.015625: an assumption "
-        "about how the scores were produced, not a knob to tune."
-    )
-    with pytest.raises(ValueError) as info:
-        Est(h=h).fit(s, labels)
-    text = str(info.value)
-    assert text.startswith(message)
-    assert meant in text
-    assert text.endswith(
-        f"To assume a weak smoothness on purpose, give {direct} directly."
-    )
-    # h = 1/2 itself is accepted, and b1/b2 or L state a weak assumption on purpose.
-    assert 0 < Est(h=0.5, random_state=0).fit(s, labels).bound_ <= 1
-
-
-@pytest.mark.parametrize(
-    "fit",
-    [
-        lambda s, y: NWCalibrationBound(h=H).fit(s, y),
-        lambda s, y: LipschitzBucketBound(h=H).fit(s, y),
-        lambda s, y: nw_bound(y, s, h=H),
-        lambda s, y: calibration_test(y, s, h=H),
-    ],
-)
-def test_unperturbed_discrete_scores_with_h_are_rejected(fit):
-    # The trap: forgetting to perturb. A tree model's scores take a few values; no
-    # perturbation produces that, so h cannot describe them.
-    rng = np.random.default_rng(0)
-    leaves = np.array([0.05, 0.2, 0.35, 0.6, 0.9])
-    s = leaves[rng.integers(0, 5, size=3000)]
-    y = (rng.uniform(size=3000) < s).astype(int)
-    values, counts = np.unique(s, return_counts=True)
-    largest = counts.argmax()
-    with pytest.raises(
-        ValueError,
-        match=re.escape(
-            "h=0.015625 states that the scores were perturbed with the sech kernel, "
-            f"whose output is continuous, but {counts[largest]} of the 3000 scores "
-            f"equal {float(values[largest])!r} (5 distinct values in all): "
-            "these scores were not perturbed"
-        ),
-    ):
-        fit(s, y)
-
-
-def test_ties_from_float32_storage_are_accepted():
-    # Stored as float32, perturbed scores tie by rounding (about 2% at 10**6); that is
-    # not the trap, and the bound is the same kind of number as in float64.
-    rng = np.random.default_rng(0)
-    s = perturb_scores(rng.beta(2, 5, size=10**6), H, random_state=0)
-    s32 = s.astype(np.float32)
-    assert np.unique(s32).size < 0.99 * s.size  # many ties
-    y = (rng.uniform(size=s.size) < s).astype(np.int8)
-    est = NWCalibrationBound(h=H, random_state=0).fit(s32, y)
-    assert est.bound_ < 0.05
-
-
-def test_ties_are_allowed_when_smoothness_is_stated_directly():
-    # b1/b2 (or L) say the calibration function is smooth for some other reason;
-    # nothing is claimed about how the scores were produced.
-    rng = np.random.default_rng(0)
-    s = np.round(rng.uniform(size=3000), 2)
-    y = (rng.uniform(size=3000) < s).astype(int)
-    assert 0 < NWCalibrationBound(b1=1.0, b2=1.0, random_state=0).fit(s, y).bound_ < 1
-    assert 0 < LipschitzBucketBound(L=1.0, random_state=0).fit(s, y).bound_ < 1
-
-
-def test_held_out_scores_are_checked_too(churn):
-    s, labels, _ = churn
-    est = NWCalibrationBound(h=H, random_state=0).fit(s, labels)
-    with pytest.raises(ValueError, match=r"of the 5000 scores equal 0\.5 \(1 distinct"):
-        est.score(np.full(5000, 0.5), labels)
-
-
-@pytest.mark.parametrize("Est", [TVCalibrationBound, NWCalibrationBound])
-def test_low_confidence_level_warns(Est, churn):
-    s, labels, _ = churn
-    params = {"h": H} if Est is NWCalibrationBound else {}
-    with pytest.warns(
-        UserWarning,
-        match=re.escape(
-            "confidence_level=0.05 is the probability that the bound holds, not the "
-            "probability delta that it fails: with this value it holds only 5% of the "
-            "time. Did you mean confidence_level=0.95?"
-        ),
-    ):
-        Est(confidence_level=0.05, random_state=0, **params).fit(s, labels)
-
-
-# --------------------------------------------------------------------------------------
-# 3. Swapped arguments
-# --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "name, call, order",
-    [
-        (
-            "tv_bound",
-            lambda s, y: tv_bound(s, y),
-            "tv_bound takes the labels first: tv_bound(y_true, y_prob).",
-        ),
-        (
-            "binned_ece",
-            lambda s, y: binned_ece(s, y),
-            "binned_ece takes the labels first: binned_ece(y_true, y_prob).",
-        ),
-        (
-            "calibration_test",
-            lambda s, y: calibration_test(s, y, method="tv"),
-            "calibration_test takes the labels first: "
-            "calibration_test(y_true, y_prob).",
-        ),
-        (
-            "fit",
-            lambda s, y: TVCalibrationBound().fit(y, s),
-            "fit takes the scores first: TVCalibrationBound(...).fit(y_prob, y_true).",
-        ),
-    ],
-)
-def test_swapped_arguments_are_named(name, call, order, churn):
-    # The trap: tv_bound(scores, labels) failed with "got 5000 classes: [0.00019...]".
-    s, labels, _ = churn
-    n_distinct = np.unique(s).size
-    with pytest.raises(
-        ValueError,
-        match=re.escape(
-            f"The labels hold {n_distinct} distinct values in [0, 1] and the scores "
-            f"only 0 and 1: the arguments look swapped. {order}"
-        ),
-    ):
-        call(s, labels)
-
-
-def test_three_integer_classes_are_not_called_swapped():
-    s = np.linspace(0, 1, 30)
-    with pytest.raises(ValueError, match=r"got 3 classes: \[0, 1, 2\]\. Multiclass"):
-        tv_bound(np.arange(30) % 3, s)
-
-
-# --------------------------------------------------------------------------------------
-# 5. Vacuous bounds
-# --------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("n, what", [(100, "clipped at 1"), (285, "above 0.5")])
-def test_vacuous_bound_warns_with_advice(n, what):
-    # The trap: on 285 or 899 held-out rows every bound was near 1, with no word.
-    # TV's default cell bound is 1 at 100 rows here and 0.670 at 285 (its denoising
-    # bound was 1 at 285 and above 0.5 at 899).
-    rng = np.random.default_rng(0)
-    s = rng.uniform(size=n)
-    y = rng.uniform(size=n) < s
-    with pytest.warns(VacuousBoundWarning) as record:
-        bound = tv_bound(y, s, random_state=0)
-    (warning,) = [w for w in record if w.category is VacuousBoundWarning]
-    text = str(warning.message)
-    assert (bound >= 1.0) == (what == "clipped at 1")
-    assert bound > 0.5
-    shown = "clipped at 1" if bound >= 1 else f"{bound:.3f}, above 0.5"
-    assert text.startswith(
-        f"The certified upper bound of TVCalibrationBound is {shown} with {n} samples"
-    )
-    assert "More labelled samples shrink the slack" in text
-    assert "SechPerturbedClassifier" in text
-    assert warning.filename == __file__  # points at the caller's line
-
-
-def test_informative_bound_does_not_warn(churn):
-    s, labels, _ = churn
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", VacuousBoundWarning)
-        assert NWCalibrationBound(h=H, random_state=0).fit(s, labels).bound_ < 0.5
-
-
-# ======================================================================================
-# Scores that rank the positive class below chance (a wrong ``pos_label`` or column
-# order): the warning at every door (skcalbound._validation; belongs in
-# tests/test_validation.py).
-# ======================================================================================
-
-
-def _below_chance(caught):
-    return [w for w in caught if issubclass(w.category, BelowChanceWarning)]
-
-
-def _fit_caught(fit):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = fit()
-    return result, _below_chance(caught)
-
-
-@pytest.fixture(scope="module")
-def calibrated_churn():
-    """P(churn) from a calibrated model, and the labels as words."""
-    s, y = calibrated_scores(n=3000, seed=1)
-    return s, y, np.where(y == 1, "churn", "stay")
-
-
-def test_wrong_pos_label_warns_naming_pos_label(calibrated_churn):
-    # The trap: P(churn) bounded against "stay" as the positive class gave a
-    # "certified miscalibrated" interval with only the vacuous-bound warning.
-    s, y, words = calibrated_churn
-    auroc = roc_auc_score(words == "stay", s)
-    assert auroc < 0.3
-    est, caught = _fit_caught(
-        lambda: TVCalibrationBound(pos_label="stay", random_state=0).fit(s, words)
-    )
-    assert len(caught) == 1
-    message = str(caught[0].message)
-    assert message.startswith(
-        f"The scores rank the positive class below chance: their AUROC against the "
-        f"labels is {auroc:.3f} ({np.sum(words == 'stay')} positive and "
-        f"{np.sum(words == 'churn')} negative samples), more than 3 standard errors "
-        "below 0.5."
-    )
-    assert "check pos_label (the class whose probability the scores are)" in message
-    assert "predict_proba's columns follow the sorted classes" in message
-    assert caught[0].filename == __file__  # the user's line, not the library's
-    # A warning, not a change: the bound is that of the scores as given.
-    with pytest.warns(BelowChanceWarning):
-        flipped = TVCalibrationBound(random_state=0).fit(s, 1 - y)
-    assert est.bound_ == flipped.bound_
-
-
-@pytest.mark.parametrize(
-    "labels, pos_label, column, shown",
-    [
-        (None, None, 1, "pos_label (here 1)"),
-        ("words", "churn", 0, "pos_label (here 'churn')"),
-    ],
-)
-def test_two_columns_in_the_wrong_order_warn_naming_the_column(
-    calibrated_churn, labels, pos_label, column, shown
-):
-    s, y, words = calibrated_churn
-    y = words if labels == "words" else y
-    # [P(churn), P(stay)] for classes sorted [0, 1] is the wrong order; for the
-    # sorted ["churn", "stay"] with pos_label="churn", [P(stay), P(churn)] is.
-    proba = np.column_stack([s, 1 - s]) if column == 1 else np.column_stack([1 - s, s])
-    _, caught = _fit_caught(
-        lambda: NWCalibrationBound(h=2**-4, pos_label=pos_label).fit(proba, y)
-    )
-    assert len(caught) == 1
-    classes = [0, 1] if labels is None else ["churn", "stay"]
-    assert str(caught[0].message).endswith(
-        f"check {shown} and the column order: the scores were read from column "
-        f"{column} of the two-column input, the column of {classes[column]!r} among "
-        f"the sorted classes {classes}."
-    )
-    # The right order does not warn.
-    right = proba[:, ::-1]
-    _, caught = _fit_caught(
-        lambda: NWCalibrationBound(h=2**-4, pos_label=pos_label).fit(right, y)
-    )
-    assert caught == []
-
-
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda y, p: tv_bound(y, p, random_state=0),
-        lambda y, p: nw_bound(y, p, h=2**-4, random_state=0),
-        lambda y, p: calibration_test(y, p, h=2**-4, random_state=0),
-    ],
-    ids=["tv_bound", "nw_bound", "calibration_test"],
-)
-def test_one_liners_warn_once_at_the_users_line(calibrated_churn, call):
-    s, y, _ = calibrated_churn
-    proba = np.column_stack([s, 1 - s])  # P(churn) in the column of class 1
-    _, caught = _fit_caught(lambda: call(y, proba))
-    assert len(caught) == 1
-    assert caught[0].filename == __file__
-    _, caught = _fit_caught(lambda: call(y, proba[:, ::-1]))
-    assert caught == []
-
-
-def _tv_row(capsys):
-    results = json.loads(capsys.readouterr().out)["results"]
-    return {r["method"]: r for r in results}["tv"]
-
-
-def test_command_line_reports_the_warning(calibrated_churn, tmp_path, capsys):
-    s, _, words = calibrated_churn
-    path = tmp_path / "churn.csv"
-    pd.DataFrame({"y_prob": s, "y_true": words}).to_csv(path, index=False)
-    options = [str(path), "--bound", "tv", "--json", "--pos-label"]
-    below = "The scores rank the positive class below chance"
-    assert main([*options, "stay"]) == 0
-    warned = _tv_row(capsys)["warnings"]
-    assert sum(w.startswith(below) for w in warned) == 1
-    assert main([*options, "churn"]) == 0
-    assert not any(w.startswith(below) for w in _tv_row(capsys)["warnings"])
-
-
-def _independent(rng, n):
-    return rng.uniform(size=n), rng.uniform(size=n) < 0.3
-
-
-def _constant(rng, n):
-    return np.full(n, 0.3), rng.uniform(size=n) < 0.3
-
-
-def _two_ends(rng, n):
-    # Positives at either end of the negatives, at random: AUROC 1/2, with the
-    # largest sampling noise an AUROC of 1/2 can have (about sqrt(3) times that of
-    # scores independent of the labels).
-    positive = rng.uniform(size=n) < 0.3
-    ends = np.where(rng.uniform(size=n) < 0.5, 0.01, 0.99)
-    return np.where(positive, ends, rng.uniform(0.2, 0.8, size=n)), positive
-
-
-@pytest.mark.parametrize("sample", [_independent, _constant, _two_ends])
-def test_no_warning_at_chance(sample):
-    for seed in range(20):
-        s, y = sample(np.random.default_rng(seed), 2000)
-        # The door every fit goes through, without the fit.
-        _, caught = _fit_caught(
-            lambda: check_scores_labels(TVCalibrationBound(), s, y.astype(int))
-        )
-        assert caught == [], seed
-
-
-def test_few_samples_of_a_class_never_warn():
-    # 10 positives and 10 negatives, perfectly inverted: 1/2 - 3 se < 0, so no AUROC
-    # could be told below chance from sampling noise.
-    s = np.linspace(0.05, 0.95, 20)
-    y = (s < 0.5).astype(int)
-    _, caught = _fit_caught(lambda: TVCalibrationBound(cv=2, random_state=0).fit(s, y))
-    assert caught == []
-
-
-def test_binned_auroc_is_the_auroc_and_bounds_it_within_a_cell():
-    rng = np.random.default_rng(0)
-    s = rng.beta(0.5, 3, size=5000)
-    s[:2] = [0.0, 1.0]
-    y = (rng.uniform(size=s.size) < s).astype(np.uint8)
-    y[:2] = [0, 1]
-    for scores in (s, np.round(s, 2)):  # with ties, the same rule: 1/2 a pair
-        auroc, tied = _binned_auroc(scores, y)
-        assert auroc == pytest.approx(roc_auc_score(y, scores), abs=tied / 2 + 1e-12)
-    assert _binned_auroc(np.round(s, 2), y)[0] == pytest.approx(
-        roc_auc_score(y, np.round(s, 2)), rel=1e-12
-    )
-    # Every pair in one cell, ranked perfectly: the bound auroc + tied / 2 is exact.
-    close = 0.5 + 1e-9 * np.arange(100)
-    order = (np.arange(100) >= 50).astype(np.uint8)
-    auroc, tied = _binned_auroc(close, order)
-    assert (auroc, tied) == (0.5, 1.0) and roc_auc_score(order, close) == 1.0
 
 
 # ======================================================================================
@@ -1599,327 +963,12 @@ def test_paper_mode_stays_close_to_the_release(inputs, case, aggregate):
 
 
 # ======================================================================================
-# ``guarantee="high_probability"``: the certificates of SPEC sections 10-12.
-#
-# * One fold of ``NWCalibrationBound`` and of ``LipschitzBucketBound`` recomputed with
-#   plain Python loops: the weights ``w_i(s')`` as the library defines them, then
-#   ``eta_hat``, ``r``, ``g``, ``c_i = mean_v w_i(s_v)``, ``C2 = sum_i c_i**2``, the
-#   five terms at ``delta / 3`` and the lower bound (to 1e-12).
-# * The lower bound (SPEC section 11) of all three bounds in both modes: below the
-#   upper bound, and the aggregate of the fold lower bounds clipped at 0.
-# * What must hold between the two modes, the bandwidth rules of NW, the guards against
-#   non-finite numbers, and the order of tied scores.
+# ``guarantee="high_probability"``: the lower bound (SPEC section 11) of all three
+# bounds in both modes: below the upper bound, and the aggregate of the fold lower
+# bounds clipped at 0. One fold of each bound by hand, the two modes compared, NW's
+# bandwidths and numerical guards, and the order of tied scores are in the bound's
+# test module.
 # ======================================================================================
-HP_TERMS = [
-    "validation_mean",
-    "bernstein_residual",
-    "smoothing_mean",
-    "label_concentration",
-    "population_transfer",
-]
-
-
-# ----------------------------------------------------------------------------------
-# The five terms, from their definitions (SPEC section 10)
-# ----------------------------------------------------------------------------------
-def _five_terms(r, g, W, delta):
-    """The five terms and the lower bound from per-query ``r`` and unclipped ``g`` and
-    the weight matrix ``W`` (one row per evaluated validation point, one column per
-    training point), with ``delta`` split in three."""
-    n = len(r)
-    d = delta / 3
-    mean_r = sum(r) / n
-    var_r = sum((x - mean_r) ** 2 for x in r) / n  # population variance
-    log3 = math.log(3 / d)
-    bernstein = math.sqrt(2 * var_r * log3 / n) + 3 * log3 / n
-    smoothing = sum(min(x, 1.0) for x in g) / n
-    c = [sum(W[v][i] for v in range(n)) / n for i in range(len(W[0]))]
-    assert_allclose(sum(c), 1.0, rtol=1e-12)  # every query's weights sum to one
-    C2 = sum(x * x for x in c)
-    ell = math.log(1 / d)
-    concentration = math.sqrt(ell * C2 / 2)
-    a = smoothing + concentration
-    F = (math.sqrt(ell / (2 * n)) + math.sqrt(ell / (2 * n) + a)) ** 2
-    terms = {
-        "validation_mean": mean_r,
-        "bernstein_residual": bernstein,
-        "smoothing_mean": smoothing,
-        "label_concentration": concentration,
-        "population_transfer": F - a,
-    }
-    upper = sum(terms.values())
-    lower = mean_r - (bernstein + smoothing + concentration + (F - a))
-    return terms, upper, lower, C2
-
-
-def _exactness_problem():
-    """About 300 training points in two clusters with a gap, 120 validation points.
-
-    Training scores are multiples of 1/1024 in [0.1, 0.375] and [0.625, 0.9] (ties),
-    with a block of two at 0.375 and one point at 0.625. Validation: 100 uniform scores
-    (those in [0, 0.07), the gap and (0.93, 1] have no training score within a narrow
-    kernel: nearest-neighbour fallback), 0.5 (equidistant from 0.375 and 0.625: both
-    blocks), 0.45 and 0.55 (one side), 0.375 (tied with the training block that 0.45
-    falls back to, so the block count must leave the validation point out) and both
-    ends of [0, 1]. Twenty more points are neither training nor validation in the
-    ``"subset"`` split. Data order shuffled.
-    """
-    rng = np.random.default_rng(2)
-    left = rng.integers(103, 384, 150) / 1024
-    right = rng.integers(641, 922, 150) / 1024
-    train_s = np.concatenate([left, right, [0.375, 0.375, 0.625]])
-    val_s = np.concatenate(
-        [rng.uniform(size=100), [0.5, 0.45, 0.55, 0.375, 0.0, 1.0, 0.96, 0.03]]
-    )
-    extra_s = rng.uniform(size=20)
-    scores = np.concatenate([train_s, val_s, extra_s])
-    labels = (rng.uniform(size=scores.size) < scores).astype(int)
-    perm = rng.permutation(scores.size)
-    inverse = np.argsort(perm)
-    n_train, n_val = train_s.size, val_s.size
-    train = np.sort(inverse[:n_train])
-    val = np.sort(inverse[n_train : n_train + n_val])
-    extra = np.sort(inverse[n_train + n_val :])
-    return scores[perm], labels[perm], train, val, extra
-
-
-def _split(path):
-    X, y, train, val, extra = _exactness_problem()
-    if path == "partition":  # training = the complement of the validation part
-        train = np.sort(np.concatenate([train, extra]))
-    return X, y, train, val
-
-
-# ----------------------------------------------------------------------------------
-# NW: one fold by hand (belongs in tests/test_nw_bound.py)
-# ----------------------------------------------------------------------------------
-def _cell(s, G):
-    return min(math.floor(s * G), G - 1)
-
-
-def _nw_row(train_s, query, bandwidth, tempering, G):
-    """The weights of every training point for one query, and the fallback flag.
-
-    The tempered Epanechnikov kernel at the offset between the query's cell and the
-    training point's cell, ``(1 - (k / (G h))**2) ** tempering`` for ``|k| < G h``;
-    if it gives no training point any weight, equal weights on the nearest training
-    score(s), both sides when equidistant. Normalised to sum to one.
-    """
-    q = _cell(query, G)
-    w = []
-    for s in train_s:
-        k = q - _cell(s, G)
-        inside = abs(k) < G * bandwidth
-        w.append((1 - (k / (G * bandwidth)) ** 2) ** tempering if inside else 0.0)
-    fallback = sum(w) == 0.0
-    if fallback:
-        distance = [abs(query - s) for s in train_s]
-        w = [1.0 if x == min(distance) else 0.0 for x in distance]
-    total = sum(w)
-    return [x / total for x in w], fallback
-
-
-def _nw_fold(train_s, train_y, val_s, b1, b2, bandwidth, tempering, G, delta):
-    W, r, g, n_fallback = [], [], [], 0
-    for query in val_s:
-        w, fallback = _nw_row(train_s, query, bandwidth, tempering, G)
-        offsets = [s - query for s in train_s]
-        eta = sum(wi * yi for wi, yi in zip(w, train_y))
-        if fallback:
-            # Equal weights at distance d: b1 d + b2 d**2 / 2 + 1 / (2 sqrt(count)),
-            # the published first moment sum w |s_i - s'| (= d), which equals the
-            # signed one unless the nearest scores lie on both sides.
-            first = sum(wi * abs(o) for wi, o in zip(w, offsets))
-            n_fallback += 1
-        else:
-            # Lemma 6 expanded at the query (SPEC section 12).
-            first = abs(sum(wi * o for wi, o in zip(w, offsets)))
-        second = sum(wi * o * o for wi, o in zip(w, offsets))
-        root = math.sqrt(sum(wi * wi for wi in w))
-        g.append(b1 * first + 0.5 * b2 * second + 0.5 * root)
-        r.append(abs(query - eta))
-        W.append(w)
-    return (*_five_terms(r, g, W, delta), n_fallback, g)
-
-
-@pytest.mark.parametrize("path", ["partition", "subset"])
-def test_nw_fold_by_hand(path):
-    X, y, train, val = _split(path)
-    b1, b2, bandwidth, tempering, confidence_level = 8.0, 20.0, 0.03, 1.2, 0.9
-    est = NWCalibrationBound(
-        b1=b1,
-        b2=b2,
-        bandwidth=bandwidth,
-        tempering=tempering,
-        confidence_level=confidence_level,
-        cv=[(train, val)],
-        random_state=0,
-    ).fit(X, y)
-    # 64 cells per bandwidth at least: the power of two >= 64 / 0.03 = 2133.
-    G = 4096
-    row = est.fold_results_.iloc[0]
-    assert row["n_bins"] == G and row["bandwidth"] == bandwidth
-    delta = 1 - confidence_level  # one split: delta_fold = delta
-    terms, upper, lower, C2, n_fallback, g = _nw_fold(
-        X[train].tolist(),
-        y[train].tolist(),
-        X[val].tolist(),
-        b1,
-        b2,
-        bandwidth,
-        tempering,
-        G,
-        delta,
-    )
-    assert list(est.terms_) == HP_TERMS
-    for name, value in terms.items():
-        assert_allclose(est.terms_[name], value, rtol=0, atol=1e-12, err_msg=name)
-        assert_allclose(row[name], value, rtol=0, atol=1e-12, err_msg=name)
-    assert_allclose(row["sum_c_squared"], C2, rtol=1e-12)
-    assert_allclose(row["bound"], upper, rtol=0, atol=1e-12)
-    assert_allclose(row["lower_bound"], lower, rtol=0, atol=1e-12)
-    assert_allclose(est.bound_, min(upper, 1.0), rtol=0, atol=1e-12)
-    assert_allclose(est.lower_bound_, max(lower, 0.0), rtol=0, atol=1e-12)
-    assert row["n_fallback"] == n_fallback
-    assert row["n_train"] == train.size and row["n_validation"] == val.size
-    # The cases the data are built for: many fallbacks, some g clipped at 1, and C2
-    # above 1/m (the validation points do not load the training points evenly).
-    assert 25 <= n_fallback <= 60
-    assert any(x > 1.0 for x in g) and sum(x < 1.0 for x in g) > 60
-    assert C2 > 1.5 / train.size
-
-
-def test_nw_equidistant_fallback_by_hand():
-    """One query, 0.5, at distance 0.125 from the block of two training points at 0.375
-    and from the one at 0.625, with nothing within the kernel: equal weights 1/3 on the
-    three, so ``eta_hat`` is their mean label, ``g = b1 d + b2 d**2 / 2 +
-    1 / (2 sqrt(3))`` and ``C2 = 3 (1/3)**2``."""
-    X, y, train, val = _split("subset")
-    (query,) = np.flatnonzero(X == 0.5)
-    near = train[np.isin(X[train], [0.375, 0.625])]
-    assert sorted(X[near]) == [0.375, 0.375, 0.625]
-    b1, b2, confidence_level = 2.0, 3.0, 0.9
-    est = NWCalibrationBound(
-        b1=b1,
-        b2=b2,
-        bandwidth=0.03,
-        confidence_level=confidence_level,
-        cv=[(train, np.array([query]))],
-    ).fit(X, y)
-    row = est.fold_results_.iloc[0]
-    assert row["n_fallback"] == 1 and row["n_validation"] == 1
-    d = 0.125
-    eta = y[near].mean()
-    g = b1 * d + 0.5 * b2 * d * d + 0.5 / math.sqrt(3)
-    assert_allclose(row["validation_mean"], abs(0.5 - eta), rtol=0, atol=1e-15)
-    assert_allclose(row["smoothing_mean"], g, rtol=1e-14)
-    assert_allclose(row["sum_c_squared"], 1 / 3, rtol=1e-14)
-    d3 = (1 - confidence_level) / 3
-    concentration = math.sqrt(math.log(1 / d3) * (1 / 3) / 2)
-    assert_allclose(row["label_concentration"], concentration, rtol=1e-14)
-
-
-# ----------------------------------------------------------------------------------
-# Lipschitz: every candidate of one fold by hand (belongs in
-# tests/test_lipschitz_bound.py)
-# ----------------------------------------------------------------------------------
-def _bucket(s, B, r, R):
-    return min(max(math.floor(B * s - r / R), -1), B - 1)
-
-
-def _bucket_row(train_s, query, B, r, R):
-    """Weights ``1 / n_b`` on the training points of the query's bucket (SPEC section
-    5); an empty bucket uses the bucket of the nearest training score, the lower one
-    at the midpoint of the two training scores around the query."""
-    b = _bucket(query, B, r, R)
-    members = [i for i, s in enumerate(train_s) if _bucket(s, B, r, R) == b]
-    fallback = not members
-    if fallback:
-        below = [s for s in train_s if s < query]
-        above = [s for s in train_s if s > query]
-        if not above or (below and query <= 0.5 * (max(below) + min(above))):
-            b = _bucket(max(below), B, r, R)
-        else:
-            b = _bucket(min(above), B, r, R)
-        members = [i for i, s in enumerate(train_s) if _bucket(s, B, r, R) == b]
-    w = [0.0] * len(train_s)
-    for i in members:
-        w[i] = 1.0 / len(members)
-    return w, members, fallback
-
-
-def _lipschitz_candidate(train_s, train_y, val_s, B, r, R, L, delta):
-    W, res, g, n_fallback = [], [], [], 0
-    for query in val_s:
-        w, members, fallback = _bucket_row(train_s, query, B, r, R)
-        n_b = len(members)
-        eta = sum(train_y[i] for i in members) / n_b
-        g.append(
-            L * sum(abs(query - train_s[i]) for i in members) / n_b
-            + 0.5 / math.sqrt(n_b)
-        )
-        res.append(abs(query - eta))
-        W.append(w)
-        n_fallback += fallback
-    return (*_five_terms(res, g, W, delta), n_fallback)
-
-
-@pytest.mark.parametrize("path", ["partition", "subset"])
-def test_lipschitz_fold_by_hand(path):
-    X, y, train, val = _split(path)
-    L, n_buckets, n_shifts, confidence_level = 2.0, [4, 16], 2, 0.9
-    est = LipschitzBucketBound(
-        L=L,
-        n_buckets=n_buckets,
-        n_shifts=n_shifts,
-        confidence_level=confidence_level,
-        cv=[(train, val)],
-        random_state=0,
-    ).fit(X, y)
-    candidates = [(B, r) for B in n_buckets for r in range(n_shifts)]
-    share = (1 - confidence_level) / len(candidates)  # union bound over candidates
-    hand = {
-        (B, r): _lipschitz_candidate(
-            X[train].tolist(),
-            y[train].tolist(),
-            X[val].tolist(),
-            B,
-            r,
-            n_shifts,
-            L,
-            share,
-        )
-        for B, r in candidates
-    }
-    uppers = np.array([hand[c][1] for c in candidates])
-    assert np.ptp(uppers) > 0.01  # the choice matters
-    best = candidates[int(np.argmin(uppers))]
-    terms, upper, _, C2, n_fallback = hand[best]
-    row = est.fold_results_.iloc[0]
-    assert (row["n_buckets"], row["shift"], row["n_candidates"]) == (*best, 4)
-    assert list(est.terms_) == HP_TERMS
-    for name, value in terms.items():
-        assert_allclose(row[name], value, rtol=0, atol=1e-12, err_msg=name)
-        assert_allclose(est.terms_[name], value, rtol=0, atol=1e-12, err_msg=name)
-    assert_allclose(row["sum_c_squared"], C2, rtol=1e-12)
-    assert_allclose(row["bound"], upper, rtol=0, atol=1e-12)
-    assert row["n_fallback"] == n_fallback
-    # Every candidate's upper bound, and the largest candidate lower bound.
-    assert_allclose(est.candidates_["fold0_bound"], uppers, rtol=0, atol=1e-12)
-    lowers = [hand[c][2] for c in candidates]
-    assert_allclose(row["lower_bound"], max(lowers), rtol=0, atol=1e-12)
-    assert_allclose(est.lower_bound_, max(max(lowers), 0.0), rtol=0, atol=1e-12)
-    assert_allclose(est.bound_, min(upper, 1.0), rtol=0, atol=1e-12)
-    # The gap empties fine buckets: the fallback fires (0.5 uses the lower one).
-    assert all(hand[(16, r)][4] > 10 for r in range(n_shifts))
-    if path == "subset":
-        _, members, fallback = _bucket_row(X[train].tolist(), 0.5, 16, 0, n_shifts)
-        assert fallback and sorted(X[train][members]) == [0.375, 0.375]
-
-
-# ----------------------------------------------------------------------------------
-# The lower bound (SPEC section 11), all three bounds, both modes
-# ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def miscalibrated():
     """20000 uniform scores with ``eta(s) = s**4``: ``CE = 1/2 - 1/5 = 0.3``, ``V = 1``,
@@ -2002,276 +1051,3 @@ def test_an_empty_interval_warns():
     # The mean aggregate is an interval.
     est.set_params(aggregate="mean").fit(s, y)
     assert est.lower_bound_ <= est.bound_
-
-
-# ----------------------------------------------------------------------------------
-# The two modes
-# ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("h", [2.0**-3, 2.0**-6, 0.5])
-def test_nw_b2_from_h_is_a_third_in_high_probability_mode(h):
-    s, y = np.linspace(0.01, 0.99, 300), np.arange(300) % 2
-    hp = NWCalibrationBound(h, bandwidth=0.1, cv=2, random_state=0).fit(s, y)
-    paper = NWCalibrationBound(
-        h, bandwidth=0.1, cv=2, guarantee="paper", random_state=0
-    ).fit(s, y)
-    t = math.tanh(1 / h)
-    assert hp.b1_ == paper.b1_
-    assert_allclose(hp.b1_, t / (2 * h), rtol=1e-14)
-    assert_allclose(hp.b2_, t * t / (2 * h * h), rtol=1e-14)  # SPEC section 12
-    assert_allclose(paper.b2_, 1.5 * t * t / (h * h), rtol=1e-14)  # Corollary 4
-    assert_allclose(hp.b2_, paper.b2_ / 3, rtol=1e-14)
-
-
-@pytest.fixture(scope="module")
-def overconfident():
-    data = make_overconfident(20_000, h=2.0**-5, random_state=0)
-    return data.scores, data.labels
-
-
-def test_nw_high_probability_bound_is_below_the_paper_bound(overconfident):
-    """On a smooth problem of some size the expanded Lemma 6 (and the sharper b2 and
-    the bandwidth search) more than pay for the two extra terms."""
-    s, y = overconfident
-    hp = NWCalibrationBound(h=2.0**-5, random_state=0).fit(s, y)
-    paper = NWCalibrationBound(h=2.0**-5, guarantee="paper", random_state=0).fit(s, y)
-    assert hp.bound_ < paper.bound_ < 1.0
-    assert hp.terms_["smoothing_mean"] < paper.terms_["smoothing_mean"]
-    # The same with the same b2 and the plug-in bandwidth: Lemma 6 at the query.
-    b1, b2 = paper.b1_, paper.b2_
-    hp_same = NWCalibrationBound(b1=b1, b2=b2, bandwidth="plugin", random_state=0)
-    paper_same = NWCalibrationBound(b1=b1, b2=b2, guarantee="paper", random_state=0)
-    assert (
-        hp_same.fit(s, y).terms_["smoothing_mean"]
-        < paper_same.fit(s, y).terms_["smoothing_mean"]
-    )
-
-
-def test_tv_high_probability_bound_is_below_the_paper_bound(overconfident):
-    """Three shares of delta instead of four and no Hoeffding term."""
-    s, y = overconfident
-    hp = TVCalibrationBound(method="denoise", random_state=0).fit(s, y)
-    paper = TVCalibrationBound(guarantee="paper", random_state=0).fit(s, y)
-    assert hp.bound_ < paper.bound_ < 1.0
-    folds_hp, folds_paper = hp.fold_results_, paper.fold_results_
-    assert (folds_hp["tv_denoising"] < folds_paper["tv_denoising"]).all()
-    # Same folds: the ties are shuffled after the folds are drawn (no ties here).
-    assert (folds_hp["n_train"] == folds_paper["n_train"]).all()
-    m = folds_hp["n_train"].to_numpy()
-    d = folds_hp["delta"].to_numpy() / 3
-    assert_allclose(
-        folds_hp["population_transfer"],
-        (1.0 + folds_hp["V_hat"]) * np.sqrt(np.log(2 / d) / (2 * m)),
-        rtol=1e-12,
-    )
-
-
-# ----------------------------------------------------------------------------------
-# NW bandwidths (SPEC section 12) (belongs in tests/test_nw_bound.py)
-# ----------------------------------------------------------------------------------
-def _sample(n, seed=0):
-    rng = np.random.default_rng(seed)
-    s = rng.uniform(size=n)
-    return s, (rng.uniform(size=n) < s**2).astype(int)
-
-
-def _search_grid(m, b1, b2):
-    h = nw_plugin_bandwidth(m, b1, b2)
-    return [min(max(h * 2.0 ** (k / 2), 1e-4), 0.5) for k in range(-4, 9)]
-
-
-def test_auto_bandwidth_is_a_candidate_of_the_search_per_fold():
-    n, b1, b2 = 3003, 2.0, 3.0  # folds of 601 and 600 points: two training sizes
-    s, y = _sample(n)
-    est = NWCalibrationBound(b1=b1, b2=b2, random_state=0).fit(s, y)
-    assert est.bandwidth == "auto"
-    folds = est.fold_results_
-    assert sorted(set(folds["n_train"])) == [2402, 2403]
-    for m, bandwidth in zip(folds["n_train"], folds["bandwidth"]):
-        candidates = _search_grid(m, b1, b2)
-        assert min(abs(bandwidth / c - 1) for c in candidates) < 1e-12, (m, bandwidth)
-    # A grid of at least 64 cells per bandwidth (SPEC section 12) at and above the
-    # full sample's plug-in bandwidth.
-    wide = folds["bandwidth"] >= nw_plugin_bandwidth(n, b1, b2)
-    assert wide.any()
-    assert (folds["n_bins"] * folds["bandwidth"])[wide].min() >= 64
-    assert min(abs(est.bandwidth_ / c - 1) for c in _search_grid(n, b1, b2)) < 1e-12
-    # Not just the plug-in value on these data.
-    assert not np.allclose(
-        folds["bandwidth"], [nw_plugin_bandwidth(m, b1, b2) for m in folds["n_train"]]
-    )
-
-
-def test_auto_bandwidth_looks_at_no_label_and_no_validation_score():
-    s, y = _sample(2000)
-    train, val = np.arange(1500), np.arange(1500, 2000)
-    est = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)]).fit(s, y)
-    other_labels = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)]).fit(s, 1 - y)
-    moved = s.copy()
-    moved[val] = np.random.default_rng(1).uniform(0.4, 0.6, size=500)
-    other_validation = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)])
-    other_validation.fit(moved, y)
-    h = est.fold_results_["bandwidth"].iloc[0]
-    assert other_labels.fold_results_["bandwidth"].iloc[0] == h
-    assert other_validation.fold_results_["bandwidth"].iloc[0] == h
-    assert other_labels.bandwidth_ == est.bandwidth_  # the refit: all scores, no label
-
-
-@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
-def test_plugin_bandwidth_is_the_plugin_value(guarantee):
-    n, b1, b2 = 2003, 2.0, 3.0
-    s, y = _sample(n)
-    modes = ["plugin"] if guarantee == "high_probability" else ["plugin", "auto"]
-    for bandwidth in modes:  # in paper mode "auto" means the plug-in rule
-        est = NWCalibrationBound(
-            b1=b1, b2=b2, bandwidth=bandwidth, guarantee=guarantee, random_state=0
-        ).fit(s, y)
-        for m, h in zip(est.fold_results_["n_train"], est.fold_results_["bandwidth"]):
-            assert h == nw_plugin_bandwidth(m, b1, b2)
-        assert est.bandwidth_ == nw_plugin_bandwidth(n, b1, b2)
-
-
-@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
-def test_float_bandwidth_is_used_as_given(guarantee):
-    s, y = _sample(2000)
-    est = NWCalibrationBound(
-        b1=2.0, b2=3.0, bandwidth=0.037, guarantee=guarantee, random_state=0
-    ).fit(s, y)
-    assert est.bandwidth_ == 0.037
-    assert est.fold_results_["bandwidth"].tolist() == [0.037] * 5
-    # Both modes: 64 cells per bandwidth (2048 >= 64 / 0.037 = 1730).
-    assert est.fold_results_["n_bins"].tolist() == [2048] * 5
-
-
-# ----------------------------------------------------------------------------------
-# Numerical guards
-# ----------------------------------------------------------------------------------
-# Underflowing kernels in both modes (tempering=1e6) by default; the tiny bandwidth,
-# whose grid of 2**20 cells costs ~1 s a fit whatever n, under slow.
-@pytest.mark.parametrize(
-    "params, guarantee",
-    slow_except(
-        [
-            {
-                "tempering=1e6": {"tempering": 1e6},
-                "bandwidth=1e-4": {"bandwidth": 1e-4, "tempering": 50.0},
-            },
-            ["high_probability", "paper"],
-        ],
-        default=[
-            "tempering=1e6-high_probability",
-            "tempering=1e6-paper",
-        ],
-    ),
-)
-def test_extreme_kernels_give_a_finite_bound(params, guarantee):
-    """Kernel values that underflow count as zero (at most 1e-100 is zero), so no
-    0/0: a finite certificate in [0, 1], never NaN."""
-    s, y = _sample(2000, seed=4)
-    s = np.sort(s)  # any order: the split below is fixed
-    cv = [(np.arange(0, 2000, 2), np.arange(1, 2000, 2))]
-    est = NWCalibrationBound(b1=1.0, b2=1.0, guarantee=guarantee, cv=cv, **params)
-    est.fit(s, y)
-    assert 0.0 <= est.lower_bound_ <= est.bound_ <= 1.0
-    values = [*est.terms_.values(), *est.fold_results_["bound"]]
-    assert np.all(np.isfinite(values))
-    pred = est.predict(np.linspace(0, 1, 101))
-    assert np.all(np.isfinite(pred)) and np.all((pred >= 0) & (pred <= 1))
-
-
-# ----------------------------------------------------------------------------------
-# Tied scores: in a random order drawn from random_state, never from the labels
-# (belongs in tests/test_tv_bound.py)
-# ----------------------------------------------------------------------------------
-def _tie_problem(one_first):
-    """40 training points whose only tie that matters is the block at 0.30 holding a
-    zero and a one; ``one_first`` puts the row of the one before the row of the zero
-    (data grouped by class puts the zero first). Ten validation points."""
-    s_zero = np.arange(1, 20) / 100
-    s_one = 0.40 + np.arange(1, 20) / 100
-    tie_y = [1.0, 0.0] if one_first else [0.0, 1.0]
-    train_s = np.concatenate([s_zero, [0.30, 0.30], s_one])
-    train_y = np.concatenate([np.zeros(19), tie_y, np.ones(19)])
-    val_s = np.array([0.0, 0.05, 0.10, 0.30, 0.35, 0.5, 0.7, 0.95, 1.0, 0.3])
-    X = np.concatenate([train_s, val_s])
-    y = np.concatenate([train_y, np.arange(10) % 2])
-    return X, y, [(np.arange(40), np.arange(40, 50))]
-
-
-def _tv_by_order(X, y, split, labels_in_score_order, guarantee):
-    """The TV fold bound for a given order of the training labels in score order."""
-    import prox_tv
-
-    ((train, val),) = split
-    m = train.size
-    share = 3 if guarantee == "high_probability" else 4
-    d = 0.05 / share
-    t1 = math.sqrt(0.5 * math.log(4 / d))
-    t2 = math.sqrt(m / 8 * math.log(4 * (m - 1) / d))
-    v = prox_tv.tv1_1d(np.asarray(labels_in_score_order, dtype=float), t2)
-    s_sorted = np.sort(X[train])
-    blocks = np.unique(s_sorted)
-    values = np.array([v[s_sorted == b].mean() for b in blocks])
-    fitted = values[np.maximum(np.searchsorted(blocks, X[val], side="right") - 1, 0)]
-    r = np.abs(X[val] - fitted)
-    n = r.size
-    bb = math.sqrt(2 * r.var() * math.log(3 / d) / n) + 3 * math.log(3 / d) / n
-    tvb = math.sqrt((2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2) + 4 * t2) / m)
-    ptb = (1 + np.abs(np.diff(values)).sum()) * math.sqrt(math.log(2 / d) / (2 * m))
-    if guarantee == "paper":
-        ptb += math.sqrt(math.log(2 / d) / (2 * m))
-    return r.mean() + bb + tvb + ptb
-
-
-@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
-def test_tie_order_is_drawn_from_the_seed_and_blind_to_labels(guarantee):
-    """Which of the two tied training rows at 0.30 comes first in score order changes
-    the TV prox (a zero then a one: two pieces of 20 points; a one then a zero: three
-    pieces), so the fold bound tells which order the library used: ``zero_first`` or
-    ``one_first`` below, each recomputed from the prox of that label order.
-
-    What is true (``_splitting.shuffle_ties``, called in ``fit`` after the folds are
-    drawn): the tied positions are permuted by sorting random keys drawn from a seed
-    of ``random_state``; the keys depend on the seed and on where the ties are, never
-    on the labels or on the rows' content. Hence, for data grouped by class (the zero
-    first in data order):
-
-    * the order varies with the seed and both orders occur (it is drawn, not the
-      caller's data order, which here is a function of the labels);
-    * for every seed, swapping the two tied rows (the one first in data order) gives
-      exactly the other order: the drawn permutation acts on positions, whatever the
-      labels there. A rule that sorted ties by label would give the same bound for
-      both data orders; one that kept the data order would give ``zero_first`` for
-      grouped data at every seed.
-
-    So the order of the labels inside a tie block is uniformly random whatever the
-    data order, which is what Lemma 3 needs (SPEC section 3, step 1).
-    """
-    grouped = _tie_problem(one_first=False)
-    swapped = _tie_problem(one_first=True)
-    X, y, split = grouped
-    base = [0.0] * 19
-    tail = [1.0] * 19
-    zero_first = _tv_by_order(X, y, split, base + [0.0, 1.0] + tail, guarantee)
-    one_first = _tv_by_order(X, y, split, base + [1.0, 0.0] + tail, guarantee)
-    assert abs(zero_first - one_first) > 1e-3  # the order shows in the bound
-
-    def fold_bound(problem, seed):
-        X, y, split = problem
-        est = TVCalibrationBound(
-            method="denoise", guarantee=guarantee, cv=split, random_state=seed
-        )
-        return est.fit(X, y).fold_results_["bound"].iloc[0]
-
-    seen = []
-    for seed in range(24):
-        a, b = fold_bound(grouped, seed), fold_bound(swapped, seed)
-        if abs(a - zero_first) < 1e-12:
-            assert_allclose(b, one_first, rtol=0, atol=1e-12)
-            seen.append("zero_first")
-        else:
-            assert_allclose(a, one_first, rtol=0, atol=1e-12)
-            assert_allclose(b, zero_first, rtol=0, atol=1e-12)
-            seen.append("one_first")
-    assert 4 <= seen.count("zero_first") <= 20, seen  # both, about equally often
-    # A fixed seed is reproducible.
-    assert fold_bound(grouped, 7) == fold_bound(grouped, 7)

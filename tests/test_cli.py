@@ -1067,3 +1067,26 @@ def test_a_crossing_band_is_not_certified_and_never_passes_the_gate(tmp_path, ca
     assert "rejected by the data (the band crosses): not certified" in (
         " ".join(capsys.readouterr().out.split())
     )
+
+
+# --------------------------------------------------------------------------------------
+# Scores that rank the positive class below chance: the warning in the JSON output
+# --------------------------------------------------------------------------------------
+
+
+def _tv_row(capsys):
+    results = json.loads(capsys.readouterr().out)["results"]
+    return {r["method"]: r for r in results}["tv"]
+
+
+def test_command_line_reports_the_warning(calibrated_churn, tmp_path, capsys):
+    s, _, words = calibrated_churn
+    path = tmp_path / "churn.csv"
+    pd.DataFrame({"y_prob": s, "y_true": words}).to_csv(path, index=False)
+    options = [str(path), "--bound", "tv", "--json", "--pos-label"]
+    below = "The scores rank the positive class below chance"
+    assert main([*options, "stay"]) == 0
+    warned = _tv_row(capsys)["warnings"]
+    assert sum(w.startswith(below) for w in warned) == 1
+    assert main([*options, "churn"]) == 0
+    assert not any(w.startswith(below) for w in _tv_row(capsys)["warnings"])

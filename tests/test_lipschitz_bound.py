@@ -17,6 +17,13 @@ import pickle
 
 import numpy as np
 import pytest
+from _bounds import (
+    LIPSCHITZ_SMALL_GRID,
+    assert_same_fit,
+    exactness_split,
+    five_terms,
+    scores_labels,
+)
 from _synthetic import perturbed_problems
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.model_selection import KFold
@@ -722,3 +729,125 @@ def test_too_large_lipschitz_constant_is_rejected(huge, match):
         LipschitzBucketBound(**huge).fit(s, y)
     with pytest.raises(ValueError, match=match):
         lipschitz_bucket_bound(y, s, **huge)
+
+
+# ----------------------------------------------------------------------------------
+# LipschitzBucketBound: the Lipschitz constant
+# ----------------------------------------------------------------------------------
+
+
+def test_lipschitz_h_is_a_way_to_give_L():
+    X, y = scores_labels()
+    h = 2**-2
+    grid = LIPSCHITZ_SMALL_GRID
+    from_h = LipschitzBucketBound(h=h, random_state=0, **grid).fit(X, y)
+    # The docstring's L = tanh(1/h) / (2h).
+    assert_allclose(from_h.L_, math.tanh(1 / h) / (2 * h), rtol=1e-12)
+    given = LipschitzBucketBound(L=from_h.L_, random_state=0, **grid).fit(X, y)
+    assert_same_fit(given, from_h)
+    assert lipschitz_bucket_bound(y, X, h=h, random_state=0, **grid) == from_h.bound_
+    # A given constant is used as it is (as a float).
+    est = LipschitzBucketBound(L=1, random_state=0, **grid).fit(X, y)
+    assert type(est.L_) is float and est.L_ == 1.0
+    again = LipschitzBucketBound(L=1.0, random_state=0, **grid).fit(X, y)
+    assert est.bound_ == again.bound_
+    # A larger constant, a larger bound (eta(s) = s**2 is 2-Lipschitz, not 1-Lipschitz:
+    # L = 1 only shows that the bound grows with L).
+    bounds = [
+        LipschitzBucketBound(L=L, random_state=0, **grid).fit(X, y).bound_
+        for L in (1.0, 2.0, 8.0)
+    ]
+    assert bounds[0] < bounds[1] < bounds[2] < 1.0
+
+
+# ----------------------------------------------------------------------------------
+# Lipschitz: every candidate of one fold by hand
+# ----------------------------------------------------------------------------------
+def _bucket_row(train_s, query, B, r, R):
+    """Weights ``1 / n_b`` on the training points of the query's bucket (SPEC section
+    5); an empty bucket uses the bucket of the nearest training score, the lower one
+    at the midpoint of the two training scores around the query."""
+    b = _bucket(query, B, r, R)
+    members = [i for i, s in enumerate(train_s) if _bucket(s, B, r, R) == b]
+    fallback = not members
+    if fallback:
+        below = [s for s in train_s if s < query]
+        above = [s for s in train_s if s > query]
+        if not above or (below and query <= 0.5 * (max(below) + min(above))):
+            b = _bucket(max(below), B, r, R)
+        else:
+            b = _bucket(min(above), B, r, R)
+        members = [i for i, s in enumerate(train_s) if _bucket(s, B, r, R) == b]
+    w = [0.0] * len(train_s)
+    for i in members:
+        w[i] = 1.0 / len(members)
+    return w, members, fallback
+
+
+def _lipschitz_candidate(train_s, train_y, val_s, B, r, R, L, delta):
+    W, res, g, n_fallback = [], [], [], 0
+    for query in val_s:
+        w, members, fallback = _bucket_row(train_s, query, B, r, R)
+        n_b = len(members)
+        eta = sum(train_y[i] for i in members) / n_b
+        g.append(
+            L * sum(abs(query - train_s[i]) for i in members) / n_b
+            + 0.5 / math.sqrt(n_b)
+        )
+        res.append(abs(query - eta))
+        W.append(w)
+        n_fallback += fallback
+    return (*five_terms(res, g, W, delta), n_fallback)
+
+
+@pytest.mark.parametrize("path", ["partition", "subset"])
+def test_lipschitz_fold_by_hand(path):
+    X, y, train, val = exactness_split(path)
+    L, n_buckets, n_shifts, confidence_level = 2.0, [4, 16], 2, 0.9
+    est = LipschitzBucketBound(
+        L=L,
+        n_buckets=n_buckets,
+        n_shifts=n_shifts,
+        confidence_level=confidence_level,
+        cv=[(train, val)],
+        random_state=0,
+    ).fit(X, y)
+    candidates = [(B, r) for B in n_buckets for r in range(n_shifts)]
+    share = (1 - confidence_level) / len(candidates)  # union bound over candidates
+    hand = {
+        (B, r): _lipschitz_candidate(
+            X[train].tolist(),
+            y[train].tolist(),
+            X[val].tolist(),
+            B,
+            r,
+            n_shifts,
+            L,
+            share,
+        )
+        for B, r in candidates
+    }
+    uppers = np.array([hand[c][1] for c in candidates])
+    assert np.ptp(uppers) > 0.01  # the choice matters
+    best = candidates[int(np.argmin(uppers))]
+    terms, upper, _, C2, n_fallback = hand[best]
+    row = est.fold_results_.iloc[0]
+    assert (row["n_buckets"], row["shift"], row["n_candidates"]) == (*best, 4)
+    assert list(est.terms_) == TERM_NAMES["high_probability"]
+    for name, value in terms.items():
+        assert_allclose(row[name], value, rtol=0, atol=1e-12, err_msg=name)
+        assert_allclose(est.terms_[name], value, rtol=0, atol=1e-12, err_msg=name)
+    assert_allclose(row["sum_c_squared"], C2, rtol=1e-12)
+    assert_allclose(row["bound"], upper, rtol=0, atol=1e-12)
+    assert row["n_fallback"] == n_fallback
+    # Every candidate's upper bound, and the largest candidate lower bound.
+    assert_allclose(est.candidates_["fold0_bound"], uppers, rtol=0, atol=1e-12)
+    lowers = [hand[c][2] for c in candidates]
+    assert_allclose(row["lower_bound"], max(lowers), rtol=0, atol=1e-12)
+    assert_allclose(est.lower_bound_, max(max(lowers), 0.0), rtol=0, atol=1e-12)
+    assert_allclose(est.bound_, min(upper, 1.0), rtol=0, atol=1e-12)
+    # The gap empties fine buckets: the fallback fires (0.5 uses the lower one).
+    assert all(hand[(16, r)][4] > 10 for r in range(n_shifts))
+    if path == "subset":
+        _, members, fallback = _bucket_row(X[train].tolist(), 0.5, 16, 0, n_shifts)
+        assert fallback and sorted(X[train][members]) == [0.375, 0.375]

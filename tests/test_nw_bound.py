@@ -5,7 +5,9 @@ points (the binned tempered Epanechnikov kernel, nearest-neighbour fallback) and
 term from them: of Proposition 2 as published (``guarantee="paper"``) and of the
 high-probability certificate (SPEC sections 10 and 12: Lemma 6 expanded at the query,
 ``C2 = sum_i c_i**2``, five terms at ``delta / 3``); the estimator must agree to 1e-12
-relative. ``tests/test_high_probability.py`` has a larger hand-computed fold.
+relative. Further down: a larger hand-computed fold (gaps, ties, fallbacks), the
+derivative bounds given by ``h``, the two guarantees compared, the bandwidth rules and
+the numerical guards.
 """
 
 import math
@@ -13,12 +15,20 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from _bounds import (
+    assert_same_fit,
+    exactness_split,
+    five_terms,
+    scores_labels,
+    spec_plugin_bandwidth,
+)
 from _synthetic import (
     SmoothSine,
     binomial_tolerance,
     checked_quad,
     coverage,
     perturbed_problems,
+    slow_except,
 )
 from numpy.testing import assert_allclose
 from sklearn.model_selection import KFold, ShuffleSplit
@@ -927,3 +937,333 @@ def test_several_explicit_splits_with_a_validation_cap():
     assert fits[10**6].bound_ == fits[None].bound_
     assert fits[10**6].bandwidth_ == fits[None].bandwidth_
     assert fits[10**6].score(s[:3000], y[:3000]) == fits[None].score(s[:3000], y[:3000])
+
+
+# ----------------------------------------------------------------------------------
+# NWCalibrationBound: the derivative bounds and the validation subsample
+# ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("guarantee", GUARANTEES)
+def test_nw_h_is_a_way_to_give_b1_and_b2(guarantee):
+    X, y = scores_labels()
+    h = 2**-4
+    from_h = NWCalibrationBound(h=h, guarantee=guarantee, random_state=0).fit(X, y)
+    # The docstring's b1 = tanh(1/h) / (2h), and b2 = tanh(1/h)**2 / (2 h**2)
+    # (SPEC section 12), or Corollary 4's 1.5 tanh(1/h)**2 / h**2 in paper mode.
+    assert_allclose(from_h.b1_, math.tanh(1 / h) / (2 * h), rtol=1e-12)
+    factor = 1.5 if guarantee == "paper" else 0.5
+    assert_allclose(from_h.b2_, factor * math.tanh(1 / h) ** 2 / h**2, rtol=1e-12)
+    given = NWCalibrationBound(
+        b1=from_h.b1_, b2=from_h.b2_, guarantee=guarantee, random_state=0
+    ).fit(X, y)
+    assert_same_fit(given, from_h)
+    # Given bounds are used as they are (as floats).
+    est = NWCalibrationBound(b1=2, b2=2, guarantee=guarantee, random_state=0).fit(X, y)
+    assert type(est.b1_) is float and type(est.b2_) is float
+    assert (est.b1_, est.b2_) == (2.0, 2.0)
+    assert type(est.bandwidth_) is float
+    plugin = spec_plugin_bandwidth(X.shape[0], 2.0, 2.0)
+    if guarantee == "paper":  # "auto" is the plug-in rule
+        assert_allclose(est.bandwidth_, plugin, rtol=1e-9)
+    else:  # one of plugin * 2**(k/2), k = -4..8
+        k = 2 * math.log2(est.bandwidth_ / plugin)
+        assert abs(k - round(k)) < 1e-6 and -4 <= round(k) <= 8
+    # Smaller derivative bounds, a smaller smoothing term (eta(s) = s**2: b1 = b2 = 2
+    # hold, and are far below h = 1/16's b1 = 8, b2 = 128 or 384).
+    assert est.terms_["smoothing_mean"] < from_h.terms_["smoothing_mean"]
+
+
+@pytest.mark.parametrize(
+    "random_state",
+    [0, None, "RandomState(0)"],
+    ids=["int", "None", "RandomState"],
+)
+def test_nw_score_of_a_fitted_estimator_is_reproducible(random_state):
+    X, y = scores_labels()
+    if random_state == "RandomState(0)":
+        random_state = np.random.RandomState(0)
+    X_test, y_test = scores_labels(1500, seed=11)
+    est = NWCalibrationBound(h=2**-4, max_validation=100, random_state=random_state)
+    est.fit(X, y)
+    assert est.fold_results_["n_validation"].tolist() == [100] * 5
+    first = est.score(X_test, y_test)
+    assert est.score(X_test, y_test) == first
+
+
+# ----------------------------------------------------------------------------------
+# NW: one fold by hand
+# ----------------------------------------------------------------------------------
+def _cell(s, G):
+    return min(math.floor(s * G), G - 1)
+
+
+def _nw_row(train_s, query, bandwidth, tempering, G):
+    """The weights of every training point for one query, and the fallback flag.
+
+    The tempered Epanechnikov kernel at the offset between the query's cell and the
+    training point's cell, ``(1 - (k / (G h))**2) ** tempering`` for ``|k| < G h``;
+    if it gives no training point any weight, equal weights on the nearest training
+    score(s), both sides when equidistant. Normalised to sum to one.
+    """
+    q = _cell(query, G)
+    w = []
+    for s in train_s:
+        k = q - _cell(s, G)
+        inside = abs(k) < G * bandwidth
+        w.append((1 - (k / (G * bandwidth)) ** 2) ** tempering if inside else 0.0)
+    fallback = sum(w) == 0.0
+    if fallback:
+        distance = [abs(query - s) for s in train_s]
+        w = [1.0 if x == min(distance) else 0.0 for x in distance]
+    total = sum(w)
+    return [x / total for x in w], fallback
+
+
+def _nw_fold(train_s, train_y, val_s, b1, b2, bandwidth, tempering, G, delta):
+    W, r, g, n_fallback = [], [], [], 0
+    for query in val_s:
+        w, fallback = _nw_row(train_s, query, bandwidth, tempering, G)
+        offsets = [s - query for s in train_s]
+        eta = sum(wi * yi for wi, yi in zip(w, train_y))
+        if fallback:
+            # Equal weights at distance d: b1 d + b2 d**2 / 2 + 1 / (2 sqrt(count)),
+            # the published first moment sum w |s_i - s'| (= d), which equals the
+            # signed one unless the nearest scores lie on both sides.
+            first = sum(wi * abs(o) for wi, o in zip(w, offsets))
+            n_fallback += 1
+        else:
+            # Lemma 6 expanded at the query (SPEC section 12).
+            first = abs(sum(wi * o for wi, o in zip(w, offsets)))
+        second = sum(wi * o * o for wi, o in zip(w, offsets))
+        root = math.sqrt(sum(wi * wi for wi in w))
+        g.append(b1 * first + 0.5 * b2 * second + 0.5 * root)
+        r.append(abs(query - eta))
+        W.append(w)
+    return (*five_terms(r, g, W, delta), n_fallback, g)
+
+
+@pytest.mark.parametrize("path", ["partition", "subset"])
+def test_nw_fold_by_hand(path):
+    X, y, train, val = exactness_split(path)
+    b1, b2, bandwidth, tempering, confidence_level = 8.0, 20.0, 0.03, 1.2, 0.9
+    est = NWCalibrationBound(
+        b1=b1,
+        b2=b2,
+        bandwidth=bandwidth,
+        tempering=tempering,
+        confidence_level=confidence_level,
+        cv=[(train, val)],
+        random_state=0,
+    ).fit(X, y)
+    # 64 cells per bandwidth at least: the power of two >= 64 / 0.03 = 2133.
+    G = 4096
+    row = est.fold_results_.iloc[0]
+    assert row["n_bins"] == G and row["bandwidth"] == bandwidth
+    delta = 1 - confidence_level  # one split: delta_fold = delta
+    terms, upper, lower, C2, n_fallback, g = _nw_fold(
+        X[train].tolist(),
+        y[train].tolist(),
+        X[val].tolist(),
+        b1,
+        b2,
+        bandwidth,
+        tempering,
+        G,
+        delta,
+    )
+    assert list(est.terms_) == TERM_NAMES["high_probability"]
+    for name, value in terms.items():
+        assert_allclose(est.terms_[name], value, rtol=0, atol=1e-12, err_msg=name)
+        assert_allclose(row[name], value, rtol=0, atol=1e-12, err_msg=name)
+    assert_allclose(row["sum_c_squared"], C2, rtol=1e-12)
+    assert_allclose(row["bound"], upper, rtol=0, atol=1e-12)
+    assert_allclose(row["lower_bound"], lower, rtol=0, atol=1e-12)
+    assert_allclose(est.bound_, min(upper, 1.0), rtol=0, atol=1e-12)
+    assert_allclose(est.lower_bound_, max(lower, 0.0), rtol=0, atol=1e-12)
+    assert row["n_fallback"] == n_fallback
+    assert row["n_train"] == train.size and row["n_validation"] == val.size
+    # The cases the data are built for: many fallbacks, some g clipped at 1, and C2
+    # above 1/m (the validation points do not load the training points evenly).
+    assert 25 <= n_fallback <= 60
+    assert any(x > 1.0 for x in g) and sum(x < 1.0 for x in g) > 60
+    assert C2 > 1.5 / train.size
+
+
+def test_nw_equidistant_fallback_by_hand():
+    """One query, 0.5, at distance 0.125 from the block of two training points at 0.375
+    and from the one at 0.625, with nothing within the kernel: equal weights 1/3 on the
+    three, so ``eta_hat`` is their mean label, ``g = b1 d + b2 d**2 / 2 +
+    1 / (2 sqrt(3))`` and ``C2 = 3 (1/3)**2``."""
+    X, y, train, val = exactness_split("subset")
+    (query,) = np.flatnonzero(X == 0.5)
+    near = train[np.isin(X[train], [0.375, 0.625])]
+    assert sorted(X[near]) == [0.375, 0.375, 0.625]
+    b1, b2, confidence_level = 2.0, 3.0, 0.9
+    est = NWCalibrationBound(
+        b1=b1,
+        b2=b2,
+        bandwidth=0.03,
+        confidence_level=confidence_level,
+        cv=[(train, np.array([query]))],
+    ).fit(X, y)
+    row = est.fold_results_.iloc[0]
+    assert row["n_fallback"] == 1 and row["n_validation"] == 1
+    d = 0.125
+    eta = y[near].mean()
+    g = b1 * d + 0.5 * b2 * d * d + 0.5 / math.sqrt(3)
+    assert_allclose(row["validation_mean"], abs(0.5 - eta), rtol=0, atol=1e-15)
+    assert_allclose(row["smoothing_mean"], g, rtol=1e-14)
+    assert_allclose(row["sum_c_squared"], 1 / 3, rtol=1e-14)
+    d3 = (1 - confidence_level) / 3
+    concentration = math.sqrt(math.log(1 / d3) * (1 / 3) / 2)
+    assert_allclose(row["label_concentration"], concentration, rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------------
+# The two modes
+# ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("h", [2.0**-3, 2.0**-6, 0.5])
+def test_nw_b2_from_h_is_a_third_in_high_probability_mode(h):
+    s, y = np.linspace(0.01, 0.99, 300), np.arange(300) % 2
+    hp = NWCalibrationBound(h, bandwidth=0.1, cv=2, random_state=0).fit(s, y)
+    paper = NWCalibrationBound(
+        h, bandwidth=0.1, cv=2, guarantee="paper", random_state=0
+    ).fit(s, y)
+    t = math.tanh(1 / h)
+    assert hp.b1_ == paper.b1_
+    assert_allclose(hp.b1_, t / (2 * h), rtol=1e-14)
+    assert_allclose(hp.b2_, t * t / (2 * h * h), rtol=1e-14)  # SPEC section 12
+    assert_allclose(paper.b2_, 1.5 * t * t / (h * h), rtol=1e-14)  # Corollary 4
+    assert_allclose(hp.b2_, paper.b2_ / 3, rtol=1e-14)
+
+
+def test_nw_high_probability_bound_is_below_the_paper_bound(overconfident):
+    """On a smooth problem of some size the expanded Lemma 6 (and the sharper b2 and
+    the bandwidth search) more than pay for the two extra terms."""
+    s, y = overconfident
+    hp = NWCalibrationBound(h=2.0**-5, random_state=0).fit(s, y)
+    paper = NWCalibrationBound(h=2.0**-5, guarantee="paper", random_state=0).fit(s, y)
+    assert hp.bound_ < paper.bound_ < 1.0
+    assert hp.terms_["smoothing_mean"] < paper.terms_["smoothing_mean"]
+    # The same with the same b2 and the plug-in bandwidth: Lemma 6 at the query.
+    b1, b2 = paper.b1_, paper.b2_
+    hp_same = NWCalibrationBound(b1=b1, b2=b2, bandwidth="plugin", random_state=0)
+    paper_same = NWCalibrationBound(b1=b1, b2=b2, guarantee="paper", random_state=0)
+    assert (
+        hp_same.fit(s, y).terms_["smoothing_mean"]
+        < paper_same.fit(s, y).terms_["smoothing_mean"]
+    )
+
+
+# ----------------------------------------------------------------------------------
+# NW bandwidths (SPEC section 12)
+# ----------------------------------------------------------------------------------
+def _sample(n, seed=0):
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(size=n)
+    return s, (rng.uniform(size=n) < s**2).astype(int)
+
+
+def _search_grid(m, b1, b2):
+    h = nw_plugin_bandwidth(m, b1, b2)
+    return [min(max(h * 2.0 ** (k / 2), 1e-4), 0.5) for k in range(-4, 9)]
+
+
+def test_auto_bandwidth_is_a_candidate_of_the_search_per_fold():
+    n, b1, b2 = 3003, 2.0, 3.0  # folds of 601 and 600 points: two training sizes
+    s, y = _sample(n)
+    est = NWCalibrationBound(b1=b1, b2=b2, random_state=0).fit(s, y)
+    assert est.bandwidth == "auto"
+    folds = est.fold_results_
+    assert sorted(set(folds["n_train"])) == [2402, 2403]
+    for m, bandwidth in zip(folds["n_train"], folds["bandwidth"]):
+        candidates = _search_grid(m, b1, b2)
+        assert min(abs(bandwidth / c - 1) for c in candidates) < 1e-12, (m, bandwidth)
+    # A grid of at least 64 cells per bandwidth (SPEC section 12) at and above the
+    # full sample's plug-in bandwidth.
+    wide = folds["bandwidth"] >= nw_plugin_bandwidth(n, b1, b2)
+    assert wide.any()
+    assert (folds["n_bins"] * folds["bandwidth"])[wide].min() >= 64
+    assert min(abs(est.bandwidth_ / c - 1) for c in _search_grid(n, b1, b2)) < 1e-12
+    # Not just the plug-in value on these data.
+    assert not np.allclose(
+        folds["bandwidth"], [nw_plugin_bandwidth(m, b1, b2) for m in folds["n_train"]]
+    )
+
+
+def test_auto_bandwidth_looks_at_no_label_and_no_validation_score():
+    s, y = _sample(2000)
+    train, val = np.arange(1500), np.arange(1500, 2000)
+    est = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)]).fit(s, y)
+    other_labels = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)]).fit(s, 1 - y)
+    moved = s.copy()
+    moved[val] = np.random.default_rng(1).uniform(0.4, 0.6, size=500)
+    other_validation = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)])
+    other_validation.fit(moved, y)
+    h = est.fold_results_["bandwidth"].iloc[0]
+    assert other_labels.fold_results_["bandwidth"].iloc[0] == h
+    assert other_validation.fold_results_["bandwidth"].iloc[0] == h
+    assert other_labels.bandwidth_ == est.bandwidth_  # the refit: all scores, no label
+
+
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_plugin_bandwidth_is_the_plugin_value(guarantee):
+    n, b1, b2 = 2003, 2.0, 3.0
+    s, y = _sample(n)
+    modes = ["plugin"] if guarantee == "high_probability" else ["plugin", "auto"]
+    for bandwidth in modes:  # in paper mode "auto" means the plug-in rule
+        est = NWCalibrationBound(
+            b1=b1, b2=b2, bandwidth=bandwidth, guarantee=guarantee, random_state=0
+        ).fit(s, y)
+        for m, h in zip(est.fold_results_["n_train"], est.fold_results_["bandwidth"]):
+            assert h == nw_plugin_bandwidth(m, b1, b2)
+        assert est.bandwidth_ == nw_plugin_bandwidth(n, b1, b2)
+
+
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_float_bandwidth_is_used_as_given(guarantee):
+    s, y = _sample(2000)
+    est = NWCalibrationBound(
+        b1=2.0, b2=3.0, bandwidth=0.037, guarantee=guarantee, random_state=0
+    ).fit(s, y)
+    assert est.bandwidth_ == 0.037
+    assert est.fold_results_["bandwidth"].tolist() == [0.037] * 5
+    # Both modes: 64 cells per bandwidth (2048 >= 64 / 0.037 = 1730).
+    assert est.fold_results_["n_bins"].tolist() == [2048] * 5
+
+
+# ----------------------------------------------------------------------------------
+# Numerical guards
+# ----------------------------------------------------------------------------------
+# Underflowing kernels in both modes (tempering=1e6) by default; the tiny bandwidth,
+# whose grid of 2**20 cells costs ~1 s a fit whatever n, under slow.
+@pytest.mark.parametrize(
+    "params, guarantee",
+    slow_except(
+        [
+            {
+                "tempering=1e6": {"tempering": 1e6},
+                "bandwidth=1e-4": {"bandwidth": 1e-4, "tempering": 50.0},
+            },
+            ["high_probability", "paper"],
+        ],
+        default=[
+            "tempering=1e6-high_probability",
+            "tempering=1e6-paper",
+        ],
+    ),
+)
+def test_extreme_kernels_give_a_finite_bound(params, guarantee):
+    """Kernel values that underflow count as zero (at most 1e-100 is zero), so no
+    0/0: a finite certificate in [0, 1], never NaN."""
+    s, y = _sample(2000, seed=4)
+    s = np.sort(s)  # any order: the split below is fixed
+    cv = [(np.arange(0, 2000, 2), np.arange(1, 2000, 2))]
+    est = NWCalibrationBound(b1=1.0, b2=1.0, guarantee=guarantee, cv=cv, **params)
+    est.fit(s, y)
+    assert 0.0 <= est.lower_bound_ <= est.bound_ <= 1.0
+    values = [*est.terms_.values(), *est.fold_results_["bound"]]
+    assert np.all(np.isfinite(values))
+    pred = est.predict(np.linspace(0, 1, 101))
+    assert np.all(np.isfinite(pred)) and np.all((pred >= 0) & (pred <= 1))

@@ -1,5 +1,5 @@
-"""TVCalibrationBound: every term recomputed by hand, and the surrogate against brute
-force."""
+"""TVCalibrationBound: every term recomputed by hand, the surrogate against brute
+force, the two guarantees compared, and the order of tied scores."""
 
 import math
 
@@ -469,3 +469,123 @@ def test_tv_denoising_term_with_V_factored_out_is_the_same_value():
     huge = tv_denoising_term(m, delta, 1.7e308)
     assert math.isfinite(huge)
     assert huge == pytest.approx(math.sqrt(1.7e308) * math.sqrt(4 * t2 / m), rel=1e-12)
+
+
+# ----------------------------------------------------------------------------------
+# The two modes
+# ----------------------------------------------------------------------------------
+def test_tv_high_probability_bound_is_below_the_paper_bound(overconfident):
+    """Three shares of delta instead of four and no Hoeffding term."""
+    s, y = overconfident
+    hp = TVCalibrationBound(method="denoise", random_state=0).fit(s, y)
+    paper = TVCalibrationBound(guarantee="paper", random_state=0).fit(s, y)
+    assert hp.bound_ < paper.bound_ < 1.0
+    folds_hp, folds_paper = hp.fold_results_, paper.fold_results_
+    assert (folds_hp["tv_denoising"] < folds_paper["tv_denoising"]).all()
+    # Same folds: the ties are shuffled after the folds are drawn (no ties here).
+    assert (folds_hp["n_train"] == folds_paper["n_train"]).all()
+    m = folds_hp["n_train"].to_numpy()
+    d = folds_hp["delta"].to_numpy() / 3
+    assert_allclose(
+        folds_hp["population_transfer"],
+        (1.0 + folds_hp["V_hat"]) * np.sqrt(np.log(2 / d) / (2 * m)),
+        rtol=1e-12,
+    )
+
+
+# ----------------------------------------------------------------------------------
+# Tied scores: in a random order drawn from random_state, never from the labels
+# ----------------------------------------------------------------------------------
+def _tie_problem(one_first):
+    """40 training points whose only tie that matters is the block at 0.30 holding a
+    zero and a one; ``one_first`` puts the row of the one before the row of the zero
+    (data grouped by class puts the zero first). Ten validation points."""
+    s_zero = np.arange(1, 20) / 100
+    s_one = 0.40 + np.arange(1, 20) / 100
+    tie_y = [1.0, 0.0] if one_first else [0.0, 1.0]
+    train_s = np.concatenate([s_zero, [0.30, 0.30], s_one])
+    train_y = np.concatenate([np.zeros(19), tie_y, np.ones(19)])
+    val_s = np.array([0.0, 0.05, 0.10, 0.30, 0.35, 0.5, 0.7, 0.95, 1.0, 0.3])
+    X = np.concatenate([train_s, val_s])
+    y = np.concatenate([train_y, np.arange(10) % 2])
+    return X, y, [(np.arange(40), np.arange(40, 50))]
+
+
+def _tv_by_order(X, y, split, labels_in_score_order, guarantee):
+    """The TV fold bound for a given order of the training labels in score order."""
+    import prox_tv
+
+    ((train, val),) = split
+    m = train.size
+    share = 3 if guarantee == "high_probability" else 4
+    d = 0.05 / share
+    t1 = math.sqrt(0.5 * math.log(4 / d))
+    t2 = math.sqrt(m / 8 * math.log(4 * (m - 1) / d))
+    v = prox_tv.tv1_1d(np.asarray(labels_in_score_order, dtype=float), t2)
+    s_sorted = np.sort(X[train])
+    blocks = np.unique(s_sorted)
+    values = np.array([v[s_sorted == b].mean() for b in blocks])
+    fitted = values[np.maximum(np.searchsorted(blocks, X[val], side="right") - 1, 0)]
+    r = np.abs(X[val] - fitted)
+    n = r.size
+    bb = math.sqrt(2 * r.var() * math.log(3 / d) / n) + 3 * math.log(3 / d) / n
+    tvb = math.sqrt((2 * t1**2 + 2 * t1 * math.sqrt(t1**2 + 4 * t2) + 4 * t2) / m)
+    ptb = (1 + np.abs(np.diff(values)).sum()) * math.sqrt(math.log(2 / d) / (2 * m))
+    if guarantee == "paper":
+        ptb += math.sqrt(math.log(2 / d) / (2 * m))
+    return r.mean() + bb + tvb + ptb
+
+
+@pytest.mark.parametrize("guarantee", ["high_probability", "paper"])
+def test_tie_order_is_drawn_from_the_seed_and_blind_to_labels(guarantee):
+    """Which of the two tied training rows at 0.30 comes first in score order changes
+    the TV prox (a zero then a one: two pieces of 20 points; a one then a zero: three
+    pieces), so the fold bound tells which order the library used: ``zero_first`` or
+    ``one_first`` below, each recomputed from the prox of that label order.
+
+    What is true (``_splitting.shuffle_ties``, called in ``fit`` after the folds are
+    drawn): the tied positions are permuted by sorting random keys drawn from a seed
+    of ``random_state``; the keys depend on the seed and on where the ties are, never
+    on the labels or on the rows' content. Hence, for data grouped by class (the zero
+    first in data order):
+
+    * the order varies with the seed and both orders occur (it is drawn, not the
+      caller's data order, which here is a function of the labels);
+    * for every seed, swapping the two tied rows (the one first in data order) gives
+      exactly the other order: the drawn permutation acts on positions, whatever the
+      labels there. A rule that sorted ties by label would give the same bound for
+      both data orders; one that kept the data order would give ``zero_first`` for
+      grouped data at every seed.
+
+    So the order of the labels inside a tie block is uniformly random whatever the
+    data order, which is what Lemma 3 needs (SPEC section 3, step 1).
+    """
+    grouped = _tie_problem(one_first=False)
+    swapped = _tie_problem(one_first=True)
+    X, y, split = grouped
+    base = [0.0] * 19
+    tail = [1.0] * 19
+    zero_first = _tv_by_order(X, y, split, base + [0.0, 1.0] + tail, guarantee)
+    one_first = _tv_by_order(X, y, split, base + [1.0, 0.0] + tail, guarantee)
+    assert abs(zero_first - one_first) > 1e-3  # the order shows in the bound
+
+    def fold_bound(problem, seed):
+        X, y, split = problem
+        est = TVCalibrationBound(
+            method="denoise", guarantee=guarantee, cv=split, random_state=seed
+        )
+        return est.fit(X, y).fold_results_["bound"].iloc[0]
+
+    seen = []
+    for seed in range(24):
+        a, b = fold_bound(grouped, seed), fold_bound(swapped, seed)
+        if abs(a - zero_first) < 1e-12:
+            assert_allclose(b, one_first, rtol=0, atol=1e-12)
+            seen.append("zero_first")
+        else:
+            assert_allclose(a, one_first, rtol=0, atol=1e-12)
+            assert_allclose(b, zero_first, rtol=0, atol=1e-12)
+            seen.append("one_first")
+    assert 4 <= seen.count("zero_first") <= 20, seen  # both, about equally often
+    # A fixed seed is reproducible.
+    assert fold_bound(grouped, 7) == fold_bound(grouped, 7)
