@@ -209,13 +209,7 @@ def exactness_problem():
     extra_s = rng.uniform(size=20)
     scores = np.concatenate([train_s, val_s, extra_s])
     labels = (rng.uniform(size=scores.size) < scores).astype(int)
-    perm = rng.permutation(scores.size)
-    inverse = np.argsort(perm)
-    n_train, n_val = train_s.size, val_s.size
-    train = np.sort(inverse[:n_train])
-    val = np.sort(inverse[n_train : n_train + n_val])
-    extra = np.sort(inverse[n_train + n_val :])
-    return scores[perm], labels[perm], train, val, extra
+    return shuffled_parts(rng, scores, labels, train_s.size, val_s.size)
 
 
 def exactness_split(path):
@@ -223,3 +217,33 @@ def exactness_split(path):
     if path == "partition":  # training = the complement of the validation part
         train = np.sort(np.concatenate([train, extra]))
     return X, y, train, val
+
+
+def shuffled_parts(rng, scores, labels, n_train, n_val):
+    """``(scores, labels, train, val, extra)``: the rows in a random data order (so
+    that data order differs from score order) and the sorted data positions of the
+    first ``n_train`` rows given, the next ``n_val`` and the rest."""
+    perm = rng.permutation(scores.size)
+    inverse = np.argsort(perm)
+    train = np.sort(inverse[:n_train])
+    val = np.sort(inverse[n_train : n_train + n_val])
+    extra = np.sort(inverse[n_train + n_val :])
+    return scores[perm], labels[perm], train, val, extra
+
+
+# The terms_ keys of NW and Lipschitz bucketing by guarantee, in the order they add up.
+SMOOTHING_TERMS = {
+    "paper": [
+        "validation_mean",
+        "smoothing_mean",
+        "bernstein_residual",
+        "bernstein_smoothing",
+    ],
+    "high_probability": [
+        "validation_mean",
+        "bernstein_residual",
+        "smoothing_mean",
+        "label_concentration",
+        "population_transfer",
+    ],
+}

@@ -24,6 +24,7 @@ from _bounds import (
     BOUND_ESTIMATORS,
     BOUNDS,
     REQUIRED_PARAMS,
+    SMOOTHING_TERMS,
     assert_same_fit,
     fitted_attributes,
     folded_bound,
@@ -66,21 +67,6 @@ EXTRA_FITTED_ATTRIBUTES = {
 
 GUARANTEES = ["high_probability", "paper"]
 # The terms_ keys of each estimator and guarantee, in the order they add up.
-_SMOOTHING_TERMS = {
-    "high_probability": [
-        "validation_mean",
-        "bernstein_residual",
-        "smoothing_mean",
-        "label_concentration",
-        "population_transfer",
-    ],
-    "paper": [
-        "validation_mean",
-        "smoothing_mean",
-        "bernstein_residual",
-        "bernstein_smoothing",
-    ],
-}
 _TV_TERMS = [
     "validation_mean",
     "bernstein_residual",
@@ -91,7 +77,7 @@ TERM_NAMES = {
     ("TVCalibrationBound", "high_probability"): _TV_TERMS,
     ("TVCalibrationBound", "paper"): _TV_TERMS,
     **{
-        (name, guarantee): _SMOOTHING_TERMS[guarantee]
+        (name, guarantee): SMOOTHING_TERMS[guarantee]
         for name in ("NWCalibrationBound", "LipschitzBucketBound")
         for guarantee in GUARANTEES
     },

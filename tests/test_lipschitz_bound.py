@@ -19,10 +19,12 @@ import numpy as np
 import pytest
 from _bounds import (
     LIPSCHITZ_SMALL_GRID,
+    SMOOTHING_TERMS,
     assert_same_fit,
     exactness_split,
     five_terms,
     scores_labels,
+    shuffled_parts,
 )
 from _synthetic import perturbed_problems
 from numpy.testing import assert_allclose, assert_array_equal
@@ -33,21 +35,7 @@ from skcalbound._sech import sech_lipschitz
 
 # The terms_ keys of each guarantee, in the order they add up, and the columns of
 # fold_results_.
-TERM_NAMES = {
-    "paper": [
-        "validation_mean",
-        "smoothing_mean",
-        "bernstein_residual",
-        "bernstein_smoothing",
-    ],
-    "high_probability": [
-        "validation_mean",
-        "bernstein_residual",
-        "smoothing_mean",
-        "label_concentration",
-        "population_transfer",
-    ],
-}
+TERM_NAMES = SMOOTHING_TERMS
 GUARANTEES = list(TERM_NAMES)
 FOLD_COLUMNS = {
     "paper": [
@@ -240,13 +228,7 @@ def _tiny_problem():
     extra_s = np.array([0.3, 0.95, 0.15])
     scores = np.concatenate([train_s, val_s, extra_s])
     labels = np.concatenate([train_y, rng.integers(0, 2, val_s.size), [1, 0, 1]])
-    perm = rng.permutation(scores.size)
-    inverse = np.argsort(perm)
-    n_train, n_val = train_s.size, val_s.size
-    train = np.sort(inverse[:n_train])
-    val = np.sort(inverse[n_train : n_train + n_val])
-    extra = np.sort(inverse[n_train + n_val :])
-    return scores[perm], labels[perm], train, val, extra
+    return shuffled_parts(rng, scores, labels, train_s.size, val_s.size)
 
 
 @pytest.mark.parametrize("path", ["partition", "subset"])

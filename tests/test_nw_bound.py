@@ -16,10 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from _bounds import (
+    SMOOTHING_TERMS,
     assert_same_fit,
     exactness_split,
     five_terms,
     scores_labels,
+    shuffled_parts,
     spec_plugin_bandwidth,
 )
 from _synthetic import (
@@ -39,21 +41,7 @@ from skcalbound._surrogates.nw._search import plugin_bandwidth as nw_plugin_band
 from skcalbound._terms import nw_bound_terms
 
 # The terms_ keys of each guarantee, in the order they add up.
-TERM_NAMES = {
-    "paper": [
-        "validation_mean",
-        "smoothing_mean",
-        "bernstein_residual",
-        "bernstein_smoothing",
-    ],
-    "high_probability": [
-        "validation_mean",
-        "bernstein_residual",
-        "smoothing_mean",
-        "label_concentration",
-        "population_transfer",
-    ],
-}
+TERM_NAMES = SMOOTHING_TERMS
 GUARANTEES = list(TERM_NAMES)
 
 
@@ -202,14 +190,7 @@ def _tiny_problem():
     scores = np.concatenate([train_s, val_s, extra_s])
     labels = np.concatenate([train_y, np.ones(val_s.size), np.zeros(extra_s.size)])
     assert scores.size == 60 and np.unique(scores).size < 60
-    # Shuffle the data order, so that data order differs from score order.
-    perm = rng.permutation(60)
-    inverse = np.argsort(perm)
-    n_train, n_val = train_s.size, val_s.size
-    train = np.sort(inverse[:n_train])
-    val = np.sort(inverse[n_train : n_train + n_val])
-    extra = np.sort(inverse[n_train + n_val :])
-    return scores[perm], labels[perm], train, val, extra
+    return shuffled_parts(rng, scores, labels, train_s.size, val_s.size)
 
 
 @pytest.mark.parametrize(
