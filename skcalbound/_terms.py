@@ -334,3 +334,113 @@ def high_probability_terms(n, residual_moments, smoothing_mean, sum_c_squared, d
         "label_concentration": concentration,
         "population_transfer": maurer_transfer_term(a, n, d),
     }
+
+
+# SPEC 13: the variance-adaptive NW certificate. The shares of ``delta_fold`` of its
+# eleven events (five at 0.17, six at 0.025: they sum to one).
+ADAPTIVE_SHARES = {
+    **dict.fromkeys(("cU", "bU", "aL", "bL", "cL"), 0.17),
+    **dict.fromkeys(("dU", "fU", "gU", "dL", "fL", "gL"), 0.025),
+}
+
+
+def majorant_bound(majorant, delta):
+    r"""Lemma 2 of ``math/adaptive_proofs.md``: the certified bound, at failure
+    probability ``delta``, on a concave function of the training labels' rates
+    through its affine majorant at the pilot (``majorant``: a
+    ``_surrogates.nw._adaptive.Majorant``). Non-increasing in ``delta``.
+
+    .. math:: \min\Big(\mathrm{cap},\ \mathrm{constant} - \sum_i \gamma^-_i
+              + \big(\sqrt{g\ell/2} + \sqrt{g\ell/2 + S}\big)^2\Big),
+              \qquad \ell = \ln(1/\delta).
+    """
+    m = majorant
+    half = m.largest * math.log(1.0 / delta) / 2.0
+    tail = (math.sqrt(half) + math.sqrt(half + m.observed)) ** 2
+    return min(m.cap, m.constant - m.negative + tail)
+
+
+def _maurer(a, n, delta):
+    """``F(a, n, delta)`` of SPEC 10."""
+    return a + maurer_transfer_term(a, n, delta)
+
+
+def _freedman(variance, largest, ell):
+    """Lemma 3's deviation ``sqrt(2 ell v) + c ell / 3`` (Bernstein-Freedman)."""
+    return math.sqrt(2.0 * ell * variance) + largest * ell / 3.0
+
+
+def adaptive_terms(statistics, delta):
+    r"""The two routes of SPEC 13's fold certificate at the fold's ``delta``.
+
+    Parameters
+    ----------
+    statistics : AdaptiveStatistics
+        The fold's per-fold sums (``skcalbound/_surrogates/nw/_adaptive.py``), which
+        do not depend on ``delta``.
+    delta : float
+        The fold's failure probability, shared among the eleven events as
+        :data:`ADAPTIVE_SHARES`.
+
+    Returns
+    -------
+    dict
+        ``upper_terms`` (the Jensen route: ``validation_mean``, ``bias_mean``,
+        ``label_concentration``, ``population_transfer``), ``lower_terms``
+        (``validation_mean``, ``bernstein_residual``, ``smoothing_bound``,
+        ``smoothing_transfer``), ``upper = min(U_J, U_tri)``, ``lower`` and ``route``
+        (``"jensen"`` or ``"triangle"``, whichever gave ``upper``; Jensen on ties).
+
+    Notes
+    -----
+    SPEC 13's two tables, term by term; every term is non-increasing in every share
+    of ``delta`` (so non-increasing in ``delta``), as section 11's p-value asks.
+    """
+    s = statistics
+    n = s.n
+    d = {key: share * delta for key, share in ADAPTIVE_SHARES.items()}
+    ell = {key: math.log(1.0 / value) for key, value in d.items()}
+    mean_r, var_r = s.residual_moments
+    d_star = math.sqrt(s.max_e)
+    sigma2 = s.noise_variance
+
+    # Jensen route.
+    s2 = majorant_bound(s.c_prime, d["dU"])  # VarUCB_{dU}(c'^2)
+    concentration = _freedman(s2, s.max_c_prime, ell["bU"])
+    a_u = float(mean_r) + s.bias_mean + concentration
+    root = math.sqrt(s.residual_bias_square) + _freedman(sigma2, d_star, ell["gU"])
+    v_u = _maurer(root * root + sigma2, n, d["fU"])
+    u_j = min(_maurer(a_u, n, d["cU"]), a_u + math.sqrt(2.0 * ell["cU"] * v_u / n))
+    upper_terms = {
+        "validation_mean": float(mean_r),
+        "bias_mean": float(s.bias_mean),
+        "label_concentration": concentration,
+        "population_transfer": u_j - a_u,
+    }
+
+    # Triangle route and lower bound.
+    step = s.max_c * ell["bL"] / 3.0
+    psi_wc = s.worst_case_smoothing + math.sqrt(ell["bL"] * s.sum_c_squared / 2.0)
+    psi_tan = majorant_bound(s.noise_bias, d["dL"]) + math.sqrt(
+        2.0 * ell["bL"] * min(s2, s.sum_c_squared / 4.0)
+    )
+    a_l = min(psi_wc, psi_tan) + step
+    root = math.sqrt(sigma2) + _freedman(sigma2, d_star, ell["gL"])
+    root += math.sqrt(s.bias_square_mean)
+    v_a = _maurer(min(1.0, root * root), n, d["fL"])
+    e_a = min(_maurer(a_l, n, d["cL"]), a_l + math.sqrt(2.0 * ell["cL"] * v_a / n))
+    residual = bernstein_term(n, d["aL"], var_r)
+    lower_terms = {
+        "validation_mean": float(mean_r),
+        "bernstein_residual": residual,
+        "smoothing_bound": a_l,
+        "smoothing_transfer": e_a - a_l,
+    }
+    u_tri = float(mean_r) + residual + e_a
+    return {
+        "upper_terms": upper_terms,
+        "lower_terms": lower_terms,
+        "upper": min(u_j, u_tri),
+        "lower": float(mean_r) - residual - e_a,
+        "route": "jensen" if u_j <= u_tri else "triangle",
+    }

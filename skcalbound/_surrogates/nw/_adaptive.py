@@ -1,0 +1,207 @@
+"""SPEC 13 (variance-adaptive NW certificate): one fold's statistics.
+
+:class:`AdaptiveStatistics` is what ``_terms.adaptive_terms`` reads at any level;
+:func:`dense_statistics` computes it from an explicit weight matrix (small folds, and
+the definition the grid computation must reproduce). The plan of the grid computation
+is in ``docs/internals/nw.rst`` ("Variance-adaptive certificate").
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Majorant:
+    r"""An affine majorant at the pilot :math:`\eta^0` of a concave function
+    :math:`\Phi` of the training points' rates, as Lemma 2 of
+    ``math/adaptive_proofs.md`` reads it (``_terms.majorant_bound``).
+
+    Attributes
+    ----------
+    constant : float
+        :math:`\Phi(\eta^0) - \langle\gamma, \eta^0\rangle`.
+    negative : float
+        :math:`\sum_i \max(-\gamma_i, 0)`.
+    observed : float
+        :math:`S = \sum_i \max(\gamma_i, 0) y_i + \max(-\gamma_i, 0)(1 - y_i)`.
+    largest : float
+        :math:`\max_i |\gamma_i|` (0 without training points).
+    cap : float
+        A bound that holds surely (``VarUCB``: :math:`\tfrac14 \sum_i a_i`), or inf.
+    """
+
+    constant: float
+    negative: float
+    observed: float
+    largest: float
+    cap: float = math.inf
+
+    @classmethod
+    def of(cls, gamma, labels, constant, cap=math.inf):
+        """The majorant with supergradient ``gamma`` (per training point) and the
+        training ``labels``."""
+        gamma = np.asarray(gamma, dtype=np.float64)
+        plus, minus = np.maximum(gamma, 0.0), np.maximum(-gamma, 0.0)
+        return cls(
+            constant=float(constant),
+            negative=float(minus.sum()),
+            observed=float(np.dot(plus, labels) + np.dot(minus, 1.0 - labels)),
+            largest=float(np.abs(gamma).max(initial=0.0)),
+            cap=float(cap),
+        )
+
+    @classmethod
+    def variance(cls, a, pilot, labels):
+        r"""``VarUCB(a)``: the majorant of :math:`\sum_i a_i \eta_i(1 - \eta_i)`
+        (``a >= 0``) by the tangent :math:`\eta(1-\eta) \le {\eta^0}^2 + (1 -
+        2\eta^0)\eta`, capped at :math:`\tfrac14 \sum_i a_i`."""
+        a = np.asarray(a, dtype=np.float64)
+        constant = np.dot(a, pilot * pilot)
+        return cls.of(a * (1.0 - 2.0 * pilot), labels, constant, a.sum() / 4.0)
+
+
+@dataclass(frozen=True)
+class AdaptiveStatistics:
+    r"""One fold's SPEC 13 statistics: sums over its evaluated validation points
+    ``v`` and training points ``i``, none depending on the level.
+
+    Attributes
+    ----------
+    n : int
+        Evaluated validation points.
+    residual_moments : tuple of float
+        Mean and population variance of :math:`r_v = |s_v - \hat\eta_v|`.
+    bias_mean : float
+        :math:`\mathrm{mean}_v\, b_v(\hat\eta_v)`.
+    residual_bias_square : float
+        :math:`Q = \mathrm{mean}_v (r_v + b_v(\hat\eta_v))^2`.
+    c_prime : Majorant
+        ``VarUCB`` of :math:`a = c'^2`, :math:`c'_i = \frac1n \sum_v f_v w_i(s_v)`.
+    max_c_prime : float
+        :math:`\max_i c'_i`.
+    noise_variance : float
+        :math:`\sigma^2 = \tfrac14 \sum_i e_i`, :math:`e_i = \frac1n \sum_v f_v^2
+        w_i(s_v)^2`.
+    max_e : float
+        :math:`\max_i e_i` (:math:`d^* = \sqrt{\max_i e_i}`).
+    worst_case_smoothing : float
+        :math:`\mathrm{mean}_v \min(1, B^{abs}_v + \tfrac12 \sqrt{W2_v})` (in
+        :math:`\Psi_{wc}`).
+    sum_c_squared : float
+        :math:`C_2 = \sum_i c_i^2`.
+    max_c : float
+        :math:`\max_i c_i`.
+    noise_bias : Majorant
+        Of :math:`\Psi_{NB}` at the pilot, with its supergradient :math:`\gamma_{NB}`.
+    bias_square_mean : float
+        :math:`\mathrm{mean}_v \hat B_v^2` (in :math:`V_A`).
+    n_relative : int
+        Validation points on a relative branch (:math:`k_v > 0`).
+    """
+
+    n: int
+    residual_moments: tuple
+    bias_mean: float
+    residual_bias_square: float
+    c_prime: Majorant
+    max_c_prime: float
+    noise_variance: float
+    max_e: float
+    worst_case_smoothing: float
+    sum_c_squared: float
+    max_c: float
+    noise_bias: Majorant
+    bias_square_mean: float
+    n_relative: int = 0
+
+
+def _psi(x):
+    """``(e**x - 1 - x) / x**2``, 1/2 at 0."""
+    x = np.asarray(x, dtype=np.float64)
+    small = np.abs(x) < 1e-4
+    safe = np.where(small, 1.0, x)
+    return np.where(small, 0.5 + x / 6.0, np.expm1(safe) - safe) / np.where(
+        small, 1.0, safe * safe
+    )
+
+
+def relative_factor(s, m1, M2, d, h, fallback):
+    r"""SPEC 13's :math:`R_v` (h-mode) at queries ``s``; NaN where undefined
+    (:math:`\rho_v \ge 1/2`, or a fallback query)."""
+    A = lambda x: np.tanh(np.clip(x, 0.0, 1.0) / h) / h  # noqa: E731
+    B = lambda x: np.tanh((1.0 - np.clip(x, 0.0, 1.0)) / h) / h  # noqa: E731
+    kappa1 = A(s) + B(s)
+    a, b = A(s + d), B(s - d)
+    k_bar = a + b
+    kappa_bar = 2.0 * (np.maximum(a, b) + 0.5 * np.minimum(a, b)) ** 2
+    rho = kappa1 * np.abs(m1) + kappa_bar * _psi(k_bar * d) * M2
+    ok = (rho < 0.5) & ~fallback
+    return np.where(ok, rho / np.where(ok, 1.0 - rho, 1.0), np.nan)
+
+
+def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback=None):
+    """:class:`AdaptiveStatistics` of a fold from its weights ``W`` (evaluated
+    validation point by training point, rows summing to one), the training scores
+    and labels, the validation scores, the ``pilot`` at the training points, the
+    derivative bounds and, in h-mode, ``h`` (``fallback``: which rows are fallback
+    queries)."""
+    W = np.asarray(W, dtype=np.float64)
+    n = W.shape[0]
+    if fallback is None:
+        fallback = np.zeros(n, dtype=bool)
+    diff = s_train[None, :] - s_val[:, None]
+    eta_hat = W @ y_train
+    r = np.abs(s_val - eta_hat)
+    m1 = np.einsum("vi,vi->v", W, diff)
+    M2 = np.einsum("vi,vi->v", W, diff * diff)
+    W2 = np.einsum("vi,vi->v", W, W)
+    d = np.where(W > 0, np.abs(diff), 0.0).max(axis=1)
+    b1_v = np.full(n, float(b1))
+    R = np.full(n, np.nan)
+    if h is not None:
+        b1_v = np.minimum(b1, (np.tanh(s_val / h) + np.tanh((1 - s_val) / h)) / h / 4)
+        R = relative_factor(s_val, m1, M2, d, h, fallback)
+    babs = np.minimum(1.0, b1_v * np.abs(m1) + 0.5 * b2 * M2)
+    choices = np.stack([babs, R * s_val, R * (1.0 - s_val)])
+    k = np.argmin(np.where(np.isnan(choices), np.inf, choices), axis=0)
+    Rk = np.where(k > 0, R, 0.0)
+    bias = np.where(k == 0, babs, np.where(k == 1, R * eta_hat, R * (1.0 - eta_hat)))
+    f = 1.0 + Rk
+    c = W.mean(axis=0)
+    c_prime = (f[:, None] * W).mean(axis=0)
+    e = (f[:, None] ** 2 * W * W).mean(axis=0)
+    # Psi_NB at the pilot and its supergradient.
+    eta_t = W @ pilot
+    noise = np.sqrt((W * W) @ (pilot * (1.0 - pilot)))
+    rel = np.where(np.isnan(R), np.inf, R * np.minimum(eta_t, 1.0 - eta_t))
+    bias0 = np.minimum(babs, rel)
+    inside = bias0 + noise < 1.0
+    grad = (W * W) * ((1.0 - 2.0 * pilot) / 2.0)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        grad /= noise[:, None]
+    active = rel < babs
+    grad += np.where(active, R * np.sign(0.5 - eta_t), 0.0)[:, None] * W
+    gamma = grad[inside].sum(axis=0) / n
+    psi_nb = float(np.minimum(1.0, bias0 + noise).mean())
+    bhat = np.where(
+        k == 0, babs, np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat))
+    )
+    mean_r = float(r.mean())
+    return AdaptiveStatistics(
+        n=n,
+        residual_moments=(mean_r, float(np.mean((r - mean_r) ** 2))),
+        bias_mean=float(bias.mean()),
+        residual_bias_square=float(np.mean((r + bias) ** 2)),
+        c_prime=Majorant.variance(c_prime**2, pilot, y_train),
+        max_c_prime=float(c_prime.max()),
+        noise_variance=float(e.sum() / 4.0),
+        max_e=float(e.max()),
+        worst_case_smoothing=float(np.minimum(1.0, babs + 0.5 * np.sqrt(W2)).mean()),
+        sum_c_squared=float(np.dot(c, c)),
+        max_c=float(c.max()),
+        noise_bias=Majorant.of(gamma, y_train, psi_nb - np.dot(gamma, pilot)),
+        bias_square_mean=float(np.mean(bhat**2)),
+        n_relative=int(np.count_nonzero(k > 0)),
+    )

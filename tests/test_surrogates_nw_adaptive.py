@@ -1,0 +1,114 @@
+"""SPEC 13's fold statistics from explicit weights, and its closed-form terms."""
+
+import math
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from skcalbound._surrogates.nw._adaptive import Majorant, dense_statistics
+from skcalbound._terms import (
+    ADAPTIVE_SHARES,
+    adaptive_terms,
+    bernstein_term,
+    majorant_bound,
+)
+
+H = 2.0**-6
+B1 = math.tanh(1 / H) / (2 * H)
+B2 = math.tanh(1 / H) ** 2 / (2 * H * H)
+
+
+def _fold(seed=0, m=400, n=300, bandwidth=0.01, rate=1.0):
+    """Perturbed-looking imbalanced scores, Epanechnikov weights."""
+    rng = np.random.default_rng(seed)
+    s = rng.beta(0.5, 20, m + n)
+    y = (rng.random(m + n) < np.minimum(1.0, rate * 1.2 * s)).astype(float)
+    st, yt, sv = s[:m], y[:m], s[m:]
+    K = np.maximum(0.0, 1.0 - ((sv[:, None] - st[None, :]) / bandwidth) ** 2)
+    # Queries with no training score within the kernel: the nearest one instead.
+    far = K.sum(axis=1) == 0
+    K[far, np.argmin(np.abs(st[None, :] - sv[far, None]), axis=1)] = 1.0
+    return K / K.sum(axis=1, keepdims=True), st, yt, sv
+
+
+def test_shares_sum_to_one_over_eleven_events():
+    assert len(ADAPTIVE_SHARES) == 11
+    assert_allclose(sum(ADAPTIVE_SHARES.values()), 1.0, rtol=1e-15)
+
+
+def test_majorant_bound_hand_value():
+    # gamma = (0.5, -0.25), labels (1, 0): S = 0.5 + 0.25, g = 0.5, sum gamma- = 0.25.
+    m = Majorant.of(np.array([0.5, -0.25]), np.array([1.0, 0.0]), constant=0.1)
+    assert (m.negative, m.observed, m.largest) == (0.25, 0.75, 0.5)
+    ell = math.log(20.0)
+    expected = 0.1 - 0.25 + (math.sqrt(ell / 4) + math.sqrt(ell / 4 + 0.75)) ** 2
+    assert_allclose(majorant_bound(m, 0.05), expected, rtol=1e-15)
+
+
+def test_variance_majorant_is_capped_and_covers_by_monte_carlo():
+    # VarUCB(a) >= sum a eta (1 - eta) in at least 1 - delta of label draws.
+    rng = np.random.default_rng(1)
+    m, delta = 60, 0.2
+    eta = rng.uniform(0.0, 0.2, m)
+    a = rng.uniform(0.0, 1.0, m)
+    pilot = np.clip(eta + rng.normal(0, 0.05, m), 1e-4, 1 - 1e-4)
+    truth = float(np.dot(a, eta * (1 - eta)))
+    misses = 0
+    for _ in range(2000):
+        y = (rng.random(m) < eta).astype(float)
+        bound = majorant_bound(Majorant.variance(a, pilot, y), delta)
+        assert bound <= a.sum() / 4 + 1e-15
+        misses += bound < truth
+    assert misses / 2000 < delta
+    # Far below the worst case a quarter of sum a: the point of the lemma.
+    assert majorant_bound(Majorant.variance(a, pilot, eta > 1), delta) < a.sum() / 8
+
+
+@pytest.mark.parametrize("h", [None, H])
+def test_terms_monotone_in_delta_and_routes(h):
+    S = dense_statistics(*_fold(), pilot=np.full(400, 0.03), b1=B1, b2=B2, h=h)
+    previous = None
+    for delta in (0.5, 0.2, 0.05, 0.01, 1e-4):
+        t = adaptive_terms(S, delta)
+        u_j = sum(t["upper_terms"].values())
+        lt = t["lower_terms"]
+        u_tri = lt["validation_mean"] + lt["bernstein_residual"]
+        u_tri += lt["smoothing_bound"] + lt["smoothing_transfer"]
+        assert_allclose(t["upper"], min(u_j, u_tri), rtol=1e-15)
+        assert t["route"] == ("jensen" if u_j <= u_tri else "triangle")
+        assert_allclose(t["lower"], 2 * lt["validation_mean"] - u_tri, atol=1e-15)
+        assert_allclose(
+            lt["bernstein_residual"],
+            bernstein_term(S.n, 0.17 * delta, S.residual_moments[1]),
+            rtol=1e-15,
+        )
+        if previous is not None:
+            for table in ("upper_terms", "lower_terms"):
+                for key, value in t[table].items():
+                    assert value >= previous[table][key] - 1e-15, (table, key)
+            assert t["upper"] >= previous["upper"]
+            assert t["lower"] <= previous["lower"]
+        previous = t
+
+
+def test_pilot_one_half_gives_the_worst_case_noise():
+    # At eta0 = 1/2 (no relative branch), N_v = sqrt(W2)/2 and the noise supergradient
+    # vanishes: Psi_NB's majorant is the worst-case mean, with nothing random in it.
+    W, st, yt, sv = _fold()
+    S = dense_statistics(W, st, yt, sv, np.full(st.shape[0], 0.5), B1, B2)
+    assert S.n_relative == 0
+    nb = S.noise_bias
+    assert (nb.negative, nb.largest) == (0.0, 0.0)
+    assert_allclose(nb.constant, S.worst_case_smoothing, rtol=1e-14)
+    # Without the relative branch f = 1, so c' = c: VarUCB's cap is C2 / 4.
+    assert_allclose(S.c_prime.cap, S.sum_c_squared / 4, rtol=1e-14)
+
+
+def test_relative_branch_in_h_mode_lowers_the_bias():
+    W, st, yt, sv = _fold(bandwidth=0.004)
+    pilot = np.clip(1.2 * st, 1e-4, 1 - 1e-4)
+    absolute = dense_statistics(W, st, yt, sv, pilot, B1, B2)
+    relative = dense_statistics(W, st, yt, sv, pilot, B1, B2, h=H)
+    assert relative.n_relative > 0
+    assert relative.bias_mean < absolute.bias_mean
