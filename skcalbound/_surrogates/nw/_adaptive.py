@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._cells import bin_of, occupied_neighbours
+from ._kernel import _conv, bin_centres, kernel
+
 
 @dataclass(frozen=True)
 class Majorant:
@@ -141,6 +144,46 @@ def relative_factor(s, m1, M2, d, h, fallback):
     return np.where(ok, rho / np.where(ok, 1.0 - rho, 1.0), np.nan)
 
 
+def _rows(s, m1, M2, W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
+    """Per evaluated validation point ``s`` (with its ``m1``, ``M2``, ``W2``, ``d``,
+    ``eta_hat``, and the pilot's smoother ``eta0`` and noise ``noise0`` there): the
+    arrays the per-training-point sums need (``f``, ``R``, ``inside``, ``active``),
+    and the fields of :class:`AdaptiveStatistics` that are means over the points."""
+    n = s.shape[0]
+    r = np.abs(s - eta_hat)
+    b1_v = np.full(n, float(b1))
+    R = np.full(n, np.nan)
+    if h is not None:
+        b1_v = np.minimum(b1, (np.tanh(s / h) + np.tanh((1 - s) / h)) / h / 4)
+        R = relative_factor(s, m1, M2, d, h, fallback)
+    babs = np.minimum(1.0, b1_v * np.abs(m1) + 0.5 * b2 * M2)
+    choices = np.stack([babs, R * s, R * (1.0 - s)])
+    k = np.argmin(np.where(np.isnan(choices), np.inf, choices), axis=0)
+    bias = np.where(k == 0, babs, np.where(k == 1, R * eta_hat, R * (1.0 - eta_hat)))
+    rel = np.where(np.isnan(R), np.inf, R * np.minimum(eta0, 1.0 - eta0))
+    bias0 = np.minimum(babs, rel)
+    inside = bias0 + noise0 < 1.0
+    bhat = np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat))
+    bhat = np.where(k == 0, babs, bhat)
+    mean_r = float(r.mean())
+    arrays = {
+        "f": 1.0 + np.where(k > 0, R, 0.0),
+        "R": R,
+        "inside": inside,
+        "active": inside & (rel < babs),
+    }
+    means = {
+        "n": n,
+        "residual_moments": (mean_r, float(np.mean((r - mean_r) ** 2))),
+        "bias_mean": float(bias.mean()),
+        "residual_bias_square": float(np.mean((r + bias) ** 2)),
+        "worst_case_smoothing": float(np.minimum(1.0, babs + 0.5 * np.sqrt(W2)).mean()),
+        "bias_square_mean": float(np.mean(bhat**2)),
+        "n_relative": int(np.count_nonzero(k > 0)),
+    }
+    return arrays, means, float(np.minimum(1.0, bias0 + noise0).mean())
+
+
 def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback=None):
     """:class:`AdaptiveStatistics` of a fold from its weights ``W`` (evaluated
     validation point by training point, rows summing to one), the training scores
@@ -152,56 +195,134 @@ def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback
     if fallback is None:
         fallback = np.zeros(n, dtype=bool)
     diff = s_train[None, :] - s_val[:, None]
-    eta_hat = W @ y_train
-    r = np.abs(s_val - eta_hat)
     m1 = np.einsum("vi,vi->v", W, diff)
     M2 = np.einsum("vi,vi->v", W, diff * diff)
     W2 = np.einsum("vi,vi->v", W, W)
     d = np.where(W > 0, np.abs(diff), 0.0).max(axis=1)
-    b1_v = np.full(n, float(b1))
-    R = np.full(n, np.nan)
-    if h is not None:
-        b1_v = np.minimum(b1, (np.tanh(s_val / h) + np.tanh((1 - s_val) / h)) / h / 4)
-        R = relative_factor(s_val, m1, M2, d, h, fallback)
-    babs = np.minimum(1.0, b1_v * np.abs(m1) + 0.5 * b2 * M2)
-    choices = np.stack([babs, R * s_val, R * (1.0 - s_val)])
-    k = np.argmin(np.where(np.isnan(choices), np.inf, choices), axis=0)
-    Rk = np.where(k > 0, R, 0.0)
-    bias = np.where(k == 0, babs, np.where(k == 1, R * eta_hat, R * (1.0 - eta_hat)))
-    f = 1.0 + Rk
+    eta0 = W @ pilot
+    noise0 = np.sqrt((W * W) @ (pilot * (1.0 - pilot)))
+    rows, means, psi_nb = _rows(
+        s_val, m1, M2, W2, d, W @ y_train, eta0, noise0, b1, b2, h, fallback
+    )
+    f = rows["f"]
     c = W.mean(axis=0)
     c_prime = (f[:, None] * W).mean(axis=0)
     e = (f[:, None] ** 2 * W * W).mean(axis=0)
-    # Psi_NB at the pilot and its supergradient.
-    eta_t = W @ pilot
-    noise = np.sqrt((W * W) @ (pilot * (1.0 - pilot)))
-    rel = np.where(np.isnan(R), np.inf, R * np.minimum(eta_t, 1.0 - eta_t))
-    bias0 = np.minimum(babs, rel)
-    inside = bias0 + noise < 1.0
-    grad = (W * W) * ((1.0 - 2.0 * pilot) / 2.0)[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        grad /= noise[:, None]
-    active = rel < babs
-    grad += np.where(active, R * np.sign(0.5 - eta_t), 0.0)[:, None] * W
-    gamma = grad[inside].sum(axis=0) / n
-    psi_nb = float(np.minimum(1.0, bias0 + noise).mean())
-    bhat = np.where(
-        k == 0, babs, np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat))
-    )
-    mean_r = float(r.mean())
+    # The supergradient of Psi_NB at the pilot, over the points inside min(1, .).
+    grad = (W * W) * ((1.0 - 2.0 * pilot) / 2.0)[None, :] / noise0[:, None]
+    signed = np.where(rows["active"], rows["R"] * np.sign(0.5 - eta0), 0.0)
+    grad += signed[:, None] * W
+    gamma = grad[rows["inside"]].sum(axis=0) / n
     return AdaptiveStatistics(
-        n=n,
-        residual_moments=(mean_r, float(np.mean((r - mean_r) ** 2))),
-        bias_mean=float(bias.mean()),
-        residual_bias_square=float(np.mean((r + bias) ** 2)),
+        **means,
         c_prime=Majorant.variance(c_prime**2, pilot, y_train),
         max_c_prime=float(c_prime.max()),
         noise_variance=float(e.sum() / 4.0),
         max_e=float(e.max()),
-        worst_case_smoothing=float(np.minimum(1.0, babs + 0.5 * np.sqrt(W2)).mean()),
         sum_c_squared=float(np.dot(c, c)),
         max_c=float(c.max()),
         noise_bias=Majorant.of(gamma, y_train, psi_nb - np.dot(gamma, pilot)),
-        bias_square_mean=float(np.mean(bhat**2)),
-        n_relative=int(np.count_nonzero(k > 0)),
+    )
+
+
+def default_pilot(validation, n_bins, bandwidth, tempering):
+    """SPEC 13's default pilot per training cell: the kernel average of the fold's
+    validation labels (``validation``: their count and positives per cell of the
+    ``n_bins`` grid) at twice ``bandwidth`` (capped at 1/2), plus one pseudo-observation
+    at the cell centre, clipped to ``[1e-4, 1 - 1e-4]``."""
+    _, ker = kernel(n_bins, min(2.0 * bandwidth, 0.5), tempering)
+    positives = _conv(validation.positives, ker)
+    count = _conv(validation.count, ker)
+    pilot = (positives + bin_centres(n_bins)) / (count + 1.0)
+    return np.clip(pilot, 1e-4, 1.0 - 1e-4)
+
+
+def _cell_majorant(gamma, count, positives, constant, cap=math.inf):
+    """:meth:`Majorant.of` for a supergradient constant over each training cell
+    (``count`` points, ``positives`` of them labelled 1)."""
+    plus, minus = np.maximum(gamma, 0.0), np.maximum(-gamma, 0.0)
+    used = count > 0
+    return Majorant(
+        constant=float(constant),
+        negative=float(np.dot(count, minus)),
+        observed=float(np.dot(plus, positives) + np.dot(minus, count - positives)),
+        largest=float(np.abs(gamma[used]).max(initial=0.0)),
+        cap=float(cap),
+    )
+
+
+def grid_statistics(tables, train, lo, hi, pilot, s_val, b1, b2, h=None):
+    """:class:`AdaptiveStatistics` of a fold on the grid, in memory: ``tables``
+    (:class:`~._smoother.HPTables` at every cell), ``train`` (the training
+    :class:`~.._cells.BinStats` on the tables' grid), ``lo`` / ``hi`` (the smallest
+    and largest training score per cell), the ``pilot`` per cell, the evaluated
+    validation scores ``s_val``. No fallback query yet (raises)."""
+    G = tables.n_bins
+    ker, A0 = tables.ker, tables.A0
+    ker2 = ker * ker
+    reach = int(np.flatnonzero(ker).max()) - (ker.shape[0] - 1) // 2
+    n = s_val.shape[0]
+    q = bin_of(s_val, G)
+    if not (A0[q] > 0.0).all():
+        raise NotImplementedError("fallback queries (SPEC 13 on the grid)")
+    count, positives = train.count, train.positives
+    # Per query cell: the pilot's smoother and noise, and the first and last
+    # occupied training cells with positive weight (for d).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(A0 > 0.0, 1.0 / A0, 0.0)
+    eta0 = _conv(count * pilot, ker) * inv
+    noise0 = np.sqrt(_conv(count * pilot * (1.0 - pilot), ker2)) * inv
+    below, above = occupied_neighbours(count)
+    idx = np.arange(G)
+    first = above[np.maximum(idx - reach, 0)][q]
+    last = below[np.minimum(idx + reach, G - 1)][q]
+    # Per query row.
+    m1 = tables.m1[q] - (s_val - bin_centres(G)[q])
+    d = np.maximum(s_val - lo[first], hi[last] - s_val)
+    rows, means, psi_nb = _rows(
+        s_val,
+        m1,
+        tables.var[q] + m1 * m1,
+        tables.W2[q],
+        d,
+        tables.eta[q],
+        eta0[q],
+        noise0[q],
+        b1,
+        b2,
+        h,
+        np.zeros(n, dtype=bool),
+    )
+    f = rows["f"]
+    # Per query cell sums, then back onto the training cells (the kernel is
+    # symmetric: the same convolution).
+    per_cell = lambda w=None: np.bincount(q, weights=w, minlength=G)  # noqa: E731
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inside = per_cell(rows["inside"].astype(float)) * inv * inv / noise0
+    inside[~np.isfinite(inside)] = 0.0
+    c = _conv(per_cell() * inv, ker) / n
+    c_prime = _conv(per_cell(f) * inv, ker) / n
+    e_cell = _conv(per_cell(f * f) * inv * inv, ker2) / n
+    signed = np.sign(0.5 - eta0[q]) * np.where(rows["active"], rows["R"], 0.0)
+    gamma = (1.0 - 2.0 * pilot) / (2.0 * n) * _conv(inside, ker2)
+    gamma += _conv(per_cell(signed) * inv, ker) / n
+    used = count > 0
+    a = c_prime * c_prime
+    return AdaptiveStatistics(
+        **means,
+        c_prime=_cell_majorant(
+            a * (1.0 - 2.0 * pilot),
+            count,
+            positives,
+            np.dot(count, a * pilot * pilot),
+            np.dot(count, a) / 4.0,
+        ),
+        max_c_prime=float(c_prime[used].max(initial=0.0)),
+        noise_variance=float(np.dot(count, e_cell) / 4.0),
+        max_e=float(e_cell[used].max(initial=0.0)),
+        sum_c_squared=float(np.dot(count, c * c)),
+        max_c=float(c[used].max(initial=0.0)),
+        noise_bias=_cell_majorant(
+            gamma, count, positives, psi_nb - np.dot(count, gamma * pilot)
+        ),
     )
