@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from skcalbound._surrogates.nw._adaptive import Majorant, dense_statistics
+from skcalbound._surrogates.nw._adaptive import (
+    Majorant,
+    default_pilot,
+    dense_statistics,
+    grid_statistics,
+    nearest_weights,
+)
 from skcalbound._terms import (
     ADAPTIVE_SHARES,
     adaptive_terms,
@@ -114,13 +120,13 @@ def test_relative_branch_in_h_mode_lowers_the_bias():
     assert relative.bias_mean < absolute.bias_mean
 
 
-def _grid_fold(seed, m=3000, n=1500, G=1024, bandwidth=2.0**-5):
+def _grid_fold(seed, m=3000, n=1500, G=1024, bandwidth=2.0**-5, tail=0.2):
     from skcalbound._surrogates._cells import bin_of, cell_sums
     from skcalbound._surrogates.nw._smoother import HPTables
 
     rng = np.random.default_rng(seed)
     s = rng.beta(0.5, 20, m + n)
-    s = s[s < 0.2][: m + n]  # inside the training range: no fallback query
+    s = s[s < tail]  # tail < 1: (almost) no fallback query
     y = (rng.random(s.shape[0]) < np.minimum(1.0, 1.2 * s)).astype(float)
     m = s.shape[0] * 2 // 3
     groups = (np.arange(s.shape[0]) >= m).astype(np.intp)
@@ -129,31 +135,32 @@ def _grid_fold(seed, m=3000, n=1500, G=1024, bandwidth=2.0**-5):
     tables = HPTables.from_stats(train, bandwidth, 1.0)
     st, yt, sv = s[:m], y[:m], s[m:]
     bt, bv = bin_of(st, G), bin_of(sv, G)
-    keep = tables.A0[bv] > 0
-    sv = sv[keep]
-    bv = bv[keep]
     half = (tables.ker.shape[0] - 1) // 2
     lag = bv[:, None] - bt[None, :]
     inside = np.abs(lag) <= half
     W = np.where(inside, tables.ker[np.clip(lag + half, 0, 2 * half)], 0.0)
+    fallback = tables.A0[bv] <= 0
+    W[fallback] = nearest_weights(st, sv[fallback])
     W /= W.sum(axis=1, keepdims=True)
     lo = np.full(G, np.inf)
     hi = np.full(G, -np.inf)
     np.minimum.at(lo, bt, st)
     np.maximum.at(hi, bt, st)
-    return tables, train, val, lo, hi, W, st, yt, sv, bt
+    return tables, train, val, lo, hi, W, st, yt, sv, bt, fallback
 
 
-@pytest.mark.parametrize("h, bandwidth", [(None, 2.0**-5), (H, 2.0**-9)])
-def test_grid_statistics_match_the_weights_they_use(h, bandwidth):
+@pytest.mark.parametrize(
+    "h, bandwidth, tail", [(None, 2.0**-5, 0.2), (H, 2.0**-9, 0.2), (H, 2.0**-9, 1.0)]
+)
+def test_grid_statistics_match_the_weights_they_use(h, bandwidth, tail):
     from dataclasses import asdict
 
-    from skcalbound._surrogates.nw._adaptive import default_pilot, grid_statistics
-
-    tables, train, val, lo, hi, W, st, yt, sv, bt = _grid_fold(3, bandwidth=bandwidth)
+    fold = _grid_fold(3, bandwidth=bandwidth, tail=tail)
+    tables, train, val, lo, hi, W, st, yt, sv, bt, fallback = fold
+    assert fallback.any() or tail < 1.0  # the fallback rows are tested
     pilot = default_pilot(val, tables.n_bins, tables.bandwidth, 1.0)
-    grid = grid_statistics(tables, train, lo, hi, pilot, sv, B1, B2, h=h)
-    dense = dense_statistics(W, st, yt, sv, pilot[bt], B1, B2, h=h)
+    grid = grid_statistics(tables, train, lo, hi, pilot, sv, B1, B2, h, (st, yt))
+    dense = dense_statistics(W, st, yt, sv, pilot[bt], B1, B2, h, fallback)
     assert grid.n_relative == dense.n_relative
     if h is not None:
         assert grid.n_relative > 0

@@ -184,6 +184,53 @@ def _rows(s, m1, M2, W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
     return arrays, means, float(np.minimum(1.0, bias0 + noise0).mean())
 
 
+def _dense_rows(W, s_train, y_train, s_val, pilot):
+    """Per row of explicit weights ``W``: ``m1``, ``M2``, ``W2``, ``d``, ``eta_hat``,
+    the pilot's smoother and its noise (the inputs of :func:`_rows`)."""
+    diff = s_train[None, :] - s_val[:, None]
+    return (
+        np.einsum("vi,vi->v", W, diff),
+        np.einsum("vi,vi->v", W, diff * diff),
+        np.einsum("vi,vi->v", W, W),
+        np.where(W > 0, np.abs(diff), 0.0).max(axis=1, initial=0.0),
+        W @ y_train,
+        W @ pilot,
+        np.sqrt((W * W) @ (pilot * (1.0 - pilot))),
+    )
+
+
+def _dense_sums(W, rows, pilot, eta0, noise0, n):
+    """Per training point, the sums over the rows of ``W`` (``rows``: their
+    :func:`_rows` arrays) that make ``c``, ``c'``, ``e`` and ``gamma`` (divided by
+    ``n``, the evaluated points of the fold)."""
+    f = rows["f"]
+    # The supergradient of Psi_NB at the pilot, over the points inside min(1, .).
+    grad = (W * W) * ((1.0 - 2.0 * pilot) / 2.0)[None, :] / noise0[:, None]
+    signed = np.where(rows["active"], rows["R"] * np.sign(0.5 - eta0), 0.0)
+    grad += signed[:, None] * W
+    return (
+        W.sum(axis=0) / n,
+        (f[:, None] * W).sum(axis=0) / n,
+        (f[:, None] ** 2 * W * W).sum(axis=0) / n,
+        grad[rows["inside"]].sum(axis=0) / n,
+    )
+
+
+def _statistics(means, psi_nb, c, c_prime, e, gamma, pilot, labels):
+    """:class:`AdaptiveStatistics` from the row means and the per-training-point
+    arrays (``labels``: the training labels)."""
+    return AdaptiveStatistics(
+        **means,
+        c_prime=Majorant.variance(c_prime**2, pilot, labels),
+        max_c_prime=float(c_prime.max(initial=0.0)),
+        noise_variance=float(e.sum() / 4.0),
+        max_e=float(e.max(initial=0.0)),
+        sum_c_squared=float(np.dot(c, c)),
+        max_c=float(c.max(initial=0.0)),
+        noise_bias=Majorant.of(gamma, labels, psi_nb - np.dot(gamma, pilot)),
+    )
+
+
 def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback=None):
     """:class:`AdaptiveStatistics` of a fold from its weights ``W`` (evaluated
     validation point by training point, rows summing to one), the training scores
@@ -194,35 +241,19 @@ def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback
     n = W.shape[0]
     if fallback is None:
         fallback = np.zeros(n, dtype=bool)
-    diff = s_train[None, :] - s_val[:, None]
-    m1 = np.einsum("vi,vi->v", W, diff)
-    M2 = np.einsum("vi,vi->v", W, diff * diff)
-    W2 = np.einsum("vi,vi->v", W, W)
-    d = np.where(W > 0, np.abs(diff), 0.0).max(axis=1)
-    eta0 = W @ pilot
-    noise0 = np.sqrt((W * W) @ (pilot * (1.0 - pilot)))
-    rows, means, psi_nb = _rows(
-        s_val, m1, M2, W2, d, W @ y_train, eta0, noise0, b1, b2, h, fallback
-    )
-    f = rows["f"]
-    c = W.mean(axis=0)
-    c_prime = (f[:, None] * W).mean(axis=0)
-    e = (f[:, None] ** 2 * W * W).mean(axis=0)
-    # The supergradient of Psi_NB at the pilot, over the points inside min(1, .).
-    grad = (W * W) * ((1.0 - 2.0 * pilot) / 2.0)[None, :] / noise0[:, None]
-    signed = np.where(rows["active"], rows["R"] * np.sign(0.5 - eta0), 0.0)
-    grad += signed[:, None] * W
-    gamma = grad[rows["inside"]].sum(axis=0) / n
-    return AdaptiveStatistics(
-        **means,
-        c_prime=Majorant.variance(c_prime**2, pilot, y_train),
-        max_c_prime=float(c_prime.max()),
-        noise_variance=float(e.sum() / 4.0),
-        max_e=float(e.max()),
-        sum_c_squared=float(np.dot(c, c)),
-        max_c=float(c.max()),
-        noise_bias=Majorant.of(gamma, y_train, psi_nb - np.dot(gamma, pilot)),
-    )
+    values = _dense_rows(W, s_train, y_train, s_val, pilot)
+    eta0, noise0 = values[5], values[6]
+    rows, means, psi_nb = _rows(s_val, *values, b1, b2, h, fallback)
+    sums = _dense_sums(W, rows, pilot, eta0, noise0, n)
+    return _statistics(means, psi_nb, *sums, pilot, y_train)
+
+
+def nearest_weights(s_train, queries):
+    """The fallback's weights at ``queries``: equal on the training points at the
+    nearest training score(s), both sides when equidistant."""
+    gap = np.abs(s_train[None, :] - queries[:, None])
+    W = (gap == gap.min(axis=1, keepdims=True)).astype(np.float64)
+    return W / W.sum(axis=1, keepdims=True)
 
 
 def default_pilot(validation, n_bins, bandwidth, tempering):
@@ -251,20 +282,22 @@ def _cell_majorant(gamma, count, positives, constant, cap=math.inf):
     )
 
 
-def grid_statistics(tables, train, lo, hi, pilot, s_val, b1, b2, h=None):
+def grid_statistics(tables, train, lo, hi, pilot, s_val, b1, b2, h=None, points=None):
     """:class:`AdaptiveStatistics` of a fold on the grid, in memory: ``tables``
     (:class:`~._smoother.HPTables` at every cell), ``train`` (the training
     :class:`~.._cells.BinStats` on the tables' grid), ``lo`` / ``hi`` (the smallest
     and largest training score per cell), the ``pilot`` per cell, the evaluated
-    validation scores ``s_val``. No fallback query yet (raises)."""
+    validation scores ``s_val``; ``points`` (the training scores and labels) is read
+    only when some query falls back to the nearest training score(s)."""
     G = tables.n_bins
     ker, A0 = tables.ker, tables.A0
     ker2 = ker * ker
     reach = int(np.flatnonzero(ker).max()) - (ker.shape[0] - 1) // 2
     n = s_val.shape[0]
     q = bin_of(s_val, G)
-    if not (A0[q] > 0.0).all():
-        raise NotImplementedError("fallback queries (SPEC 13 on the grid)")
+    kept = A0[q] > 0.0
+    s_fb = s_val[~kept]
+    s_val, q = s_val[kept], q[kept]
     count, positives = train.count, train.positives
     # Per query cell: the pilot's smoother and noise, and the first and last
     # occupied training cells with positive weight (for d).
@@ -276,36 +309,46 @@ def grid_statistics(tables, train, lo, hi, pilot, s_val, b1, b2, h=None):
     idx = np.arange(G)
     first = above[np.maximum(idx - reach, 0)][q]
     last = below[np.minimum(idx + reach, G - 1)][q]
-    # Per query row.
+    # Per query row; the fallback's rows from their explicit weights.
     m1 = tables.m1[q] - (s_val - bin_centres(G)[q])
     d = np.maximum(s_val - lo[first], hi[last] - s_val)
-    rows, means, psi_nb = _rows(
-        s_val,
-        m1,
-        tables.var[q] + m1 * m1,
-        tables.W2[q],
-        d,
-        tables.eta[q],
-        eta0[q],
-        noise0[q],
-        b1,
-        b2,
-        h,
-        np.zeros(n, dtype=bool),
-    )
-    f = rows["f"]
+    values = [m1, tables.var[q] + m1 * m1, tables.W2[q], d, tables.eta[q]]
+    values += [eta0[q], noise0[q]]
+    if s_fb.size:
+        s_train, y_train = points
+        cell = bin_of(s_train, G)
+        W_fb = nearest_weights(s_train, s_fb)
+        extra = _dense_rows(W_fb, s_train, y_train, s_fb, pilot[cell])
+        values = [np.concatenate(pair) for pair in zip(values, extra)]
+    fallback = np.arange(n) >= s_val.shape[0]
+    s_all = np.concatenate((s_val, s_fb))
+    rows, means, psi_nb = _rows(s_all, *values, b1, b2, h, fallback)
     # Per query cell sums, then back onto the training cells (the kernel is
     # symmetric: the same convolution).
+    grid_rows = {key: value[~fallback] for key, value in rows.items()}
+    f = grid_rows["f"]
     per_cell = lambda w=None: np.bincount(q, weights=w, minlength=G)  # noqa: E731
     with np.errstate(divide="ignore", invalid="ignore"):
-        inside = per_cell(rows["inside"].astype(float)) * inv * inv / noise0
+        inside = per_cell(grid_rows["inside"].astype(float)) * inv * inv / noise0
     inside[~np.isfinite(inside)] = 0.0
-    c = _conv(per_cell() * inv, ker) / n
-    c_prime = _conv(per_cell(f) * inv, ker) / n
-    e_cell = _conv(per_cell(f * f) * inv * inv, ker2) / n
-    signed = np.sign(0.5 - eta0[q]) * np.where(rows["active"], rows["R"], 0.0)
+    signed = np.sign(0.5 - eta0[q]) * np.where(grid_rows["active"], grid_rows["R"], 0.0)
     gamma = (1.0 - 2.0 * pilot) / (2.0 * n) * _conv(inside, ker2)
     gamma += _conv(per_cell(signed) * inv, ker) / n
+    sums = (
+        _conv(per_cell() * inv, ker) / n,
+        _conv(per_cell(f) * inv, ker) / n,
+        _conv(per_cell(f * f) * inv * inv, ker2) / n,
+        gamma,
+    )
+    if s_fb.size:
+        # Per training point: the cells' values plus the fallback's.
+        fb_rows = {key: value[fallback] for key, value in rows.items()}
+        extra = _dense_sums(
+            W_fb, fb_rows, pilot[cell], values[5][fallback], values[6][fallback], n
+        )
+        sums = [s[cell] + x for s, x in zip(sums, extra)]
+        return _statistics(means, psi_nb, *sums, pilot[cell], y_train)
+    c, c_prime, e_cell, gamma = sums
     used = count > 0
     a = c_prime * c_prime
     return AdaptiveStatistics(
