@@ -1,6 +1,7 @@
 """SPEC 13's fold statistics from explicit weights, and its closed-form terms."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -146,7 +147,7 @@ def _grid_fold(seed, m=3000, n=1500, G=1024, bandwidth=2.0**-5, tail=0.2):
     hi = np.full(G, -np.inf)
     np.minimum.at(lo, bt, st)
     np.maximum.at(hi, bt, st)
-    return tables, train, val, lo, hi, W, st, yt, sv, bt, fallback
+    return tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, y[m:]
 
 
 @pytest.mark.parametrize(
@@ -156,7 +157,7 @@ def test_grid_statistics_match_the_weights_they_use(h, bandwidth, tail):
     from dataclasses import asdict
 
     fold = _grid_fold(3, bandwidth=bandwidth, tail=tail)
-    tables, train, val, lo, hi, W, st, yt, sv, bt, fallback = fold
+    tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, _ = fold
     assert fallback.any() or tail < 1.0  # the fallback rows are tested
     pilot = default_pilot(val, tables.n_bins, tables.bandwidth, 1.0)
     grid = grid_statistics(tables, train, lo, hi, pilot, sv, B1, B2, h, (st, yt))
@@ -171,3 +172,68 @@ def test_grid_statistics_match_the_weights_they_use(h, bandwidth, tail):
                 assert_allclose(got[part], number, rtol=1e-12, atol=1e-15, err_msg=key)
         else:
             assert_allclose(got, value, rtol=1e-12, atol=1e-15, err_msg=key)
+
+
+@pytest.mark.parametrize(
+    "h, bandwidth, seed", [(None, 2.0**-5, 4), (H, 2.0**-8, 5), (H, 2.0**-9, 6)]
+)
+def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed):
+    # The reference (tests/_adaptive_reference.py, from branch i39-ref) is given the
+    # grid's weights (fallback included) and computes the default pilot itself.
+    from _adaptive_reference import adaptive_fold, tempered_epanechnikov, uniform_grid
+
+    from skcalbound._surrogates._cells import bin_of
+
+    fold = _grid_fold(seed, m=300, n=150, bandwidth=bandwidth, tail=1.0)
+    tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, vy = fold
+    G = tables.n_bins
+    rows = {float(s): w for s, w in zip(sv, W)}
+    delta = 0.05 / 5
+    tempering = 1.0
+    cell_of, cell_centre = uniform_grid(G)
+    ref = adaptive_fold(
+        st,
+        yt,
+        sv,
+        vy,
+        lambda s: rows[float(s)],
+        b1=B1,
+        b2=B2,
+        h=h,
+        delta_fold=delta,
+        is_fallback=lambda s: bool(tables.A0[bin_of(np.array([s]), G)[0]] <= 0),
+        bandwidth=bandwidth,
+        kernel=lambda u: tempered_epanechnikov(u, tempering),
+        cell_of=cell_of,
+        cell_centre=cell_centre,
+    )
+    pilot = default_pilot(val, G, tables.bandwidth, tempering)
+    S = grid_statistics(tables, train, lo, hi, pilot, sv, B1, B2, h, (st, yt))
+    got = adaptive_terms(S, delta)
+    assert got["route"] == ref["route"]
+    for table in ("upper_terms", "lower_terms"):
+        assert list(got[table]) == list(ref[table])
+        for key, value in ref[table].items():
+            assert_allclose(got[table][key], value, rtol=1e-12, err_msg=key)
+    assert_allclose(got["upper"], ref["U"], rtol=1e-12)
+    assert_allclose(got["lower"], ref["L"], rtol=1e-12)
+    # The pilot's pieces, whether or not a cap or Psi_wc wins in the terms.
+    d = ref["deltas"]
+    uncapped = replace(S.c_prime, cap=math.inf)
+    assert_allclose(majorant_bound(uncapped, d["dU"]), ref["S2_tangent"], rtol=1e-12)
+    tangent = sum(g * x for g, x in zip(ref["gamma_NB"], ref["eta0"]))
+    from _adaptive_reference import lemma2_ucb
+
+    expected = (
+        ref["Psi_NB_eta0"] - tangent + lemma2_ucb(ref["gamma_NB"], yt, ref["ell"]["dL"])
+    )
+    assert_allclose(majorant_bound(S.noise_bias, d["dL"]), expected, rtol=1e-12)
+    for mine, theirs in [
+        (S.residual_bias_square, "Q"),
+        (S.noise_variance, "sigma2"),
+        (S.sum_c_squared, "C2"),
+        (math.sqrt(S.max_e), "d_star"),
+    ]:
+        assert_allclose(mine, ref[theirs], rtol=1e-12, err_msg=theirs)
+    if h is not None:
+        assert S.n_relative > 0
