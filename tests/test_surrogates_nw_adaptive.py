@@ -1,7 +1,7 @@
 """SPEC 13's fold statistics from explicit weights, and its closed-form terms."""
 
 import math
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -9,10 +9,15 @@ from numpy.testing import assert_allclose
 
 from skcalbound._surrogates.nw._adaptive import (
     Majorant,
-    default_pilot,
     dense_statistics,
-    grid_statistics,
     nearest_weights,
+)
+from skcalbound._surrogates.nw._adaptive_grid import (
+    FoldContext,
+    default_pilot,
+    finish,
+    grid_statistics,
+    row_sums,
 )
 from skcalbound._terms import (
     ADAPTIVE_SHARES,
@@ -150,12 +155,24 @@ def _grid_fold(seed, m=3000, n=1500, G=1024, bandwidth=2.0**-5, tail=0.2):
     return tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, y[m:]
 
 
+def _assert_same(got, expected):
+    """Every field of two :class:`AdaptiveStatistics` (majorants field by field)
+    equal to 1e-12."""
+    got = asdict(got)
+    for key, value in asdict(expected).items():
+        if isinstance(value, dict):
+            for part, number in value.items():
+                assert_allclose(
+                    got[key][part], number, rtol=1e-12, atol=1e-15, err_msg=key
+                )
+        else:
+            assert_allclose(got[key], value, rtol=1e-12, atol=1e-15, err_msg=key)
+
+
 @pytest.mark.parametrize(
     "h, bandwidth, tail", [(None, 2.0**-5, 0.2), (H, 2.0**-9, 0.2), (H, 2.0**-9, 1.0)]
 )
 def test_grid_statistics_match_the_weights_they_use(h, bandwidth, tail):
-    from dataclasses import asdict
-
     fold = _grid_fold(3, bandwidth=bandwidth, tail=tail)
     tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, _ = fold
     assert fallback.any() or tail < 1.0  # the fallback rows are tested
@@ -165,19 +182,14 @@ def test_grid_statistics_match_the_weights_they_use(h, bandwidth, tail):
     assert grid.n_relative == dense.n_relative
     if h is not None:
         assert grid.n_relative > 0
-    for key, value in asdict(dense).items():
-        got = asdict(grid)[key]
-        if isinstance(value, dict):
-            for part, number in value.items():
-                assert_allclose(got[part], number, rtol=1e-12, atol=1e-15, err_msg=key)
-        else:
-            assert_allclose(got, value, rtol=1e-12, atol=1e-15, err_msg=key)
+    _assert_same(grid, dense)
 
 
 @pytest.mark.parametrize(
     "h, bandwidth, seed", [(None, 2.0**-5, 4), (H, 2.0**-8, 5), (H, 2.0**-9, 6)]
 )
-def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed):
+@pytest.mark.parametrize("n_chunks", [1, 3])
+def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed, n_chunks):
     # The reference (tests/_adaptive_reference.py, from branch i39-ref) is given the
     # grid's weights (fallback included) and computes the default pilot itself.
     from _adaptive_reference import adaptive_fold, tempered_epanechnikov, uniform_grid
@@ -208,7 +220,12 @@ def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed):
         cell_centre=cell_centre,
     )
     pilot = default_pilot(val, G, tables.bandwidth, tempering)
-    S = grid_statistics(tables, train, lo, hi, pilot, sv, B1, B2, h, (st, yt))
+    context = FoldContext.of(tables, train, lo, hi, pilot, B1, B2, h)
+    chunks = np.array_split(np.arange(sv.shape[0]), n_chunks)
+    merged = row_sums(context, sv[chunks[0]])
+    for chunk in chunks[1:]:
+        merged = merged + row_sums(context, sv[chunk])
+    S = finish(context, merged, (st, yt))
     got = adaptive_terms(S, delta)
     assert got["route"] == ref["route"]
     for table in ("upper_terms", "lower_terms"):
@@ -237,3 +254,23 @@ def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed):
         assert_allclose(mine, ref[theirs], rtol=1e-12, err_msg=theirs)
     if h is not None:
         assert S.n_relative > 0
+
+
+@pytest.mark.parametrize("h, bandwidth", [(None, 2.0**-5), (H, 2.0**-9)])
+def test_grid_statistics_in_chunks_equal_in_memory(h, bandwidth):
+    fold = _grid_fold(7, bandwidth=bandwidth, tail=1.0)
+    tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, _ = fold
+    assert fallback.any() == (h is not None)  # both paths of finish
+    pilot = default_pilot(val, tables.n_bins, tables.bandwidth, 1.0)
+    whole = grid_statistics(tables, train, lo, hi, pilot, sv, B1, B2, h, (st, yt))
+    context = FoldContext.of(tables, train, lo, hi, pilot, B1, B2, h)
+    order = np.random.default_rng(0).permutation(sv.shape[0])
+    parts = [row_sums(context, sv[chunk]) for chunk in np.array_split(order, 3)]
+    chunked = finish(context, parts[0] + parts[1] + parts[2], (st, yt))
+    _assert_same(chunked, whole)
+    delta = 0.01
+    assert_allclose(
+        adaptive_terms(chunked, delta)["upper"],
+        adaptive_terms(whole, delta)["upper"],
+        rtol=1e-12,
+    )

@@ -11,9 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._cells import bin_of, occupied_neighbours
-from ._kernel import _conv, bin_centres, kernel
-
 
 @dataclass(frozen=True)
 class Majorant:
@@ -148,7 +145,7 @@ def _rows(s, m1, M2, W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
     """Per evaluated validation point ``s`` (with its ``m1``, ``M2``, ``W2``, ``d``,
     ``eta_hat``, and the pilot's smoother ``eta0`` and noise ``noise0`` there): the
     arrays the per-training-point sums need (``f``, ``R``, ``inside``, ``active``),
-    and the fields of :class:`AdaptiveStatistics` that are means over the points."""
+    and the sums over the points that :func:`_means` reads."""
     n = s.shape[0]
     r = np.abs(s - eta_hat)
     b1_v = np.full(n, float(b1))
@@ -165,23 +162,46 @@ def _rows(s, m1, M2, W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
     inside = bias0 + noise0 < 1.0
     bhat = np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat))
     bhat = np.where(k == 0, babs, bhat)
-    mean_r = float(r.mean())
     arrays = {
         "f": 1.0 + np.where(k > 0, R, 0.0),
         "R": R,
         "inside": inside,
         "active": inside & (rel < babs),
     }
+    rb = r + bias
+    totals = np.array(
+        [
+            n,
+            r.sum(),
+            np.dot(r, r),
+            bias.sum(),
+            np.dot(rb, rb),
+            np.minimum(1.0, babs + 0.5 * np.sqrt(W2)).sum(),
+            np.dot(bhat, bhat),
+            np.count_nonzero(k > 0),
+            np.minimum(1.0, bias0 + noise0).sum(),
+        ],
+        dtype=np.float64,
+    )
+    return arrays, totals
+
+
+def _means(totals):
+    """The fields of :class:`AdaptiveStatistics` that are means over the evaluated
+    points, and the mean of ``Psi_NB`` at the pilot, from the sums of :func:`_rows`
+    (merged by addition)."""
+    n, r, r2, bias, rb2, wc, bhat2, relative, psi = (float(x) for x in totals)
+    mean_r = r / n
     means = {
-        "n": n,
-        "residual_moments": (mean_r, float(np.mean((r - mean_r) ** 2))),
-        "bias_mean": float(bias.mean()),
-        "residual_bias_square": float(np.mean((r + bias) ** 2)),
-        "worst_case_smoothing": float(np.minimum(1.0, babs + 0.5 * np.sqrt(W2)).mean()),
-        "bias_square_mean": float(np.mean(bhat**2)),
-        "n_relative": int(np.count_nonzero(k > 0)),
+        "n": int(n),
+        "residual_moments": (mean_r, max(r2 / n - mean_r * mean_r, 0.0)),
+        "bias_mean": bias / n,
+        "residual_bias_square": rb2 / n,
+        "worst_case_smoothing": wc / n,
+        "bias_square_mean": bhat2 / n,
+        "n_relative": int(relative),
     }
-    return arrays, means, float(np.minimum(1.0, bias0 + noise0).mean())
+    return means, psi / n
 
 
 def _dense_rows(W, s_train, y_train, s_val, pilot):
@@ -243,7 +263,8 @@ def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback
         fallback = np.zeros(n, dtype=bool)
     values = _dense_rows(W, s_train, y_train, s_val, pilot)
     eta0, noise0 = values[5], values[6]
-    rows, means, psi_nb = _rows(s_val, *values, b1, b2, h, fallback)
+    rows, totals = _rows(s_val, *values, b1, b2, h, fallback)
+    means, psi_nb = _means(totals)
     sums = _dense_sums(W, rows, pilot, eta0, noise0, n)
     return _statistics(means, psi_nb, *sums, pilot, y_train)
 
@@ -254,118 +275,3 @@ def nearest_weights(s_train, queries):
     gap = np.abs(s_train[None, :] - queries[:, None])
     W = (gap == gap.min(axis=1, keepdims=True)).astype(np.float64)
     return W / W.sum(axis=1, keepdims=True)
-
-
-def default_pilot(validation, n_bins, bandwidth, tempering):
-    """SPEC 13's default pilot per training cell: the kernel average of the fold's
-    validation labels (``validation``: their count and positives per cell of the
-    ``n_bins`` grid) at twice ``bandwidth`` (capped at 1/2), plus one pseudo-observation
-    at the cell centre, clipped to ``[1e-4, 1 - 1e-4]``."""
-    _, ker = kernel(n_bins, min(2.0 * bandwidth, 0.5), tempering)
-    positives = _conv(validation.positives, ker)
-    count = _conv(validation.count, ker)
-    pilot = (positives + bin_centres(n_bins)) / (count + 1.0)
-    return np.clip(pilot, 1e-4, 1.0 - 1e-4)
-
-
-def _cell_majorant(gamma, count, positives, constant, cap=math.inf):
-    """:meth:`Majorant.of` for a supergradient constant over each training cell
-    (``count`` points, ``positives`` of them labelled 1)."""
-    plus, minus = np.maximum(gamma, 0.0), np.maximum(-gamma, 0.0)
-    used = count > 0
-    return Majorant(
-        constant=float(constant),
-        negative=float(np.dot(count, minus)),
-        observed=float(np.dot(plus, positives) + np.dot(minus, count - positives)),
-        largest=float(np.abs(gamma[used]).max(initial=0.0)),
-        cap=float(cap),
-    )
-
-
-def grid_statistics(tables, train, lo, hi, pilot, s_val, b1, b2, h=None, points=None):
-    """:class:`AdaptiveStatistics` of a fold on the grid, in memory: ``tables``
-    (:class:`~._smoother.HPTables` at every cell), ``train`` (the training
-    :class:`~.._cells.BinStats` on the tables' grid), ``lo`` / ``hi`` (the smallest
-    and largest training score per cell), the ``pilot`` per cell, the evaluated
-    validation scores ``s_val``; ``points`` (the training scores and labels) is read
-    only when some query falls back to the nearest training score(s)."""
-    G = tables.n_bins
-    ker, A0 = tables.ker, tables.A0
-    ker2 = ker * ker
-    reach = int(np.flatnonzero(ker).max()) - (ker.shape[0] - 1) // 2
-    n = s_val.shape[0]
-    q = bin_of(s_val, G)
-    kept = A0[q] > 0.0
-    s_fb = s_val[~kept]
-    s_val, q = s_val[kept], q[kept]
-    count, positives = train.count, train.positives
-    # Per query cell: the pilot's smoother and noise, and the first and last
-    # occupied training cells with positive weight (for d).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = np.where(A0 > 0.0, 1.0 / A0, 0.0)
-    eta0 = _conv(count * pilot, ker) * inv
-    noise0 = np.sqrt(_conv(count * pilot * (1.0 - pilot), ker2)) * inv
-    below, above = occupied_neighbours(count)
-    idx = np.arange(G)
-    first = above[np.maximum(idx - reach, 0)][q]
-    last = below[np.minimum(idx + reach, G - 1)][q]
-    # Per query row; the fallback's rows from their explicit weights.
-    m1 = tables.m1[q] - (s_val - bin_centres(G)[q])
-    d = np.maximum(s_val - lo[first], hi[last] - s_val)
-    values = [m1, tables.var[q] + m1 * m1, tables.W2[q], d, tables.eta[q]]
-    values += [eta0[q], noise0[q]]
-    if s_fb.size:
-        s_train, y_train = points
-        cell = bin_of(s_train, G)
-        W_fb = nearest_weights(s_train, s_fb)
-        extra = _dense_rows(W_fb, s_train, y_train, s_fb, pilot[cell])
-        values = [np.concatenate(pair) for pair in zip(values, extra)]
-    fallback = np.arange(n) >= s_val.shape[0]
-    s_all = np.concatenate((s_val, s_fb))
-    rows, means, psi_nb = _rows(s_all, *values, b1, b2, h, fallback)
-    # Per query cell sums, then back onto the training cells (the kernel is
-    # symmetric: the same convolution).
-    grid_rows = {key: value[~fallback] for key, value in rows.items()}
-    f = grid_rows["f"]
-    per_cell = lambda w=None: np.bincount(q, weights=w, minlength=G)  # noqa: E731
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inside = per_cell(grid_rows["inside"].astype(float)) * inv * inv / noise0
-    inside[~np.isfinite(inside)] = 0.0
-    signed = np.sign(0.5 - eta0[q]) * np.where(grid_rows["active"], grid_rows["R"], 0.0)
-    gamma = (1.0 - 2.0 * pilot) / (2.0 * n) * _conv(inside, ker2)
-    gamma += _conv(per_cell(signed) * inv, ker) / n
-    sums = (
-        _conv(per_cell() * inv, ker) / n,
-        _conv(per_cell(f) * inv, ker) / n,
-        _conv(per_cell(f * f) * inv * inv, ker2) / n,
-        gamma,
-    )
-    if s_fb.size:
-        # Per training point: the cells' values plus the fallback's.
-        fb_rows = {key: value[fallback] for key, value in rows.items()}
-        extra = _dense_sums(
-            W_fb, fb_rows, pilot[cell], values[5][fallback], values[6][fallback], n
-        )
-        sums = [s[cell] + x for s, x in zip(sums, extra)]
-        return _statistics(means, psi_nb, *sums, pilot[cell], y_train)
-    c, c_prime, e_cell, gamma = sums
-    used = count > 0
-    a = c_prime * c_prime
-    return AdaptiveStatistics(
-        **means,
-        c_prime=_cell_majorant(
-            a * (1.0 - 2.0 * pilot),
-            count,
-            positives,
-            np.dot(count, a * pilot * pilot),
-            np.dot(count, a) / 4.0,
-        ),
-        max_c_prime=float(c_prime[used].max(initial=0.0)),
-        noise_variance=float(np.dot(count, e_cell) / 4.0),
-        max_e=float(e_cell[used].max(initial=0.0)),
-        sum_c_squared=float(np.dot(count, c * c)),
-        max_c=float(c[used].max(initial=0.0)),
-        noise_bias=_cell_majorant(
-            gamma, count, positives, psi_nb - np.dot(count, gamma * pilot)
-        ),
-    )

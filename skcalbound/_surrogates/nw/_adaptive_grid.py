@@ -1,0 +1,219 @@
+"""SPEC 13 on the grid: one fold's :class:`~._adaptive.AdaptiveStatistics` from sums
+that merge by addition.
+
+:class:`FoldContext` holds what is known before pass 2 (per query cell: the pilot's
+smoother and noise, the training scores that bound ``d``); :func:`row_sums` is pass 2
+on one chunk of evaluated validation scores; :func:`finish` convolves its per-cell
+sums back onto the training cells. See ``docs/internals/nw.rst``.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._cells import bin_of, occupied_neighbours
+from ._adaptive import (
+    AdaptiveStatistics,
+    Majorant,
+    _dense_rows,
+    _dense_sums,
+    _means,
+    _rows,
+    _statistics,
+    nearest_weights,
+)
+from ._kernel import _conv, bin_centres, kernel
+
+
+def default_pilot(validation, n_bins, bandwidth, tempering):
+    """SPEC 13's default pilot per training cell: the kernel average of the fold's
+    validation labels (``validation``: their count and positives per cell of the
+    ``n_bins`` grid, each counted at its cell's centre) at twice ``bandwidth`` (capped
+    at 1/2), plus one pseudo-observation of weight ``ker(0) = 1`` at the cell centre,
+    clipped to ``[1e-4, 1 - 1e-4]``."""
+    _, ker = kernel(n_bins, min(2.0 * bandwidth, 0.5), tempering)
+    positives = _conv(validation.positives, ker)
+    count = _conv(validation.count, ker)
+    pilot = (positives + bin_centres(n_bins)) / (count + 1.0)
+    return np.clip(pilot, 1e-4, 1.0 - 1e-4)
+
+
+def _cell_majorant(gamma, count, positives, constant, cap=math.inf):
+    """:meth:`Majorant.of` for a supergradient constant over each training cell
+    (``count`` points, ``positives`` of them labelled 1)."""
+    plus, minus = np.maximum(gamma, 0.0), np.maximum(-gamma, 0.0)
+    return Majorant(
+        constant=float(constant),
+        negative=float(np.dot(count, minus)),
+        observed=float(np.dot(plus, positives) + np.dot(minus, count - positives)),
+        largest=float(np.abs(gamma[count > 0]).max(initial=0.0)),
+        cap=float(cap),
+    )
+
+
+@dataclass(frozen=True)
+class FoldContext:
+    """What pass 2 needs of one fold, per cell of its table grid: the smoother's
+    ``tables``, the training ``train`` sums, the ``pilot`` per training cell, its
+    smoother ``eta0`` and noise ``noise0`` per query cell, the smallest (``low``) and
+    largest (``high``) training score with positive weight per query cell, and the
+    derivative bounds (``h``: h-mode)."""
+
+    tables: object
+    train: object
+    pilot: np.ndarray
+    eta0: np.ndarray
+    noise0: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    b1: float
+    b2: float
+    h: float = None
+
+    @classmethod
+    def of(cls, tables, train, lo, hi, pilot, b1, b2, h=None):
+        """From the tables, the training sums, the smallest and largest training
+        score per cell (``lo``, ``hi``) and the pilot per training cell."""
+        G, ker, A0 = tables.n_bins, tables.ker, tables.A0
+        with np.errstate(divide="ignore"):
+            inv = np.where(A0 > 0.0, 1.0 / np.where(A0 > 0.0, A0, 1.0), 0.0)
+        count = train.count
+        eta0 = _conv(count * pilot, ker) * inv
+        noise0 = np.sqrt(_conv(count * pilot * (1.0 - pilot), ker * ker)) * inv
+        # The first and last occupied training cells within the kernel's reach.
+        reach = int(np.flatnonzero(ker).max()) - (ker.shape[0] - 1) // 2
+        below, above = occupied_neighbours(count)
+        idx = np.arange(G)
+        first = np.minimum(above[np.maximum(idx - reach, 0)], G - 1)
+        last = np.maximum(below[np.minimum(idx + reach, G - 1)], 0)
+        return cls(tables, train, pilot, eta0, noise0, lo[first], hi[last], b1, b2, h)
+
+    @property
+    def inverse_a0(self):
+        A0 = self.tables.A0
+        with np.errstate(divide="ignore"):
+            return np.where(A0 > 0.0, 1.0 / np.where(A0 > 0.0, A0, 1.0), 0.0)
+
+
+@dataclass
+class AdaptiveSums:
+    """Pass 2's mergeable result for one fold: the sums over the evaluated points
+    (``totals``, as ``_adaptive._rows``), per query cell the count, ``sum f``,
+    ``sum f**2``, the count inside ``min(1, .)`` and ``sum sign(1/2 - eta0) R`` over
+    the points where the relative piece is active (``per_cell``, shape ``(5, G)``),
+    and the fallback queries' scores (finished at the end)."""
+
+    totals: np.ndarray
+    per_cell: np.ndarray
+    fallback: np.ndarray
+
+    def __add__(self, other):
+        return AdaptiveSums(
+            self.totals + other.totals,
+            self.per_cell + other.per_cell,
+            np.concatenate((self.fallback, other.fallback)),
+        )
+
+
+def row_sums(context, s):
+    """Pass 2 on one chunk of evaluated validation scores ``s``."""
+    t = context.tables
+    G = t.n_bins
+    q = bin_of(s, G)
+    kept = t.A0[q] > 0.0
+    fallback = s[~kept]
+    s, q = s[kept], q[kept]
+    m1 = t.m1[q] - (s - bin_centres(G)[q])
+    d = np.maximum(s - context.low[q], context.high[q] - s)
+    rows, totals = _rows(
+        s,
+        m1,
+        t.var[q] + m1 * m1,
+        t.W2[q],
+        d,
+        t.eta[q],
+        context.eta0[q],
+        context.noise0[q],
+        context.b1,
+        context.b2,
+        context.h,
+        np.zeros(s.shape[0], dtype=bool),
+    )
+    f = rows["f"]
+    signed = np.sign(0.5 - context.eta0[q]) * np.where(rows["active"], rows["R"], 0.0)
+    per_cell = np.stack(
+        [
+            np.bincount(q, weights=w, minlength=G)
+            for w in (None, f, f * f, rows["inside"].astype(np.float64), signed)
+        ]
+    )
+    return AdaptiveSums(totals, per_cell, fallback)
+
+
+def finish(context, sums, points=None):
+    """The fold's :class:`AdaptiveStatistics` from its merged :class:`AdaptiveSums`;
+    ``points`` (the training scores and labels) is read only when some query fell
+    back to the nearest training score(s)."""
+    t, train, pilot = context.tables, context.train, context.pilot
+    ker = t.ker
+    ker2 = ker * ker
+    inv = context.inverse_a0
+    totals = sums.totals.copy()
+    fb = sums.fallback
+    if fb.size:
+        s_train, y_train = points
+        cell = bin_of(s_train, t.n_bins)
+        W = nearest_weights(s_train, fb)
+        values = _dense_rows(W, s_train, y_train, fb, pilot[cell])
+        fb_rows, fb_totals = _rows(
+            fb, *values, context.b1, context.b2, context.h, np.ones(fb.size, bool)
+        )
+        totals += fb_totals
+    n = totals[0]
+    count, f1, f2, inside, signed = sums.per_cell
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inside = np.where(inside > 0, inside * inv * inv / context.noise0, 0.0)
+    gamma = (1.0 - 2.0 * pilot) / (2.0 * n) * _conv(inside, ker2)
+    gamma += _conv(signed * inv, ker) / n
+    cells = (
+        _conv(count * inv, ker) / n,
+        _conv(f1 * inv, ker) / n,
+        _conv(f2 * inv * inv, ker2) / n,
+        gamma,
+    )
+    means, psi_nb = _means(totals)
+    if fb.size:
+        # Per training point: the cells' values plus the fallback's.
+        extra = _dense_sums(W, fb_rows, pilot[cell], values[5], values[6], n)
+        per_point = [x[cell] + y for x, y in zip(cells, extra)]
+        return _statistics(means, psi_nb, *per_point, pilot[cell], y_train)
+    c, c_prime, e, gamma = cells
+    count, positives = train.count, train.positives
+    used = count > 0
+    a = c_prime * c_prime
+    return AdaptiveStatistics(
+        **means,
+        c_prime=_cell_majorant(
+            a * (1.0 - 2.0 * pilot),
+            count,
+            positives,
+            np.dot(count, a * pilot * pilot),
+            np.dot(count, a) / 4.0,
+        ),
+        max_c_prime=float(c_prime[used].max(initial=0.0)),
+        noise_variance=float(np.dot(count, e) / 4.0),
+        max_e=float(e[used].max(initial=0.0)),
+        sum_c_squared=float(np.dot(count, c * c)),
+        max_c=float(c[used].max(initial=0.0)),
+        noise_bias=_cell_majorant(
+            gamma, count, positives, psi_nb - np.dot(count, gamma * pilot)
+        ),
+    )
+
+
+def grid_statistics(tables, train, lo, hi, pilot, s_val, b1, b2, h=None, points=None):
+    """:class:`AdaptiveStatistics` of a fold in memory (one chunk): see
+    :meth:`FoldContext.of`, :func:`row_sums` and :func:`finish`."""
+    context = FoldContext.of(tables, train, lo, hi, pilot, b1, b2, h)
+    return finish(context, row_sums(context, s_val), points)
