@@ -52,6 +52,11 @@ def _cell_majorant(gamma, count, positives, constant, cap=math.inf):
     )
 
 
+def _inverse(A0):
+    """``1 / A0``, 0 at the fallback cells (``A0 == 0``)."""
+    return np.where(A0 > 0.0, 1.0 / np.where(A0 > 0.0, A0, 1.0), 0.0)
+
+
 @dataclass(frozen=True)
 class FoldContext:
     """What pass 2 needs of one fold, per cell of its table grid: the smoother's
@@ -75,9 +80,8 @@ class FoldContext:
     def of(cls, tables, train, lo, hi, pilot, b1, b2, h=None):
         """From the tables, the training sums, the smallest and largest training
         score per cell (``lo``, ``hi``) and the pilot per training cell."""
-        G, ker, A0 = tables.n_bins, tables.ker, tables.A0
-        with np.errstate(divide="ignore"):
-            inv = np.where(A0 > 0.0, 1.0 / np.where(A0 > 0.0, A0, 1.0), 0.0)
+        G, ker = tables.n_bins, tables.ker
+        inv = _inverse(tables.A0)
         count = train.count
         eta0 = _conv(count * pilot, ker) * inv
         noise0 = np.sqrt(_conv(count * pilot * (1.0 - pilot), ker * ker)) * inv
@@ -88,12 +92,6 @@ class FoldContext:
         first = np.minimum(above[np.maximum(idx - reach, 0)], G - 1)
         last = np.maximum(below[np.minimum(idx + reach, G - 1)], 0)
         return cls(tables, train, pilot, eta0, noise0, lo[first], hi[last], b1, b2, h)
-
-    @property
-    def inverse_a0(self):
-        A0 = self.tables.A0
-        with np.errstate(divide="ignore"):
-            return np.where(A0 > 0.0, 1.0 / np.where(A0 > 0.0, A0, 1.0), 0.0)
 
 
 @dataclass
@@ -158,7 +156,7 @@ def finish(context, sums, points=None):
     t, train, pilot = context.tables, context.train, context.pilot
     ker = t.ker
     ker2 = ker * ker
-    inv = context.inverse_a0
+    inv = _inverse(t.A0)
     totals = sums.totals.copy()
     fb = sums.fallback
     if fb.size:
