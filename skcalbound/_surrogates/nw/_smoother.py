@@ -265,11 +265,10 @@ class Smoother:
         cells = np.concatenate((self.below[first], self.above[last]))
         return np.unique(cells[(cells >= 0) & (cells < self.fine_bins)])
 
-    def fallback(self, queries, b1, b2):
-        """``eta``, ``g`` and the weighted blocks (score, size, weight per point) of
-        the nearest-neighbour fallback at ``queries`` (in cells with ``A0 == 0``):
-        equal weights on the training points at the nearest training score(s), both
-        sides when equidistant, as ``_nw._nearest_neighbour``."""
+    def nearest(self, queries):
+        """The nearest training score(s) of ``queries`` (in cells with ``A0 == 0``):
+        their distance ``d`` and, below and above, ``(use, score, count, positives)``
+        (``use``: that side is at distance ``d``; both when equidistant)."""
         e = self.extremes
         fine = bin_of(queries, self.fine_bins)
         cb, ca = self.below[fine], self.above[fine]
@@ -280,13 +279,22 @@ class Smoother:
         d_below = np.where(has_b, queries - s_below, np.inf)
         d_above = np.where(has_a, s_above - queries, np.inf)
         d = np.minimum(d_below, d_above)
+        sides = (
+            (d_below <= d_above, s_below, e["hi_count"][pos_b], e["hi_pos"][pos_b]),
+            (d_above <= d_below, s_above, e["lo_count"][pos_a], e["lo_pos"][pos_a]),
+        )
+        return d, sides
+
+    def fallback(self, queries, b1, b2):
+        """``eta``, ``g`` and the weighted blocks (score, size, weight per point) of
+        the nearest-neighbour fallback at ``queries`` (in cells with ``A0 == 0``):
+        equal weights on the training points at the nearest training score(s), both
+        sides when equidistant, as ``_nw._nearest_neighbour``."""
+        d, nearest = self.nearest(queries)
         count = np.zeros(queries.shape[0])
         positives = np.zeros(queries.shape[0])
         sides = []
-        for use, value, c, p in (
-            (d_below <= d_above, s_below, e["hi_count"][pos_b], e["hi_pos"][pos_b]),
-            (d_above <= d_below, s_above, e["lo_count"][pos_a], e["lo_pos"][pos_a]),
-        ):
+        for use, value, c, p in nearest:
             count += np.where(use, c, 0.0)
             positives += np.where(use, p, 0.0)
             sides.append((use, value, c))
