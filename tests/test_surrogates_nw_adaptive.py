@@ -155,6 +155,26 @@ def _grid_fold(seed, m=3000, n=1500, G=1024, bandwidth=2.0**-5, tail=0.2):
     return tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, y[m:]
 
 
+def _nearest(s_train, y_train):
+    """``Smoother.nearest`` from the training points themselves."""
+
+    def nearest(queries):
+        sides = []
+        gaps = []
+        for below in (True, False):
+            mask = (s_train[None, :] <= queries[:, None]) == below
+            side = np.where(mask, s_train[None, :], -np.inf if below else np.inf)
+            value = side.max(axis=1) if below else side.min(axis=1)
+            at = s_train[None, :] == value[:, None]
+            gaps.append(queries - value if below else value - queries)
+            sides.append([value, at.sum(axis=1) * 1.0, (at * y_train).sum(axis=1)])
+        d = np.minimum(*gaps)
+        uses = (gaps[0] <= gaps[1], gaps[1] <= gaps[0])
+        return d, tuple((use, *side) for use, side in zip(uses, sides))
+
+    return nearest
+
+
 def _assert_same(got, expected):
     """Every field of two :class:`AdaptiveStatistics` (majorants field by field)
     equal to 1e-12."""
@@ -177,7 +197,9 @@ def test_grid_statistics_match_the_weights_they_use(h, bandwidth, tail):
     tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, _ = fold
     assert fallback.any() or tail < 1.0  # the fallback rows are tested
     pilot = default_pilot(val, tables.n_bins, tables.bandwidth, 1.0)
-    grid = grid_statistics(tables, train, lo, hi, pilot, sv, B1, B2, h, (st, yt))
+    grid = grid_statistics(
+        tables, train, lo, hi, pilot, sv, B1, B2, h, _nearest(st, yt)
+    )
     dense = dense_statistics(W, st, yt, sv, pilot[bt], B1, B2, h, fallback)
     assert grid.n_relative == dense.n_relative
     if h is not None:
@@ -225,7 +247,7 @@ def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed, n_chunks)
     merged = row_sums(context, sv[chunks[0]])
     for chunk in chunks[1:]:
         merged = merged + row_sums(context, sv[chunk])
-    S = finish(context, merged, (st, yt))
+    S = finish(context, merged, _nearest(st, yt))
     got = adaptive_terms(S, delta)
     assert got["route"] == ref["route"]
     for table in ("upper_terms", "lower_terms"):
@@ -262,11 +284,13 @@ def test_grid_statistics_in_chunks_equal_in_memory(h, bandwidth):
     tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, _ = fold
     assert fallback.any() == (h is not None)  # both paths of finish
     pilot = default_pilot(val, tables.n_bins, tables.bandwidth, 1.0)
-    whole = grid_statistics(tables, train, lo, hi, pilot, sv, B1, B2, h, (st, yt))
+    whole = grid_statistics(
+        tables, train, lo, hi, pilot, sv, B1, B2, h, _nearest(st, yt)
+    )
     context = FoldContext.of(tables, train, lo, hi, pilot, B1, B2, h)
     order = np.random.default_rng(0).permutation(sv.shape[0])
     parts = [row_sums(context, sv[chunk]) for chunk in np.array_split(order, 3)]
-    chunked = finish(context, parts[0] + parts[1] + parts[2], (st, yt))
+    chunked = finish(context, parts[0] + parts[1] + parts[2], _nearest(st, yt))
     _assert_same(chunked, whole)
     delta = 0.01
     assert_allclose(

@@ -13,16 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._cells import bin_of, occupied_neighbours
-from ._adaptive import (
-    AdaptiveStatistics,
-    Majorant,
-    _dense_rows,
-    _dense_sums,
-    _means,
-    _rows,
-    _statistics,
-    nearest_weights,
-)
+from ._adaptive import AdaptiveStatistics, Majorant, _means, _rows
 from ._kernel import _conv, bin_centres, kernel
 
 
@@ -149,69 +140,128 @@ def row_sums(context, s):
     return AdaptiveSums(totals, per_cell, fallback)
 
 
-def finish(context, sums, points=None):
+def _fallback(context, nearest, fb, n):
+    """The fallback queries ``fb`` (``nearest``: ``Smoother.nearest``): their
+    :func:`_rows` arrays and sums, and per training score they weigh (``blocks``: its
+    score, count and positives) the extra ``c``, ``e`` and ``gamma`` they give each of
+    its points (``c' = c`` there: no relative branch at a fallback query)."""
+    G, pilot = context.tables.n_bins, context.pilot
+    d, sides = nearest(fb)
+    used = [
+        (use, np.where(use, v, 0.5), np.where(use, c, 0.0), p) for use, v, c, p in sides
+    ]
+    C = sum(c for _, _, c, _ in used)
+    pilots = [pilot[bin_of(v, G)] for _, v, _, _ in used]
+    noise = np.sqrt(sum(c * x * (1 - x) for (_, _, c, _), x in zip(used, pilots))) / C
+    rows, totals = _rows(
+        fb,
+        sum(c * (v - fb) for _, v, c, _ in used) / C,
+        sum(c * (v - fb) ** 2 for _, v, c, _ in used) / C,
+        1.0 / C,
+        d,
+        sum(np.where(use, p, 0.0) for use, _, _, p in used) / C,
+        sum(c * x for (_, _, c, _), x in zip(used, pilots)) / C,
+        noise,
+        context.b1,
+        context.b2,
+        context.h,
+        np.ones(fb.shape[0], dtype=bool),
+    )
+    inside = rows["inside"]
+    parts = [
+        (
+            v[use],
+            count[use],
+            p[use],
+            np.stack(
+                [
+                    1.0 / (n * C[use]),
+                    1.0 / (n * C[use] ** 2),
+                    np.where(inside, (1 - 2 * x) / (2 * n * C**2 * noise), 0.0)[use],
+                ]
+            ),
+        )
+        for (use, v, count, p), x in zip(used, pilots)
+    ]
+    values = np.concatenate([part[0] for part in parts])
+    unique, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    extra = np.stack(
+        [
+            np.bincount(inverse.reshape(-1), weights=w, minlength=unique.size)
+            for w in np.concatenate([part[3] for part in parts], axis=1)
+        ]
+    )
+    blocks = (
+        unique,
+        np.concatenate([part[1] for part in parts])[first],
+        np.concatenate([part[2] for part in parts])[first],
+    )
+    return totals, blocks, extra
+
+
+def finish(context, sums, nearest=None):
     """The fold's :class:`AdaptiveStatistics` from its merged :class:`AdaptiveSums`;
-    ``points`` (the training scores and labels) is read only when some query fell
-    back to the nearest training score(s)."""
+    ``nearest`` (``Smoother.nearest`` of the fold's smoother, with its training
+    extremes) is called only when some query fell back to the nearest training
+    score(s)."""
     t, train, pilot = context.tables, context.train, context.pilot
-    ker = t.ker
+    G, ker = t.n_bins, t.ker
     ker2 = ker * ker
     inv = _inverse(t.A0)
     totals = sums.totals.copy()
     fb = sums.fallback
-    if fb.size:
-        s_train, y_train = points
-        cell = bin_of(s_train, t.n_bins)
-        W = nearest_weights(s_train, fb)
-        values = _dense_rows(W, s_train, y_train, fb, pilot[cell])
-        fb_rows, fb_totals = _rows(
-            fb, *values, context.b1, context.b2, context.h, np.ones(fb.size, bool)
-        )
-        totals += fb_totals
-    n = totals[0]
+    n = totals[0] + fb.shape[0]
     count, f1, f2, inside, signed = sums.per_cell
     with np.errstate(divide="ignore", invalid="ignore"):
         inside = np.where(inside > 0, inside * inv * inv / context.noise0, 0.0)
     gamma = (1.0 - 2.0 * pilot) / (2.0 * n) * _conv(inside, ker2)
     gamma += _conv(signed * inv, ker) / n
-    cells = (
-        _conv(count * inv, ker) / n,
-        _conv(f1 * inv, ker) / n,
-        _conv(f2 * inv * inv, ker2) / n,
-        gamma,
+    c = _conv(count * inv, ker) / n
+    values = np.stack(
+        [c, _conv(f1 * inv, ker) / n, _conv(f2 * inv * inv, ker2) / n, gamma]
     )
-    means, psi_nb = _means(totals)
+    # Entries of equal values: per cell its points, less those of the fallback's
+    # blocks, which follow with their extras.
+    size, positives = train.count.copy(), train.positives.copy()
+    cell_pilot = pilot
     if fb.size:
-        # Per training point: the cells' values plus the fallback's.
-        extra = _dense_sums(W, fb_rows, pilot[cell], values[5], values[6], n)
-        per_point = [x[cell] + y for x, y in zip(cells, extra)]
-        return _statistics(means, psi_nb, *per_point, pilot[cell], y_train)
-    c, c_prime, e, gamma = cells
-    count, positives = train.count, train.positives
-    used = count > 0
+        fb_totals, (score, b_count, b_pos), extra = _fallback(context, nearest, fb, n)
+        totals += fb_totals
+        cell = bin_of(score, G)
+        np.subtract.at(size, cell, b_count)
+        np.subtract.at(positives, cell, b_pos)
+        block = values[:, cell]
+        block[[0, 1, 2, 3]] += extra[[0, 0, 1, 2]]
+        values = np.concatenate((values, block), axis=1)
+        size = np.concatenate((size, b_count))
+        positives = np.concatenate((positives, b_pos))
+        cell_pilot = np.concatenate((pilot, pilot[cell]))
+    means, psi_nb = _means(totals)
+    c, c_prime, e, gamma = values
+    used = size > 0
     a = c_prime * c_prime
     return AdaptiveStatistics(
         **means,
         c_prime=_cell_majorant(
-            a * (1.0 - 2.0 * pilot),
-            count,
+            a * (1.0 - 2.0 * cell_pilot),
+            size,
             positives,
-            np.dot(count, a * pilot * pilot),
-            np.dot(count, a) / 4.0,
+            np.dot(size, a * cell_pilot * cell_pilot),
+            np.dot(size, a) / 4.0,
         ),
         max_c_prime=float(c_prime[used].max(initial=0.0)),
-        noise_variance=float(np.dot(count, e) / 4.0),
+        noise_variance=float(np.dot(size, e) / 4.0),
         max_e=float(e[used].max(initial=0.0)),
-        sum_c_squared=float(np.dot(count, c * c)),
+        sum_c_squared=float(np.dot(size, c * c)),
         max_c=float(c[used].max(initial=0.0)),
         noise_bias=_cell_majorant(
-            gamma, count, positives, psi_nb - np.dot(count, gamma * pilot)
+            gamma, size, positives, psi_nb - np.dot(size, gamma * cell_pilot)
         ),
     )
 
 
-def grid_statistics(tables, train, lo, hi, pilot, s_val, b1, b2, h=None, points=None):
+def grid_statistics(tables, train, lo, hi, pilot, s_val, b1, b2, h=None, nearest=None):
     """:class:`AdaptiveStatistics` of a fold in memory (one chunk): see
     :meth:`FoldContext.of`, :func:`row_sums` and :func:`finish`."""
     context = FoldContext.of(tables, train, lo, hi, pilot, b1, b2, h)
-    return finish(context, row_sums(context, s_val), points)
+    return finish(context, row_sums(context, s_val), nearest)
