@@ -298,3 +298,34 @@ def test_grid_statistics_in_chunks_equal_in_memory(h, bandwidth):
         adaptive_terms(whole, delta)["upper"],
         rtol=1e-12,
     )
+
+
+def test_finish_reads_the_fallback_of_the_passes_smoother():
+    # A smoother from the two passes (with its training extremes): its nearest
+    # training scores give the statistics that the training points give.
+    from skcalbound._chunks import ArraySource
+    from skcalbound._passes import run
+    from skcalbound._splitting import GroupDesign
+    from skcalbound._surrogates._cells import bin_of, cell_sums
+    from skcalbound._surrogates.nw import NWGrid
+
+    rng = np.random.default_rng(11)
+    s = rng.beta(0.5, 20, 3000)
+    y = (rng.random(s.shape[0]) < np.minimum(1.0, 1.2 * s)).astype(float)
+    ids = (np.arange(s.shape[0]) >= 2000).astype(np.intp)
+    grid = NWGrid(B1, B2, s.shape[0], bandwidth=2.0**-9, tempering=1.2)
+    fit = run(grid, ArraySource(s, y), GroupDesign(2, ((1, (0,)),), ids=ids))
+    st, yt, sv = s[:2000], y[:2000], s[2000:]
+    smoother = fit.smoothers[0].completed(sv)
+    tables = smoother.tables
+    G = tables.n_bins
+    sums = cell_sums(s, y, ids, 2, G)
+    train, val = sums.group(0), sums.group(1)
+    assert (tables.A0[bin_of(sv, G)] <= 0).sum() > 0  # fallback queries
+    lo, hi = np.full(G, np.inf), np.full(G, -np.inf)
+    np.minimum.at(lo, bin_of(st, G), st)
+    np.maximum.at(hi, bin_of(st, G), st)
+    pilot = default_pilot(val, G, tables.bandwidth, 1.2)
+    args = (tables, train, lo, hi, pilot, sv, B1, B2, H)
+    got = grid_statistics(*args, smoother.nearest)
+    _assert_same(got, grid_statistics(*args, _nearest(st, yt)))
