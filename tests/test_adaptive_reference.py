@@ -236,7 +236,7 @@ def test_hand_fold_h_mode():
         b2=b2,
         h=h,
         delta_fold=0.1,
-        pilot=PILOT,
+        pilot=[0.01, 0.02, 0.7],
     )
     s, d, m1, M2 = 0.05, 0.05, 0.0, 0.5 * 0.05**2 + 0.5 * 0.05**2
     A, B = math.tanh(s / h) / h, math.tanh((1 - s) / h) / h
@@ -273,14 +273,17 @@ def test_hand_fold_h_mode():
     e = [(1 + R) ** 2 * 0.25 / 2, ((1 + R) ** 2 * 0.25 + f1**2 * 0.0625) / 2]
     assert out["c_prime"] == pytest.approx(c_prime, **TOL)
     assert out["e"][:2] == pytest.approx(e, **TOL)
-    # Psi's bias at the pilot: eta_tilde0 = 0.35 < 1/2, relative piece active.
-    et0 = 0.5 * 0.2 + 0.5 * 0.5
-    assert out["relative_active"][0] == (R * et0 < Babs)
-    N0 = math.sqrt(0.25 * 0.2 * 0.8 + 0.25 * 0.25)
-    noise = [0.25 * 0.6 / (2 * N0) / 2, 0.0]
-    bias = [R * 0.5 / 2, R * 0.5 / 2] if R * et0 < Babs else [0.0, 0.0]
-    if out["B0"][1] + out["N0"][1] >= 1:  # the second query adds nothing to point 0
-        assert out["gamma_NB"][0] == pytest.approx(noise[0] + bias[0], **TOL)
+    # Psi at the pilot (0.01, 0.02, 0.7): eta_tilde0 = 0.015 at the first query, where
+    # the relative piece is the active minimum; training point 0 has weight only there.
+    et0 = 0.5 * 0.01 + 0.5 * 0.02
+    N0 = math.sqrt(0.25 * 0.01 * 0.99 + 0.25 * 0.02 * 0.98)
+    assert out["eta_tilde0"][0] == pytest.approx(et0, **TOL)
+    assert out["N0"][0] == pytest.approx(N0, **TOL)
+    assert R * et0 < Babs and out["relative_active"][0]
+    assert out["B0"][0] == pytest.approx(R * et0, **TOL) and R * et0 + N0 < 1
+    noise = 0.25 * (1 - 2 * 0.01) / (2 * N0) / 2
+    bias = R * 0.5 * 1 / 2  # sign(1/2 - 0.015) = 1
+    assert out["gamma_NB"][0] == pytest.approx(noise + bias, **TOL)
     assert out["U"] >= out["L"]
 
 
