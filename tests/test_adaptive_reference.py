@@ -441,3 +441,29 @@ def test_monte_carlo_coverage_small():
 @pytest.mark.parametrize("h", [None, 2**-3])
 def test_monte_carlo_coverage(h):
     assert monte_carlo(500, 500, h, 1) < 250
+
+
+def test_continuous_weights_and_fallback():
+    weights, is_fallback = continuous_weights([0.125, 0.125, 0.625], 0.125)
+    assert not is_fallback(0.15)
+    assert weights(0.15) == pytest.approx([0.5, 0.5, 0.0], **TOL)
+    assert weights(0.12) == pytest.approx([0.5, 0.5, 0.0], **TOL)
+    assert weights(0.6) == pytest.approx([0.0, 0.0, 1.0], **TOL)
+    assert is_fallback(0.375) and is_fallback(0.9)
+    assert list(weights(0.375)) == [1 / 3, 1 / 3, 1 / 3]  # both sides, equidistant
+    assert list(weights(0.9)) == [0.0, 0.0, 1.0]
+    out = adaptive_fold(
+        [0.125, 0.125, 0.625],
+        [0, 1, 1],
+        [0.375, 0.15],
+        [0, 0],
+        weights,
+        b1=1.0,
+        b2=1.0,
+        h=0.5,
+        delta_fold=0.1,
+        is_fallback=is_fallback,
+        pilot=[0.5] * 3,
+    )
+    assert out["fallback"] == [True, False] and out["R"][0] is None
+    assert out["d"][0] == 0.25 and out["branch"][0] == 0
