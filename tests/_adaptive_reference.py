@@ -1,5 +1,3 @@
-# Copied from branch i39-ref (/work/wt-ref, commit c48219f), unchanged below this
-# note: the independent plain-loop reference of SPEC 13, written by the "ref" engineer.
 """SPEC 13 (the variance-adaptive NW certificate) for one fold, written out by hand.
 
 Plain loops over queries and training points and nothing of skcalbound's NW code: the
