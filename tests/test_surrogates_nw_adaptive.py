@@ -329,3 +329,37 @@ def test_finish_reads_the_fallback_of_the_passes_smoother():
     args = (tables, train, lo, hi, pilot, sv, B1, B2, H)
     got = grid_statistics(*args, smoother.nearest)
     _assert_same(got, grid_statistics(*args, _nearest(st, yt)))
+
+
+def test_cell_extremes_merge_by_min_and_max_and_coarsen():
+    from functools import reduce
+
+    from skcalbound._surrogates._cells import bin_of, cell_sums
+
+    rng = np.random.default_rng(5)
+    s = rng.beta(0.5, 20, 5000)
+    y = (rng.random(s.shape[0]) < s).astype(float)
+    groups = rng.integers(-1, 3, s.shape[0]).astype(np.intp)
+    assert cell_sums(s, y, groups, 3, 256).low is None  # only when asked
+    whole = cell_sums(s, y, groups, 3, 256, extremes=True)
+    parts = [
+        cell_sums(s[c], y[c], groups[c], 3, 256, extremes=True)
+        for c in np.array_split(np.arange(s.shape[0]), 4)
+    ]
+    added = reduce(lambda a, b: a + b, parts)
+    in_place = parts[0]
+    for part in parts[1:]:
+        in_place += part
+    for merged in (added, in_place):
+        assert_allclose(merged.count, whole.count)
+        assert np.array_equal(merged.low, whole.low)
+        assert np.array_equal(merged.high, whole.high)
+    for chosen, factor in (((0, 2), 4), ((1,), 1)):
+        keep = np.isin(groups, chosen)
+        cells = bin_of(s[keep], 256 // factor)
+        lo, hi = np.full(256 // factor, np.inf), np.full(256 // factor, -np.inf)
+        np.minimum.at(lo, cells, s[keep])
+        np.maximum.at(hi, cells, s[keep])
+        got = whole.score_range(chosen, factor)
+        assert np.array_equal(got[0], lo) and np.array_equal(got[1], hi)
+        assert np.isfinite(lo).sum() > 10

@@ -52,21 +52,42 @@ class BinStats:
 @dataclass
 class CellSums:
     """Per (group, fine cell): count, positives, sums of ``t`` and ``t**2``; shape
-    ``(n_groups, n_bins)``. Merged by addition."""
+    ``(n_groups, n_bins)``. Merged by addition. Only when asked (``cell_sums(...,
+    extremes=True)``): the smallest (``low``, inf if empty) and largest (``high``,
+    -inf if empty) score, merged by min / max."""
 
     count: np.ndarray
     positives: np.ndarray
     s1: np.ndarray
     s2: np.ndarray
+    low: np.ndarray = None
+    high: np.ndarray = None
 
     def __add__(self, other):
-        return CellSums(*(a + b for a, b in zip(self._arrays(), other._arrays())))
+        sums = (a + b for a, b in zip(self._arrays(), other._arrays()))
+        return CellSums(*sums, *self._extremes(other))
 
     def __iadd__(self, other):
         # In place: the merge of in-memory blocks adds MBs of grids per block.
         for a, b in zip(self._arrays(), other._arrays()):
             a += b
+        if self.low is not None:
+            np.minimum(self.low, other.low, out=self.low)
+            np.maximum(self.high, other.high, out=self.high)
         return self
+
+    def _extremes(self, other):
+        if self.low is None:
+            return None, None
+        return np.minimum(self.low, other.low), np.maximum(self.high, other.high)
+
+    def score_range(self, groups, factor=1):
+        """The smallest and largest score over ``groups`` per cell of the grid
+        ``factor`` times coarser (inf / -inf where there is none)."""
+        groups = list(groups)
+        low = self.low[groups].min(axis=0).reshape(-1, factor).min(axis=1)
+        high = self.high[groups].max(axis=0).reshape(-1, factor).max(axis=1)
+        return low, high
 
     def _arrays(self):
         return (self.count, self.positives, self.s1, self.s2)
@@ -87,8 +108,9 @@ class CellSums:
         return BinStats(*(a[list(train_groups)].sum(axis=0) for a in self._arrays()))
 
 
-def cell_sums(scores, labels, groups, n_groups, n_bins):
-    """Pass 1 on one chunk: its :class:`CellSums` (rows with group < 0 skipped)."""
+def cell_sums(scores, labels, groups, n_groups, n_bins, extremes=False):
+    """Pass 1 on one chunk: its :class:`CellSums` (rows with group < 0 skipped);
+    ``extremes``: with each cell's smallest and largest score."""
     G = n_bins
     keep = groups >= 0
     if not keep.all():
@@ -110,6 +132,11 @@ def cell_sums(scores, labels, groups, n_groups, n_bins):
         np.bincount(key, weights=t, minlength=size),
         np.bincount(key, weights=np.square(t, out=t), minlength=size),
     ]
+    if extremes:
+        low, high = np.full(size, np.inf), np.full(size, -np.inf)
+        np.minimum.at(low, key, scores)
+        np.maximum.at(high, key, scores)
+        sums += [low, high]
     return CellSums(*(a.reshape(n_groups, G) for a in sums))
 
 
