@@ -363,3 +363,63 @@ def test_cell_extremes_merge_by_min_and_max_and_coarsen():
         got = whole.score_range(chosen, factor)
         assert np.array_equal(got[0], lo) and np.array_equal(got[1], hi)
         assert np.isfinite(lo).sum() > 10
+
+
+@pytest.mark.parametrize("h, n_chunks", [(H, 1), (H, 4), (None, 4)])
+@pytest.mark.parametrize("partition", [False, True])
+def test_nw_grid_adaptive_through_the_passes_equals_grid_statistics(
+    h, n_chunks, partition
+):
+    # NWGrid(noise="adaptive") through the two-pass driver, in memory or in chunks,
+    # gives per split the statistics of grid_statistics on that split's own points.
+    from skcalbound._chunks import ArraySource, IterableSource
+    from skcalbound._passes import run
+    from skcalbound._splitting import GroupDesign
+    from skcalbound._surrogates._cells import bin_of, cell_sums
+    from skcalbound._surrogates.nw import NWGrid
+
+    rng = np.random.default_rng(12)
+    s = rng.beta(0.5, 20, 3000)
+    y = (rng.random(s.shape[0]) < np.minimum(1.0, 1.2 * s)).astype(float)
+    if partition:
+        design = GroupDesign.partition(3, ids=rng.integers(0, 3, s.shape[0]))
+    else:
+        ids = (np.arange(s.shape[0]) >= 2000).astype(np.intp)
+        design = GroupDesign(2, ((1, (0,)),), ids=ids)
+    grid = NWGrid(B1, B2, s.shape[0], bandwidth=2.0**-9, noise="adaptive", h=h)
+    if n_chunks == 1:
+        source = ArraySource(s, y)
+    else:
+        parts = np.array_split(np.arange(s.shape[0]), n_chunks)
+        source = IterableSource([(y[p].astype(int), s[p]) for p in parts])
+    fit = run(grid, source, design)
+    fallback = 0
+    for k, (validation, train) in enumerate(design.splits):
+        smoother = fit.smoothers[k]
+        tables = smoother.tables
+        G = tables.n_bins
+        in_train = np.isin(design.ids, train)
+        st, yt = s[in_train], y[in_train]
+        sv, yv = s[design.ids == validation], y[design.ids == validation]
+        fallback += int((tables.A0[bin_of(sv, G)] <= 0).sum())
+        zeros = lambda x: np.zeros(x.shape[0], dtype=np.intp)  # noqa: E731
+        train_sums = cell_sums(st, yt, zeros(st), 1, G).group(0)
+        val_sums = cell_sums(sv, yv, zeros(sv), 1, G).group(0)
+        lo, hi = np.full(G, np.inf), np.full(G, -np.inf)
+        np.minimum.at(lo, bin_of(st, G), st)
+        np.maximum.at(hi, bin_of(st, G), st)
+        pilot = default_pilot(val_sums, G, tables.bandwidth, grid.tempering)
+        expected = grid_statistics(
+            tables, train_sums, lo, hi, pilot, sv, B1, B2, h, _nearest(st, yt)
+        )
+        _assert_same(fit.statistics[k], expected)
+    assert fallback > 0
+
+
+def test_nw_grid_adaptive_needs_the_expanded_lemma6():
+    from skcalbound._surrogates.nw import NWGrid
+
+    with pytest.raises(ValueError, match="lemma6='expanded'"):
+        NWGrid(B1, B2, 100, noise="adaptive", lemma6="published")
+    with pytest.raises(ValueError, match="noise must be"):
+        NWGrid(B1, B2, 100, noise="bernstein")

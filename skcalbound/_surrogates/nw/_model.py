@@ -13,6 +13,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .._cells import cell_sums
+from ._adaptive_grid import FoldContext, default_pilot, row_sums
+from ._adaptive_grid import finish as adaptive_finish
 from ._kernel import grid_size
 from ._search import (
     BANDWIDTH_LIMITS,
@@ -50,12 +52,29 @@ class GridPlan:
 
     evaluation: Plan
     refit: object
+    contexts: tuple = None  # SPEC 13: per split its ``_adaptive_grid.FoldContext``
+
+
+@dataclass
+class AdaptivePass:
+    """Pass 2's mergeable result with ``noise="adaptive"``: section 10's sums (for
+    the smoothers' fallback extremes) and per split its ``AdaptiveSums``."""
+
+    evaluation: object
+    folds: tuple
+
+    def __add__(self, other):
+        return AdaptivePass(
+            self.evaluation + other.evaluation,
+            tuple(a + b for a, b in zip(self.folds, other.folds)),
+        )
 
 
 @dataclass(frozen=True)
 class GridFit:
     """What the two passes give: per split its smoother (with its training extremes)
-    and :class:`~._sums.SplitStatistics`, the smoother on all rows, and the row and
+    and :class:`~._sums.SplitStatistics` (``noise="adaptive"``:
+    :class:`~._adaptive.AdaptiveStatistics`), the smoother on all rows, and the row and
     positive counts."""
 
     smoothers: tuple
@@ -88,6 +107,12 @@ class NWGrid:
     refit_bandwidth : float or None
         The bandwidth of the smoother on all rows (None: by :meth:`refit_rule` from
         the splits' bandwidths).
+    noise : {"worst_case", "adaptive"}
+        The splits' statistics of SPEC section 10, or of section 13 (variance-adaptive;
+        Lemma 6 expanded only).
+    h : float or None
+        The sech perturbation's width when ``b1``, ``b2`` come from it: SPEC 13's
+        relative branch (``noise="adaptive"`` only).
     """
 
     b1: float
@@ -98,6 +123,8 @@ class NWGrid:
     max_validation: object = None
     lemma6: str = "expanded"
     refit_bandwidth: float = None
+    noise: str = "worst_case"
+    h: float = None
     min_train = 1
 
     def __post_init__(self):
@@ -105,6 +132,17 @@ class NWGrid:
             raise ValueError(
                 f"lemma6 must be 'expanded' or 'published'; got {self.lemma6!r}."
             )
+        if self.noise not in ("worst_case", "adaptive"):
+            raise ValueError(
+                f"noise must be 'worst_case' or 'adaptive'; got {self.noise!r}."
+            )
+        if self.adaptive and self.published:
+            raise ValueError("noise='adaptive' needs lemma6='expanded'.")
+
+    @property
+    def adaptive(self):
+        """SPEC 13's statistics (variance-adaptive) instead of section 10's."""
+        return self.noise == "adaptive"
 
     @property
     def published(self):
@@ -173,7 +211,9 @@ class NWGrid:
     # ------------------------------------------------- the driver's protocol
 
     def first_pass(self, scores, labels, groups, n_groups):
-        return cell_sums(scores, labels, groups, n_groups, self.fine_bins)
+        return cell_sums(
+            scores, labels, groups, n_groups, self.fine_bins, extremes=self.adaptive
+        )
 
     def counts(self, sums):
         return sums.count
@@ -254,13 +294,55 @@ class NWGrid:
             needed=np.unique(np.concatenate(needed)).astype(np.intp),
             query_counts=query_counts,
         )
-        return GridPlan(evaluation, refit)
+        contexts = None
+        if self.adaptive:
+            contexts = tuple(
+                self._context(sums, total, smoother, split)
+                for smoother, split in zip(smoothers, design.splits)
+            )
+        return GridPlan(evaluation, refit, contexts)
+
+    def _context(self, sums, total, smoother, split):
+        """SPEC 13's :class:`~._adaptive_grid.FoldContext` of a split, from pass 1:
+        its training sums and score range, and the pilot from its validation group."""
+        validation, train = split
+        tables = smoother.tables
+        factor = self.fine_bins // tables.n_bins
+        low, high = sums.score_range(train, factor)
+        pilot = default_pilot(
+            coarsen(sums.group(validation), factor),
+            tables.n_bins,
+            tables.bandwidth,
+            self.tempering,
+        )
+        training = coarsen(sums.training(train, total), factor)
+        return FoldContext.of(
+            tables, training, low, high, pilot, self.b1, self.b2, self.h
+        )
 
     def second_pass(self, plan, scores, labels, groups, keys):
-        return evaluation_sums(plan.evaluation, scores, labels, groups, keys)
+        second = evaluation_sums(plan.evaluation, scores, labels, groups, keys)
+        if plan.contexts is None:
+            return second
+        evaluation = plan.evaluation
+        split = evaluation.split_of_group[np.maximum(groups, 0)]
+        split[groups < 0] = -1
+        folds = []
+        for k, context in enumerate(plan.contexts):
+            rows = split == k
+            if evaluation.thresholds is not None:
+                rows &= keys <= evaluation.thresholds[k]
+            folds.append(row_sums(context, scores[rows]))
+        return AdaptivePass(second, tuple(folds))
 
     def finish(self, plan, sums, second, design):
         evaluation = plan.evaluation
+        folds = None
+        if plan.contexts is not None:
+            if second is None:
+                folds = tuple(row_sums(c, np.empty(0)) for c in plan.contexts)
+            else:
+                second, folds = second.evaluation, second.folds
         if second is None:
             second = evaluation.empty()
         smoothers = evaluation.smoothers
@@ -279,7 +361,12 @@ class NWGrid:
             extremes = training_extremes(evaluation, second.extremes, train)
             smoother = replace(smoother, extremes=extremes)
             fitted.append(smoother)
-            statistics.append(finish_split(evaluation, k, second, smoother))
+            if folds is None:
+                statistics.append(finish_split(evaluation, k, second, smoother))
+            else:
+                statistics.append(
+                    adaptive_finish(plan.contexts[k], folds[k], smoother.nearest)
+                )
         everyone = tuple(range(design.n_groups))
         refit = replace(
             plan.refit,
