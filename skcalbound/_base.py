@@ -124,14 +124,16 @@ class Passes:
 @dataclass(frozen=True)
 class FoldTerms:
     """One split at one level: additive ``terms`` (``validation_mean`` first), facts
-    for ``fold_results_`` (``info``), the lower bound when the method chooses it
-    (``lower``, else ``validation_mean`` minus the other terms) and arrays kept out of
-    the frame (``extra``)."""
+    for ``fold_results_`` (``info``), the lower and upper bounds when the method
+    chooses them (``lower``, else ``validation_mean`` minus the other terms;
+    ``upper``, else the sum of the terms) and arrays kept out of the frame
+    (``extra``)."""
 
     terms: dict
     info: dict = field(default_factory=dict)
     lower: float = None
     extra: dict = field(default_factory=dict)
+    upper: float = None
 
 
 def fold_result(method, statistics, delta, info):
@@ -144,6 +146,7 @@ def fold_result(method, statistics, delta, info):
         estimate=float(out.terms["validation_mean"]),
         extra={**out.extra, "statistics": statistics, "info": info},
         lower=out.lower,
+        upper=out.upper,
     )
 
 

@@ -14,16 +14,16 @@ from ._guarantee import guarantee_of
 from ._passes import run
 from ._sech import sech_derivative_bounds
 from ._splitting import SUBSAMPLE_STREAM, GroupDesign, row_keys
-from ._surrogates.nw import NWGrid
-from ._terms import high_probability_terms, nw_bound_terms
+from ._surrogates.nw import AdaptiveStatistics, NWGrid
+from ._terms import adaptive_terms, high_probability_terms, nw_bound_terms
 from ._validation import check_prob_labels
 
 
 @dataclass(frozen=True)
 class _NWMethod(_BoundMethod):
-    """The grid NW smoother (``grid``) with the certificate of SPEC sections 10-12,
-    or, with the published Lemma 6, Proposition 2 as published (``delta`` split into
-    two)."""
+    """The grid NW smoother (``grid``) with the certificate of SPEC sections 10-12
+    (``grid.noise="adaptive"``: section 13), or, with the published Lemma 6,
+    Proposition 2 as published (``delta`` split into two)."""
 
     grid: NWGrid
     random_state: object  # of the validation subsample, when there is one
@@ -37,6 +37,16 @@ class _NWMethod(_BoundMethod):
         ``delta`` (nothing else depends on ``delta``: this is what makes the p-value
         a bisection)."""
         s = statistics
+        # Held-out scoring (score()) still gives section 10's statistics.
+        if isinstance(s, AdaptiveStatistics):
+            out = adaptive_terms(s, delta)
+            return FoldTerms(
+                out["upper_terms"],
+                info={"route": out["route"]},
+                lower=out["lower"],
+                extra={"lower_terms": out["lower_terms"]},
+                upper=out["upper"],
+            )
         if self.grid.published:
             terms = nw_bound_terms(s.n, s.residual_moments, s.smoothing_moments, delta)
         else:
@@ -53,8 +63,11 @@ class _NWMethod(_BoundMethod):
             "n_validation": statistics.n,
             "bandwidth": smoother.bandwidth,
             "n_bins": smoother.n_bins,
-            "n_fallback": statistics.n_fallback,
         }
+        if isinstance(statistics, AdaptiveStatistics):
+            info["n_relative"] = int(statistics.n_relative)
+        else:
+            info["n_fallback"] = statistics.n_fallback
         if statistics.sum_c_squared is not None:
             info["sum_c_squared"] = float(statistics.sum_c_squared)
         return statistics, info
@@ -116,6 +129,7 @@ _NW_PARAMETERS = {
         Interval(Real, 0, None, closed="neither"),
     ],
     "tempering": [Interval(Real, 0, None, closed="left")],
+    "noise": [StrOptions({"worst_case", "adaptive"})],
     "max_validation": [
         StrOptions({"auto"}),
         Interval(Integral, 1, None, closed="left"),
@@ -212,6 +226,12 @@ class NWCalibrationBound(_BaseCalibrationBound):
         ``"auto"`` is the paper's rule, a uniform subsample of
         ``min(15000, max(5000, ceil(0.05 n)))`` points; an int caps the number. A
         subsample keeps the guarantee and only widens the Bernstein terms.
+
+    noise : {'worst_case', 'adaptive'}, default='worst_case'
+        ``'adaptive'``: SPEC section 13's variance-adaptive certificate (label noise
+        from a pilot, relative bias with ``h``; ``terms_`` its upper table, the route
+        in ``fold_results_``). Work in progress; needs
+        ``guarantee='high_probability'``.
 
     pos_label : int, float, bool or str, default=None
         The label of the positive class (scikit-learn's ``pos_label``). ``None``
@@ -411,6 +431,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
         bandwidth="auto",
         tempering=1.2,
         max_validation=None,
+        noise="worst_case",
         pos_label=None,
         confidence_level=0.95,
         guarantee="high_probability",
@@ -419,6 +440,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
         random_state=None,
         n_jobs=None,
     ):
+        self.noise = noise
         self.h = h
         self.b1 = b1
         self.b2 = b2
@@ -459,6 +481,11 @@ class NWCalibrationBound(_BaseCalibrationBound):
         bandwidth = self.bandwidth
         if mode.published and bandwidth == "auto":
             bandwidth = "plugin"  # the label-free search is not the paper's
+        if mode.published and self.noise == "adaptive":
+            raise ValueError(
+                "noise='adaptive' (SPEC 13) is a high-probability certificate; "
+                "guarantee='paper' keeps the published form: use noise='worst_case'."
+            )
         grid = NWGrid(
             b1=b1,
             b2=b2,
@@ -467,6 +494,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
             tempering=float(self.tempering),
             max_validation=self.max_validation,
             lemma6=mode.lemma6,
+            noise=self.noise,
+            h=None if self.h is None else float(self.h),
         )
         return _NWMethod(grid, self.random_state)
 

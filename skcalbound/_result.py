@@ -10,18 +10,20 @@ import pandas as pd
 
 @dataclass(frozen=True)
 class FoldResult:
-    """One fold: additive ``terms`` (their sum is the unclipped fold bound),
-    ``estimate`` (the fold's plug-in ``validation_mean``, the ``estimate`` column of
-    ``fold_results_``; not the estimator's ``estimate_``) and ``info``
-    (scalars, one column each of ``fold_results_``); ``extra`` holds anything else a
-    method reports (arrays), kept out of the frame.
+    """One fold: additive ``terms`` (their sum is the unclipped fold bound unless
+    ``upper`` is given), ``estimate`` (the fold's plug-in ``validation_mean``, the
+    ``estimate`` column of ``fold_results_``; not the estimator's ``estimate_``) and
+    ``info`` (scalars, one column each of ``fold_results_``); ``extra`` holds anything
+    else a method reports (arrays), kept out of the frame.
 
     ``lower`` is the fold's certified lower bound before clipping at 0 (SPEC section
     11). When not given it is ``validation_mean - (every other term)``: the two-sided
     Bernstein event that gives ``E r <= mean r + BB`` also gives ``E r >= mean r - BB``,
     and ``CE >= E|s - eta_hat| - E|eta_hat - eta|``, whose last part the remaining
     terms bound. A method that picks its upper and lower bounds among several
-    candidates passes ``lower`` explicitly.
+    candidates passes ``lower`` explicitly, and ``upper`` when its upper bound is
+    not the sum of ``terms`` (SPEC 13: the smaller of two routes, ``terms`` the
+    first route's).
     """
 
     terms: dict
@@ -29,9 +31,12 @@ class FoldResult:
     estimate: float
     extra: dict = field(default_factory=dict, repr=False, compare=False)
     lower: float = None
+    upper: float = None
 
     @property
     def bound(self):
+        if self.upper is not None:
+            return float(self.upper)
         return float(sum(self.terms.values()))
 
     @property

@@ -175,6 +175,35 @@ def _nearest(s_train, y_train):
     return nearest
 
 
+def _reference_on_grid(points, W, fallback, G, bandwidth, tempering, b1, b2, h, delta):
+    """The plain-loop reference (tests/_adaptive_reference.py, from branch i39-ref)
+    on a fold's ``points`` (training scores and labels, evaluated validation scores
+    and labels), given the grid's weights ``W`` (fallback rows included) and
+    computing the default pilot itself on the ``G`` cells."""
+    from _adaptive_reference import adaptive_fold, tempered_epanechnikov, uniform_grid
+
+    st, yt, sv, vy = points
+    rows = {float(v): w for v, w in zip(sv, W)}
+    falls = {float(v) for v in sv[fallback]}
+    cell_of, cell_centre = uniform_grid(G)
+    return adaptive_fold(
+        st,
+        yt,
+        sv,
+        vy,
+        lambda v: rows[float(v)],
+        b1=b1,
+        b2=b2,
+        h=h,
+        delta_fold=delta,
+        is_fallback=lambda v: float(v) in falls,
+        bandwidth=bandwidth,
+        kernel=lambda u: tempered_epanechnikov(u, tempering),
+        cell_of=cell_of,
+        cell_centre=cell_centre,
+    )
+
+
 def _assert_same(got, expected):
     """Every field of two :class:`AdaptiveStatistics` (majorants field by field)
     equal to 1e-12."""
@@ -214,32 +243,14 @@ def test_grid_statistics_match_the_weights_they_use(h, bandwidth, tail):
 def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed, n_chunks):
     # The reference (tests/_adaptive_reference.py, from branch i39-ref) is given the
     # grid's weights (fallback included) and computes the default pilot itself.
-    from _adaptive_reference import adaptive_fold, tempered_epanechnikov, uniform_grid
-
-    from skcalbound._surrogates._cells import bin_of
 
     fold = _grid_fold(seed, m=300, n=150, bandwidth=bandwidth, tail=1.0)
     tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, vy = fold
     G = tables.n_bins
-    rows = {float(s): w for s, w in zip(sv, W)}
     delta = 0.05 / 5
     tempering = 1.0
-    cell_of, cell_centre = uniform_grid(G)
-    ref = adaptive_fold(
-        st,
-        yt,
-        sv,
-        vy,
-        lambda s: rows[float(s)],
-        b1=B1,
-        b2=B2,
-        h=h,
-        delta_fold=delta,
-        is_fallback=lambda s: bool(tables.A0[bin_of(np.array([s]), G)[0]] <= 0),
-        bandwidth=bandwidth,
-        kernel=lambda u: tempered_epanechnikov(u, tempering),
-        cell_of=cell_of,
-        cell_centre=cell_centre,
+    ref = _reference_on_grid(
+        (st, yt, sv, vy), W, fallback, G, bandwidth, tempering, B1, B2, h, delta
     )
     pilot = default_pilot(val, G, tables.bandwidth, tempering)
     context = FoldContext.of(tables, train, lo, hi, pilot, B1, B2, h)
@@ -423,3 +434,85 @@ def test_nw_grid_adaptive_needs_the_expanded_lemma6():
         NWGrid(B1, B2, 100, noise="adaptive", lemma6="published")
     with pytest.raises(ValueError, match="noise must be"):
         NWGrid(B1, B2, 100, noise="bernstein")
+
+
+def _estimator_case(h):
+    rng = np.random.default_rng(21)
+    if h is None:  # miscalibrated, user b1 and b2: no relative branch
+        s = rng.uniform(size=600)
+        y = (rng.random(600) < s**2).astype(float)
+        return s, y, {"b1": 2.0, "b2": 2.0}
+    s = rng.beta(0.5, 20, 600)
+    y = (rng.random(600) < np.minimum(1.0, 1.2 * s)).astype(float)
+    return s, y, {"h": h}
+
+
+@pytest.mark.parametrize("h, bandwidth", [(H, "auto"), (H, 2.0**-9), (None, "auto")])
+def test_estimator_adaptive_equals_the_plain_loop_reference(h, bandwidth):
+    # NWCalibrationBound(noise="adaptive") on one explicit split: bound_ and
+    # lower_bound_ are the reference's U and L on the grid's weights.
+
+    from skcalbound import NWCalibrationBound
+    from skcalbound._surrogates._cells import bin_of
+    from skcalbound._surrogates.nw._kernel import kernel
+
+    s, y, assumption = _estimator_case(h)
+    train, val = np.arange(400), np.arange(400, 600)
+    est = NWCalibrationBound(
+        **assumption,
+        bandwidth=bandwidth,
+        noise="adaptive",
+        cv=[(train, val)],
+        random_state=0,
+    ).fit(s, y)
+    fold = est.fold_results_.iloc[0]
+    G, width = int(fold["n_bins"]), float(fold["bandwidth"])
+    st, yt, sv, vy = s[train], y[train], s[val], y[val]
+    _, ker = kernel(G, width, 1.2)
+    half = (ker.shape[0] - 1) // 2
+    lag = bin_of(sv, G)[:, None] - bin_of(st, G)[None, :]
+    W = np.where(np.abs(lag) <= half, ker[np.clip(lag + half, 0, 2 * half)], 0.0)
+    fallback = W.sum(axis=1) <= 0
+    W[fallback] = nearest_weights(st, sv[fallback])
+    W /= W.sum(axis=1, keepdims=True)
+    ref = _reference_on_grid(
+        (st, yt, sv, vy), W, fallback, G, width, 1.2, est.b1_, est.b2_, h, 0.05
+    )
+    assert 0.0 < ref["U"] < 1.0
+    assert_allclose(est.bound_, ref["U"], rtol=1e-12)
+    assert_allclose(est.lower_bound_, max(ref["L"], 0.0), rtol=1e-12, atol=1e-15)
+    assert list(est.terms_) == list(ref["upper_terms"])
+    for key, value in ref["upper_terms"].items():
+        assert_allclose(est.terms_[key], value, rtol=1e-12, err_msg=key)
+    assert fold["route"] == ref["route"]
+    assert_allclose(fold["bound"], ref["U"], rtol=1e-12)
+    assert_allclose(fold["lower_bound"], ref["L"], rtol=1e-12)
+    assert fallback.any() or bandwidth == "auto"
+
+
+@pytest.mark.parametrize("h", [H, None])
+def test_estimator_adaptive_fit_chunks_equals_fit(h):
+    from skcalbound import NWCalibrationBound
+
+    s, y, assumption = _estimator_case(h)
+    est = NWCalibrationBound(**assumption, noise="adaptive", cv=3, random_state=0)
+    memory = est.fit(s, y)
+    bound, lower, terms = memory.bound_, memory.lower_bound_, dict(memory.terms_)
+    parts = np.array_split(np.arange(s.shape[0]), 4)
+    chunks = est.fit_chunks([(y[p].astype(int), s[p]) for p in parts])
+    assert_allclose(chunks.bound_, bound, rtol=1e-12)
+    assert_allclose(chunks.lower_bound_, lower, rtol=1e-12, atol=1e-15)
+    for key, value in terms.items():
+        assert_allclose(chunks.terms_[key], value, rtol=1e-12, err_msg=key)
+    worst = NWCalibrationBound(**assumption, cv=3, random_state=0).fit(s, y)
+    assert "route" in memory.fold_results_ and "route" not in worst.fold_results_
+
+
+def test_estimator_adaptive_rejects_the_paper_guarantee():
+    from skcalbound import NWCalibrationBound
+
+    s, y, _ = _estimator_case(None)
+    with pytest.raises(ValueError, match="guarantee='paper'"):
+        NWCalibrationBound(
+            b1=2.0, b2=2.0, noise="adaptive", guarantee="paper", cv=2
+        ).fit(s, y)
