@@ -516,3 +516,27 @@ def test_estimator_adaptive_rejects_the_paper_guarantee():
         NWCalibrationBound(
             b1=2.0, b2=2.0, noise="adaptive", guarantee="paper", cv=2
         ).fit(s, y)
+
+
+def test_estimator_adaptive_evaluates_the_subsample_of_section_10():
+    # max_validation: pass 2 evaluates the same rows in both modes, in chunks too.
+    from skcalbound import NWCalibrationBound
+
+    rng = np.random.default_rng(3)
+    s = rng.beta(0.5, 20, 3000)
+    y = (rng.random(3000) < np.minimum(1.0, 1.2 * s)).astype(int)
+    kwargs = {"h": H, "max_validation": 300, "cv": 3, "random_state": 0}
+    adaptive = NWCalibrationBound(**kwargs, noise="adaptive").fit(s, y)
+    worst = NWCalibrationBound(**kwargs).fit(s, y)
+    assert list(adaptive.fold_results_["n_validation"]) == [300] * 3
+    assert_allclose(
+        adaptive.fold_results_["validation_mean"],
+        worst.fold_results_["validation_mean"],
+        rtol=1e-12,
+    )
+    parts = np.array_split(np.arange(3000), 5)
+    chunks = NWCalibrationBound(**kwargs, noise="adaptive").fit_chunks(
+        [(y[p], s[p]) for p in parts]
+    )
+    assert_allclose(chunks.bound_, adaptive.bound_, rtol=1e-12)
+    assert_allclose(chunks.lower_bound_, adaptive.lower_bound_, rtol=1e-12, atol=1e-15)
