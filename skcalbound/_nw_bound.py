@@ -63,11 +63,10 @@ class _NWMethod(_BoundMethod):
             "n_validation": statistics.n,
             "bandwidth": smoother.bandwidth,
             "n_bins": smoother.n_bins,
+            "n_fallback": statistics.n_fallback,
         }
         if isinstance(statistics, AdaptiveStatistics):
             info["n_relative"] = int(statistics.n_relative)
-        else:
-            info["n_fallback"] = statistics.n_fallback
         if statistics.sum_c_squared is not None:
             info["sum_c_squared"] = float(statistics.sum_c_squared)
         return statistics, info

@@ -412,7 +412,9 @@ def test_nw_grid_adaptive_through_the_passes_equals_grid_statistics(
         in_train = np.isin(design.ids, train)
         st, yt = s[in_train], y[in_train]
         sv, yv = s[design.ids == validation], y[design.ids == validation]
-        fallback += int((tables.A0[bin_of(sv, G)] <= 0).sum())
+        falls = int((tables.A0[bin_of(sv, G)] <= 0).sum())
+        assert fit.statistics[k].n_fallback == falls
+        fallback += falls
         zeros = lambda x: np.zeros(x.shape[0], dtype=np.intp)  # noqa: E731
         train_sums = cell_sums(st, yt, zeros(st), 1, G).group(0)
         val_sums = cell_sums(sv, yv, zeros(sv), 1, G).group(0)
@@ -488,6 +490,7 @@ def test_estimator_adaptive_equals_the_plain_loop_reference(h, bandwidth):
     assert_allclose(fold["bound"], ref["U"], rtol=1e-12)
     assert_allclose(fold["lower_bound"], ref["L"], rtol=1e-12)
     assert fallback.any() or bandwidth == "auto"
+    assert fold["n_fallback"] == fallback.sum()
 
 
 @pytest.mark.parametrize("h", [H, None])

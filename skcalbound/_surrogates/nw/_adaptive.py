@@ -99,6 +99,9 @@ class AdaptiveStatistics:
         :math:`\mathrm{mean}_v \hat B_v^2` (in :math:`V_A`).
     n_relative : int
         Validation points on a relative branch (:math:`k_v > 0`).
+    n_fallback : int
+        Validation points with no training score within the kernel (the nearest
+        training score(s) weigh them).
     """
 
     n: int
@@ -115,6 +118,7 @@ class AdaptiveStatistics:
     noise_bias: Majorant
     bias_square_mean: float
     n_relative: int = 0
+    n_fallback: int = 0
 
 
 def _psi(x):
@@ -236,10 +240,11 @@ def _dense_sums(W, rows, pilot, eta0, noise0, n):
     )
 
 
-def _statistics(means, psi_nb, c, c_prime, e, gamma, pilot, labels):
+def _statistics(means, psi_nb, c, c_prime, e, gamma, pilot, labels, n_fallback):
     """:class:`AdaptiveStatistics` from the row means and the per-training-point
     arrays (``labels``: the training labels)."""
     return AdaptiveStatistics(
+        n_fallback=int(n_fallback),
         **means,
         c_prime=Majorant.variance(c_prime**2, pilot, labels),
         max_c_prime=float(c_prime.max(initial=0.0)),
@@ -266,7 +271,7 @@ def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback
     rows, totals = _rows(s_val, *values, b1, b2, h, fallback)
     means, psi_nb = _means(totals)
     sums = _dense_sums(W, rows, pilot, eta0, noise0, n)
-    return _statistics(means, psi_nb, *sums, pilot, y_train)
+    return _statistics(means, psi_nb, *sums, pilot, y_train, fallback.sum())
 
 
 def nearest_weights(s_train, queries):

@@ -242,6 +242,7 @@ def finish(context, sums, nearest=None):
     a = c_prime * c_prime
     return AdaptiveStatistics(
         **means,
+        n_fallback=int(fb.size),
         c_prime=_cell_majorant(
             a * (1.0 - 2.0 * cell_pilot),
             size,
