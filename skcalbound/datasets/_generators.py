@@ -13,6 +13,7 @@ from ._problems import (
     CalibratedBeta,
     CalibrationProblem,
     DiscreteTies,
+    RareEvent,
     atoms_and_linear,
 )
 from ._smooth import Oscillating, Parabola, SmoothSine
@@ -24,6 +25,7 @@ PROBLEM_NAMES = (
     "oscillating",
     "discrete",
     "atoms",
+    "rare_event",
 )
 
 
@@ -36,6 +38,7 @@ def get_problem(name, h=None):
         "oscillating": Oscillating,
         "discrete": DiscreteTies,
         "atoms": atoms_and_linear,
+        "rare_event": RareEvent,
     }
     if name not in problems:
         raise ValueError(
@@ -94,13 +97,15 @@ def make_calibration_problem(
 
     The named problems are those of :func:`make_calibrated`,
     :func:`make_overconfident`, :func:`make_parabola`, :func:`make_oscillating`,
-    :func:`make_discrete` and :func:`make_atoms` with their default parameters; a
+    :func:`make_discrete`, :func:`make_atoms` and :func:`make_rare_event` with their
+    default parameters; a
     :class:`CustomProblem` brings your own calibration function and score law.
 
     Parameters
     ----------
     problem : {'calibrated', 'overconfident', 'parabola', 'oscillating', \
-'discrete', 'atoms'} or CustomProblem, default='overconfident'
+'discrete', 'atoms', 'rare_event'} or CustomProblem, \
+default='overconfident'
         Which problem to sample from.
     n_samples : int, default=1000
         Number of scores.

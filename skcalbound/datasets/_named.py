@@ -6,7 +6,7 @@ import numpy as np
 
 from .._compat import Interval, validate_params
 from ._generators import _COMMON, _sample, perturb_problem
-from ._problems import CalibratedBeta, DiscreteTies, atoms_and_linear
+from ._problems import CalibratedBeta, DiscreteTies, RareEvent, atoms_and_linear
 from ._smooth import Oscillating, Parabola, SmoothSine
 
 
@@ -414,6 +414,89 @@ def make_atoms(n_samples=1000, *, h=None, random_state=None):
     (0.0792, 0.85)
     """
     problem = atoms_and_linear()
+    if h is not None:
+        problem = perturb_problem(problem, h)
+    return _sample(problem, n_samples, random_state)
+
+
+@validate_params(
+    {
+        "n_samples": _COMMON["n_samples"],
+        "a": [Interval(Real, 0, None, closed="neither")],
+        "b": [Interval(Real, 0, None, closed="neither")],
+        "slope": [Interval(Real, 0, None, closed="neither")],
+        "h": _COMMON["h"],
+        "random_state": _COMMON["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def make_rare_event(
+    n_samples=1000, *, a=0.5, b=20.0, slope=1.2, h=None, random_state=None
+):
+    """Generate a rare positive class: ``s ~ Beta(a, b)``, ``eta(s) = min(1, slope s)``.
+
+    Most scores are close to 0 (the density is unbounded there for ``a < 1``), as for
+    click-through, fraud or churn. The defaults have base rate ``P(y = 1) = 1.2 / 41 =
+    0.0293`` and ``CE = 0.00488`` (incomplete Beta functions, exact); with
+    ``h=2**-6`` the base rate is the same and ``CE = 0.00736`` (numerical integration,
+    the mesh graded towards 0). Constants: ``V = min(1, slope)``, ``L = slope``, and
+    ``b1 = slope``, ``b2 = 0`` only for ``slope <= 1`` (above, ``eta`` has a kink at
+    ``1 / slope``: only TV and Lipschitz bucketing apply to the raw scores; use ``h``
+    for NW).
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of scores.
+    a : float, default=0.5
+        First shape parameter of the Beta law of the scores (``> 0``).
+    b : float, default=20.0
+        Second shape parameter (``> 0``); the mean score is ``a / (a + b)``.
+    slope : float, default=1.2
+        Slope of ``eta`` below its cap at 1 (``> 0``); above 1 the scores understate
+        the probability of the positive class.
+    h : float, default=None
+        If given, the scores go through the sech perturbation with bandwidth ``h``
+        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
+        perturbed classifier (paper eq. (7), by numerical integration).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sample.
+
+    Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with attributes
+
+        scores : ndarray of shape (n_samples,)
+            Scores in [0, 1] (perturbed if ``h`` is given).
+        labels : ndarray of shape (n_samples,)
+            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
+        true_ce : float
+            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
+            ``h`` by numerical integration of the paper's eq. (7)).
+        ce_integration_error : float
+            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
+            ``1e-5``).
+        assumptions : dict
+            The constants that hold for the problem, keyed by the parameter of the
+            bound they feed (``V``, ``L``, for ``slope <= 1`` also ``b1``, ``b2``;
+            with ``h`` those of the perturbation and ``h``).
+        problem : object
+            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``, ``base_rate``
+            (of the unperturbed problem, ``problem.base.base_rate`` with ``h``).
+
+    See Also
+    --------
+    make_calibration_problem : Any named problem, or your own.
+
+    Examples
+    --------
+    >>> from skcalbound.datasets import make_rare_event
+    >>> data = make_rare_event(1000, h=2**-6, random_state=0)
+    >>> round(data.true_ce, 5), round(data.problem.base.base_rate, 4)
+    (0.00736, 0.0293)
+    """
+    problem = RareEvent(a=a, b=b, slope=slope)
     if h is not None:
         problem = perturb_problem(problem, h)
     return _sample(problem, n_samples, random_state)
