@@ -76,6 +76,64 @@ def _sample(problem, n_samples, random_state):
     )
 
 
+def generate(problem, n_samples, h, random_state):
+    """What a ``make_*`` generator returns: ``problem`` (through the perturbation if
+    ``h`` is given) sampled by :func:`_sample`."""
+    if h is not None:
+        problem = perturb_problem(problem, h)
+    return _sample(problem, n_samples, random_state)
+
+
+#: Docstring sections the ``make_*`` generators share, each written where its
+#: placeholder line stands (``{returns}``, indented as a section): the parameters
+#: ``h`` and ``random_state``, the returned ``Bunch``, and the named generators'
+#: parameters ``h``, ``random_state`` to their "See Also" (``{h_to_see_also}``).
+DOC_SECTIONS = {
+    "{h_and_random_state}": """h : float, default=None
+        If given, the scores go through the sech perturbation with bandwidth ``h``
+        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
+        perturbed classifier (paper eq. (7), by numerical integration).
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sample.""",
+    "{returns}": """Returns
+    -------
+    data : :class:`~sklearn.utils.Bunch`
+        Dictionary-like object with attributes
+
+        scores : ndarray of shape (n_samples,)
+            Scores in [0, 1] (perturbed if ``h`` is given).
+        labels : ndarray of shape (n_samples,)
+            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
+        true_ce : float
+            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
+            ``h`` by numerical integration of the paper's eq. (7)).
+        ce_integration_error : float
+            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
+            ``1e-5``).
+        assumptions : dict
+            The constants that hold for the problem, keyed by the parameter of the
+            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
+        problem : object
+            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.""",
+}
+DOC_SECTIONS["{h_to_see_also}"] = f"""{DOC_SECTIONS["{h_and_random_state}"]}
+
+    {DOC_SECTIONS["{returns}"]}
+
+    See Also
+    --------
+    make_calibration_problem : Any named problem, or your own."""
+
+
+def generator_docstring(func):
+    """``func`` with the :data:`DOC_SECTIONS` placeholders of its docstring filled in
+    (under ``python -OO``, where there is no docstring, ``func`` unchanged)."""
+    if func.__doc__:
+        for placeholder, text in DOC_SECTIONS.items():
+            func.__doc__ = func.__doc__.replace(placeholder, text)
+    return func
+
+
 _COMMON = {
     "n_samples": [Interval(Integral, 1, None, closed="left")],
     "h": [Interval(Real, 0, None, closed="neither"), None],
@@ -90,6 +148,7 @@ _COMMON = {
     },
     prefer_skip_nested_validation=True,
 )
+@generator_docstring
 def make_calibration_problem(
     problem="overconfident", n_samples=1000, *, h=None, random_state=None
 ):
@@ -116,26 +175,7 @@ default='overconfident'
     random_state : int, RandomState instance or None, default=None
         Seed of the sample.
 
-    Returns
-    -------
-    data : :class:`~sklearn.utils.Bunch`
-        Dictionary-like object with attributes
-
-        scores : ndarray of shape (n_samples,)
-            Scores in [0, 1] (perturbed if ``h`` is given).
-        labels : ndarray of shape (n_samples,)
-            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
-        true_ce : float
-            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
-            ``h`` by numerical integration of the paper's eq. (7)).
-        ce_integration_error : float
-            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
-            ``1e-5``).
-        assumptions : dict
-            The constants that hold for the problem, keyed by the parameter of the
-            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
-        problem : object
-            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
+    {returns}
 
     See Also
     --------
@@ -152,6 +192,4 @@ default='overconfident'
         problem = get_problem(problem)
     elif not isinstance(problem, CalibrationProblem):
         raise TypeError(f"problem must be a name or a CustomProblem; got {problem!r}")
-    if h is not None:
-        problem = perturb_problem(problem, h)
-    return _sample(problem, n_samples, random_state)
+    return generate(problem, n_samples, h, random_state)
