@@ -1014,7 +1014,8 @@ def test_rare_event_truth_is_that_of_the_proofs():
     # adaptive_proofs.md section 1: base rate 0.0293, CE (h = 2^-6) 0.00736.
     from skcalbound.datasets._exact import gauss_legendre_panels
 
-    data = make_rare_event(10, h=2.0**-6, random_state=0)
+    h = 2.0**-6
+    data = make_rare_event(10, h=h, random_state=0)
     problem = data.problem
     assert problem.name == "rare_event_h=2^-6"
     assert round(problem.base.base_rate, 4) == 0.0293
@@ -1023,6 +1024,12 @@ def test_rare_event_truth_is_that_of_the_proofs():
     assert data.ce_integration_error < 1e-6
     # The independent quadrature in t = so^0.5 of the tests above.
     assert abs(data.true_ce - _independent_perturbed_ce(0.5, 20.0, 2.0**-6)) < 1e-9
+    # ... and its density and eta next to 0, where Beta(0.5, 20)'s is unbounded.
+    near_zero = np.array([0.0, 1e-6, 1e-4, 1e-2, 0.2])
+    expected = _independent_p_q(near_zero, _independent_inner(0.5, 20.0, h), h)
+    got = problem._p_q(near_zero)
+    assert_allclose(got, expected, rtol=1e-9)
+    assert_allclose(got[1] / got[0], expected[1] / expected[0], rtol=1e-9)
     # Through the perturbation the labels keep their law: int q = the base rate.
     nodes, weights = gauss_legendre_panels(
         problem._outer_edges(1, problem.sign_changes(1)), 24
