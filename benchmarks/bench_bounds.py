@@ -26,8 +26,9 @@ speed drifts by several percent within a minute), and no fit always runs after t
 one. Times are medians over the rounds; a ratio is the median over the rounds of
 the fit's time over the reference's time in the same round. Then the gaps of the upper
 and lower bounds, every term of every bound, NW configurations (tempering, validation
-set) by their gap, the log-log slopes, and last the certificate issue's targets, each
-with its measured value. The slope line fits the
+set) by their gap, the log-log slopes, the certificate issue's targets, each
+with its measured value, and last the rare-event problem (:func:`run_rare`). The slope
+line fits the
 log-log slope of each bound's gap against ``n`` (the paper's Table 1 reports slopes
 between -0.41 and -0.21 for NW, -0.42 and -0.16 for TV, -0.57 and -0.35 for Lipschitz
 bucketing).
@@ -47,6 +48,7 @@ from skcalbound import (
     NWCalibrationBound,
     TVCalibrationBound,
 )
+from skcalbound.datasets import make_rare_event
 from skcalbound.datasets._perturbed import SechPerturbed
 from skcalbound.datasets._problems import zigzag_base
 
@@ -211,6 +213,63 @@ def _lipschitz_speed(table, n, target):
         f"(target <= {target})",
         f"Lipschitz paper fit / calibration_curve at n={n:.0e}: {paper:.2f}",
     ]
+
+
+# ------------------------------------------------------------------ rare events
+# Issue 39's table (an independent implementation of today's form, delta = 0.05,
+# cv = 5, one sample each): the NW interval on the rare-event problem.
+RARE_REFERENCE = {10**5: (0.0, 0.0326), 10**6: (0.0, 0.0157)}
+RARE_BOUNDS = ("NW", "Lip")
+
+
+def run_rare(sizes, seed=0):
+    """NW and Lipschitz bucketing (``guarantee="high_probability"``, ``h=2**-6``,
+    ``cv=5``) on the rare-event problem: ``make_rare_event(n, h=2**-6)`` (scores
+    ``Beta(0.5, 20)``, ``eta = min(1, 1.2 s)``, base rate 0.0293, CE 0.00736). Per
+    size 5 samples (seeds ``seed``, ``seed + 1``, ...; 1 at 10**7 and above): the first
+    sample's interval and the medians of the bounds and of the gaps over the samples."""
+    rows = []
+    for n in sizes:
+        samples = 1 if n >= 10**7 else 5
+        fits = {name: [] for name in RARE_BOUNDS}
+        for k in range(samples):
+            data = make_rare_event(n, h=H, random_state=seed + k)
+            for name in RARE_BOUNDS:
+                est = ESTIMATORS[name]("high_probability", seed + k)
+                est.fit(data.scores, data.labels)
+                fits[name].append((est.lower_bound_, est.bound_))
+        row = {"n": n, "samples": samples, "CE": data.true_ce}
+        for name in RARE_BOUNDS:
+            bounds = np.array(fits[name])
+            row[f"{name} first"] = tuple(bounds[0])
+            row[f"{name} lower"], row[f"{name} upper"] = np.median(bounds, axis=0)
+            row[f"{name} gap"] = float(np.median(bounds[:, 1] - data.true_ce))
+            row[f"{name} lower gap"] = float(np.median(data.true_ce - bounds[:, 0]))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("n")
+
+
+def print_rare(rare):
+    ce = rare["CE"].iloc[0]
+    print(
+        f"\nRare-event problem (make_rare_event(n, h=2**-6): s ~ Beta(0.5, 20), "
+        f"eta = min(1, 1.2 s), base rate 0.0293, true CE = {ce:.6f}), "
+        "high-probability, cv=5; [lower, upper] of the first sample, then medians over "
+        "the samples of the upper bound and of the gaps bound - CE and CE - lower"
+    )
+    for n, row in rare.iterrows():
+        parts = [f"n={n:.0e} ({int(row['samples'])} sample(s))"]
+        for name in RARE_BOUNDS:
+            lower, upper = row[f"{name} first"]
+            parts.append(
+                f"{name} [{lower:.4f}, {upper:.4f}], median upper "
+                f"{row[f'{name} upper']:.4f} gap {row[f'{name} gap']:.4f} lower gap "
+                f"{row[f'{name} lower gap']:.4f}"
+            )
+        ref = RARE_REFERENCE.get(n)
+        if ref is not None:
+            parts.append(f"issue 39 NW [{ref[0]:.4f}, {ref[1]:.4f}]")
+        print(" | ".join(parts))
 
 
 # ----------------------------------------------------------- bounds for raw scores
@@ -473,6 +532,7 @@ def main(argv=None):
         print(f"Lipschitz bucketing looser than NW at every size: {looser}")
     print()
     print("\n".join(_targets(table)))
+    print_rare(run_rare(sizes))
 
 
 if __name__ == "__main__":

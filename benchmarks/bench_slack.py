@@ -14,7 +14,11 @@ labels, and ``bound_ - lower_bound_`` is the width of the certified interval.
   ``TVCalibrationBound(V=1)`` (its default ``method="auto"``: the cell bound);
 * NW: the same classifier through the sech perturbation,
   ``make_calibrated(n, h=2**-6)`` (true CE of the perturbed classifier 0.0027, by
-  numerical integration), ``NWCalibrationBound(h=2**-6)``.
+  numerical integration), ``NWCalibrationBound(h=2**-6)``;
+* rare NW: a rare positive class through the same perturbation,
+  ``make_rare_event(n, h=2**-6)`` (scores ``Beta(0.5, 20)``, ``E[y|s] = min(1, 1.2 s)``
+  before the perturbation, base rate 0.0293, true CE 0.0074),
+  ``NWCalibrationBound(h=2**-6)``.
 
 Both with the defaults: ``guarantee="high_probability"``, ``confidence_level=0.95``,
 ``cv=5``. Slack is ``bound_ - CE`` with ``bound_`` as reported (clipped at 1); medians
@@ -32,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from skcalbound import NWCalibrationBound, TVCalibrationBound, VacuousBoundWarning
-from skcalbound.datasets import make_calibrated
+from skcalbound.datasets import make_calibrated, make_rare_event
 
 H = 2.0**-6
 
@@ -58,6 +62,8 @@ def run(sizes, repeats, repeats_large):
             perturbed = make_calibrated(n, h=H, random_state=seed)
             tv = _fit(TVCalibrationBound(V=1.0, random_state=seed), raw)
             nw = _fit(NWCalibrationBound(h=H, random_state=seed), perturbed)
+            rare_event = make_rare_event(n, h=H, random_state=seed)
+            rare = _fit(NWCalibrationBound(h=H, random_state=seed), rare_event)
             rows.append(
                 {
                     "n": n,
@@ -65,6 +71,8 @@ def run(sizes, repeats, repeats_large):
                     "true CE (NW)": perturbed.true_ce,
                     **{f"TV {k}": v for k, v in tv.items()},
                     **{f"NW {k}": v for k, v in nw.items()},
+                    "true CE (rare)": rare_event.true_ce,
+                    **{f"rare NW {k}": v for k, v in rare.items()},
                 }
             )
     return pd.DataFrame(rows)
@@ -79,8 +87,13 @@ def table(results):
             "TV width": grouped["TV width"].median(),
             "NW slack": grouped["NW slack"].median(),
             "NW width": grouped["NW width"].median(),
-            "vacuous (TV, NW)": [
-                f"{int(g['TV vacuous'].sum())}, {int(g['NW vacuous'].sum())}"
+            "rare NW slack": grouped["rare NW slack"].median(),
+            "rare NW width": grouped["rare NW width"].median(),
+            "vacuous (TV, NW, rare)": [
+                ", ".join(
+                    str(int(g[f"{key} vacuous"].sum()))
+                    for key in ("TV", "NW", "rare NW")
+                )
                 for _, g in grouped
             ],
         }
@@ -119,7 +132,10 @@ def main(argv=None):
                 "A calibrated classifier: TV (its default, the cell bound) on its "
                 "scores",
                 "(true CE 0), NW on its sech perturbation with h = 2^-6 (true CE "
-                f"{results['true CE (NW)'].iloc[0]:.4f}).",
+                f"{results['true CE (NW)'].iloc[0]:.4f});",
+                "rare NW: NW on a rare event through the same perturbation",
+                "(make_rare_event(n, h=2**-6): base rate 0.0293, true CE "
+                f"{results['true CE (rare)'].iloc[0]:.4f}).",
                 "Defaults: guarantee='high_probability', confidence_level=0.95, "
                 "cv=5 (NW).",
                 "slack = bound_ - true CE, width = bound_ - lower_bound_, medians over",

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from _kl_reference import kl_limits
+from _monotone_problems import MONOTONE_PROBLEMS
 from numpy.testing import assert_allclose
 from scipy import stats
 from scipy.special import expit, logit
@@ -25,7 +26,6 @@ from skcalbound._surrogates._band_grid import (
     run_transfer,
 )
 from skcalbound._surrogates._dkw import quantile_transfer
-from skcalbound.datasets import CustomProblem
 
 # ----------------------------------------------------------------- the reference
 
@@ -280,30 +280,10 @@ def test_predict_is_monotone_and_inside_the_band():
 # --------------------------------------------------------------------- coverage
 
 
-def _logistic(s):
-    with np.errstate(divide="ignore"):
-        return expit(1.3 * logit(s) + 0.2)
-
-
+# The grid band's cells: the monotone problems but the step and the 0.5% base rate.
 PROBLEMS = {
-    "calibrated": CustomProblem(lambda s: s, stats.beta(2, 5)),
-    "logistic-like": CustomProblem(_logistic, stats.beta(2, 5)),
-    "jump": CustomProblem(
-        lambda s: np.where(s < 0.5, 0.6 * s, 0.4 + 0.6 * s),
-        stats.beta(2, 2),
-        breakpoints=(0.5,),
-    ),
-    "atoms with ties": CustomProblem(
-        lambda s: s,
-        atoms=[
-            (0.05, 0.2, 0.02),
-            (0.2, 0.3, 0.25),
-            (0.4, 0.2, 0.3),
-            (0.7, 0.2, 0.75),
-            (0.95, 0.1, 0.97),
-        ],
-    ),
-    "point mass": CustomProblem(lambda s: s, atoms=[(0.9, 1.0, 0.5)]),
+    name: MONOTONE_PROBLEMS[name]
+    for name in ("calibrated", "logistic-like", "jump", "atoms with ties", "point mass")
 }
 
 

@@ -45,6 +45,7 @@ from skcalbound.datasets import (
     make_oscillating,
     make_overconfident,
     make_parabola,
+    make_rare_event,
 )
 from skcalbound.datasets._generators import get_problem
 from skcalbound.datasets._multiclass import _TemperedEta
@@ -64,6 +65,7 @@ GENERATORS = {
     "oscillating": make_oscillating,
     "discrete": make_discrete,
     "atoms": make_atoms,
+    "rare_event": make_rare_event,
 }
 HAND_DERIVED_CE = {
     "calibrated": 0.0,
@@ -71,6 +73,9 @@ HAND_DERIVED_CE = {
     "oscillating": 0.3 / math.pi,
     "discrete": 0.07,
     "atoms": 0.025 + 0.65 / 12.0,
+    # 0.2 E[s] for s ~ Beta(0.5, 20) (E[s] = 1/41), less 1.2 E[s - 5/6; s > 5/6] + ...:
+    # P(s > 5/6) < (1/6)^19.5 / (0.5 B(0.5, 20)) < 1e-14, far below rtol=1e-12 here.
+    "rare_event": 0.2 / 41.0,
 }
 MC_DRAWS = 10_000_000
 
@@ -253,7 +258,8 @@ def check_perturbed_truth_through_the_labels(name, draws):
 
 # atoms by default; oscillating (and every problem with 10**7 draws, below) under slow.
 @pytest.mark.parametrize(
-    "name", [pytest.param("oscillating", marks=pytest.mark.slow), "atoms"]
+    "name",
+    [pytest.param("oscillating", marks=pytest.mark.slow), "atoms", "rare_event"],
 )
 def test_perturbed_truth_against_monte_carlo_through_the_labels(name):
     check_perturbed_truth_through_the_labels(name, 2_000_000)
@@ -1003,6 +1009,141 @@ def test_unbounded_density_unperturbed_truth_is_the_closed_form(a, b):
     assert abs(residual.mean() - exact) < 4 * se
 
 
+# The named rare-event problem (issue 39): Beta(0.5, 20), eta = min(1, 1.2 s).
+def test_rare_event_truth_is_that_of_the_proofs():
+    # adaptive_proofs.md section 1: base rate 0.0293, CE (h = 2^-6) 0.00736.
+    from skcalbound.datasets._exact import gauss_legendre_panels
+
+    h = 2.0**-6
+    data = make_rare_event(10, h=h, random_state=0)
+    problem = data.problem
+    assert problem.name == "rare_event_h=2^-6"
+    assert round(problem.base.base_rate, 4) == 0.0293
+    assert_allclose(problem.base.base_rate, 1.2 / 41.0, rtol=1e-12)
+    assert round(data.true_ce, 5) == 0.00736
+    assert data.ce_integration_error < 1e-6
+    # The independent quadrature in t = so^0.5 of the tests above.
+    assert abs(data.true_ce - _independent_perturbed_ce(0.5, 20.0, 2.0**-6)) < 1e-9
+    # ... and its density and eta next to 0, where Beta(0.5, 20)'s is unbounded.
+    near_zero = np.array([0.0, 1e-6, 1e-4, 1e-2, 0.2])
+    expected = _independent_p_q(near_zero, _independent_inner(0.5, 20.0, h), h)
+    got = problem._p_q(near_zero)
+    assert_allclose(got, expected, rtol=1e-9)
+    assert_allclose(got[1] / got[0], expected[1] / expected[0], rtol=1e-9)
+    # Through the perturbation the labels keep their law: int q = the base rate.
+    nodes, weights = gauss_legendre_panels(
+        problem._outer_edges(1, problem.sign_changes(1)), 24
+    )
+    p, q = problem._p_q(nodes, 1)
+    assert_allclose([weights @ p, weights @ q], [1.0, 1.2 / 41.0], atol=1e-9)
+    unperturbed = make_rare_event(10)
+    assert unperturbed.ce_integration_error == 0.0
+    assert round(unperturbed.true_ce, 5) == 0.00488
+
+
+@pytest.mark.parametrize(
+    "a, b, slope", [(0.5, 20.0, 1.2), (2.0, 0.5, 1.2), (0.5, 3.0, 2.5), (0.7, 4.0, 0.6)]
+)
+def test_rare_event_closed_form_against_quad_and_monte_carlo(a, b, slope):
+    from skcalbound.datasets._problems import RareEvent
+
+    problem = RareEvent(a=a, b=b, slope=slope)
+    law = stats.beta(a, b)
+    custom = CustomProblem(
+        problem.eta, law, breakpoints=[c for c in [1.0 / slope] if c < 1]
+    )
+    assert_allclose(problem.true_ce, custom.true_ce, rtol=1e-9, atol=1e-12)
+    rate = integrate.quad(lambda s: problem.eta(s) * law.pdf(s), 0, 1, points=[0.5])
+    assert_allclose(problem.base_rate, rate[0], rtol=1e-9)
+    data = make_rare_event(1_000_000, a=a, b=b, slope=slope, random_state=3)
+    residual = np.abs(data.scores - problem.eta(data.scores))
+    se = residual.std() / 1e3
+    assert abs(residual.mean() - problem.true_ce) <= 4 * se
+    se_rate = math.sqrt(problem.base_rate * (1 - problem.base_rate) / 1e6)
+    assert abs(data.labels.mean() - problem.base_rate) <= 4 * se_rate
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_rare_event_perturbed_truth_against_monte_carlo(seed):
+    # 4e5 perturbed scores per seed from the sampler (Appendix D's process); eta of
+    # the perturbed problem from the package's quadrature, interpolated by a cubic
+    # spline on a grid of step h / 32; tolerance 4 standard errors.
+    from scipy.interpolate import CubicSpline
+
+    h = 2.0**-6
+    problem = make_rare_event(1, h=h).problem
+    grid = np.linspace(0.0, 1.0, int(32 / h) + 1)
+    eta = CubicSpline(grid, problem.eta(grid))
+    data = make_rare_event(400_000, h=h, random_state=seed)
+    residual = np.abs(data.scores - eta(data.scores))
+    se = residual.std() / math.sqrt(data.scores.size)
+    print(f"MC {residual.mean():.6f} +- {se:.1e}, truth {data.true_ce:.6f}")
+    assert abs(residual.mean() - data.true_ce) < 4 * se
+    assert se < 0.01 * data.true_ce  # the check can see a 4% error
+
+
+def test_rare_event_constants_hold_and_only_those():
+    grid = np.linspace(0.0, 1.0, 200_001)
+    for slope, expected in [
+        (1.2, {"V": 1.0, "L": 1.2}),
+        (3.0, {"V": 1.0, "L": 3.0}),
+        (0.8, {"V": 0.8, "L": 0.8, "b1": 0.8, "b2": 0.0}),
+    ]:
+        problem = make_rare_event(10, slope=slope).problem
+        assert problem.assumptions == expected
+        eta = problem.eta(grid)
+        assert_allclose(np.abs(np.diff(eta)).sum(), expected["V"], rtol=1e-12)
+        assert_allclose(np.abs(np.diff(eta) / np.diff(grid)).max(), slope, rtol=1e-9)
+        assert np.all(np.diff(eta) >= 0)
+    # Above slope 1, eta' jumps from slope to 0 at 1/slope: no b2 can hold.
+    eta = make_rare_event(10).problem.eta
+    c = 1.0 / 1.2
+    assert eta(c + 1e-6) - eta(c) == 0.0 and eta(c) - eta(c - 1e-6) > 1e-6
+    b1, b2 = sech_derivative_bounds(2.0**-6)
+    perturbed = make_rare_event(10, h=2.0**-6).assumptions
+    assert perturbed == {"V": b1, "b1": b1, "b2": b2, "L": b1, "h": 2.0**-6}
+
+
+def test_rare_event_sample_is_reproducible_from_random_state():
+    for h in (None, 2.0**-6):
+        first = make_rare_event(5_000, h=h, random_state=11)
+        again = make_rare_event(5_000, h=h, random_state=np.random.RandomState(11))
+        named = make_calibration_problem("rare_event", 5_000, h=h, random_state=11)
+        other = make_rare_event(5_000, h=h, random_state=12)
+        for data in (again, named):
+            assert_array_equal(data.scores, first.scores)
+            assert_array_equal(data.labels, first.labels)
+        assert not np.array_equal(other.scores, first.scores)
+        assert 0 < first.labels.sum() < 500  # a rare positive class
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"a": 0.0}, "'a' parameter"),
+        ({"b": -1.0}, "'b' parameter"),
+        ({"slope": 0.0}, "'slope' parameter"),
+        ({"slope": "steep"}, "'slope' parameter"),
+        ({"n_samples": 0}, "'n_samples' parameter"),
+        ({"h": -(2.0**-6)}, "'h' parameter"),
+        ({"h": 1.0}, "h"),
+    ],
+)
+def test_rare_event_rejects_bad_parameters_clearly(kwargs, match):
+    kwargs = {"n_samples": 10, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        make_rare_event(**kwargs)
+
+
+def test_rare_event_problem_rejects_bad_parameters_clearly():
+    from skcalbound.datasets._problems import RareEvent
+
+    for field in ("a", "b", "slope"):
+        for value in (0.0, -1.0, math.inf, math.nan, "1"):
+            with pytest.raises(ValueError, match=f"{field} must be a positive finite"):
+                RareEvent(**{field: value})
+
+
 def test_a_truth_that_misses_its_promise_raises():
     # Beta(0.01, 2): the mass within 1e-290 of 0 is still ~1e-3, beyond any grading;
     # the integration error estimate says so, and the truth is refused, not returned.
@@ -1028,10 +1169,12 @@ def test_unbounded_points_are_found_only_where_the_density_blows_up():
     for law in (stats.beta(1, 1), stats.beta(1, 3), stats.beta(2, 5)):
         assert unbounded_points(law.pdf, ends) == []
     # None in the built-in problems (steps of a density are not singularities):
-    # their truths, and the regression values above, are the ungraded ones.
+    # their truths, and the regression values above, are the ungraded ones; except
+    # the rare event's Beta(0.5, 20), unbounded at 0.
     for name in PROBLEM_NAMES:
         base = get_problem(name)
-        assert unbounded_points(base._continuous_pdf, base._breakpoints()) == []
+        expected = [(0.0, 1)] if name == "rare_event" else []
+        assert unbounded_points(base._continuous_pdf, base._breakpoints()) == expected
 
 
 # --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _kl_reference import kl_limits
+from _monotone_problems import MONOTONE_PROBLEMS
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import stats
 from scipy.special import expit, logit
@@ -35,7 +36,7 @@ from skcalbound._surrogates._band import (
     window_starts,
 )
 from skcalbound._surrogates._dkw import dkw_epsilon, dkw_positions, quantile_transfer
-from skcalbound.datasets import CustomProblem, make_oscillating
+from skcalbound.datasets import make_oscillating
 
 
 def gap_envelopes(sorted_scores, fit):
@@ -450,36 +451,7 @@ def test_monotone_data_do_not_warn():
 # --------------------------------------------------------------------- coverage
 
 
-def _logistic(s):
-    with np.errstate(divide="ignore"):
-        return expit(1.3 * logit(s) + 0.2)
-
-
-PROBLEMS = {
-    "calibrated": CustomProblem(lambda s: s, stats.beta(2, 5)),
-    "logistic-like": CustomProblem(_logistic, stats.beta(2, 5)),
-    "step": CustomProblem(
-        lambda s: 0.1 + 0.2 * np.minimum(np.floor(4 * s), 3),
-        breakpoints=(0.25, 0.5, 0.75),
-    ),
-    "jump": CustomProblem(
-        lambda s: np.where(s < 0.5, 0.6 * s, 0.4 + 0.6 * s),
-        stats.beta(2, 2),
-        breakpoints=(0.5,),
-    ),
-    "atoms with ties": CustomProblem(
-        lambda s: s,
-        atoms=[
-            (0.05, 0.2, 0.02),
-            (0.2, 0.3, 0.25),
-            (0.4, 0.2, 0.3),
-            (0.7, 0.2, 0.75),
-            (0.95, 0.1, 0.97),
-        ],
-    ),
-    "point mass": CustomProblem(lambda s: s, atoms=[(0.9, 1.0, 0.5)]),
-    "0.5% base rate": CustomProblem(lambda s: 0.5 * s, stats.beta(1, 99)),
-}
+PROBLEMS = MONOTONE_PROBLEMS
 
 
 def _misses(problem, level, n, repeats, seed):

@@ -19,6 +19,7 @@ from ._named import (
     make_oscillating,
     make_overconfident,
     make_parabola,
+    make_rare_event,
 )
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "make_oscillating",
     "make_overconfident",
     "make_parabola",
+    "make_rare_event",
 ]

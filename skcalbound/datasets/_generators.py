@@ -13,6 +13,7 @@ from ._problems import (
     CalibratedBeta,
     CalibrationProblem,
     DiscreteTies,
+    RareEvent,
     atoms_and_linear,
 )
 from ._smooth import Oscillating, Parabola, SmoothSine
@@ -24,6 +25,7 @@ PROBLEM_NAMES = (
     "oscillating",
     "discrete",
     "atoms",
+    "rare_event",
 )
 
 
@@ -36,6 +38,7 @@ def get_problem(name, h=None):
         "oscillating": Oscillating,
         "discrete": DiscreteTies,
         "atoms": atoms_and_linear,
+        "rare_event": RareEvent,
     }
     if name not in problems:
         raise ValueError(
@@ -73,45 +76,26 @@ def _sample(problem, n_samples, random_state):
     )
 
 
-_COMMON = {
-    "n_samples": [Interval(Integral, 1, None, closed="left")],
-    "h": [Interval(Real, 0, None, closed="neither"), None],
-    "random_state": ["random_state"],
-}
+def generate(problem, n_samples, h, random_state):
+    """What a ``make_*`` generator returns: ``problem`` (through the perturbation if
+    ``h`` is given) sampled by :func:`_sample`."""
+    if h is not None:
+        problem = perturb_problem(problem, h)
+    return _sample(problem, n_samples, random_state)
 
 
-@validate_params(
-    {
-        "problem": [StrOptions(set(PROBLEM_NAMES)), HasMethods(["sample", "eta"])],
-        **_COMMON,
-    },
-    prefer_skip_nested_validation=True,
-)
-def make_calibration_problem(
-    problem="overconfident", n_samples=1000, *, h=None, random_state=None
-):
-    """Generate scores and labels from a named or custom problem with known CE.
-
-    The named problems are those of :func:`make_calibrated`,
-    :func:`make_overconfident`, :func:`make_parabola`, :func:`make_oscillating`,
-    :func:`make_discrete` and :func:`make_atoms` with their default parameters; a
-    :class:`CustomProblem` brings your own calibration function and score law.
-
-    Parameters
-    ----------
-    problem : {'calibrated', 'overconfident', 'parabola', 'oscillating', \
-'discrete', 'atoms'} or CustomProblem, default='overconfident'
-        Which problem to sample from.
-    n_samples : int, default=1000
-        Number of scores.
-    h : float, default=None
+#: Docstring sections the ``make_*`` generators share, each written where its
+#: placeholder line stands (``{returns}``, indented as a section): the parameters
+#: ``h`` and ``random_state``, the returned ``Bunch``, and the named generators'
+#: parameters ``h``, ``random_state`` to their "See Also" (``{h_to_see_also}``).
+DOC_SECTIONS = {
+    "{h_and_random_state}": """h : float, default=None
         If given, the scores go through the sech perturbation with bandwidth ``h``
         (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
-        perturbed classifier.
+        perturbed classifier (paper eq. (7), by numerical integration).
     random_state : int, RandomState instance or None, default=None
-        Seed of the sample.
-
-    Returns
+        Seed of the sample.""",
+    "{returns}": """Returns
     -------
     data : :class:`~sklearn.utils.Bunch`
         Dictionary-like object with attributes
@@ -130,7 +114,68 @@ def make_calibration_problem(
             The constants that hold for the problem, keyed by the parameter of the
             bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
         problem : object
-            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
+            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.""",
+}
+DOC_SECTIONS["{h_to_see_also}"] = f"""{DOC_SECTIONS["{h_and_random_state}"]}
+
+    {DOC_SECTIONS["{returns}"]}
+
+    See Also
+    --------
+    make_calibration_problem : Any named problem, or your own."""
+
+
+def generator_docstring(func):
+    """``func`` with the :data:`DOC_SECTIONS` placeholders of its docstring filled in
+    (under ``python -OO``, where there is no docstring, ``func`` unchanged)."""
+    if func.__doc__:
+        for placeholder, text in DOC_SECTIONS.items():
+            func.__doc__ = func.__doc__.replace(placeholder, text)
+    return func
+
+
+_COMMON = {
+    "n_samples": [Interval(Integral, 1, None, closed="left")],
+    "h": [Interval(Real, 0, None, closed="neither"), None],
+    "random_state": ["random_state"],
+}
+
+
+@validate_params(
+    {
+        "problem": [StrOptions(set(PROBLEM_NAMES)), HasMethods(["sample", "eta"])],
+        **_COMMON,
+    },
+    prefer_skip_nested_validation=True,
+)
+@generator_docstring
+def make_calibration_problem(
+    problem="overconfident", n_samples=1000, *, h=None, random_state=None
+):
+    """Generate scores and labels from a named or custom problem with known CE.
+
+    The named problems are those of :func:`make_calibrated`,
+    :func:`make_overconfident`, :func:`make_parabola`, :func:`make_oscillating`,
+    :func:`make_discrete`, :func:`make_atoms` and :func:`make_rare_event` with their
+    default parameters; a
+    :class:`CustomProblem` brings your own calibration function and score law.
+
+    Parameters
+    ----------
+    problem : {'calibrated', 'overconfident', 'parabola', 'oscillating', \
+'discrete', 'atoms', 'rare_event'} or CustomProblem, \
+default='overconfident'
+        Which problem to sample from.
+    n_samples : int, default=1000
+        Number of scores.
+    h : float, default=None
+        If given, the scores go through the sech perturbation with bandwidth ``h``
+        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
+        perturbed classifier.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the sample.
+
+    {returns}
 
     See Also
     --------
@@ -147,6 +192,4 @@ def make_calibration_problem(
         problem = get_problem(problem)
     elif not isinstance(problem, CalibrationProblem):
         raise TypeError(f"problem must be a name or a CustomProblem; got {problem!r}")
-    if h is not None:
-        problem = perturb_problem(problem, h)
-    return _sample(problem, n_samples, random_state)
+    return generate(problem, n_samples, h, random_state)

@@ -5,21 +5,20 @@ from numbers import Integral, Real
 import numpy as np
 
 from .._compat import Interval, validate_params
-from ._generators import _COMMON, _sample, perturb_problem
-from ._problems import CalibratedBeta, DiscreteTies, atoms_and_linear
+from ._generators import _COMMON, generate, generator_docstring
+from ._problems import CalibratedBeta, DiscreteTies, RareEvent, atoms_and_linear
 from ._smooth import Oscillating, Parabola, SmoothSine
 
 
 @validate_params(
     {
-        "n_samples": _COMMON["n_samples"],
+        **_COMMON,
         "a": [Interval(Real, 1, None, closed="left")],
         "b": [Interval(Real, 1, None, closed="left")],
-        "h": _COMMON["h"],
-        "random_state": _COMMON["random_state"],
     },
     prefer_skip_nested_validation=True,
 )
+@generator_docstring
 def make_calibrated(n_samples=1000, *, a=2.0, b=5.0, h=None, random_state=None):
     """Generate perfectly calibrated scores: ``s ~ Beta(a, b)``, ``eta(s) = s``.
 
@@ -34,37 +33,7 @@ def make_calibrated(n_samples=1000, *, a=2.0, b=5.0, h=None, random_state=None):
         First shape parameter of the Beta law of the scores (``>= 1``).
     b : float, default=5.0
         Second shape parameter (``>= 1``).
-    h : float, default=None
-        If given, the scores go through the sech perturbation with bandwidth ``h``
-        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
-        perturbed classifier (paper eq. (7), by numerical integration).
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sample.
-
-    Returns
-    -------
-    data : :class:`~sklearn.utils.Bunch`
-        Dictionary-like object with attributes
-
-        scores : ndarray of shape (n_samples,)
-            Scores in [0, 1] (perturbed if ``h`` is given).
-        labels : ndarray of shape (n_samples,)
-            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
-        true_ce : float
-            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
-            ``h`` by numerical integration of the paper's eq. (7)).
-        ce_integration_error : float
-            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
-            ``1e-5``).
-        assumptions : dict
-            The constants that hold for the problem, keyed by the parameter of the
-            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
-        problem : object
-            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
-
-    See Also
-    --------
-    make_calibration_problem : Any named problem, or your own.
+    {h_to_see_also}
 
     Examples
     --------
@@ -74,20 +43,17 @@ def make_calibrated(n_samples=1000, *, a=2.0, b=5.0, h=None, random_state=None):
     (0.0, 1.0)
     """
     problem = CalibratedBeta(a=a, b=b, assumption_names=("V", "b1", "b2", "L"))
-    if h is not None:
-        problem = perturb_problem(problem, h)
-    return _sample(problem, n_samples, random_state)
+    return generate(problem, n_samples, h, random_state)
 
 
 @validate_params(
     {
-        "n_samples": _COMMON["n_samples"],
+        **_COMMON,
         "amplitude": [Interval(Real, 0, 1 / (2 * np.pi), closed="right")],
-        "h": _COMMON["h"],
-        "random_state": _COMMON["random_state"],
     },
     prefer_skip_nested_validation=True,
 )
+@generator_docstring
 def make_overconfident(n_samples=1000, *, amplitude=0.1, h=None, random_state=None):
     """Generate smooth over-confident scores: ``eta(s) = s + A sin(2 pi s)``.
 
@@ -101,37 +67,7 @@ def make_overconfident(n_samples=1000, *, amplitude=0.1, h=None, random_state=No
         Number of scores.
     amplitude : float, default=0.1
         ``A``, in ``(0, 1 / (2 pi)]`` so that ``eta`` stays monotone.
-    h : float, default=None
-        If given, the scores go through the sech perturbation with bandwidth ``h``
-        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
-        perturbed classifier (paper eq. (7), by numerical integration).
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sample.
-
-    Returns
-    -------
-    data : :class:`~sklearn.utils.Bunch`
-        Dictionary-like object with attributes
-
-        scores : ndarray of shape (n_samples,)
-            Scores in [0, 1] (perturbed if ``h`` is given).
-        labels : ndarray of shape (n_samples,)
-            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
-        true_ce : float
-            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
-            ``h`` by numerical integration of the paper's eq. (7)).
-        ce_integration_error : float
-            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
-            ``1e-5``).
-        assumptions : dict
-            The constants that hold for the problem, keyed by the parameter of the
-            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
-        problem : object
-            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
-
-    See Also
-    --------
-    make_calibration_problem : Any named problem, or your own.
+    {h_to_see_also}
 
     Examples
     --------
@@ -141,21 +77,18 @@ def make_overconfident(n_samples=1000, *, amplitude=0.1, h=None, random_state=No
     (0.0637, 1.0)
     """
     problem = SmoothSine(amplitude=amplitude, name="overconfident")
-    if h is not None:
-        problem = perturb_problem(problem, h)
-    return _sample(problem, n_samples, random_state)
+    return generate(problem, n_samples, h, random_state)
 
 
 @validate_params(
     {
-        "n_samples": _COMMON["n_samples"],
+        **_COMMON,
         "bottom": [Interval(Real, 0, 1, closed="both")],
         "top": [Interval(Real, 0, 1, closed="both")],
-        "h": _COMMON["h"],
-        "random_state": _COMMON["random_state"],
     },
     prefer_skip_nested_validation=True,
 )
+@generator_docstring
 def make_parabola(n_samples=1000, *, bottom=0.1, top=0.9, h=None, random_state=None):
     """Generate scores with a parabola-shaped calibration function.
 
@@ -172,37 +105,7 @@ def make_parabola(n_samples=1000, *, bottom=0.1, top=0.9, h=None, random_state=N
         ``eta(1/2)``, in [0, 1].
     top : float, default=0.9
         ``eta(0) = eta(1)``, in [0, 1].
-    h : float, default=None
-        If given, the scores go through the sech perturbation with bandwidth ``h``
-        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
-        perturbed classifier (paper eq. (7), by numerical integration).
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sample.
-
-    Returns
-    -------
-    data : :class:`~sklearn.utils.Bunch`
-        Dictionary-like object with attributes
-
-        scores : ndarray of shape (n_samples,)
-            Scores in [0, 1] (perturbed if ``h`` is given).
-        labels : ndarray of shape (n_samples,)
-            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
-        true_ce : float
-            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
-            ``h`` by numerical integration of the paper's eq. (7)).
-        ce_integration_error : float
-            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
-            ``1e-5``).
-        assumptions : dict
-            The constants that hold for the problem, keyed by the parameter of the
-            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
-        problem : object
-            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
-
-    See Also
-    --------
-    make_calibration_problem : Any named problem, or your own.
+    {h_to_see_also}
 
     Examples
     --------
@@ -212,21 +115,18 @@ def make_parabola(n_samples=1000, *, bottom=0.1, top=0.9, h=None, random_state=N
     (0.3551, 1.6)
     """
     problem = Parabola(bottom=bottom, top=top)
-    if h is not None:
-        problem = perturb_problem(problem, h)
-    return _sample(problem, n_samples, random_state)
+    return generate(problem, n_samples, h, random_state)
 
 
 @validate_params(
     {
-        "n_samples": _COMMON["n_samples"],
+        **_COMMON,
         "amplitude": [Interval(Real, 0, 0.2, closed="right")],
         "cycles": [Interval(Integral, 1, None, closed="left")],
-        "h": _COMMON["h"],
-        "random_state": _COMMON["random_state"],
     },
     prefer_skip_nested_validation=True,
 )
+@generator_docstring
 def make_oscillating(
     n_samples=1000, *, amplitude=0.15, cycles=40, h=None, random_state=None
 ):
@@ -245,37 +145,7 @@ def make_oscillating(
         ``A``, in ``(0, 0.2]``.
     cycles : int, default=40
         ``c``, a multiple of 5.
-    h : float, default=None
-        If given, the scores go through the sech perturbation with bandwidth ``h``
-        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
-        perturbed classifier (paper eq. (7), by numerical integration).
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sample.
-
-    Returns
-    -------
-    data : :class:`~sklearn.utils.Bunch`
-        Dictionary-like object with attributes
-
-        scores : ndarray of shape (n_samples,)
-            Scores in [0, 1] (perturbed if ``h`` is given).
-        labels : ndarray of shape (n_samples,)
-            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
-        true_ce : float
-            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
-            ``h`` by numerical integration of the paper's eq. (7)).
-        ce_integration_error : float
-            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
-            ``1e-5``).
-        assumptions : dict
-            The constants that hold for the problem, keyed by the parameter of the
-            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
-        problem : object
-            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
-
-    See Also
-    --------
-    make_calibration_problem : Any named problem, or your own.
+    {h_to_see_also}
 
     Examples
     --------
@@ -285,19 +155,16 @@ def make_oscillating(
     (0.0955, 14.405)
     """
     problem = Oscillating(amplitude=amplitude, cycles=cycles)
-    if h is not None:
-        problem = perturb_problem(problem, h)
-    return _sample(problem, n_samples, random_state)
+    return generate(problem, n_samples, h, random_state)
 
 
 @validate_params(
     {
-        "n_samples": _COMMON["n_samples"],
-        "h": _COMMON["h"],
-        "random_state": _COMMON["random_state"],
+        **_COMMON,
     },
     prefer_skip_nested_validation=True,
 )
+@generator_docstring
 def make_discrete(n_samples=1000, *, h=None, random_state=None):
     """Generate discrete scores with massive ties: five values, tabulated ``eta``.
 
@@ -309,37 +176,7 @@ def make_discrete(n_samples=1000, *, h=None, random_state=None):
     ----------
     n_samples : int, default=1000
         Number of scores.
-    h : float, default=None
-        If given, the scores go through the sech perturbation with bandwidth ``h``
-        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
-        perturbed classifier (paper eq. (7), by numerical integration).
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sample.
-
-    Returns
-    -------
-    data : :class:`~sklearn.utils.Bunch`
-        Dictionary-like object with attributes
-
-        scores : ndarray of shape (n_samples,)
-            Scores in [0, 1] (perturbed if ``h`` is given).
-        labels : ndarray of shape (n_samples,)
-            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
-        true_ce : float
-            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
-            ``h`` by numerical integration of the paper's eq. (7)).
-        ce_integration_error : float
-            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
-            ``1e-5``).
-        assumptions : dict
-            The constants that hold for the problem, keyed by the parameter of the
-            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
-        problem : object
-            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
-
-    See Also
-    --------
-    make_calibration_problem : Any named problem, or your own.
+    {h_to_see_also}
 
     Examples
     --------
@@ -349,19 +186,16 @@ def make_discrete(n_samples=1000, *, h=None, random_state=None):
     (0.07, 0.9)
     """
     problem = DiscreteTies()
-    if h is not None:
-        problem = perturb_problem(problem, h)
-    return _sample(problem, n_samples, random_state)
+    return generate(problem, n_samples, h, random_state)
 
 
 @validate_params(
     {
-        "n_samples": _COMMON["n_samples"],
-        "h": _COMMON["h"],
-        "random_state": _COMMON["random_state"],
+        **_COMMON,
     },
     prefer_skip_nested_validation=True,
 )
+@generator_docstring
 def make_atoms(n_samples=1000, *, h=None, random_state=None):
     """Generate scores with atoms at exactly 0 and 1 plus a uniform part.
 
@@ -374,37 +208,7 @@ def make_atoms(n_samples=1000, *, h=None, random_state=None):
     ----------
     n_samples : int, default=1000
         Number of scores.
-    h : float, default=None
-        If given, the scores go through the sech perturbation with bandwidth ``h``
-        (as :func:`skcalbound.perturb_scores` does) and the truth is that of the
-        perturbed classifier (paper eq. (7), by numerical integration).
-    random_state : int, RandomState instance or None, default=None
-        Seed of the sample.
-
-    Returns
-    -------
-    data : :class:`~sklearn.utils.Bunch`
-        Dictionary-like object with attributes
-
-        scores : ndarray of shape (n_samples,)
-            Scores in [0, 1] (perturbed if ``h`` is given).
-        labels : ndarray of shape (n_samples,)
-            Labels in {0, 1}, ``P(y = 1 | s) = eta(s)``.
-        true_ce : float
-            The calibration error ``E|s - eta(s)|`` of the score law (exact; for
-            ``h`` by numerical integration of the paper's eq. (7)).
-        ce_integration_error : float
-            Estimated absolute error of ``true_ce`` (0 for closed forms, always below
-            ``1e-5``).
-        assumptions : dict
-            The constants that hold for the problem, keyed by the parameter of the
-            bound they feed (``V``, ``b1``, ``b2``, ``L``; with ``h`` also ``h``).
-        problem : object
-            The problem: ``eta(s)``, ``sample(n, rng)``, ``true_ce``.
-
-    See Also
-    --------
-    make_calibration_problem : Any named problem, or your own.
+    {h_to_see_also}
 
     Examples
     --------
@@ -414,6 +218,54 @@ def make_atoms(n_samples=1000, *, h=None, random_state=None):
     (0.0792, 0.85)
     """
     problem = atoms_and_linear()
-    if h is not None:
-        problem = perturb_problem(problem, h)
-    return _sample(problem, n_samples, random_state)
+    return generate(problem, n_samples, h, random_state)
+
+
+@validate_params(
+    {
+        **_COMMON,
+        "a": [Interval(Real, 0, None, closed="neither")],
+        "b": [Interval(Real, 0, None, closed="neither")],
+        "slope": [Interval(Real, 0, None, closed="neither")],
+    },
+    prefer_skip_nested_validation=True,
+)
+@generator_docstring
+def make_rare_event(
+    n_samples=1000, *, a=0.5, b=20.0, slope=1.2, h=None, random_state=None
+):
+    """Generate a rare positive class: ``s ~ Beta(a, b)``, ``eta(s) = min(1, slope s)``.
+
+    Most scores are close to 0 (the density is unbounded there for ``a < 1``), as for
+    click-through, fraud or churn. The defaults have base rate ``P(y = 1) = 1.2 / 41 =
+    0.0293`` and ``CE = 0.00488`` (incomplete Beta functions, exact); with
+    ``h=2**-6`` the base rate is the same and ``CE = 0.00736`` (numerical integration,
+    the mesh graded towards 0). Constants: ``V = min(1, slope)``, ``L = slope``, and
+    ``b1 = slope``, ``b2 = 0`` only for ``slope <= 1`` (above, ``eta`` has a kink at
+    ``1 / slope`` and no ``b2`` holds: use ``h`` for NW). ``eta`` is non-decreasing,
+    so :class:`~skcalbound.MonotoneCalibrationBound` applies to the raw scores. The
+    base rate is ``data.problem.base_rate`` (``data.problem.base.base_rate`` with
+    ``h``).
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of scores.
+    a : float, default=0.5
+        First shape parameter of the Beta law of the scores (``> 0``).
+    b : float, default=20.0
+        Second shape parameter (``> 0``); the mean score is ``a / (a + b)``.
+    slope : float, default=1.2
+        Slope of ``eta`` below its cap at 1 (``> 0``); above 1 the scores understate
+        the probability of the positive class.
+    {h_to_see_also}
+
+    Examples
+    --------
+    >>> from skcalbound.datasets import make_rare_event
+    >>> data = make_rare_event(1000, h=2**-6, random_state=0)
+    >>> round(data.true_ce, 5), round(data.problem.base.base_rate, 4)
+    (0.00736, 0.0293)
+    """
+    problem = RareEvent(a=a, b=b, slope=slope)
+    return generate(problem, n_samples, h, random_state)

@@ -25,6 +25,7 @@ from ._problems import (
     DiscreteTies,
     PiecewiseLinear,
     PowerMiscalibrated,
+    RareEvent,
 )
 from ._smooth import Oscillating, Parabola, SmoothSine
 
@@ -51,6 +52,7 @@ CACHEABLE_BASES = (
     Parabola,
     PiecewiseLinear,
     PowerMiscalibrated,
+    RareEvent,
     SmoothSine,
 )
 

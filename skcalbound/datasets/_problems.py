@@ -10,9 +10,10 @@ parameter they feed). Derivations are in the docstrings.
 
 import math
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from ._exact import abs_linear_integral, total_variation_up
 
@@ -152,6 +153,77 @@ class CalibratedBeta(CalibrationProblem):
 
     def _continuous_pdf(self, s):
         return stats.beta.pdf(np.asarray(s, dtype=float), self.a, self.b)
+
+
+@dataclass(frozen=True)
+class RareEvent(CalibrationProblem):
+    """``s ~ Beta(a, b)``, ``eta(s) = min(1, slope s)``: a rare positive class.
+
+    With ``a < 1`` the density is unbounded at 0 (most scores are tiny); the defaults
+    ``Beta(0.5, 20)``, ``slope = 1.2`` have base rate 0.0293. With ``c = min(1,
+    1/slope)``, ``E[s; s < c] = a/(a+b) I_c(a+1, b)`` and ``E[1 - s; s >= c] =
+    b/(a+b) (1 - I_c(a, b+1))`` (regularised incomplete Beta ``I``), so
+    CE: ``|slope - 1| E[s; s < c] + E[1 - s; s >= c]`` (``eta - s`` keeps the sign
+    of ``slope - 1``) and base rate ``E[eta] = slope E[s; s < c] + P(s >= c)``.
+    Constants: ``eta`` rises from 0 to ``min(1, slope)``, so ``V = min(1, slope)``;
+    ``L = slope``. ``b1 = slope`` and ``b2 = 0`` only for ``slope <= 1`` (``eta``
+    linear): above, ``eta'`` jumps at ``1/slope`` and no ``b2`` holds.
+    """
+
+    a: float = 0.5
+    b: float = 20.0
+    slope: float = 1.2
+    name: str = "rare_event"
+
+    def __post_init__(self):
+        for what in ("a", "b", "slope"):
+            value = getattr(self, what)
+            if not (isinstance(value, Real) and 0 < value < math.inf):
+                raise ValueError(
+                    f"{what} must be a positive finite number; got {value!r}"
+                )
+
+    @property
+    def _kink(self):
+        return min(1.0, 1.0 / self.slope)
+
+    @property
+    def _mean_below_kink(self):
+        """``E[s; s < c]``."""
+        a, b = self.a, self.b
+        return a / (a + b) * special.betainc(a + 1.0, b, self._kink)
+
+    @property
+    def true_ce(self):
+        a, b = self.a, self.b
+        above = b / (a + b) * special.betaincc(a, b + 1.0, self._kink)
+        return float(abs(self.slope - 1.0) * self._mean_below_kink + above)
+
+    @property
+    def base_rate(self):
+        """``P(y = 1) = E[eta(s)]`` (the same through the perturbation)."""
+        above = special.betaincc(self.a, self.b, self._kink)
+        return float(self.slope * self._mean_below_kink + above)
+
+    @property
+    def assumptions(self):
+        """``V`` and ``L``; also ``b1``, ``b2`` when ``eta`` is linear."""
+        constants = {"V": min(1.0, float(self.slope)), "L": float(self.slope)}
+        if self.slope <= 1:
+            constants.update(b1=float(self.slope), b2=0.0)
+        return constants
+
+    def sample_scores(self, n, rng):
+        return rng.beta(self.a, self.b, size=n)
+
+    def eta(self, s):
+        return np.minimum(1.0, self.slope * np.asarray(s, dtype=float))
+
+    def _continuous_pdf(self, s):
+        return stats.beta.pdf(np.asarray(s, dtype=float), self.a, self.b)
+
+    def _breakpoints(self):
+        return np.unique([0.0, self._kink, 1.0])
 
 
 @dataclass(frozen=True)
