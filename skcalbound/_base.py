@@ -95,8 +95,10 @@ class _BoundMethod:
         choose among candidates from them)."""
         raise NotImplementedError
 
-    def held_out(self, surrogate, scores):
-        """``(statistics, info)`` of ``surrogate`` on held-out ``scores``."""
+    def held_out(self, surrogate, scores, labels=None):
+        """``(statistics, info)`` of ``surrogate`` on held-out ``scores`` (their 0/1
+        ``labels``: only a method whose certificate reads validation labels uses
+        them)."""
         raise NotImplementedError
 
     def fitted_attributes(self, surrogate, folds, key_seed):
@@ -540,9 +542,10 @@ class _BaseCalibrationBound(BaseEstimator):
         X : array-like of shape (n_samples,), (n_samples, 1) or (n_samples, 2)
             Held-out scores, independent of the data passed to ``fit``.
         y : array-like of shape (n_samples,)
-            Held-out labels, from the classes seen in ``fit``. The bound depends on the
-            scores only (Proposition 1 evaluates ``|s - eta_hat(s)|``); the labels are
-            checked for consistency. The result does not depend on ``cv`` or
+            Held-out labels, from the classes seen in ``fit``. Most bounds depend on
+            the scores only (Proposition 1 evaluates ``|s - eta_hat(s)|``) and check
+            the labels for consistency; NW's default (``noise='adaptive'``) also
+            builds its pilot from them. The result does not depend on ``cv`` or
             ``aggregate``, which only shape the cross-fitted :attr:`bound_`.
 
         Returns
@@ -552,12 +555,12 @@ class _BaseCalibrationBound(BaseEstimator):
         """
         check_is_fitted(self)
         scores = check_scores(self, X)
-        check_held_out_labels(self, y, scores.shape[0])
+        labels = check_held_out_labels(self, y, scores.shape[0])
         h = getattr(self, "h", None)
         if h is not None:  # with h, the scores must look perturbed: not tied
             check_untied_scores(scores, h, is_sorted=False)
         method = self._score_method()
-        statistics, info = method.held_out(self.surrogate_, scores)
+        statistics, info = method.held_out(self.surrogate_, scores, labels=labels)
         fold = fold_result(method, statistics, 1.0 - self.confidence_level, info)
         return -min(fold.bound, 1.0)
 

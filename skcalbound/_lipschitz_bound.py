@@ -122,7 +122,7 @@ class _LipschitzMethod(_BoundMethod):
         bounds = np.stack([fold.extra["candidate_bounds"] for fold in folds])
         return bounds, int(np.argmin(bounds.mean(axis=0)))
 
-    def held_out(self, surrogate, scores):
+    def held_out(self, surrogate, scores, labels=None):
         published = self._published
         sums = surrogate.all_sums(scores, self.L, squares=published, c2=not published)
         info = {"n_train": int(surrogate.n_train), "n_validation": int(scores.shape[0])}

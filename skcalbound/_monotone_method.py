@@ -356,7 +356,7 @@ class _BandMethod(_BoundMethod):
         band = fit_band(rows.scores, rows.labels, delta / 2).band
         return _monotone_fit(rows, band, level_data)
 
-    def held_out(self, surrogate, scores):
+    def held_out(self, surrogate, scores, labels=None):
         return _held_out(surrogate.band, scores)
 
     def interval_at(self, estimator, alpha):

@@ -18,6 +18,9 @@ from ._surrogates.nw import AdaptiveStatistics, NWGrid
 from ._terms import adaptive_terms, high_probability_terms, nw_bound_terms
 from ._validation import check_prob_labels
 
+# SPEC 13's triangle route after validation_mean: columns of fold_results_.
+_TRIANGLE = ("bernstein_residual", "smoothing_bound", "smoothing_transfer")
+
 
 @dataclass(frozen=True)
 class _NWMethod(_BoundMethod):
@@ -37,12 +40,12 @@ class _NWMethod(_BoundMethod):
         ``delta`` (nothing else depends on ``delta``: this is what makes the p-value
         a bisection)."""
         s = statistics
-        # Held-out scoring (score()) still gives section 10's statistics.
         if isinstance(s, AdaptiveStatistics):
             out = adaptive_terms(s, delta)
+            triangle = {k: v for k, v in out["lower_terms"].items() if k in _TRIANGLE}
             return FoldTerms(
                 out["upper_terms"],
-                info={"route": out["route"]},
+                info={"route": out["route"], **triangle},
                 lower=out["lower"],
                 extra={"lower_terms": out["lower_terms"]},
                 upper=out["upper"],
@@ -109,14 +112,16 @@ class _NWMethod(_BoundMethod):
             attributes["_score_seed"] = int(key_seed)
         return attributes
 
-    def held_out(self, surrogate, scores):
+    def held_out(self, surrogate, scores, labels=None):
         """The fixed-split statistics of the refit smoother on held-out ``scores``:
-        pass 2 alone, every row in the one validation group."""
+        pass 2 alone, every row in the one validation group (SPEC 13: the pilot
+        from their ``labels``)."""
         n = scores.shape[0]
         keys = None
         if self.grid.validation_cap(n) is not None:
             keys = row_keys(self.random_state, 0, n, SUBSAMPLE_STREAM)
-        return self._split(surrogate, self.grid.held_out(surrogate, scores, keys))
+        statistics = self.grid.held_out(surrogate, scores, keys, labels)
+        return self._split(surrogate, statistics)
 
 
 _NW_PARAMETERS = {
@@ -226,11 +231,15 @@ class NWCalibrationBound(_BaseCalibrationBound):
         ``min(15000, max(5000, ceil(0.05 n)))`` points; an int caps the number. A
         subsample keeps the guarantee and only widens the Bernstein terms.
 
-    noise : {'worst_case', 'adaptive'}, default='worst_case'
-        ``'adaptive'``: SPEC section 13's variance-adaptive certificate (label noise
-        from a pilot, relative bias with ``h``; ``terms_`` its upper table, the route
-        in ``fold_results_``). Work in progress; needs
-        ``guarantee='high_probability'``.
+    noise : {'adaptive', 'worst_case'}, default='adaptive'
+        How ``guarantee='high_probability'`` pays for the label noise.
+        ``'adaptive'``: by its variance :math:`\\eta(1 - \\eta)`, certified through a
+        pilot estimate from the validation labels, with a bias relative to
+        :math:`\\min(\\eta, 1 - \\eta)` when ``h`` is given (much tighter for rare
+        events; see the :ref:`User Guide <nw_terms>`). ``'worst_case'``: at
+        :math:`\\eta(1 - \\eta) = 1/4`, the form before it, kept for comparison.
+        Used only with ``guarantee='high_probability'``: ``'paper'`` computes the
+        published form whatever ``noise`` is.
 
     pos_label : int, float, bool or str, default=None
         The label of the positive class (scikit-learn's ``pos_label``). ``None``
@@ -246,9 +255,9 @@ class NWCalibrationBound(_BaseCalibrationBound):
     guarantee : {'high_probability', 'paper'}, default='high_probability'
         What the certificate promises. ``'high_probability'``: :attr:`bound_` and
         :attr:`lower_bound_` hold together with probability at least
-        ``confidence_level`` over the data, training labels included (the five terms
-        of the user guide's "What exactly is certified"), with Lemma 6 expanded at the
-        query and ``b2 = tanh(1/h)**2 / (2 h**2)`` from ``h``. ``'paper'``:
+        ``confidence_level`` over the data, training labels included (the user
+        guide's "What exactly is certified"), with Lemma 6 expanded at the query and
+        ``b2 = tanh(1/h)**2 / (2 h**2)`` from ``h``. ``'paper'``:
         Proposition 2 as published, whose last step holds only in expectation over
         the training labels (it can miss more often than ``1 - confidence_level``);
         kept to compare with the paper's figures.
@@ -289,7 +298,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
     lower_bound_ : float
         Certified lower bound on the calibration error, ``max(aggregate of the fold
         lower bounds, 0)`` (mean for ``aggregate='mean'``, maximum for ``'min'``); per
-        fold, ``validation_mean`` minus every other term. It holds together with
+        fold, ``validation_mean`` minus every other term (of the triangle route with
+        ``noise='adaptive'``). It holds together with
         :attr:`bound_`: both at once with probability at least ``confidence_level``,
         at no extra cost.
 
@@ -302,7 +312,11 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     terms_ : dict of str to float
         Named additive components of the aggregated bound before clipping. With
-        ``guarantee='high_probability'``: ``validation_mean`` (mean of
+        ``noise='adaptive'`` (the default): its Jensen route,
+        ``validation_mean``, ``bias_mean``, ``label_concentration`` and
+        ``population_transfer``; a fold whose ``route`` in :attr:`fold_results_` is
+        ``"triangle"`` has a smaller bound than their sum. With
+        ``noise='worst_case'``: ``validation_mean`` (mean of
         :math:`|\\hat\\eta - s|`), ``bernstein_residual``, ``smoothing_mean`` (mean of
         the smoothing-error bound :math:`\\tilde g`), ``label_concentration``
         (deviation of the smoothing error over the training labels) and
@@ -317,6 +331,10 @@ class NWCalibrationBound(_BaseCalibrationBound):
         points with no training score within the kernel, which used the nearest
         training scores), ``sum_c_squared`` (:math:`C_2`, high-probability mode),
         ``estimate``, the terms, the unclipped fold ``bound`` and ``lower_bound``.
+        With ``noise='adaptive'`` also ``n_relative`` (validation points on the
+        relative bias branch), ``route`` (``"jensen"`` or ``"triangle"``: which gave
+        ``bound``) and the triangle route's ``bernstein_residual``,
+        ``smoothing_bound`` and ``smoothing_transfer``.
 
     result_ : object
         The same numbers as a frozen dataclass with fields ``bound``,
@@ -364,33 +382,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     Notes
     -----
-    Per fold, with :math:`\\delta_a = \\delta_b = \\delta_c = \\delta_{fold} / 3`, the
-    evaluated validation points :math:`V'` and :math:`C_2 = \\sum_i c_i^2`,
-    :math:`c_i = \\frac{1}{|V'|} \\sum_{v \\in V'} w_i(s_v)`,
-
-    .. math:: U = \\overline{|\\hat\\eta - s|}
-              + BB(|V'|, \\delta_a, \\hat\\sigma^2(|\\hat\\eta - s|))
-              + \\overline{\\tilde g} + \\sqrt{\\ln(1/\\delta_b) C_2 / 2}
-              + \\big[F(a, |V'|, \\delta_c) - a\\big],
-              \\quad a = \\overline{\\tilde g} + \\sqrt{\\ln(1/\\delta_b) C_2 / 2},
-
-    with :math:`F(a, n, \\delta) = (\\sqrt{\\ell / 2n} + \\sqrt{\\ell / 2n + a})^2`,
-    :math:`\\ell = \\ln(1/\\delta)`, :math:`\\tilde g = \\min(g, 1)` and Lemma 6
-    expanded at the query, :math:`g(s) = b_1 |\\sum_i w_i (s_i - s)| + \\tfrac12 b_2
-    \\sum_i w_i (s_i - s)^2 + \\tfrac12 \\sqrt{\\sum_i w_i^2}`. The lower bound
-    subtracts every term after the first instead. The weights :math:`w_i(s)` are the
-    tempered Epanechnikov kernel over a fine grid of training-score cells (at least 64
-    per bandwidth), with nearest-neighbour fallback; every sum is exact for these
-    weights.
-
-    With ``guarantee='paper'`` the fold bound is Proposition 2 as published,
-    :math:`\\overline{|\\hat\\eta - s|} + \\overline{\\tilde g} + BB(\\delta/2) +
-    BB_{\\tilde g}(\\delta/2)` with the published Lemma 6 (:math:`b_1 \\sum_i w_i |s -
-    s_i|`), in which the sum over the training points of the query's own grid cell
-    (they share one weight :math:`w_0`) is bounded by Cauchy-Schwarz, :math:`w_0
-    \\sqrt{N_c \\sum_{i \\in c} (s - s_i)^2}`, so that it needs only per-cell sums
-    (chunks and Dask, :ref:`large_data`); its last step (equation (10)) holds in
-    expectation over the training labels only.
+    The terms of both certificates, their formulas and the events they pay for are in
+    the :ref:`User Guide <nw_terms>`; the proof sketch in :ref:`what_is_certified`.
 
     References
     ----------
@@ -406,7 +399,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
     >>> y = rng.uniform(size=20_000) < s ** 2  # miscalibrated: CE = 1/6
     >>> est = NWCalibrationBound(b1=2.0, b2=2.0, random_state=0).fit(s, y)
     >>> print(f"CE = {1 / 6:.3f} in [{est.lower_bound_:.3f}, {est.bound_:.3f}]")
-    CE = 0.167 in [0.116, 0.216]
+    CE = 0.167 in [0.126, 0.197]
     """
 
     name = "nw"
@@ -430,7 +423,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
         bandwidth="auto",
         tempering=1.2,
         max_validation=None,
-        noise="worst_case",
+        noise="adaptive",
         pos_label=None,
         confidence_level=0.95,
         guarantee="high_probability",
@@ -480,11 +473,6 @@ class NWCalibrationBound(_BaseCalibrationBound):
         bandwidth = self.bandwidth
         if mode.published and bandwidth == "auto":
             bandwidth = "plugin"  # the label-free search is not the paper's
-        if mode.published and self.noise == "adaptive":
-            raise ValueError(
-                "noise='adaptive' (SPEC 13) is a high-probability certificate; "
-                "guarantee='paper' keeps the published form: use noise='worst_case'."
-            )
         grid = NWGrid(
             b1=b1,
             b2=b2,
@@ -493,7 +481,7 @@ class NWCalibrationBound(_BaseCalibrationBound):
             tempering=float(self.tempering),
             max_validation=self.max_validation,
             lemma6=mode.lemma6,
-            noise=self.noise,
+            noise="worst_case" if mode.published else self.noise,
             h=None if self.h is None else float(self.h),
         )
         return _NWMethod(grid, self.random_state)
@@ -532,6 +520,7 @@ def nw_bound(
     bandwidth="auto",
     tempering=1.2,
     max_validation=None,
+    noise="adaptive",
     pos_label=None,
     confidence_level=0.95,
     guarantee="high_probability",
@@ -601,6 +590,11 @@ def nw_bound(
         ``min(15000, max(5000, ceil(0.05 n)))`` points; an int caps the number. A
         subsample keeps the guarantee and only widens the Bernstein terms.
 
+    noise : {'adaptive', 'worst_case'}, default='adaptive'
+        ``'adaptive'``: the variance-adaptive certificate; ``'worst_case'``: the
+        worst-case one. Used only with
+        ``guarantee='high_probability'`` (see :class:`NWCalibrationBound`).
+
     pos_label : int, float, bool or str, default=None
         The label of the positive class (scikit-learn's ``pos_label``). ``None``
         means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
@@ -615,9 +609,9 @@ def nw_bound(
     guarantee : {'high_probability', 'paper'}, default='high_probability'
         What the certificate promises. ``'high_probability'``: :attr:`bound_` and
         :attr:`lower_bound_` hold together with probability at least
-        ``confidence_level`` over the data, training labels included (the five terms
-        of the user guide's "What exactly is certified"), with Lemma 6 expanded at the
-        query and ``b2 = tanh(1/h)**2 / (2 h**2)`` from ``h``. ``'paper'``:
+        ``confidence_level`` over the data, training labels included (the user
+        guide's "What exactly is certified"), with Lemma 6 expanded at the query and
+        ``b2 = tanh(1/h)**2 / (2 h**2)`` from ``h``. ``'paper'``:
         Proposition 2 as published, whose last step holds only in expectation over
         the training labels (it can miss more often than ``1 - confidence_level``);
         kept to compare with the paper's figures.
@@ -667,7 +661,7 @@ def nw_bound(
     >>> s = rng.uniform(size=20_000)
     >>> y = rng.uniform(size=20_000) < s  # perfectly calibrated: CE = 0
     >>> print(round(nw_bound(y, s, b1=1.0, b2=0.0, random_state=0), 3))
-    0.051
+    0.029
     """
     _derivative_bounds(h, b1, b2, guarantee)  # hyperparameters before the data
     dask = is_dask_collection(y_true) or is_dask_collection(y_prob)
@@ -683,6 +677,7 @@ def nw_bound(
         bandwidth=bandwidth,
         tempering=tempering,
         max_validation=max_validation,
+        noise=noise,
         confidence_level=confidence_level,
         guarantee=guarantee,
         cv=cv,

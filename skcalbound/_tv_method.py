@@ -130,7 +130,7 @@ class _TVMethod(_BoundMethod):
             sample.scores, labels, delta, out=prox, tied=sample.tied
         )
 
-    def held_out(self, surrogate, scores):
+    def held_out(self, surrogate, scores, labels=None):
         return _statistics(surrogate, scores, surrogate(scores))
 
 
@@ -184,7 +184,7 @@ class _TVCellsMethod(_TVMethod):
     def surrogate(self, passes, folds, source, delta):
         return passes[0].refit
 
-    def held_out(self, surrogate, scores):
+    def held_out(self, surrogate, scores, labels=None):
         raise ValueError(
             "TVCalibrationBound(method='cells') has no fixed-split bound on held-out "
             "data (score): its cells and their limits come from the fitted rows "

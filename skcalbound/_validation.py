@@ -329,10 +329,12 @@ def classifier_labels_01(classes, y, pos_label, name="y"):
 
 
 def check_held_out_labels(estimator, y, n_samples):
-    """Validate the labels passed to ``score``: classes seen in ``fit``, one per score.
+    """Validate the labels passed to ``score``: classes seen in ``fit``, one per score;
+    returns them as float 0/1 (1: the positive class).
 
-    The bound itself depends on the held-out scores only, but labels that cannot be
-    the held-out data's (unknown classes, NaN, wrong length) signal a mix-up.
+    Most bounds depend on the held-out scores only (NW's default reads the labels
+    too), but labels that cannot be the held-out data's (unknown classes, NaN, wrong
+    length) signal a mix-up.
     """
     y = column_or_1d(y)
     if y.shape[0] != n_samples:
@@ -348,3 +350,6 @@ def check_held_out_labels(estimator, y, n_samples):
             f"y contains labels {unknown[:10].tolist()} that were not seen in fit; "
             f"the classes are {estimator.classes_.tolist()}."
         )
+    classes = estimator.classes_
+    positive = classes[_positive_index(classes, getattr(estimator, "pos_label", None))]
+    return (y == positive).astype(np.float64)

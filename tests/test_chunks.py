@@ -80,6 +80,9 @@ def _assert_same_fit(a, b):
     ):
         if column in fa:
             assert_array_equal(fb[column], fa[column], err_msg=column)
+    if "route" in fa:  # NW's default (SPEC 13): which route gave each fold's bound
+        assert_array_equal(fb["route"], fa["route"])
+        fa, fb = fa.drop(columns="route"), fb.drop(columns="route")
     assert_allclose(fb.to_numpy(float), fa.to_numpy(float), rtol=RTOL, atol=1e-15)
     grid = np.linspace(0, 1, 101)
     assert_allclose(b.predict(grid), a.predict(grid), rtol=RTOL, atol=1e-15)
@@ -333,6 +336,36 @@ def test_dask_read_parquet_gives_the_in_memory_numbers(
         a, b
     )
     bound = one_liner(df["y_true"], df["y_prob"], random_state=3, **params)
+    assert abs(bound - a.bound_) <= 1e-12 * a.bound_
+
+
+@pytest.mark.parametrize("max_validation", [None, 400])
+def test_nw_adaptive_on_read_parquet_and_in_chunks_gives_the_in_memory_numbers(
+    tmp_path, max_validation
+):
+    # SPEC 13 (NW's default) in h-mode, relative branch and fallback included: the
+    # columns of dd.read_parquet and fit_chunks give the in-memory fit's numbers.
+    dd = pytest.importorskip("dask.dataframe")
+    from skcalbound.datasets import make_rare_event
+
+    data = make_rare_event(6000, h=2**-6, random_state=0)
+    s, y = data.scores, data.labels
+    params = {
+        "h": 2**-6,
+        "noise": "adaptive",
+        "bandwidth": 2.0**-9,
+        "max_validation": max_validation,
+        "random_state": 3,
+    }
+    a = NWCalibrationBound(**params).fit(s, y)
+    assert (a.fold_results_["n_relative"] > 0).all()
+    assert a.fold_results_["n_fallback"].sum() > 0
+    df = dd.read_parquet(_parquet(tmp_path / "scores.parquet", s, y))
+    b = NWCalibrationBound(**params).fit(df["y_prob"], df["y_true"])
+    c = NWCalibrationBound(**params).fit_chunks(_chunked(s, y, [777, 1500]))
+    for other in (b, c):
+        _assert_same_fit(a, other)
+    bound = nw_bound(df["y_true"], df["y_prob"], **params)
     assert abs(bound - a.bound_) <= 1e-12 * a.bound_
 
 

@@ -527,7 +527,8 @@ NW_POWER_CASES = {
 def test_harness_detects_an_invalid_nw_bound(case, aggregate):
     problem, bandwidth, quantity = NW_POWER_CASES[case]
     kwargs = dict(confidence_level=0.95, seed=cell_seed("nw power", case, aggregate))
-    factory = nw_factory(aggregate, bandwidth=bandwidth)
+    # The quantities are the worst-case form's terms.
+    factory = nw_factory(aggregate, bandwidth=bandwidth, noise="worst_case")
     certified = []  # the certified bound_ of the very same fits
 
     def record(estimator):

@@ -213,6 +213,7 @@ def test_one_fold_by_hand(guarantee, path, bandwidth):
         confidence_level=confidence_level,
         guarantee=guarantee,
         cv=[(train, val)],
+        noise="worst_case",  # section 10 by hand
     ).fit(X, y)
     row = est.fold_results_.iloc[0]
     G = int(row["n_bins"])
@@ -273,6 +274,7 @@ def test_refit_predict_and_score_by_hand(guarantee):
         confidence_level=confidence_level,
         guarantee=guarantee,
         cv=[(train, val)],
+        noise="worst_case",  # section 10 by hand
     ).fit(X, y)
     G = int(
         est.fold_results_["n_bins"].iloc[0]
@@ -314,18 +316,25 @@ def _uniform_sample(n, seed=0, power=2.0):
 def test_b1_b2_follow_from_h(guarantee, h):
     s, y = _uniform_sample(3000)
     est = NWCalibrationBound(h, guarantee=guarantee, random_state=0).fit(s, y)
+    # Section 10 reads h only through (b1, b2); SPEC 13 also has its relative branch.
+    wc = NWCalibrationBound(
+        h, noise="worst_case", guarantee=guarantee, random_state=0
+    ).fit(s, y)
     t = math.tanh(1 / h)
     assert_allclose(est.b1_, t / (2 * h), rtol=1e-14)
     if guarantee == "paper":  # Corollary 4
         assert_allclose(est.b2_, 1.5 * t * t / h**2, rtol=1e-14)
     else:  # the sharp constant of SPEC section 12, a third of it
         assert_allclose(est.b2_, t * t / (2 * h**2), rtol=1e-14)
-    # h enters only through (b1, b2): the same bound when they are given directly.
+    # Section 10 reads h only through (b1, b2): the same bound when they are given
+    # directly. So does guarantee="paper", whatever noise is.
     explicit = NWCalibrationBound(
-        b1=est.b1_, b2=est.b2_, guarantee=guarantee, random_state=0
+        b1=est.b1_, b2=est.b2_, noise="worst_case", guarantee=guarantee, random_state=0
     ).fit(s, y)
-    assert explicit.bound_ == est.bound_
-    assert explicit.terms_ == est.terms_
+    assert explicit.bound_ == wc.bound_
+    assert explicit.terms_ == wc.terms_
+    if guarantee == "paper":
+        assert wc.terms_ == est.terms_ and wc.bound_ == est.bound_
 
 
 @pytest.mark.parametrize("guarantee", GUARANTEES)
@@ -333,7 +342,12 @@ def test_user_b1_b2_are_used_as_given(guarantee):
     s, y = _uniform_sample(3000)
     fits = {
         (b1, b2): NWCalibrationBound(
-            b1=b1, b2=b2, bandwidth=0.05, guarantee=guarantee, random_state=0
+            b1=b1,
+            b2=b2,
+            bandwidth=0.05,
+            guarantee=guarantee,
+            noise="worst_case",
+            random_state=0,
         ).fit(s, y)
         for b1, b2 in [(0.5, 1.0), (2.0, 1.0), (2.0, 30.0)]
     }
@@ -558,10 +572,9 @@ def test_explicit_split_list_equals_the_kfold_path(guarantee):
     kfold = KFold(5, shuffle=True, random_state=0)
     # b1, b2 of h = 2**-4 stated directly: h would reject the ties.
     b1, b2 = sech_derivative_bounds(2.0**-4, guarantee=guarantee)
-    a = NWCalibrationBound(b1=b1, b2=b2, guarantee=guarantee, cv=kfold).fit(s, y)
-    b = NWCalibrationBound(
-        b1=b1, b2=b2, guarantee=guarantee, cv=list(kfold.split(s))
-    ).fit(s, y)
+    kw = {"b1": b1, "b2": b2, "guarantee": guarantee, "noise": "worst_case"}
+    a = NWCalibrationBound(**kw, cv=kfold).fit(s, y)
+    b = NWCalibrationBound(**kw, cv=list(kfold.split(s))).fit(s, y)
     assert_allclose(b.bound_, a.bound_, rtol=1e-10)
     assert_allclose(b.lower_bound_, a.lower_bound_, rtol=1e-10)
     for name in TERM_NAMES[guarantee]:
@@ -611,7 +624,9 @@ def test_non_partition_splitter(guarantee, bandwidth):
 def test_predict_is_close_to_the_true_calibration_function():
     problem = SmoothSine()
     s, y = problem.sample(200_000, np.random.default_rng(3))
-    est = NWCalibrationBound(**problem.assumption_kwargs("b1", "b2"), random_state=0)
+    est = NWCalibrationBound(
+        **problem.assumption_kwargs("b1", "b2"), noise="worst_case", random_state=0
+    )
     est.fit(s, y)
     grid = np.linspace(0.0, 1.0, 1001)
     pred = est.predict(grid)
@@ -929,18 +944,17 @@ def test_several_explicit_splits_with_a_validation_cap():
 def test_nw_h_is_a_way_to_give_b1_and_b2(guarantee):
     X, y = scores_labels()
     h = 2**-4
-    from_h = NWCalibrationBound(h=h, guarantee=guarantee, random_state=0).fit(X, y)
+    kw = {"guarantee": guarantee, "noise": "worst_case", "random_state": 0}
+    from_h = NWCalibrationBound(h=h, **kw).fit(X, y)
     # The docstring's b1 = tanh(1/h) / (2h), and b2 = tanh(1/h)**2 / (2 h**2)
     # (SPEC section 12), or Corollary 4's 1.5 tanh(1/h)**2 / h**2 in paper mode.
     assert_allclose(from_h.b1_, math.tanh(1 / h) / (2 * h), rtol=1e-12)
     factor = 1.5 if guarantee == "paper" else 0.5
     assert_allclose(from_h.b2_, factor * math.tanh(1 / h) ** 2 / h**2, rtol=1e-12)
-    given = NWCalibrationBound(
-        b1=from_h.b1_, b2=from_h.b2_, guarantee=guarantee, random_state=0
-    ).fit(X, y)
+    given = NWCalibrationBound(b1=from_h.b1_, b2=from_h.b2_, **kw).fit(X, y)
     assert_same_fit(given, from_h)
     # Given bounds are used as they are (as floats).
-    est = NWCalibrationBound(b1=2, b2=2, guarantee=guarantee, random_state=0).fit(X, y)
+    est = NWCalibrationBound(b1=2, b2=2, **kw).fit(X, y)
     assert type(est.b1_) is float and type(est.b2_) is float
     assert (est.b1_, est.b2_) == (2.0, 2.0)
     assert type(est.bandwidth_) is float
@@ -1035,6 +1049,7 @@ def test_nw_fold_by_hand(path):
         tempering=tempering,
         confidence_level=confidence_level,
         cv=[(train, val)],
+        noise="worst_case",  # section 10 by hand
         random_state=0,
     ).fit(X, y)
     # 64 cells per bandwidth at least: the power of two >= 64 / 0.03 = 2133.
@@ -1087,6 +1102,7 @@ def test_nw_equidistant_fallback_by_hand():
         bandwidth=0.03,
         confidence_level=confidence_level,
         cv=[(train, np.array([query]))],
+        noise="worst_case",
     ).fit(X, y)
     row = est.fold_results_.iloc[0]
     assert row["n_fallback"] == 1 and row["n_validation"] == 1
@@ -1123,13 +1139,15 @@ def test_nw_high_probability_bound_is_below_the_paper_bound(overconfident):
     """On a smooth problem of some size the expanded Lemma 6 (and the sharper b2 and
     the bandwidth search) more than pay for the two extra terms."""
     s, y = overconfident
-    hp = NWCalibrationBound(h=2.0**-5, random_state=0).fit(s, y)
+    hp = NWCalibrationBound(h=2.0**-5, noise="worst_case", random_state=0).fit(s, y)
     paper = NWCalibrationBound(h=2.0**-5, guarantee="paper", random_state=0).fit(s, y)
     assert hp.bound_ < paper.bound_ < 1.0
     assert hp.terms_["smoothing_mean"] < paper.terms_["smoothing_mean"]
     # The same with the same b2 and the plug-in bandwidth: Lemma 6 at the query.
     b1, b2 = paper.b1_, paper.b2_
-    hp_same = NWCalibrationBound(b1=b1, b2=b2, bandwidth="plugin", random_state=0)
+    hp_same = NWCalibrationBound(
+        b1=b1, b2=b2, bandwidth="plugin", noise="worst_case", random_state=0
+    )
     paper_same = NWCalibrationBound(b1=b1, b2=b2, guarantee="paper", random_state=0)
     assert (
         hp_same.fit(s, y).terms_["smoothing_mean"]

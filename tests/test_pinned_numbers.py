@@ -5,12 +5,15 @@ Lipschitz, their high-probability forms and TV's denoising method equal commit
 ``f646381``'s to the last digit (checked when pinned); TV's default (its cell bound
 since issue 37), the band and the chunked fits are pinned at ``9c9f4db``. A change
 that moves one of these numbers changes a certificate: say so, and why, in its commit.
+Since issue 39 the ``nw-*-hi-*`` pins are NW's section 10 (``noise="worst_case"``),
+and the ``nw-*-ad-*`` pins its default, SPEC 13, on the same data.
 """
 
 import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.model_selection import KFold
 
 import skcalbound as sk
@@ -55,6 +58,19 @@ PINNED = {
     "monotone-chunks": (0.09020925267045848, 0.0),
     "tv-cells-chunks-none": (0.39453264538329946, 0.0),
 }
+# NW's default since issue 39 (noise="adaptive", SPEC 13): the nw-*-hi-* cases
+# with the default noise.
+PINNED.update(
+    {
+        "nw-h-ad-3000": (0.194247561109754, 0.0),
+        "nw-b-ad-3000": (0.2727303830559021, 0.0),
+        "nw-h-ad-40000": (0.05541739660094267, 0.0),
+        "nw-b-ad-40000": (0.18648827233021298, 0.12996899146259805),
+        "nw-h-ad-chunks": (0.19100911821645217, 0.10807588508677098),
+        "nw-h-ad-kfold": (0.2632748442857702, 0.0013572870596425465),
+        "nw-capped-ad": (0.27016047336718696, 0.0),
+    }
+)
 
 
 def _data(n, seed, perturbed=True):
@@ -155,6 +171,10 @@ def _cases():
         13,
         False,
     )
+    for name in [k for k in out if k.startswith("nw-") and "-hi" in k]:
+        estimator, *rest = out[name]
+        out[name.replace("-hi", "-ad")] = (estimator, *rest)
+        out[name] = (clone(estimator).set_params(noise="worst_case"), *rest)
     return out
 
 

@@ -507,18 +507,29 @@ def test_estimator_adaptive_fit_chunks_equals_fit(h):
     assert_allclose(chunks.lower_bound_, lower, rtol=1e-12, atol=1e-15)
     for key, value in terms.items():
         assert_allclose(chunks.terms_[key], value, rtol=1e-12, err_msg=key)
-    worst = NWCalibrationBound(**assumption, cv=3, random_state=0).fit(s, y)
+    worst = NWCalibrationBound(**assumption, cv=3, random_state=0, noise="worst_case")
+    worst.fit(s, y)
     assert "route" in memory.fold_results_ and "route" not in worst.fold_results_
 
 
-def test_estimator_adaptive_rejects_the_paper_guarantee():
+@pytest.mark.parametrize("h", [H, None])
+def test_estimator_paper_guarantee_ignores_noise(h):
+    # noise is used with guarantee="high_probability" only: "paper" is the published
+    # form whatever noise is (as scikit-learn's l1_ratio outside elasticnet).
     from skcalbound import NWCalibrationBound
 
-    s, y, _ = _estimator_case(None)
-    with pytest.raises(ValueError, match="guarantee='paper'"):
+    s, y, assumption = _estimator_case(h)
+    fits = [
         NWCalibrationBound(
-            b1=2.0, b2=2.0, noise="adaptive", guarantee="paper", cv=2
+            **assumption, noise=noise, guarantee="paper", cv=2, random_state=0
         ).fit(s, y)
+        for noise in ("adaptive", "worst_case")
+    ]
+    assert fits[0].bound_ == fits[1].bound_
+    assert fits[0].lower_bound_ == fits[1].lower_bound_
+    assert fits[0].terms_ == fits[1].terms_
+    assert "bernstein_smoothing" in fits[0].terms_
+    assert "route" not in fits[0].fold_results_
 
 
 def test_estimator_adaptive_evaluates_the_subsample_of_section_10():
@@ -530,7 +541,7 @@ def test_estimator_adaptive_evaluates_the_subsample_of_section_10():
     y = (rng.random(3000) < np.minimum(1.0, 1.2 * s)).astype(int)
     kwargs = {"h": H, "max_validation": 300, "cv": 3, "random_state": 0}
     adaptive = NWCalibrationBound(**kwargs, noise="adaptive").fit(s, y)
-    worst = NWCalibrationBound(**kwargs).fit(s, y)
+    worst = NWCalibrationBound(**kwargs, noise="worst_case").fit(s, y)
     assert list(adaptive.fold_results_["n_validation"]) == [300] * 3
     assert_allclose(
         adaptive.fold_results_["validation_mean"],
@@ -543,3 +554,61 @@ def test_estimator_adaptive_evaluates_the_subsample_of_section_10():
     )
     assert_allclose(chunks.bound_, adaptive.bound_, rtol=1e-12)
     assert_allclose(chunks.lower_bound_, adaptive.lower_bound_, rtol=1e-12, atol=1e-15)
+
+
+def _grid_weights(st, sv, G, width, tempering=1.2):
+    """The grid's normalised weights of queries ``sv`` on training scores ``st``
+    (fallback rows: the nearest training score(s)) and the fallback mask."""
+    from skcalbound._surrogates._cells import bin_of
+    from skcalbound._surrogates.nw._kernel import kernel
+
+    _, ker = kernel(G, width, tempering)
+    half = (ker.shape[0] - 1) // 2
+    lag = bin_of(sv, G)[:, None] - bin_of(st, G)[None, :]
+    W = np.where(np.abs(lag) <= half, ker[np.clip(lag + half, 0, 2 * half)], 0.0)
+    fallback = W.sum(axis=1) <= 0
+    W[fallback] = nearest_weights(st, sv[fallback])
+    return W / W.sum(axis=1, keepdims=True), fallback
+
+
+@pytest.mark.parametrize("h, bandwidth", [(H, 2.0**-9), (H, "auto"), (None, "auto")])
+def test_score_on_held_out_rows_equals_the_plain_loop_reference(h, bandwidth):
+    # score() in adaptive mode: SPEC 13 for the smoother refit on every fitted row
+    # (its training sums and extremes), the held-out rows as validation points (the
+    # pilot from their labels), at the full delta.
+    from skcalbound import NWCalibrationBound
+
+    s, y, assumption = _estimator_case(h)
+    rng = np.random.default_rng(22)
+    if h is None:
+        sv = rng.uniform(size=300)
+        vy = (rng.random(300) < sv**2).astype(int)
+    else:
+        sv = rng.beta(0.5, 20, 300)
+        vy = (rng.random(300) < np.minimum(1.0, 1.2 * sv)).astype(int)
+    est = NWCalibrationBound(
+        **assumption, bandwidth=bandwidth, cv=3, confidence_level=0.9, random_state=0
+    ).fit(s, y)
+    G, width = est.surrogate_.n_bins, est.bandwidth_
+    W, fallback = _grid_weights(s, sv, G, width)
+    ref = _reference_on_grid(
+        (s, y, sv, vy), W, fallback, G, width, 1.2, est.b1_, est.b2_, h, 0.1
+    )
+    statistics, info = est._score_method().held_out(est.surrogate_, sv, vy * 1.0)
+    got = adaptive_terms(statistics, 0.1)
+    assert got["route"] == ref["route"]
+    for table in ("upper_terms", "lower_terms"):
+        for key, value in ref[table].items():
+            assert_allclose(got[table][key], value, rtol=1e-12, err_msg=key)
+    assert 0.0 < ref["U"] < 1.0
+    assert_allclose(est.score(sv, vy), -ref["U"], rtol=1e-12)
+    assert info["n_fallback"] == fallback.sum()
+    assert (info["n_relative"] > 0) == (h is not None)
+    if bandwidth != "auto":
+        assert fallback.any()
+    # The labels matter (the pilot), unlike section 10's held-out bound.
+    flipped, _ = est._score_method().held_out(est.surrogate_, sv, 1.0 - vy)
+    assert flipped.c_prime != statistics.c_prime
+    worst = NWCalibrationBound(**assumption, bandwidth=bandwidth, noise="worst_case")
+    worst.set_params(cv=3, confidence_level=0.9, random_state=0).fit(s, y)
+    assert worst.score(sv, vy) == worst.score(sv, 1 - vy)

@@ -55,6 +55,17 @@ class GridPlan:
     contexts: tuple = None  # SPEC 13: per split its ``_adaptive_grid.FoldContext``
 
 
+@dataclass(frozen=True)
+class TrainingCells:
+    """What SPEC 13 needs of a smoother's training rows to score held-out rows, per
+    cell of its table grid: their sums (``train``, a ``BinStats``) and smallest
+    (``low``) and largest (``high``) score (inf / -inf where there is none)."""
+
+    train: object
+    low: np.ndarray
+    high: np.ndarray
+
+
 @dataclass
 class AdaptivePass:
     """Pass 2's mergeable result with ``noise="adaptive"``: section 10's sums (for
@@ -269,6 +280,11 @@ class NWGrid:
             self.tempering,
             published=self.published,
         )
+        if self.adaptive:  # for held-out rows (score)
+            factor = fine_bins // refit.n_bins
+            low, high = sums.score_range(range(design.n_groups), factor)
+            cells = TrainingCells(coarsen(total, factor), low, high)
+            refit = replace(refit, training=cells)
         needed = [s.needed_cells() for s in (*smoothers, refit)]
         query_counts = None
         if thresholds is None:
@@ -382,11 +398,13 @@ class NWGrid:
 
     # ------------------------------------------------------- held-out rows
 
-    def held_out(self, smoother, scores, keys=None):
-        """The :class:`~._sums.SplitStatistics` of ``smoother`` on held-out
-        ``scores``: pass 2 alone, every row in one validation group; ``keys`` (one
-        uint64 per row) choose the subsample when :meth:`validation_cap` is below the
-        number of rows."""
+    def held_out(self, smoother, scores, keys=None, labels=None):
+        """The statistics of ``smoother`` on held-out ``scores``: pass 2 alone, every
+        row in one validation group; ``keys`` (one uint64 per row) choose the
+        subsample when :meth:`validation_cap` is below the number of rows. Section
+        10's :class:`~._sums.SplitStatistics`, or with ``noise="adaptive"`` SPEC 13's
+        :class:`~._adaptive.AdaptiveStatistics`, whose pilot reads the held-out
+        ``labels`` (0/1) and whose training sums are the smoother's ``training``."""
         n = scores.shape[0]
         thresholds = None
         cap = self.validation_cap(n)
@@ -396,6 +414,25 @@ class NWGrid:
             )
         else:
             keys = None
+        if self.adaptive:
+            tables, cells = smoother.tables, smoother.training
+            G = tables.n_bins
+            rows = cell_sums(scores, labels, np.zeros(n, dtype=np.intp), 1, G)
+            pilot = default_pilot(rows.group(0), G, tables.bandwidth, self.tempering)
+            context = FoldContext.of(
+                tables,
+                cells.train,
+                cells.low,
+                cells.high,
+                pilot,
+                self.b1,
+                self.b2,
+                self.h,
+            )
+            evaluated = scores if keys is None else scores[keys <= thresholds[0]]
+            return adaptive_finish(
+                context, row_sums(context, evaluated), smoother.nearest
+            )
         plan = Plan(
             (smoother,),
             np.zeros(1, dtype=np.intp),

@@ -241,6 +241,8 @@ class Smoother:
     above: np.ndarray
     extremes: dict = field(default=None, repr=False)
     paper: PaperTables = field(default=None, repr=False)  # the published Lemma 6
+    # SPEC 13's held-out scoring (noise="adaptive"): ``_model.TrainingCells``.
+    training: object = field(default=None, repr=False)
 
     @property
     def shift(self):
