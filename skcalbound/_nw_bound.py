@@ -408,6 +408,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
     assumption_params = ("h", "b1", "b2")
     assumption_text = "|eta'| <= b1 = {b1_:.6g}, |eta''| <= b2 = {b2_:.6g}"
     paper_in_expectation = True
+    # Records made before noise existed: its worst-case form (skcalbound verify).
+    _params_of_older_records = {"noise": "worst_case"}
 
     _parameter_constraints = {
         **_BaseCalibrationBound._parameter_constraints,

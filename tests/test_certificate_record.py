@@ -7,6 +7,7 @@ says (recomputed here independently), and say when a refit cannot repeat it.
 
 import hashlib
 import json
+import math
 import warnings
 
 import numpy as np
@@ -26,6 +27,7 @@ from skcalbound._certificate import (
 )
 
 H = 2.0**-6
+NOISE = ("adaptive", "worst_case")  # NW's default (SPEC 13) and section 10
 
 
 def _data(n=600, seed=0):
@@ -48,6 +50,7 @@ ESTIMATORS = [
     lambda **kw: NWCalibrationBound(b1=2.0, b2=5.0, **kw),
     lambda **kw: LipschitzBucketBound(h=H, **kw),
     lambda **kw: LipschitzBucketBound(L=3.0, **kw),
+    lambda **kw: NWCalibrationBound(h=H, noise="worst_case", **kw),
 ]
 
 
@@ -201,14 +204,18 @@ def test_genuine_records_are_consistent(make, guarantee, aggregate):
 
 def test_lower_bound_rule_is_exact_for_tv_and_nw_by_the_mean():
     s, y = _data(400, seed=6)
-    for make in ESTIMATORS[:2]:
-        cert = _fit(make, s, y).certificate_
+    for make, noise in [(ESTIMATORS[0], None), *((ESTIMATORS[1], n) for n in NOISE)]:
+        cert = _fit(make, s, y, **({"noise": noise} if noise else {})).certificate_
         raised = dict(cert, lower_bound=cert["lower_bound"] + 1e-9)
         (problem,) = consistency_problems(raised, [])
         assert problem.startswith(f"its lower_bound is {raised['lower_bound']!r}; ")
-        assert (
-            "its terms make it max(0, 2 * validation_mean - sum of terms) = " in problem
-        )
+        if noise == "adaptive":  # per fold 2 * validation_mean - its triangle route
+            assert "its folds make it " in problem
+        else:
+            assert (
+                "its terms make it max(0, 2 * validation_mean - sum of terms) = "
+                in problem
+            )
     # Lipschitz (its best candidate's) and aggregate="min" (the best fold's): at least.
     for cert in (
         _fit(ESTIMATORS[3], s, y).certificate_,
@@ -260,3 +267,65 @@ def test_certificate_differences_compare_all_but_the_named_entries():
     # With stand-in folds the numbers and the draw's parameters are not compared.
     drawn = dict(cert, bound=0.5, random_state=None, reproducible=False)
     assert certificate_differences(drawn, again, drawn=False) == []
+
+
+def _point_mass(n=5000):
+    """Scores all 0.9, eta = 1/2: NW's default takes the triangle route in every
+    fold (its bound below the sum of the Jensen terms)."""
+    rng = np.random.default_rng(0)
+    return np.full(n, 0.9), (rng.random(n) < 0.5).astype(int)
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "min"])
+def test_record_of_the_triangle_route_is_consistent_and_forgeries_are_not(aggregate):
+    s, y = _point_mass()
+    est = _fit(
+        lambda **kw: NWCalibrationBound(b1=1.0, b2=1.0, **kw), s, y, aggregate=aggregate
+    )
+    assert (est.fold_results_["route"] == "triangle").all()
+    total = math.fsum(est.terms_.values())
+    assert est.bound_ < total - 0.005  # the worst-case rule would be wrong here
+    cert = json.loads(json.dumps(est.certificate_))
+    assert [fold["route"] for fold in cert["folds"]] == ["triangle"] * 5
+    for fold, row in zip(cert["folds"], est.fold_results_.itertuples()):
+        assert fold["upper_terms"]["bias_mean"] == row.bias_mean
+        assert fold["lower_terms"]["smoothing_bound"] == row.smoothing_bound
+    assert consistency_problems(cert, []) == []
+
+    def forged(edit):
+        record = json.loads(json.dumps(cert))
+        edit(record)
+        return consistency_problems(record, [])
+
+    # The bound of the worst-case rule (min(1, sum of terms)), a fold's route or a
+    # term of either table edited, the folds removed: each contradicts the record.
+    assert any(
+        "its bound is" in p for p in forged(lambda r: r.update(bound=min(total, 1.0)))
+    )
+    assert any(
+        "route is 'jensen'" in p
+        for p in forged(lambda r: r["folds"][0].update(route="jensen"))
+    )
+    assert forged(lambda r: r["folds"][1]["lower_terms"].update(smoothing_bound=0.0))
+    cheaper = {"label_concentration": 0.0, "population_transfer": 0.0}
+    assert any(
+        "route is 'triangle'" in p
+        for p in forged(lambda r: r["folds"][2]["upper_terms"].update(cheaper))
+    )
+    terms = cert["terms"]
+    (problem,) = forged(
+        lambda r: r["terms"].update(bias_mean=terms["bias_mean"] + 0.01)
+    )
+    assert problem == "its terms are not the aggregate of its folds' Jensen terms"
+    (problem,) = forged(lambda r: r.pop("folds"))
+    assert problem.startswith("its folds (per fold its route and both tables)")
+    (problem,) = forged(lambda r: r.update(folds=r["folds"][:4]))
+    assert "not one per split" in problem
+
+
+def test_record_of_the_worst_case_form_has_no_folds():
+    s, y = _point_mass(2000)
+    make = lambda **kw: NWCalibrationBound(b1=1.0, b2=1.0, noise="worst_case", **kw)  # noqa: E731
+    cert = _fit(make, s, y).certificate_
+    assert "folds" not in cert and cert["params"]["noise"] == "worst_case"
+    assert consistency_problems(cert, []) == []

@@ -261,9 +261,12 @@ def test_edited_bound_of_a_random_state_none_record_fails(
     code, out, err = _verify_bare(capsys, path, data_file)
     assert code == 1 and out == ""
     name = type(est).__name__
-    assert err.startswith(f"FAIL {name}: the record contradicts itself: its terms ")
-    assert f"add up to {math.fsum(cert['terms'].values())!r}" in err
-    assert "its bound is 0.001" in err
+    assert err.startswith(f"FAIL {name}: the record contradicts itself: its ")
+    if "folds" in cert:  # NW's default: per fold the smaller of its two routes
+        assert "its bound is 0.001; its folds make it " in err
+    else:
+        assert f"its terms add up to {math.fsum(cert['terms'].values())!r}" in err
+        assert "its bound is 0.001" in err
 
 
 def _relabel(cert, params_too):
@@ -386,7 +389,10 @@ def test_genuine_non_reproducible_record_gets_the_partial_status(
         f"PARTIAL {data_file} against {path} (1 certificate): fingerprint matches, "
         f"bound not recomputed: {name}: data match (n=800"
     )
-    assert "terms add up to the bound, lower bound consistent" in out
+    if "folds" in cert:  # NW's default: per fold the smaller of two routes
+        assert "each fold's two routes give the bound and lower bound" in out
+    else:
+        assert "terms add up to the bound, lower bound consistent" in out
     assert f"bound not recomputed ({reason}" in out
     assert out.count("\n") == 1
 
@@ -654,3 +660,50 @@ def test_a_tv_record_from_before_the_method_parameter(tmp_path, capsys, method):
     else:
         assert code == 1, out + err
         assert "FAIL TVCalibrationBound" in out + err
+
+
+def test_verify_refits_with_the_recorded_noise(data_file, capsys, tmp_path):
+    # NW's noise is a parameter of the record: a worst-case record verifies, and so
+    # does one made before noise existed (no noise in its params: the worst-case form
+    # it computed); the same record claiming the default does not.
+    est = NWCalibrationBound(h=H, noise="worst_case", random_state=0)
+    path, cert = _bare(data_file, tmp_path, est)
+    assert cert["params"]["noise"] == "worst_case" and "folds" not in cert
+    code, out, _ = _verify_bare(capsys, path, data_file)
+    assert code == 0 and out.startswith("OK")
+    path, _ = _bare(data_file, tmp_path, est, lambda c: c["params"].pop("noise"))
+    code, out, _ = _verify_bare(capsys, path, data_file)
+    assert code == 0 and out.startswith("OK")
+    edited = lambda c: c["params"].update(noise="adaptive")  # noqa: E731
+    path, _ = _bare(data_file, tmp_path, est, edited)
+    code, out, err = _verify_bare(capsys, path, data_file)
+    assert code == 1 and out == ""
+    # The refit with noise="adaptive" is SPEC 13's: other numbers, other terms.
+    assert err.startswith("FAIL NWCalibrationBound: bound differs: recorded ")
+    assert "terms.bias_mean" in err and "terms.smoothing_mean" in err
+    # Without a refit (random_state=None) the record contradicts itself.
+    unrefittable = lambda c: c["params"].update(noise="adaptive", random_state=None)  # noqa: E731
+    path, _ = _bare(data_file, tmp_path, est, unrefittable)
+    code, _, err = _verify_bare(capsys, path, data_file)
+    assert code == 1 and "its folds (per fold its route and both tables)" in err
+
+
+def test_verify_an_adaptive_record_with_the_triangle_route(tmp_path, capsys):
+    # Scores all 0.9, eta = 1/2: every fold's bound is its triangle route, below the
+    # sum of its terms; verify refits it, and checks it without a refit too.
+    rng = np.random.default_rng(0)
+    path = tmp_path / "mass.csv"
+    y = rng.random(5000) < 0.5
+    pd.DataFrame(
+        {"prob": np.full(5000, 0.9), "churned": np.where(y, "yes", "no")}
+    ).to_csv(path, index=False)
+    est = NWCalibrationBound(b1=1.0, b2=1.0, random_state=0)
+    record, cert = _bare(path, tmp_path, est)
+    assert {fold["route"] for fold in cert["folds"]} == {"triangle"}
+    code, out, _ = _verify_bare(capsys, record, path)
+    assert code == 0 and out.startswith("OK")
+    est = NWCalibrationBound(b1=1.0, b2=1.0)  # random_state=None: no refit
+    record, cert = _bare(path, tmp_path, est)
+    code, out, _ = _verify_bare(capsys, record, path)
+    assert code == PARTIAL
+    assert "each fold's two routes give the bound and lower bound" in out

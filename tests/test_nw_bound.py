@@ -1135,6 +1135,27 @@ def test_nw_b2_from_h_is_a_third_in_high_probability_mode(h):
     assert_allclose(hp.b2_, paper.b2_ / 3, rtol=1e-14)
 
 
+@pytest.mark.parametrize("aggregate", ["mean", "min"])
+def test_relative_branch_only_in_h_mode(aggregate):
+    # SPEC 13's relative bias branch rests on the sech perturbation's property
+    # |eta'| <= (A + B) min(eta, 1 - eta): with h only, never with b1 and b2 given
+    # (even the very b1 and b2 that h gives).
+    from skcalbound.datasets import make_rare_event
+
+    data = make_rare_event(20_000, h=2**-6, random_state=0)
+    s, y = data.scores, data.labels
+    kw = {"aggregate": aggregate, "random_state": 0}
+    from_h = NWCalibrationBound(h=2**-6, **kw).fit(s, y)
+    assert (from_h.fold_results_["n_relative"] > 0).all()
+    given = NWCalibrationBound(b1=from_h.b1_, b2=from_h.b2_, **kw).fit(s, y)
+    assert (given.fold_results_["n_relative"] == 0).all()
+    assert given._method().grid.h is None
+    # Here (rare events) the relative bias more than pays for f = 1 + R in c'.
+    assert from_h.bound_ < given.bound_
+    with pytest.raises(ValueError, match="Give either h"):
+        NWCalibrationBound(h=2**-6, b1=from_h.b1_, b2=from_h.b2_).fit(s, y)
+
+
 def test_nw_high_probability_bound_is_below_the_paper_bound(overconfident):
     """On a smooth problem of some size the expanded Lemma 6 (and the sharper b2 and
     the bandwidth search) more than pay for the two extra terms."""

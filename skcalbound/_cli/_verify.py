@@ -195,6 +195,8 @@ def _check_unrefittable(certificate, cls, arrays, data, obstacles, refused):
     if refused is not None:
         reasons.append(f"cannot refit with its params: {refused}")
     checked = "terms add up to the bound, lower bound consistent"
+    if "folds" in certificate:  # NW's default: per fold the smaller of two routes
+        checked = "each fold's two routes give the bound and lower bound"
     if refused is not None:
         checked += " (params and assumption as used not checked: they cannot be fit)"
     else:
