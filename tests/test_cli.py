@@ -1090,3 +1090,19 @@ def test_command_line_reports_the_warning(calibrated_churn, tmp_path, capsys):
     assert sum(w.startswith(below) for w in warned) == 1
     assert main([*options, "churn"]) == 0
     assert not any(w.startswith(below) for w in _tv_row(capsys)["warnings"])
+
+
+@pytest.mark.parametrize("noise", ["adaptive", "worst_case"])
+def test_noise_option_gives_the_estimators_numbers(parquet_file, data, noise, capsys):
+    _, y = data
+    s = pd.read_parquet(parquet_file)["prob"].to_numpy()
+    options = ["--scores", "prob", "--labels", "label", "--pos-label", "spam"]
+    options += ["--bound", "nw", "--h", "2^-6", "--cv", "3", "--json"]
+    if noise != "adaptive":  # the default
+        options += ["--noise", noise]
+    assert main([str(parquet_file), *options]) == 0
+    cert = json.loads(capsys.readouterr().out)["certificates"]["nw"]
+    est = NWCalibrationBound(h=H, noise=noise, cv=3, random_state=0).fit(s, y)
+    assert cert["params"]["noise"] == noise
+    assert (cert["bound"], cert["lower_bound"]) == (est.bound_, est.lower_bound_)
+    assert ("folds" in cert) == (noise == "adaptive")

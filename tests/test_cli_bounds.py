@@ -54,3 +54,12 @@ def test_a_bound_without_a_paper_form_refuses_it():
     args = parse_args(["d.csv", "--bound", "monotone", "--guarantee", "paper"])
     with pytest.raises(CLIError, match="monotone has no paper form"):
         estimators(args)
+
+
+def test_noise_reaches_the_nw_bound_only():
+    for options, noise in [([], "adaptive"), (["--noise", "worst_case"], "worst_case")]:
+        args = parse_args(["d.csv", "--bound", "tv", "nw", "--h", "2^-6", *options])
+        tv, nw = estimators(args).values()
+        assert nw.noise == noise and "noise" not in tv.get_params()
+    with pytest.raises(SystemExit):
+        parse_args(["d.csv", "--noise", "bernstein"])

@@ -48,6 +48,7 @@ def estimators(args, names=None):
     common = dict(
         confidence_level=args.confidence_level,
         guarantee=args.guarantee,
+        noise=args.noise,
         cv=args.cv,
         aggregate=args.aggregate,
         random_state=args.random_state,

@@ -173,6 +173,14 @@ def _certify_arguments(parser):
         help="nw: bound on |eta''| (with --b1, instead of --h)",
     )
     bounds.add_argument(
+        "--noise",
+        choices=("adaptive", "worst_case"),
+        default="adaptive",
+        help="nw: how --guarantee high_probability pays for the label noise: by its "
+        "variance, from a pilot estimate (adaptive, the default, much tighter for "
+        "rare events) or at its worst (worst_case); unused with --guarantee paper",
+    )
+    bounds.add_argument(
         "--L",
         type=parse_number,
         default=None,
