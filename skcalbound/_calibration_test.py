@@ -192,9 +192,11 @@ def calibration_test(
     Notes
     -----
     For NW and Lipschitz bucketing nothing the surrogate uses depends on the level
-    (bandwidth, bucket candidates and weights are fixed), and every term of the bound
-    is monotone in it; so the interval only narrows as the level grows, the rejection
-    regions are nested, and the p-value ``inf{alpha : reject at alpha}`` is valid. It
+    (bandwidth, bucket candidates and weights are fixed; NW's default pilot too), and
+    every term of the bound is monotone in it (for NW's default, of both its routes,
+    so their minimum is too); so the interval only narrows as the level grows, the
+    rejection regions are nested, and the p-value ``inf{alpha : reject at alpha}`` is
+    valid. It
     is computed by bisection on the closed-form terms, without refitting. Both TV
     bounds depend on the level beyond their terms (the denoising's
     :math:`\\lambda = t_2 / m`; the cell bound's number of blocks, its default), so
