@@ -265,7 +265,7 @@ def reproduce(
     ...     print(f"{row.method}: CE = {row.true_ce:.3f}, mean interval "
     ...           f"[{row.mean_lower_bound:.3f}, {row.mean_value:.3f}]")
     Lip+Bkt: CE = 0.355, mean interval [0.201, 0.510]
-    NW: CE = 0.355, mean interval [0.266, 0.441]
+    NW: CE = 0.355, mean interval [0.274, 0.421]
     TV: CE = 0.355, mean interval [0.000, 0.734]
     """
     objects = [parse_problem(p) if isinstance(p, str) else p for p in problems]
