@@ -224,7 +224,7 @@ def _h_table():
                 "AUROC": roc_auc_score(y_test, s),
                 "NW bound": nw.bound_,
                 "estimate": nw.estimate_,
-                "smoothing_mean": nw.terms_["smoothing_mean"],
+                "bias_mean": nw.terms_["bias_mean"],
             }
         )
     table = pd.DataFrame(rows)

@@ -95,7 +95,7 @@ for ax, (name, clf) in zip(axes, classifiers.items()):
 # that ``h`` implies, plus its label noise, a bound on the *expected* error of the
 # surrogate at that score. It is not a confidence band: narrow where the scores
 # are dense, wide where the smoother has few points. Its average over the scores is
-# the bound's ``smoothing_mean`` term.
+# the ``smoothing_mean`` term of the bound's worst-case form (``noise="worst_case"``).
 from sklearn.metrics import roc_auc_score
 
 from skcalbound import perturb_scores
