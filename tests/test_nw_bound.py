@@ -821,11 +821,17 @@ def test_derivative_bounds_beyond_double_precision_are_rejected(params, match):
 def test_smallest_accepted_h_gives_a_bound_in_range():
     # h = 2**-41: b1 = 2**40, b2 = 1.5 * 2**82 are accepted; on continuous scores the
     # smoothing term is clipped at 1 and the bound is exactly 1, never below 0.
+    # The default's relative branch: psi(K d) overflows to inf, so no relative
+    # branch (and no warning), and its bias is clipped at 1 too.
     s, y = _uniform_sample(2000)
     est = NWCalibrationBound(h=2.0**-41, random_state=0).fit(s, y)
     assert est.b1_ == 2.0**40
-    assert 0.999 < est.terms_["smoothing_mean"] <= 1.0
-    assert est.bound_ == 1.0
+    assert 0.999 < est.terms_["bias_mean"] <= 1.0
+    assert est.bound_ == 1.0 and (est.fold_results_["n_relative"] == 0).all()
+    worst = NWCalibrationBound(h=2.0**-41, noise="worst_case", random_state=0)
+    worst.fit(s, y)
+    assert 0.999 < worst.terms_["smoothing_mean"] <= 1.0
+    assert worst.bound_ == 1.0
 
 
 TINY = [0.0, 5e-324, 1e-300, 1e-200]

@@ -612,3 +612,21 @@ def test_score_on_held_out_rows_equals_the_plain_loop_reference(h, bandwidth):
     worst = NWCalibrationBound(**assumption, bandwidth=bandwidth, noise="worst_case")
     worst.set_params(cv=3, confidence_level=0.9, random_state=0).fit(s, y)
     assert worst.score(sv, vy) == worst.score(sv, 1 - vy)
+
+
+def test_psi_overflows_to_inf_without_a_warning():
+    # Tiny h: K d is huge, e**x overflows; psi is then inf (rho too: no relative
+    # branch), not an overflow warning.
+    import warnings
+
+    from skcalbound._surrogates.nw._adaptive import _psi, relative_factor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isinf(_psi(np.array([1e4]))).all()
+        assert_allclose(_psi(np.array([0.0, 1.0])), [0.5, math.e - 2.0], rtol=1e-15)
+        one = np.ones(1)
+        R = relative_factor(
+            0.5 * one, 0.0 * one, 1e-6 * one, 0.01 * one, 2.0**-41, one < 0
+        )
+        assert np.isnan(R).all()

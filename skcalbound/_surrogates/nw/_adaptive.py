@@ -122,13 +122,14 @@ class AdaptiveStatistics:
 
 
 def _psi(x):
-    """``(e**x - 1 - x) / x**2``, 1/2 at 0."""
+    """``(e**x - 1 - x) / x**2``, 1/2 at 0; inf where ``e**x`` overflows (tiny
+    ``h``: then no relative branch)."""
     x = np.asarray(x, dtype=np.float64)
     small = np.abs(x) < 1e-4
     safe = np.where(small, 1.0, x)
-    return np.where(small, 0.5 + x / 6.0, np.expm1(safe) - safe) / np.where(
-        small, 1.0, safe * safe
-    )
+    with np.errstate(over="ignore"):
+        top = np.expm1(safe) - safe
+    return np.where(small, 0.5 + x / 6.0, top) / np.where(small, 1.0, safe * safe)
 
 
 def relative_factor(s, m1, M2, d, h, fallback):
