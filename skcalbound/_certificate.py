@@ -16,6 +16,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ._certificate_routes import fold_routes, routes_problems
 from ._guarantee import GUARANTEES, HIGH_PROBABILITY
 from ._validation import check_scores_labels
 
@@ -154,7 +155,7 @@ def build_certificate(estimator, data):
     for name in _USED:
         if hasattr(estimator, name):
             assumption[name] = _plain(getattr(estimator, name))
-    routes = _routes(estimator.result_.folds)
+    routes = fold_routes(estimator.result_.folds)
     return {
         "record": RECORD,
         "record_version": RECORD_VERSION,
@@ -190,23 +191,6 @@ def build_certificate(estimator, data):
             "digest": digest,
         },
     }
-
-
-def _routes(folds):
-    """Per fold, of a bound whose fold bound is the smaller of two routes (NW's
-    default, SPEC 13): the ``route`` taken and both routes' terms; else None."""
-    if not all("lower_terms" in fold.extra for fold in folds):
-        return None
-    return [
-        {
-            "route": fold.info["route"],
-            "upper_terms": {str(k): float(v) for k, v in fold.terms.items()},
-            "lower_terms": {
-                str(k): float(v) for k, v in fold.extra["lower_terms"].items()
-            },
-        }
-        for fold in folds
-    ]
 
 
 def record_problem(record):
@@ -403,104 +387,6 @@ def _cells_problems(record):
     return problems
 
 
-_UPPER_ROUTE = (
-    "validation_mean",
-    "bias_mean",
-    "label_concentration",
-    "population_transfer",
-)
-_LOWER_ROUTE = (
-    "validation_mean",
-    "bernstein_residual",
-    "smoothing_bound",
-    "smoothing_transfer",
-)
-
-
-def _route_bounds(fold, tol):
-    """``(U_k, L_k, problems)`` of one recorded fold of SPEC 13: ``U_J`` and ``U_tri``
-    its two tables' sums, ``U_k = min(U_J, U_tri)`` by the route it names and ``L_k =
-    2 validation_mean - U_tri``."""
-    upper, lower = fold.get("upper_terms"), fold.get("lower_terms")
-    if not (
-        isinstance(upper, dict)
-        and isinstance(lower, dict)
-        and tuple(upper) == _UPPER_ROUTE
-        and tuple(lower) == _LOWER_ROUTE
-        and all(
-            _float(v) and math.isfinite(v) for v in [*upper.values(), *lower.values()]
-        )
-    ):
-        return None, None, ["a fold's upper_terms and lower_terms are not SPEC 13's"]
-    problems = []
-    if any(v < -tol for v in [*upper.values(), *lower.values()]):
-        problems.append("a fold's terms are negative")
-    if abs(upper["validation_mean"] - lower["validation_mean"]) > tol:
-        problems.append("a fold's two tables have different validation_mean")
-    u_j, u_tri = math.fsum(upper.values()), math.fsum(lower.values())
-    route = fold.get("route")
-    if route not in ("jensen", "triangle") or (
-        abs(u_j - u_tri) > tol and route != ("jensen" if u_j < u_tri else "triangle")
-    ):
-        problems.append(
-            f"a fold's route is {route!r}, but its Jensen terms add up to {u_j!r} and "
-            f"its triangle terms to {u_tri!r}"
-        )
-    return min(u_j, u_tri), 2.0 * lower["validation_mean"] - u_tri, problems
-
-
-def _routes_problems(record):
-    """What a record of NW's default (SPEC 13: per fold the smaller of two routes)
-    says against itself: per fold (``folds``) its route and both tables, and
-    ``bound = min(1, aggregate of U_k)``, ``lower_bound = max(0, aggregate of L_k)``,
-    ``terms`` the aggregate of the Jensen tables (the mean, or the smallest fold's)."""
-    folds = record.get("folds")
-    if not isinstance(folds, list) or not folds or len(folds) != record.get("n_splits"):
-        return [
-            "its folds (per fold its route and both tables) are missing or not one "
-            "per split"
-        ]
-    if not all(isinstance(fold, dict) for fold in folds):
-        return ["its folds must be JSON objects"]
-    scale = [
-        abs(v)
-        for fold in folds
-        for v in (fold.get("upper_terms") or {}).values()
-        if _float(v)
-    ]
-    tol = RTOL * (math.fsum(scale) + 1.0) + ATOL
-    uppers, lowers, problems = [], [], []
-    for fold in folds:
-        u, low, found = _route_bounds(fold, tol)
-        if u is None:
-            return found
-        uppers.append(u)
-        lowers.append(low)
-        problems.extend(found)
-    if record.get("aggregate") == "min":
-        best = int(np.argmin(uppers))
-        raw, floor = uppers[best], max(lowers)
-        terms = folds[best]["upper_terms"]
-    else:
-        raw, floor = math.fsum(uppers) / len(folds), math.fsum(lowers) / len(folds)
-        terms = {
-            k: math.fsum(f["upper_terms"][k] for f in folds) / len(folds)
-            for k in _UPPER_ROUTE
-        }
-    recorded = record["terms"]
-    if set(recorded) != set(_UPPER_ROUTE) or any(
-        abs(recorded[k] - terms[k]) > tol for k in _UPPER_ROUTE
-    ):
-        problems.append("its terms are not the aggregate of its folds' Jensen terms")
-    for name, value, expected in (
-        ("bound", record["bound"], min(raw, 1.0)),
-        ("lower_bound", record["lower_bound"], max(floor, 0.0)),
-    ):
-        if abs(value - expected) > tol:
-            problems.append(f"its {name} is {value!r}; its folds make it {expected!r}")
-    return problems
-
-
 _BAND_TERMS = (
     "band_upper",
     "transfer_upper",
@@ -629,7 +515,7 @@ def consistency_problems(record, obstacles):
         and params.get("noise") == "adaptive"
         and params.get("guarantee", "high_probability") != "paper"
     ):
-        return [*problems, *_routes_problems(record)]
+        return [*problems, *routes_problems(record, RTOL, ATOL)]
     if "validation_mean" not in terms:
         return [*problems, "its terms have no validation_mean"]
     values = [
