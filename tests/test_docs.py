@@ -327,6 +327,12 @@ def test_user_guide_explains_what_is_certified():
         "Maurer",
         "lower_bound_",
         "calibration_test",
+        # The default NW certificate's own steps (variance-adaptive).
+        'noise="worst_case"',
+        "pilot",
+        "Bernstein–Freedman",
+        "Jensen",
+        'fold_results_["route"]',
     ):
         assert needed in section, needed
 
