@@ -222,20 +222,15 @@ STUDY_CELLS = _cells([c for c in PROBLEMS if c not in CHEAP], [2000, 20_000]) + 
 )
 
 
-@pytest.mark.slow
+def _params(cells, *marks):
+    ids = ("-".join(map(str, cell)) for cell in cells)
+    return [pytest.param(*c, id=i, marks=marks) for c, i in zip(cells, ids)]
+
+
 @pytest.mark.parametrize(
     "case, n, confidence_level",
-    [pytest.param(*cell, id="-".join(map(str, cell))) for cell in SLOW_CELLS],
+    _params(SLOW_CELLS, pytest.mark.slow)
+    + _params(STUDY_CELLS, pytest.mark.slow, pytest.mark.study),
 )
 def test_adaptive_coverage(case, n, confidence_level):
-    check_two_sided(case, n, 500, confidence_level)
-
-
-@pytest.mark.slow
-@pytest.mark.study
-@pytest.mark.parametrize(
-    "case, n, confidence_level",
-    [pytest.param(*cell, id="-".join(map(str, cell))) for cell in STUDY_CELLS],
-)
-def test_adaptive_coverage_study(case, n, confidence_level):
     check_two_sided(case, n, 500, confidence_level)
