@@ -347,7 +347,8 @@ def score_events(case, trainings, draws, seed, rules=RULES):
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_exact_expectations(case):
     """The count law has the mean ``sum w eta`` and variance ``sum w**2 eta(1 - eta)``
-    of ``eta_hat``, and the quadrature integrates the score density to 1."""
+    of ``eta_hat``, and the quadrature integrates the score density to 1; in h-mode,
+    the relative branch is picked at some queries and not at others."""
     rng = np.random.default_rng(3)
     ts, ty = draw(case, M, rng)
     bandwidth = CASES[case]["bandwidth"]
@@ -361,6 +362,9 @@ def test_the_exact_expectations(case):
     assert np.allclose(mean, W @ eta, rtol=0, atol=1e-14)
     variance = (pmf * (values - mean[:, None]) ** 2).sum(1)
     assert np.allclose(variance, (W**2) @ (eta * (1 - eta)), rtol=0, atol=1e-14)
+    if CASES[case]["h"] is not None:  # the relative branch (f > 1) is in play
+        branch = reference(case, ts, ty, queries, np.zeros(52, int))[0]["branch"]
+        assert 0.1 < np.mean(np.asarray(branch) > 0) < 1.0
     for order in RULES:
         nodes, w, _ = population(case, ts, ty, order)
         assert np.all((nodes > 0) & (nodes < 1))

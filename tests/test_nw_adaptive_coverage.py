@@ -203,11 +203,13 @@ def test_balanced_perturbed_two_sided_small():
 
 
 # -- slow: R = 500 per cell ----------------------------------------------------------
-# Cost of one fit here (two cores shared, load ~3): 0.03-0.09 s at n = 200; at n = 2000
-# and 2e4, 0.04-0.08 s for the raw atoms and the smooth problem, 0.1-1.1 s in h-mode
-# (the rare events and the perturbed point masses ~0.5 s at 2000, ~0.7-1.1 s at 2e4).
-# The slow suite runs every problem at n = 200 and the cheap ones at n = 2e4 (about
-# 11 min in all); the h-mode problems at n = 2000 and 2e4 are a study (about 2 h).
+# Cost of one fit here (two cores shared, load 2-4): 0.03-0.1 s at n = 200; at n = 2000
+# and 2e4, 0.02-0.09 s for the raw atoms and the smooth problem, 0.1-1.1 s in h-mode
+# (the rare events and the perturbed point masses ~0.5 s at 2000, ~0.6-1.1 s at 2e4).
+# Cells of 500 fits took 15 s (rare event, n = 200), 12 s (point at 0.9, n = 2e4) and
+# 40-46 s (two atoms, n = 2e4). The slow suite runs every problem at n = 200 and the
+# cheap ones at n = 2e4 (~11 min in all, from the per-fit times); the h-mode problems
+# at n = 2000 and 2e4 are a study (~1.6 h).
 CHEAP = ("point_0.9", "point_0.02", "two_atoms", "balanced_smooth")
 LEVELS = (0.9, 0.95)
 
