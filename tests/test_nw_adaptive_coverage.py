@@ -197,7 +197,7 @@ def test_point_mass_two_sided_and_sabotage():
         assert broken.failure_rate > 0.3, broken.summary()
 
 
-@pytest.mark.parametrize("case, repetitions", [("rare_0.029", 40), ("balanced_h", 40)])
+@pytest.mark.parametrize("case, repetitions", [("rare_0.029", 60), ("balanced_h", 60)])
 def test_h_mode_two_sided_small(case, repetitions):
     """The issue's imbalanced problem and the balanced perturbed one, n = 2000."""
     upper, _, _ = check_two_sided(case, 2000, repetitions, 0.9)
