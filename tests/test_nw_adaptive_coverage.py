@@ -205,12 +205,13 @@ def test_h_mode_two_sided_small(case, repetitions):
 
 
 # -- slow: R = 500 per cell ----------------------------------------------------------
-# One fit on an otherwise idle core (the same fits took up to 10 times longer while
-# other processes ran, e.g. 0.5 s for the rare event at n = 2000): 0.01-0.03 s at
-# n = 200 and 2000 (rare events 0.04 s at 2000); at n = 2e4, 0.015-0.03 s for the raw
-# atoms and the smooth problem, 0.07-0.12 s in h-mode. The slow cells (every problem
-# at n = 200 and 2000, the cheap ones at 2e4) then take ~7.5 min in all, the study
-# cells (h-mode at 2e4) ~8 min; one study cell took 94 s (point at 0.9 in h-mode).
+# One fit, single-threaded BLAS (as in `make test-slow`, whose workers limit threads):
+# 0.01-0.03 s at n = 200 and 2000 (rare events 0.04 s at 2000); at n = 2e4, 0.015-0.03
+# s for the raw atoms and the smooth problem, 0.07-0.12 s in h-mode. The slow cells
+# (every problem at n = 200 and 2000, the cheap ones at 2e4) take ~7.5 min in all
+# (rare event at 2000: 24 s a cell), the study cells (h-mode at 2e4) 8-16 min (the
+# point at 0.9: 94 s a cell). With multi-threaded BLAS beside another process, up to
+# 5x longer (the slow cells took 17 min so).
 CHEAP = ("point_0.9", "point_0.02", "two_atoms", "balanced_smooth")
 LEVELS = (0.9, 0.95)
 
