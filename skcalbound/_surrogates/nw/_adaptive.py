@@ -124,70 +124,84 @@ class AdaptiveStatistics:
 def _psi(x):
     """``(e**x - 1 - x) / x**2``, 1/2 at 0."""
     x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (np.expm1(x) - x) / (x * x)
     small = np.abs(x) < 1e-4
-    safe = np.where(small, 1.0, x)
-    return np.where(small, 0.5 + x / 6.0, np.expm1(safe) - safe) / np.where(
-        small, 1.0, safe * safe
-    )
+    if small.any():
+        np.copyto(out, 0.5 + x / 6.0, where=small)
+    return out
 
 
-def relative_factor(s, m1, M2, d, h, fallback):
-    r"""SPEC 13's :math:`R_v` (h-mode) at queries ``s``; NaN where undefined
-    (:math:`\rho_v \ge 1/2`, or a fallback query)."""
+def relative_factor(s, m1, M2, d, h, fallback, edges=None):
+    r"""SPEC 13's :math:`R_v` (h-mode) at queries ``s`` in [0, 1]; NaN where
+    undefined (:math:`\rho_v \ge 1/2`, or a fallback query). ``edges``:
+    ``tanh(s / h)`` and ``tanh((1 - s) / h)`` when already computed."""
     A = lambda x: np.tanh(np.clip(x, 0.0, 1.0) / h) / h  # noqa: E731
     B = lambda x: np.tanh((1.0 - np.clip(x, 0.0, 1.0)) / h) / h  # noqa: E731
-    kappa1 = A(s) + B(s)
+    low, high = edges if edges is not None else (np.tanh(s / h), np.tanh((1 - s) / h))
+    kappa1 = low / h + high / h  # A(s) + B(s)
     a, b = A(s + d), B(s - d)
     k_bar = a + b
     kappa_bar = 2.0 * (np.maximum(a, b) + 0.5 * np.minimum(a, b)) ** 2
     rho = kappa1 * np.abs(m1) + kappa_bar * _psi(k_bar * d) * M2
-    ok = (rho < 0.5) & ~fallback
-    return np.where(ok, rho / np.where(ok, 1.0 - rho, 1.0), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = rho / (1.0 - rho)
+    R[~((rho < 0.5) & ~fallback)] = np.nan
+    return R
 
 
-def _rows(s, m1, M2, W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
-    """Per evaluated validation point ``s`` (with its ``m1``, ``M2``, ``W2``, ``d``,
-    ``eta_hat``, and the pilot's smoother ``eta0`` and noise ``noise0`` there): the
-    arrays the per-training-point sums need (``f``, ``R``, ``inside``, ``active``),
-    and the sums over the points that :func:`_means` reads."""
+# The sums over the points that :func:`_means` reads, in the order of
+# :func:`_rows`'s ``summands``.
+_SUMMANDS = 9
+
+
+def _rows(s, m1, M2, root_W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
+    """Per evaluated validation point ``s`` (with its ``m1``, ``M2``, ``sqrt(W2)``,
+    ``d``, ``eta_hat``, and the pilot's smoother ``eta0`` and noise ``noise0``
+    there): the arrays the per-training-point sums need (``f``, ``R``, ``inside``,
+    ``active``), and per point the ``summands`` (``(9, n)``) whose sums
+    :func:`_means` reads."""
     n = s.shape[0]
-    r = np.abs(s - eta_hat)
-    b1_v = np.full(n, float(b1))
+    abs_m1 = np.abs(m1)
+    b1_v = float(b1)
     R = np.full(n, np.nan)
     if h is not None:
-        b1_v = np.minimum(b1, (np.tanh(s / h) + np.tanh((1 - s) / h)) / h / 4)
-        R = relative_factor(s, m1, M2, d, h, fallback)
-    babs = np.minimum(1.0, b1_v * np.abs(m1) + 0.5 * b2 * M2)
-    choices = np.stack([babs, R * s, R * (1.0 - s)])
-    k = np.argmin(np.where(np.isnan(choices), np.inf, choices), axis=0)
-    bias = np.where(k == 0, babs, np.where(k == 1, R * eta_hat, R * (1.0 - eta_hat)))
-    rel = np.where(np.isnan(R), np.inf, R * np.minimum(eta0, 1.0 - eta0))
-    bias0 = np.minimum(babs, rel)
-    inside = bias0 + noise0 < 1.0
-    bhat = np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat))
-    bhat = np.where(k == 0, babs, bhat)
+        edges = np.tanh(s / h), np.tanh((1 - s) / h)
+        b1_v = np.minimum(b1, (edges[0] + edges[1]) / h / 4)
+        if not np.all(fallback):
+            R = relative_factor(s, m1, M2, d, h, fallback, edges)
+    babs = np.minimum(1.0, b1_v * abs_m1 + 0.5 * b2 * M2)
+    # The branch k = argmin(babs, R s, R (1 - s)), first on ties, NaN as inf: R is
+    # NaN or finite, so k > 0 iff min(R s, R (1 - s)) < babs, then k = 1 iff
+    # R s <= R (1 - s).
+    Rs, R1s = R * s, R * (1.0 - s)
+    relative = np.minimum(Rs, R1s) < babs
+    bias = np.where(relative, R * np.where(Rs <= R1s, eta_hat, 1.0 - eta_hat), babs)
+    rel = R * np.minimum(eta0, 1.0 - eta0)  # NaN where R is
+    bias0 = np.fmin(babs, rel)
+    bias0 += noise0
+    inside = bias0 < 1.0
+    bhat = np.where(
+        relative, np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat)), babs
+    )
     arrays = {
-        "f": 1.0 + np.where(k > 0, R, 0.0),
+        "f": 1.0 + np.where(relative, R, 0.0),
         "R": R,
         "inside": inside,
         "active": inside & (rel < babs),
     }
-    rb = r + bias
-    totals = np.array(
-        [
-            n,
-            r.sum(),
-            np.dot(r, r),
-            bias.sum(),
-            np.dot(rb, rb),
-            np.minimum(1.0, babs + 0.5 * np.sqrt(W2)).sum(),
-            np.dot(bhat, bhat),
-            np.count_nonzero(k > 0),
-            np.minimum(1.0, bias0 + noise0).sum(),
-        ],
-        dtype=np.float64,
-    )
-    return arrays, totals
+    summands = np.empty((_SUMMANDS, n))
+    r = np.abs(s - eta_hat, out=summands[1])
+    summands[0] = 1.0
+    np.multiply(r, r, out=summands[2])
+    summands[3] = bias
+    bias += r
+    np.multiply(bias, bias, out=summands[4])
+    np.minimum(1.0, babs + 0.5 * root_W2, out=summands[5])
+    np.multiply(bhat, bhat, out=summands[6])
+    summands[7] = relative
+    np.minimum(1.0, bias0, out=summands[8])
+    return arrays, summands
 
 
 def _means(totals):
@@ -209,13 +223,13 @@ def _means(totals):
 
 
 def _dense_rows(W, s_train, y_train, s_val, pilot):
-    """Per row of explicit weights ``W``: ``m1``, ``M2``, ``W2``, ``d``, ``eta_hat``,
-    the pilot's smoother and its noise (the inputs of :func:`_rows`)."""
+    """Per row of explicit weights ``W``: ``m1``, ``M2``, ``sqrt(W2)``, ``d``,
+    ``eta_hat``, the pilot's smoother and its noise (the inputs of :func:`_rows`)."""
     diff = s_train[None, :] - s_val[:, None]
     return (
         np.einsum("vi,vi->v", W, diff),
         np.einsum("vi,vi->v", W, diff * diff),
-        np.einsum("vi,vi->v", W, W),
+        np.sqrt(np.einsum("vi,vi->v", W, W)),
         np.where(W > 0, np.abs(diff), 0.0).max(axis=1, initial=0.0),
         W @ y_train,
         W @ pilot,
@@ -268,8 +282,8 @@ def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback
         fallback = np.zeros(n, dtype=bool)
     values = _dense_rows(W, s_train, y_train, s_val, pilot)
     eta0, noise0 = values[5], values[6]
-    rows, totals = _rows(s_val, *values, b1, b2, h, fallback)
-    means, psi_nb = _means(totals)
+    rows, summands = _rows(s_val, *values, b1, b2, h, fallback)
+    means, psi_nb = _means(summands.sum(axis=1))
     sums = _dense_sums(W, rows, pilot, eta0, noise0, n)
     return _statistics(means, psi_nb, *sums, pilot, y_train, fallback.sum())
 
