@@ -132,45 +132,46 @@ def _psi(x):
     return out
 
 
-def relative_factor(s, m1, M2, d, h, fallback, edges=None):
+def relative_factor(s, m1, M2, d, h, fallback=None, edges=None):
     r"""SPEC 13's :math:`R_v` (h-mode) at queries ``s`` in [0, 1]; NaN where
-    undefined (:math:`\rho_v \ge 1/2`, or a fallback query). ``edges``:
-    ``tanh(s / h)`` and ``tanh((1 - s) / h)`` when already computed."""
-    A = lambda x: np.tanh(np.clip(x, 0.0, 1.0) / h) / h  # noqa: E731
-    B = lambda x: np.tanh((1.0 - np.clip(x, 0.0, 1.0)) / h) / h  # noqa: E731
+    undefined (:math:`\rho_v \ge 1/2`, or where ``fallback``, a fallback query).
+    ``edges``: ``tanh(s / h)`` and ``tanh((1 - s) / h)`` when already computed."""
     low, high = edges if edges is not None else (np.tanh(s / h), np.tanh((1 - s) / h))
-    kappa1 = low / h + high / h  # A(s) + B(s)
-    a, b = A(s + d), B(s - d)
+    kappa1 = low / h + high / h  # A(s) + B(s), A(x) = tanh(clip(x, 0, 1) / h) / h
+    # A(s + d) and B(s - d): with s in [0, 1] and d >= 0, clip(s + d, 0, 1) =
+    # min(s + d, 1) and clip(s - d, 0, 1) = max(s - d, 0).
+    a = np.tanh(np.minimum(s + d, 1.0) / h) / h
+    b = np.tanh((1.0 - np.maximum(s - d, 0.0)) / h) / h
     k_bar = a + b
     kappa_bar = 2.0 * (np.maximum(a, b) + 0.5 * np.minimum(a, b)) ** 2
     rho = kappa1 * np.abs(m1) + kappa_bar * _psi(k_bar * d) * M2
     with np.errstate(divide="ignore", invalid="ignore"):
         R = rho / (1.0 - rho)
-    R[~((rho < 0.5) & ~fallback)] = np.nan
+    undefined = ~(rho < 0.5)
+    if fallback is not None:
+        undefined |= fallback
+    R[undefined] = np.nan
     return R
 
 
-# The sums over the points that :func:`_means` reads, in the order of
-# :func:`_rows`'s ``summands``.
-_SUMMANDS = 9
+# How many sums :func:`_rows` returns (in the order :func:`_means` reads them).
+_N_TOTALS = 9
 
 
-def _rows(s, m1, M2, root_W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
+def _rows(s, m1, M2, root_W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback=None):
     """Per evaluated validation point ``s`` (with its ``m1``, ``M2``, ``sqrt(W2)``,
     ``d``, ``eta_hat``, and the pilot's smoother ``eta0`` and noise ``noise0``
-    there): the arrays the per-training-point sums need (``f``, ``R``, ``inside``,
-    ``active``), and per point the ``summands`` (``(9, n)``) whose sums
-    :func:`_means` reads."""
+    there; ``fallback``: which are fallback queries, None for none): the arrays the
+    per-training-point sums need (``f``, ``R``, ``inside``, ``active``), and the
+    sums over the points that :func:`_means` reads."""
     n = s.shape[0]
-    abs_m1 = np.abs(m1)
-    b1_v = float(b1)
-    R = np.full(n, np.nan)
+    b1_v, R = float(b1), np.full(n, np.nan)
     if h is not None:
         edges = np.tanh(s / h), np.tanh((1 - s) / h)
         b1_v = np.minimum(b1, (edges[0] + edges[1]) / h / 4)
-        if not np.all(fallback):
+        if fallback is None or not fallback.all():
             R = relative_factor(s, m1, M2, d, h, fallback, edges)
-    babs = np.minimum(1.0, b1_v * abs_m1 + 0.5 * b2 * M2)
+    babs = np.minimum(1.0, b1_v * np.abs(m1) + 0.5 * b2 * M2)
     # The branch k = argmin(babs, R s, R (1 - s)), first on ties, NaN as inf: R is
     # NaN or finite, so k > 0 iff min(R s, R (1 - s)) < babs, then k = 1 iff
     # R s <= R (1 - s).
@@ -190,18 +191,23 @@ def _rows(s, m1, M2, root_W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
         "inside": inside,
         "active": inside & (rel < babs),
     }
-    summands = np.empty((_SUMMANDS, n))
-    r = np.abs(s - eta_hat, out=summands[1])
-    summands[0] = 1.0
-    np.multiply(r, r, out=summands[2])
-    summands[3] = bias
-    bias += r
-    np.multiply(bias, bias, out=summands[4])
-    np.minimum(1.0, babs + 0.5 * root_W2, out=summands[5])
-    np.multiply(bhat, bhat, out=summands[6])
-    summands[7] = relative
-    np.minimum(1.0, bias0, out=summands[8])
-    return arrays, summands
+    r = np.abs(s - eta_hat)
+    rb = r + bias
+    totals = np.array(
+        [
+            n,
+            r.sum(),
+            np.dot(r, r),
+            bias.sum(),
+            np.dot(rb, rb),
+            np.minimum(1.0, babs + 0.5 * root_W2).sum(),
+            np.dot(bhat, bhat),
+            np.count_nonzero(relative),
+            np.minimum(1.0, bias0).sum(),
+        ],
+        dtype=np.float64,
+    )
+    return arrays, totals
 
 
 def _means(totals):
@@ -282,8 +288,8 @@ def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback
         fallback = np.zeros(n, dtype=bool)
     values = _dense_rows(W, s_train, y_train, s_val, pilot)
     eta0, noise0 = values[5], values[6]
-    rows, summands = _rows(s_val, *values, b1, b2, h, fallback)
-    means, psi_nb = _means(summands.sum(axis=1))
+    rows, totals = _rows(s_val, *values, b1, b2, h, fallback)
+    means, psi_nb = _means(totals)
     sums = _dense_sums(W, rows, pilot, eta0, noise0, n)
     return _statistics(means, psi_nb, *sums, pilot, y_train, fallback.sum())
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._cells import _BLOCK, bin_of, cell_offsets, occupied_neighbours
-from ._adaptive import _SUMMANDS, AdaptiveStatistics, Majorant, _means, _rows
+from ._adaptive import _N_TOTALS, AdaptiveStatistics, Majorant, _means, _rows
 from ._kernel import _conv, bin_centres, kernel
 
 
@@ -132,16 +132,23 @@ def row_sums(context, s):
     fallback = s[~kept]
     if fallback.size:
         s, q = s[kept], q[kept]
-    # What each point reads of its cell, gathered for all points at once (one table
-    # at a time, which stays in cache); the arithmetic in blocks that stay in cache.
-    at = {name: table.take(q) for name, table in context.cells().items()}
-    m1 = np.subtract(at["m1"], cell_offsets(s, q, G), out=at["m1"])
     n = s.shape[0]
-    totals = np.zeros(_SUMMANDS)
-    f, inside, active = np.empty(n), np.empty(n, dtype=bool), np.empty(n)
+    cells = context.cells()
+    # Per point, what it reads of its cell, gathered one table at a time for all
+    # points (the table stays in cache), and what the per-cell sums add up; the
+    # arithmetic in blocks that stay in cache. One allocation: numpy backs arrays
+    # of 4 MB and more by huge pages, where a dozen arrays of a few MB each would
+    # fault in 4 KB pages.
+    buffer = np.empty((len(cells) + 5, n))
+    at = dict(zip(cells, buffer))
+    for name, table in cells.items():
+        table.take(q, out=at[name])
+    offsets, f, f2, inside, active = buffer[len(cells) :]
+    m1 = np.subtract(at["m1"], cell_offsets(s, q, G, out=offsets), out=at["m1"])
+    totals = np.zeros(_N_TOTALS)
     for a in range(0, n, _BLOCK):
         b = slice(a, a + _BLOCK)
-        rows, summands = _rows(
+        rows, block_totals = _rows(
             s[b],
             m1[b],
             at["var"][b] + m1[b] * m1[b],
@@ -153,13 +160,13 @@ def row_sums(context, s):
             context.b1,
             context.b2,
             context.h,
-            np.zeros(min(_BLOCK, n - a), dtype=bool),
         )
-        totals += summands.sum(axis=1)
+        totals += block_totals
         f[b], inside[b] = rows["f"], rows["inside"]
+        np.multiply(f[b], f[b], out=f2[b])
         np.copyto(active[b], np.where(rows["active"], rows["R"], 0.0))
     per_cell = np.empty((5, G))
-    for j, w in enumerate((None, f, f * f, inside, active)):
+    for j, w in enumerate((None, f, f2, inside, active)):
         per_cell[j] = np.bincount(q, weights=w, minlength=G)
     per_cell[4] *= np.sign(0.5 - context.eta0)
     return AdaptiveSums(totals, per_cell, fallback)
@@ -178,7 +185,7 @@ def _fallback(context, nearest, fb, n):
     C = sum(c for _, _, c, _ in used)
     pilots = [pilot[bin_of(v, G)] for _, v, _, _ in used]
     noise = np.sqrt(sum(c * x * (1 - x) for (_, _, c, _), x in zip(used, pilots))) / C
-    rows, summands = _rows(
+    rows, totals = _rows(
         fb,
         sum(c * (v - fb) for _, v, c, _ in used) / C,
         sum(c * (v - fb) ** 2 for _, v, c, _ in used) / C,
@@ -221,7 +228,7 @@ def _fallback(context, nearest, fb, n):
         np.concatenate([part[1] for part in parts])[first],
         np.concatenate([part[2] for part in parts])[first],
     )
-    return summands.sum(axis=1), blocks, extra
+    return totals, blocks, extra
 
 
 def finish(context, sums, nearest=None):
