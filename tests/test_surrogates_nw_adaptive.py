@@ -630,3 +630,35 @@ def test_psi_overflows_to_inf_without_a_warning():
             0.5 * one, 0.0 * one, 1e-6 * one, 0.01 * one, 2.0**-41, one < 0
         )
         assert np.isnan(R).all()
+
+
+def test_row_sums_in_blocks_equal_row_sums_of_small_chunks():
+    # row_sums runs its per-point arithmetic in blocks of _BLOCK points: on a chunk
+    # of several blocks it equals the sum of row_sums over chunks of one block each.
+    from skcalbound._surrogates._cells import _BLOCK, bin_of, cell_sums
+    from skcalbound._surrogates.nw._smoother import HPTables
+
+    rng = np.random.default_rng(8)
+    s = rng.beta(0.5, 20, 40000)
+    y = (rng.random(s.shape[0]) < np.minimum(1.0, 1.2 * s)).astype(float)
+    st, sv = s[:20000], s[20000:]
+    G = 1024
+    sums = cell_sums(s, y, (np.arange(s.shape[0]) >= 20000).astype(np.intp), 2, G)
+    train, val = sums.group(0), sums.group(1)
+    tables = HPTables.from_stats(train, 2.0**-9, 1.0)
+    assert sv.shape[0] > 2 * _BLOCK and (tables.A0[bin_of(sv, G)] <= 0).any()
+    lo, hi = np.full(G, np.inf), np.full(G, -np.inf)
+    np.minimum.at(lo, bin_of(st, G), st)
+    np.maximum.at(hi, bin_of(st, G), st)
+    pilot = default_pilot(val, G, tables.bandwidth, 1.0)
+    context = FoldContext.of(tables, train, lo, hi, pilot, B1, B2, H)
+    whole = row_sums(context, sv)
+    parts = [row_sums(context, sv[a : a + 1000]) for a in range(0, sv.shape[0], 1000)]
+    merged = parts[0]
+    for part in parts[1:]:
+        merged = merged + part
+    assert whole.totals[0] == merged.totals[0] > 2 * _BLOCK
+    assert_allclose(whole.totals, merged.totals, rtol=1e-12)
+    assert_allclose(whole.per_cell, merged.per_cell, rtol=1e-12, atol=1e-15)
+    assert np.array_equal(whole.fallback, merged.fallback)
+    assert whole.totals[7] > 0  # relative branch taken

@@ -125,54 +125,74 @@ def _psi(x):
     """``(e**x - 1 - x) / x**2``, 1/2 at 0; inf where ``e**x`` overflows (tiny
     ``h``: then no relative branch)."""
     x = np.asarray(x, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = (np.expm1(x) - x) / (x * x)
     small = np.abs(x) < 1e-4
-    safe = np.where(small, 1.0, x)
-    with np.errstate(over="ignore"):
-        top = np.expm1(safe) - safe
-    return np.where(small, 0.5 + x / 6.0, top) / np.where(small, 1.0, safe * safe)
+    if small.any():
+        np.copyto(out, 0.5 + x / 6.0, where=small)
+    return out
 
 
-def relative_factor(s, m1, M2, d, h, fallback):
-    r"""SPEC 13's :math:`R_v` (h-mode) at queries ``s``; NaN where undefined
-    (:math:`\rho_v \ge 1/2`, or a fallback query)."""
-    A = lambda x: np.tanh(np.clip(x, 0.0, 1.0) / h) / h  # noqa: E731
-    B = lambda x: np.tanh((1.0 - np.clip(x, 0.0, 1.0)) / h) / h  # noqa: E731
-    kappa1 = A(s) + B(s)
-    a, b = A(s + d), B(s - d)
+def relative_factor(s, m1, M2, d, h, fallback=None, edges=None):
+    r"""SPEC 13's :math:`R_v` (h-mode) at queries ``s`` in [0, 1]; NaN where
+    undefined (:math:`\rho_v \ge 1/2`, or where ``fallback``, a fallback query).
+    ``edges``: ``tanh(s / h)`` and ``tanh((1 - s) / h)`` when already computed."""
+    low, high = edges if edges is not None else (np.tanh(s / h), np.tanh((1 - s) / h))
+    kappa1 = low / h + high / h  # A(s) + B(s), A(x) = tanh(clip(x, 0, 1) / h) / h
+    # A(s + d) and B(s - d): with s in [0, 1] and d >= 0, clip(s + d, 0, 1) =
+    # min(s + d, 1) and clip(s - d, 0, 1) = max(s - d, 0).
+    a = np.tanh(np.minimum(s + d, 1.0) / h) / h
+    b = np.tanh((1.0 - np.maximum(s - d, 0.0)) / h) / h
     k_bar = a + b
     kappa_bar = 2.0 * (np.maximum(a, b) + 0.5 * np.minimum(a, b)) ** 2
     rho = kappa1 * np.abs(m1) + kappa_bar * _psi(k_bar * d) * M2
-    ok = (rho < 0.5) & ~fallback
-    return np.where(ok, rho / np.where(ok, 1.0 - rho, 1.0), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = rho / (1.0 - rho)
+    undefined = ~(rho < 0.5)
+    if fallback is not None:
+        undefined |= fallback
+    R[undefined] = np.nan
+    return R
 
 
-def _rows(s, m1, M2, W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
-    """Per evaluated validation point ``s`` (with its ``m1``, ``M2``, ``W2``, ``d``,
-    ``eta_hat``, and the pilot's smoother ``eta0`` and noise ``noise0`` there): the
-    arrays the per-training-point sums need (``f``, ``R``, ``inside``, ``active``),
-    and the sums over the points that :func:`_means` reads."""
+# How many sums :func:`_rows` returns (in the order :func:`_means` reads them).
+_N_TOTALS = 9
+
+
+def _rows(s, m1, M2, root_W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback=None):
+    """Per evaluated validation point ``s`` (with its ``m1``, ``M2``, ``sqrt(W2)``,
+    ``d``, ``eta_hat``, and the pilot's smoother ``eta0`` and noise ``noise0``
+    there; ``fallback``: which are fallback queries, None for none): the arrays the
+    per-training-point sums need (``f``, ``R``, ``inside``, ``active``), and the
+    sums over the points that :func:`_means` reads."""
     n = s.shape[0]
-    r = np.abs(s - eta_hat)
-    b1_v = np.full(n, float(b1))
-    R = np.full(n, np.nan)
+    b1_v, R = float(b1), np.full(n, np.nan)
     if h is not None:
-        b1_v = np.minimum(b1, (np.tanh(s / h) + np.tanh((1 - s) / h)) / h / 4)
-        R = relative_factor(s, m1, M2, d, h, fallback)
+        edges = np.tanh(s / h), np.tanh((1 - s) / h)
+        b1_v = np.minimum(b1, (edges[0] + edges[1]) / h / 4)
+        if fallback is None or not fallback.all():
+            R = relative_factor(s, m1, M2, d, h, fallback, edges)
     babs = np.minimum(1.0, b1_v * np.abs(m1) + 0.5 * b2 * M2)
-    choices = np.stack([babs, R * s, R * (1.0 - s)])
-    k = np.argmin(np.where(np.isnan(choices), np.inf, choices), axis=0)
-    bias = np.where(k == 0, babs, np.where(k == 1, R * eta_hat, R * (1.0 - eta_hat)))
-    rel = np.where(np.isnan(R), np.inf, R * np.minimum(eta0, 1.0 - eta0))
-    bias0 = np.minimum(babs, rel)
-    inside = bias0 + noise0 < 1.0
-    bhat = np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat))
-    bhat = np.where(k == 0, babs, bhat)
+    # The branch k = argmin(babs, R s, R (1 - s)), first on ties, NaN as inf: R is
+    # NaN or finite, so k > 0 iff min(R s, R (1 - s)) < babs, then k = 1 iff
+    # R s <= R (1 - s).
+    Rs, R1s = R * s, R * (1.0 - s)
+    relative = np.minimum(Rs, R1s) < babs
+    bias = np.where(relative, R * np.where(Rs <= R1s, eta_hat, 1.0 - eta_hat), babs)
+    rel = R * np.minimum(eta0, 1.0 - eta0)  # NaN where R is
+    bias0 = np.fmin(babs, rel)
+    bias0 += noise0
+    inside = bias0 < 1.0
+    bhat = np.where(
+        relative, np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat)), babs
+    )
     arrays = {
-        "f": 1.0 + np.where(k > 0, R, 0.0),
+        "f": 1.0 + np.where(relative, R, 0.0),
         "R": R,
         "inside": inside,
         "active": inside & (rel < babs),
     }
+    r = np.abs(s - eta_hat)
     rb = r + bias
     totals = np.array(
         [
@@ -181,10 +201,10 @@ def _rows(s, m1, M2, W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback):
             np.dot(r, r),
             bias.sum(),
             np.dot(rb, rb),
-            np.minimum(1.0, babs + 0.5 * np.sqrt(W2)).sum(),
+            np.minimum(1.0, babs + 0.5 * root_W2).sum(),
             np.dot(bhat, bhat),
-            np.count_nonzero(k > 0),
-            np.minimum(1.0, bias0 + noise0).sum(),
+            np.count_nonzero(relative),
+            np.minimum(1.0, bias0).sum(),
         ],
         dtype=np.float64,
     )
@@ -210,13 +230,13 @@ def _means(totals):
 
 
 def _dense_rows(W, s_train, y_train, s_val, pilot):
-    """Per row of explicit weights ``W``: ``m1``, ``M2``, ``W2``, ``d``, ``eta_hat``,
-    the pilot's smoother and its noise (the inputs of :func:`_rows`)."""
+    """Per row of explicit weights ``W``: ``m1``, ``M2``, ``sqrt(W2)``, ``d``,
+    ``eta_hat``, the pilot's smoother and its noise (the inputs of :func:`_rows`)."""
     diff = s_train[None, :] - s_val[:, None]
     return (
         np.einsum("vi,vi->v", W, diff),
         np.einsum("vi,vi->v", W, diff * diff),
-        np.einsum("vi,vi->v", W, W),
+        np.sqrt(np.einsum("vi,vi->v", W, W)),
         np.where(W > 0, np.abs(diff), 0.0).max(axis=1, initial=0.0),
         W @ y_train,
         W @ pilot,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._cells import bin_of, occupied_neighbours
-from ._adaptive import AdaptiveStatistics, Majorant, _means, _rows
+from .._cells import _BLOCK, bin_of, cell_offsets, occupied_neighbours
+from ._adaptive import _N_TOTALS, AdaptiveStatistics, Majorant, _means, _rows
 from ._kernel import _conv, bin_centres, kernel
 
 
@@ -67,6 +67,24 @@ class FoldContext:
     b2: float
     h: float = None
 
+    def cells(self):
+        """Per cell, what :func:`row_sums` reads of it: of the tables ``m1``, ``var``,
+        ``sqrt(W2)`` and ``eta``, of the pilot ``eta0`` and ``noise0``, and ``low``,
+        ``high``."""
+        t = self.tables
+        with np.errstate(invalid="ignore"):
+            root = np.sqrt(t.W2)
+        return {
+            "m1": t.m1,
+            "var": t.var,
+            "root_W2": root,
+            "eta": t.eta,
+            "eta0": self.eta0,
+            "noise0": self.noise0,
+            "low": self.low,
+            "high": self.high,
+        }
+
     @classmethod
     def of(cls, tables, train, lo, hi, pilot, b1, b2, h=None):
         """From the tables, the training sums, the smallest and largest training
@@ -106,37 +124,51 @@ class AdaptiveSums:
 
 
 def row_sums(context, s):
-    """Pass 2 on one chunk of evaluated validation scores ``s``."""
+    """Pass 2 on one chunk of evaluated validation scores ``s`` of one fold."""
     t = context.tables
     G = t.n_bins
     q = bin_of(s, G)
     kept = t.A0[q] > 0.0
     fallback = s[~kept]
-    s, q = s[kept], q[kept]
-    m1 = t.m1[q] - (s - bin_centres(G)[q])
-    d = np.maximum(s - context.low[q], context.high[q] - s)
-    rows, totals = _rows(
-        s,
-        m1,
-        t.var[q] + m1 * m1,
-        t.W2[q],
-        d,
-        t.eta[q],
-        context.eta0[q],
-        context.noise0[q],
-        context.b1,
-        context.b2,
-        context.h,
-        np.zeros(s.shape[0], dtype=bool),
-    )
-    f = rows["f"]
-    signed = np.sign(0.5 - context.eta0[q]) * np.where(rows["active"], rows["R"], 0.0)
-    per_cell = np.stack(
-        [
-            np.bincount(q, weights=w, minlength=G)
-            for w in (None, f, f * f, rows["inside"].astype(np.float64), signed)
-        ]
-    )
+    if fallback.size:
+        s, q = s[kept], q[kept]
+    n = s.shape[0]
+    cells = context.cells()
+    # Per point, what it reads of its cell, gathered one table at a time for all
+    # points (the table stays in cache), and what the per-cell sums add up; the
+    # arithmetic in blocks that stay in cache. One allocation: numpy backs arrays
+    # of 4 MB and more by huge pages, where a dozen arrays of a few MB each would
+    # fault in 4 KB pages.
+    buffer = np.empty((len(cells) + 5, n))
+    at = dict(zip(cells, buffer))
+    for name, table in cells.items():
+        table.take(q, out=at[name])
+    offsets, f, f2, inside, active = buffer[len(cells) :]
+    m1 = np.subtract(at["m1"], cell_offsets(s, q, G, out=offsets), out=at["m1"])
+    totals = np.zeros(_N_TOTALS)
+    for a in range(0, n, _BLOCK):
+        b = slice(a, a + _BLOCK)
+        rows, block_totals = _rows(
+            s[b],
+            m1[b],
+            at["var"][b] + m1[b] * m1[b],
+            at["root_W2"][b],
+            np.maximum(s[b] - at["low"][b], at["high"][b] - s[b]),
+            at["eta"][b],
+            at["eta0"][b],
+            at["noise0"][b],
+            context.b1,
+            context.b2,
+            context.h,
+        )
+        totals += block_totals
+        f[b], inside[b] = rows["f"], rows["inside"]
+        np.multiply(f[b], f[b], out=f2[b])
+        np.copyto(active[b], np.where(rows["active"], rows["R"], 0.0))
+    per_cell = np.empty((5, G))
+    for j, w in enumerate((None, f, f2, inside, active)):
+        per_cell[j] = np.bincount(q, weights=w, minlength=G)
+    per_cell[4] *= np.sign(0.5 - context.eta0)
     return AdaptiveSums(totals, per_cell, fallback)
 
 
@@ -157,7 +189,7 @@ def _fallback(context, nearest, fb, n):
         fb,
         sum(c * (v - fb) for _, v, c, _ in used) / C,
         sum(c * (v - fb) ** 2 for _, v, c, _ in used) / C,
-        1.0 / C,
+        np.sqrt(1.0 / C),
         d,
         sum(np.where(use, p, 0.0) for use, _, _, p in used) / C,
         sum(c * x for (_, _, c, _), x in zip(used, pilots)) / C,

@@ -28,8 +28,11 @@ from ._smoother import smoother_at
 from ._sums import (
     Plan,
     cell_residual_sums,
+    evaluated_split,
     evaluation_sums,
     finish_split,
+    merge_extremes,
+    needed_extremes,
     training_extremes,
 )
 
@@ -68,15 +71,16 @@ class TrainingCells:
 
 @dataclass
 class AdaptivePass:
-    """Pass 2's mergeable result with ``noise="adaptive"``: section 10's sums (for
-    the smoothers' fallback extremes) and per split its ``AdaptiveSums``."""
+    """Pass 2's mergeable result with ``noise="adaptive"``: the training extremes
+    next to fallback regions (for the smoothers' fallback, as section 10's
+    ``EvaluationSums.extremes``) and per split its ``AdaptiveSums``."""
 
-    evaluation: object
+    extremes: dict
     folds: tuple
 
     def __add__(self, other):
         return AdaptivePass(
-            self.evaluation + other.evaluation,
+            merge_extremes(self.extremes, other.extremes),
             tuple(a + b for a, b in zip(self.folds, other.folds)),
         )
 
@@ -337,32 +341,32 @@ class NWGrid:
         )
 
     def second_pass(self, plan, scores, labels, groups, keys):
-        second = evaluation_sums(plan.evaluation, scores, labels, groups, keys)
-        if plan.contexts is None:
-            return second
         evaluation = plan.evaluation
-        split = evaluation.split_of_group[np.maximum(groups, 0)]
-        split[groups < 0] = -1
-        folds = []
-        for k, context in enumerate(plan.contexts):
-            rows = split == k
-            if evaluation.thresholds is not None:
-                rows &= keys <= evaluation.thresholds[k]
-            folds.append(row_sums(context, scores[rows]))
-        return AdaptivePass(second, tuple(folds))
+        if plan.contexts is None:
+            return evaluation_sums(evaluation, scores, labels, groups, keys)
+        # SPEC 13 reads of section 10's pass 2 only the fallback's extremes.
+        extremes = needed_extremes(
+            evaluation, scores, labels, groups, evaluation.empty().extremes
+        )
+        split = evaluated_split(evaluation, groups, keys)
+        folds = tuple(
+            row_sums(context, scores.take(np.flatnonzero(split == k)))
+            for k, context in enumerate(plan.contexts)
+        )
+        return AdaptivePass(extremes, folds)
 
     def finish(self, plan, sums, second, design):
         evaluation = plan.evaluation
+        smoothers = evaluation.smoothers
         folds = None
         if plan.contexts is not None:
             if second is None:
-                folds = tuple(row_sums(c, np.empty(0)) for c in plan.contexts)
-            else:
-                second, folds = second.evaluation, second.folds
-        if second is None:
+                empty = tuple(row_sums(c, np.empty(0)) for c in plan.contexts)
+                second = AdaptivePass(evaluation.empty().extremes, empty)
+            folds = second.folds
+        elif second is None:
             second = evaluation.empty()
-        smoothers = evaluation.smoothers
-        if evaluation.cell_residuals:
+        if folds is None and evaluation.cell_residuals:
             for k, (smoother, (validation, _)) in enumerate(
                 zip(smoothers, design.splits)
             ):
@@ -380,9 +384,8 @@ class NWGrid:
             if folds is None:
                 statistics.append(finish_split(evaluation, k, second, smoother))
             else:
-                statistics.append(
-                    adaptive_finish(plan.contexts[k], folds[k], smoother.nearest)
-                )
+                context = plan.contexts[k]
+                statistics.append(adaptive_finish(context, folds[k], smoother.nearest))
         everyone = tuple(range(design.n_groups))
         refit = replace(
             plan.refit,

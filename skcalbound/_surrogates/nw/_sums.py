@@ -193,21 +193,27 @@ class Plan:
         )
 
 
+def needed_extremes(plan, scores, labels, groups, out):
+    """The extremes per (group, needed cell) of one chunk (``out``: those of no
+    row, :meth:`Plan.empty`'s)."""
+    if not plan.needed.shape[0]:
+        return out
+    fine = bin_of(scores, plan.fine_bins)
+    lookup = np.full(plan.fine_bins, -1, dtype=np.intp)
+    lookup[plan.needed] = np.arange(plan.needed.shape[0])
+    slot = lookup[fine]
+    at = np.flatnonzero((slot >= 0) & (groups >= 0))
+    if not at.size:
+        return out
+    key = groups[at].astype(np.intp) * plan.needed.shape[0] + slot[at]
+    return _extremes(scores[at], labels[at], key, out["hi"].size)
+
+
 def evaluation_sums(plan, scores, labels, groups, keys=None):
     """Pass 2 on one chunk. ``keys`` (uint64 per row) select the evaluated subsample
     when ``plan.thresholds`` is set."""
     out = plan.empty()
-    if plan.needed.shape[0]:
-        fine = bin_of(scores, plan.fine_bins)
-        lookup = np.full(plan.fine_bins, -1, dtype=np.intp)
-        lookup[plan.needed] = np.arange(plan.needed.shape[0])
-        slot = lookup[fine]
-        at = np.flatnonzero((slot >= 0) & (groups >= 0))
-        if at.size:
-            key = groups[at].astype(np.intp) * plan.needed.shape[0] + slot[at]
-            out.extremes = _extremes(
-                scores[at], labels[at], key, out.extremes["hi"].size
-            )
+    out.extremes = needed_extremes(plan, scores, labels, groups, out.extremes)
     if plan.n_splits == 0:
         return out
     # The per-row arithmetic in blocks that stay in cache.
@@ -269,26 +275,38 @@ def _shifted_sums(r, split, shift, k):
     return out
 
 
+def evaluated_split(plan, groups, keys):
+    """Per row, the split it is evaluated in (-1: none)."""
+    if plan.identity_splits:
+        split = np.asarray(groups, dtype=np.intp)
+    else:
+        split = plan.split_of_group[np.maximum(groups, 0)]
+        split[groups < 0] = -1
+    if plan.thresholds is not None:
+        evaluated = keys <= plan.thresholds[np.maximum(split, 0)]
+        split = np.where(evaluated, split, -1)
+    return split
+
+
+def evaluated_rows(plan, s, groups, keys):
+    """The evaluated rows of a block, ``(scores, split)``, or None if there is none."""
+    sp = evaluated_split(plan, groups, keys)
+    if not plan.identity_splits or plan.thresholds is not None:
+        rows = np.flatnonzero(sp >= 0)
+        if not rows.size:
+            return None
+        s, sp = s[rows], sp[rows]
+    return s, sp
+
+
 def _evaluate_block(plan, s, groups, keys):
     """``(sums of r - shift and its square per split, sum of min(g, 1), table cells of
     the kernel queries, fallback)`` of a block."""
     k = plan.n_splits
-    if plan.identity_splits:
-        sp = np.asarray(groups, dtype=np.intp)
-    else:
-        sp = plan.split_of_group[np.maximum(groups, 0)]
-        sp[groups < 0] = -1
-    evaluated = None
-    if not plan.identity_splits:
-        evaluated = sp >= 0
-    if plan.thresholds is not None:
-        inside = keys <= plan.thresholds[np.maximum(sp, 0)]
-        evaluated = inside if evaluated is None else evaluated & inside
-    if evaluated is not None:
-        rows = np.flatnonzero(evaluated)
-        if not rows.size:
-            return None
-        s, sp = s[rows], sp[rows]
+    rows = evaluated_rows(plan, s, groups, keys)
+    if rows is None:
+        return None
+    s, sp = rows
     if plan.same_grid:  # every split's table has G cells: no per-row gathers
         G = plan.eta.shape[0] // k
         idx = bin_of(s, G)
