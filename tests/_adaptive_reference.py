@@ -210,6 +210,7 @@ def adaptive_fold(
     kernel=tempered_epanechnikov,
     cell_of=None,
     cell_centre=None,
+    bias=None,
 ):
     """Every quantity of SPEC 13 for one fold, by plain loops.
 
@@ -229,6 +230,10 @@ def adaptive_fold(
         gets no relative branch.
     pilot : m values in [1e-4, 1 - 1e-4], or None for :func:`default_pilot` with
         ``bandwidth``, ``kernel``, ``cell_of`` and ``cell_centre``.
+    bias : callable ``bias(s, points, fallback) -> (Babs, R)`` or None (Lemma 6 and
+        Corollary 4 as above): replaces ``Babs`` and ``R`` (None where undefined) for a
+        smoother with another bias bound (``points``: the ``(s_i, w_i)`` with
+        ``w_i > 0``; Lipschitz buckets, SPEC 5); the other entries stay as computed.
 
     Returns
     -------
@@ -312,6 +317,8 @@ def adaptive_fold(
             if rho < 0.5 and not fb:
                 R = rho / (1.0 - rho)
         Babs = min(1.0, b1_v * abs(m1) + 0.5 * b2 * M2)
+        if bias is not None:
+            Babs, R = bias(s, [(ts[i], wi) for i, wi in sup], fb)
         candidates = [Babs] if R is None else [Babs, R * s, R * (1.0 - s)]
         k = min(range(len(candidates)), key=lambda j: candidates[j])  # first on ties
         if k == 0:
