@@ -161,7 +161,8 @@ def main(argv=None):
             "next to the usual"
         )
         print(
-            "heuristics; the NW upper bound's terms (indented) add up to it:\n"
+            "heuristics; the NW upper bound's terms (indented) add up to it, or to more"
+            "\n(each fold keeps the smaller of two routes; these are the first's):\n"
         )
         print(table.to_string())
     print(
