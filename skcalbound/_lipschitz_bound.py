@@ -9,19 +9,27 @@ import pandas as pd
 from ._assumptions import check_perturbation_h, check_smoothness_constants
 from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
 from ._chunks import is_dask_collection
-from ._compat import Interval, validate_params
+from ._compat import Interval, StrOptions, validate_params
 from ._curve import DisplayCurve, curve_grid, smoothing_band_note, surrogate_style
 from ._guarantee import guarantee_of
 from ._passes import run
 from ._sech import sech_derivative_bounds
 from ._surrogates.buckets._candidates import candidate_grids
-from ._surrogates.buckets._model import BucketGrid
+from ._surrogates.buckets._model import BucketGrid, Chosen
 from ._surrogates.buckets._surrogate import BucketSurrogate
-from ._terms import high_probability_terms, nw_bound_terms
+from ._terms import adaptive_terms, high_probability_terms, nw_bound_terms
 from ._validation import check_prob_labels
 
 # The paper's candidate bucket counts (Appendix E): 2, 4, ..., 4096.
 DEFAULT_N_BUCKETS = tuple(2**k for k in range(1, 13))
+
+
+# SPEC 13's triangle route after validation_mean: columns of fold_results_.
+_TRIANGLE = ("bernstein_residual", "smoothing_bound", "smoothing_transfer")
+
+
+def _n_validation(sums):
+    return sums.n if isinstance(sums, Chosen) else sums[0].n
 
 
 def _moments(total, square, n):
@@ -38,8 +46,15 @@ class _LipschitzMethod(_BoundMethod):
     n_buckets: tuple
     n_shifts: int
     guarantee: str = "high_probability"
+    noise: str = "worst_case"
+    h: float = None
     min_train = 1
     mergeable = True
+
+    @property
+    def _adaptive(self):
+        """SPEC 13 with bucket weights (``noise="adaptive"``, high-probability)."""
+        return self.noise == "adaptive" and not self._published
 
     @property
     def _published(self):
@@ -65,6 +80,8 @@ class _LipschitzMethod(_BoundMethod):
             squares=self._published,
             c2=not self._published,
             min_train=self.min_train,
+            noise="adaptive" if self._adaptive else "worst_case",
+            h=self.h,
         )
 
     def fold_terms(self, statistics, delta):
@@ -79,6 +96,8 @@ class _LipschitzMethod(_BoundMethod):
         n_candidates``, so all hold at once.
         """
         candidates = candidate_grids(self.n_buckets, self.n_shifts)[0]
+        if isinstance(statistics, Chosen):
+            return self._adaptive_fold_terms(statistics, delta, candidates)
         delta_c = delta / len(candidates)  # union bound over the candidates
         all_terms = [self._terms(sums, delta_c) for sums in statistics]
         bounds = np.array([sum(terms.values()) for terms in all_terms])
@@ -99,10 +118,46 @@ class _LipschitzMethod(_BoundMethod):
             all_terms[best], info, float(np.max(lowers)), {"candidate_bounds": bounds}
         )
 
+    @staticmethod
+    def _adaptive_fold_terms(statistics, delta, candidates):
+        """SPEC 13 for the evaluated candidates, each at ``delta / n_candidates``
+        (the union bound over every candidate, evaluated or not): the fold's bounds
+        are those of the candidate with the smallest upper bound (its two routes'
+        tables, so that the record shows how both bounds arise)."""
+        delta_c = delta / statistics.n_candidates
+        outs = [adaptive_terms(s, delta_c) for s in statistics.statistics]
+        k = int(np.argmin([out["upper"] for out in outs]))
+        out, best = outs[k], statistics.statistics[k]
+        bounds = np.full(len(candidates), np.inf)
+        bounds[list(statistics.indices)] = [o["upper"] for o in outs]
+        B, r = candidates[statistics.indices[k]]
+        lower_terms = out["lower_terms"]
+        info = {
+            "n_buckets": int(B),
+            "shift": int(r),
+            "n_candidates": len(candidates),
+            "n_evaluated": len(outs),
+            "n_fallback": int(best.n_fallback),
+            "n_relative": int(best.n_relative),
+            "sum_c_squared": float(best.sum_c_squared),
+            "route": out["route"],
+            **{k: v for k, v in lower_terms.items() if k in _TRIANGLE},
+        }
+        return FoldTerms(
+            out["upper_terms"],
+            info,
+            lower=out["lower"],
+            extra={"candidate_bounds": bounds, "lower_terms": lower_terms},
+            upper=out["upper"],
+        )
+
     def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
         fit = run(self._grid(), source, design, check=check, check_counts=check_counts)
         splits = tuple(
-            (tuple(sums), {"n_train": int(m), "n_validation": int(sums[0].n)})
+            (
+                sums if isinstance(sums, Chosen) else tuple(sums),
+                {"n_train": int(m), "n_validation": int(_n_validation(sums))},
+            )
             for sums, m in zip(fit.sums, fit.n_train)
         )
         return Passes(splits, fit.n_positive, (fit.totals, fit.n_samples))
@@ -120,9 +175,23 @@ class _LipschitzMethod(_BoundMethod):
         """Per fold and candidate bucketing, the fold bound; the index of the
         candidate with the smallest mean over folds (what ``predict`` uses)."""
         bounds = np.stack([fold.extra["candidate_bounds"] for fold in folds])
-        return bounds, int(np.argmin(bounds.mean(axis=0)))
+        # SPEC 13 evaluates a few candidates per fold (the others are inf): the
+        # candidate evaluated in the most folds, then the smallest mean over them.
+        finite = np.isfinite(bounds)
+        missing = (~finite).sum(axis=0)
+        mean = np.where(finite, bounds, 0.0).sum(axis=0) / np.maximum(
+            finite.sum(axis=0), 1
+        )
+        return bounds, int(np.lexsort((mean, missing))[0])
 
     def held_out(self, surrogate, scores, labels=None):
+        if self._adaptive:
+            chosen = self._grid().held_out(surrogate.totals, scores, labels)
+            info = {
+                "n_train": int(surrogate.n_train),
+                "n_validation": int(scores.shape[0]),
+            }
+            return chosen, info
         published = self._published
         sums = surrogate.all_sums(scores, self.L, squares=published, c2=not published)
         info = {"n_train": int(surrogate.n_train), "n_validation": int(scores.shape[0])}
@@ -145,6 +214,7 @@ _LIPSCHITZ_PARAMETERS = {
     "h": [Interval(Real, 0, None, closed="neither"), None],
     "n_buckets": [Interval(Integral, 1, None, closed="left"), "array-like", None],
     "n_shifts": [Interval(Integral, 1, None, closed="left")],
+    "noise": [StrOptions({"worst_case", "adaptive"})],
 }
 
 
@@ -433,6 +503,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         h=None,
         n_buckets=None,
         n_shifts=4,
+        noise="adaptive",
         pos_label=None,
         confidence_level=0.95,
         guarantee="high_probability",
@@ -445,6 +516,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         self.h = h
         self.n_buckets = n_buckets
         self.n_shifts = n_shifts
+        self.noise = noise
         self.pos_label = pos_label
         self.confidence_level = confidence_level
         self.guarantee = guarantee
@@ -466,6 +538,8 @@ class LipschitzBucketBound(_BaseCalibrationBound):
             n_buckets=_bucket_counts(self.n_buckets),
             n_shifts=int(self.n_shifts),
             guarantee=self.guarantee,
+            noise=self.noise,
+            h=None if self.h is None else float(self.h),
         )
 
     def _display_curve(self, low, high, n_grid=None):

@@ -9,12 +9,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._cells import bin_of
+from . import _adaptive
 from ._candidates import Stack, candidate_grids
 from ._finish import finish_split
 from ._flags import flagged_pairs
-from ._sums import empty_sums, evaluation_sums, training_extremes
+from ._sums import _extremes, empty_sums, evaluation_sums, training_extremes
 from ._table import BucketTable, Prepared, cell_stats
 
+# The share at which the candidates' stand-in noise is ranked (a ranking only).
+_PROXY_DELTA = 1e-4
 _TRIPLE_FIELDS = ("key", "slot", "served", "eta", "alpha", "beta", "gamma")
 
 
@@ -125,6 +129,53 @@ class Plan:
 
 
 @dataclass(frozen=True)
+class ExtremesPlan:
+    """What pass 2 gathers on one grid in SPEC 13 mode: per (group, ``needed`` cell)
+    the largest and smallest score (the fallback of queries in empty buckets and the
+    refit surrogate), with each split's training statistics."""
+
+    n_cells: int
+    n_groups: int
+    needed: np.ndarray
+    trainings: tuple
+
+
+@dataclass(frozen=True)
+class Extremes:
+    """Per (group, needed cell) the largest (``hi``) and smallest (``lo``) score;
+    merged by max / min."""
+
+    hi: np.ndarray
+    lo: np.ndarray
+
+    def __add__(self, other):
+        return Extremes(np.maximum(self.hi, other.hi), np.minimum(self.lo, other.lo))
+
+    @classmethod
+    def of(cls, plan, scores, groups):
+        out = _extremes(plan, scores, bin_of(scores, plan.n_cells), groups)
+        return cls(out["hi"], out["lo"])
+
+    def as_dict(self):
+        return {"hi": self.hi, "lo": self.lo}
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """One split's SPEC 13 statistics: the indices (into the candidates) of the
+    evaluated ones, their :class:`~.._surrogates.nw._adaptive.AdaptiveStatistics`,
+    and how many candidates the union bound pays for."""
+
+    indices: tuple
+    statistics: tuple
+    n_candidates: int
+
+    @property
+    def n(self):
+        return self.statistics[0].n
+
+
+@dataclass(frozen=True)
 class BucketPlan:
     """The plan of a whole fit: one :class:`Plan` per grid, the training sizes of
     the splits and, per grid, the statistics of all rows (``None`` without refit)."""
@@ -132,6 +183,8 @@ class BucketPlan:
     grids: tuple
     n_train: tuple
     totals: tuple
+    contexts: tuple = None
+    split_of_group: np.ndarray = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +209,9 @@ class BucketGrid:
     ``squares``: compute the sums of ``min(g, 1)**2`` (Proposition 2 as published
     reads them); ``c2``: compute ``C2`` (the high-probability certificate reads it).
     ``refit``: also keep the statistics of all rows (for the refit surrogate).
+    ``noise="adaptive"``: SPEC 13's certificate with bucket weights, evaluated for
+    the ``n_chosen`` candidates of each split that :func:`~._adaptive.proxy_bounds`
+    ranks first (``h``: h-mode, the relative branch and the pointwise ``L_v``).
     """
 
     n_buckets: tuple
@@ -165,6 +221,9 @@ class BucketGrid:
     c2: bool = True
     min_train: int = 1
     refit: bool = True
+    noise: str = "worst_case"
+    h: float = None
+    n_chosen: int = 4
 
     @property
     def grids(self):
@@ -183,6 +242,8 @@ class BucketGrid:
         return sums[0].count
 
     def plan(self, sums, design, thresholds):
+        if self.noise == "adaptive":
+            return self._adaptive_plan(sums, design)
         candidates, grids = self.grids
         n_train = design.training_sizes(sums[0].count.sum(axis=1), self.min_train)
         everyone = range(design.n_groups)
@@ -213,10 +274,133 @@ class BucketGrid:
             totals.append(total)
         return BucketPlan(tuple(plans), tuple(n_train), tuple(totals))
 
+    def _adaptive_plan(self, sums, design):
+        """Per grid its :class:`ExtremesPlan`; per split the contexts of the
+        candidates that :func:`~._adaptive.proxy_bounds` ranks first."""
+        candidates, grids = self.grids
+        n_train = design.training_sizes(sums[0].count.sum(axis=1), self.min_train)
+        everyone = range(design.n_groups)
+        plans, totals = [], []
+        for (K, _), stats in zip(grids, sums):
+            trainings = [stats.merged(train) for _, train in design.splits]
+            total = stats.merged(everyone) if self.refit else None
+            needed = np.zeros(K, dtype=bool)
+            for t in [*trainings, total] if self.refit else trainings:
+                needed |= t.needed_mask()
+            plans.append(
+                ExtremesPlan(K, design.n_groups, np.flatnonzero(needed), trainings)
+            )
+            totals.append(total)
+        contexts = tuple(
+            self._choose(
+                [p.trainings[s] for p in plans],
+                [(x.count[v], x.positives[v], x.tsum[v]) for x in sums],
+            )
+            for s, (v, _) in enumerate(design.splits)
+        )
+        return BucketPlan(
+            tuple(plans),
+            tuple(n_train),
+            tuple(totals),
+            contexts=tuple(contexts),
+            split_of_group=design.split_of_group,
+        )
+
+    def _choose(self, trainings, validations):
+        """The contexts ``(index, grid, BucketContext)`` of the ``n_chosen``
+        candidates that :func:`~._adaptive.proxy_bounds` ranks first on one split
+        (``trainings`` / ``validations``: per grid, its training statistics and its
+        validation rows' count, positives and offset sum per cell)."""
+        candidates, grids = self.grids
+        ranked = np.full(len(candidates), np.inf)
+        for (_, members), training, validation in zip(grids, trainings, validations):
+            ranked[members] = _adaptive.proxy_bounds(
+                training,
+                validation,
+                [candidates[j] for j in members],
+                self.n_shifts,
+                self.L,
+                _PROXY_DELTA,
+            )
+        chosen = []
+        for j in sorted(np.argsort(ranked, kind="stable")[: self.n_chosen].tolist()):
+            g = next(k for k, (_, members) in enumerate(grids) if j in members)
+            context = _adaptive.BucketContext.of(
+                trainings[g],
+                validations[g][:2],
+                candidates[j],
+                self.n_shifts,
+                self.L,
+                self.h,
+            )
+            chosen.append((j, g, context))
+        return tuple(chosen)
+
+    def held_out(self, totals, scores, labels):
+        """:class:`Chosen` of held-out ``scores`` and ``labels`` (the pilot) against
+        the training statistics ``totals`` of every grid (with their extremes): the
+        same choice and sums as a split of the fit, in one piece."""
+        groups = np.zeros(scores.shape[0], dtype=np.intp)
+        stats = [cell_stats(scores, labels, groups, 1, K) for K, _ in self.grids[1]]
+        chosen = self._choose(
+            list(totals), [(x.count[0], x.positives[0], x.tsum[0]) for x in stats]
+        )
+        statistics = tuple(
+            _adaptive.finish(c, _adaptive.row_sums(c, scores), totals[g])
+            for _, g, c in chosen
+        )
+        indices = tuple(j for j, _, _ in chosen)
+        return Chosen(indices, statistics, len(self.grids[0]))
+
     def second_pass(self, plan, scores, labels, groups, keys):
-        return Stack(evaluation_sums(p, scores, groups) for p in plan.grids)
+        if self.noise != "adaptive":
+            return Stack(evaluation_sums(p, scores, groups) for p in plan.grids)
+        extremes = Stack(Extremes.of(p, scores, groups) for p in plan.grids)
+        split = np.where(groups >= 0, plan.split_of_group[np.maximum(groups, 0)], -1)
+        rows = Stack(
+            Stack(_adaptive.row_sums(c, scores[split == s]) for _, _, c in chosen)
+            for s, chosen in enumerate(plan.contexts)
+        )
+        return Stack((extremes, rows))
+
+    def _adaptive_finish(self, plan, sums, second, design):
+        candidates, _ = self.grids
+        if second is None:
+            none = np.empty(0, dtype=np.intp)
+            extremes = Stack(Extremes.of(p, np.empty(0), none) for p in plan.grids)
+            rows = [[_adaptive.empty_sums(c) for _, _, c in ch] for ch in plan.contexts]
+        else:
+            extremes, rows = second
+        per_split = []
+        for s, (chosen, (_, train)) in enumerate(zip(plan.contexts, design.splits)):
+            statistics = []
+            for (j, g, context), result in zip(chosen, rows[s]):
+                p = plan.grids[g]
+                training = p.trainings[s].with_extremes(
+                    training_extremes(p, extremes[g].as_dict(), train)
+                )
+                statistics.append(_adaptive.finish(context, result, training))
+            indices = tuple(j for j, _, _ in chosen)
+            per_split.append(Chosen(indices, tuple(statistics), len(candidates)))
+        totals = []
+        for p, total, ext in zip(plan.grids, plan.totals, extremes):
+            if total is not None:
+                total = total.with_extremes(
+                    training_extremes(p, ext.as_dict(), range(design.n_groups))
+                )
+            totals.append(total)
+        first = sums[0]
+        return BucketFit(
+            tuple(per_split),
+            plan.n_train,
+            tuple(totals),
+            int(round(float(first.count.sum()))),
+            int(round(float(first.positives.sum()))),
+        )
 
     def finish(self, plan, sums, second, design):
+        if self.noise == "adaptive":
+            return self._adaptive_finish(plan, sums, second, design)
         candidates, grids = self.grids
         if second is None:
             second = Stack(empty_sums(p) for p in plan.grids)

@@ -133,46 +133,59 @@ def _psi(x):
     return out
 
 
-def relative_factor(s, m1, M2, d, h, fallback=None, edges=None):
+def relative_factor(s, m1, M2, d, h, fallback=None, edges=None, k_bar=False):
     r"""SPEC 13's :math:`R_v` (h-mode) at queries ``s`` in [0, 1]; NaN where
     undefined (:math:`\rho_v \ge 1/2`, or where ``fallback``, a fallback query).
-    ``edges``: ``tanh(s / h)`` and ``tanh((1 - s) / h)`` when already computed."""
+    ``edges``: ``tanh(s / h)`` and ``tanh((1 - s) / h)`` when already computed.
+    ``k_bar``: also return :math:`\bar K_v = A(s_v + d_v) + B(s_v - d_v)`."""
     low, high = edges if edges is not None else (np.tanh(s / h), np.tanh((1 - s) / h))
     kappa1 = low / h + high / h  # A(s) + B(s), A(x) = tanh(clip(x, 0, 1) / h) / h
     # A(s + d) and B(s - d): with s in [0, 1] and d >= 0, clip(s + d, 0, 1) =
     # min(s + d, 1) and clip(s - d, 0, 1) = max(s - d, 0).
     a = np.tanh(np.minimum(s + d, 1.0) / h) / h
     b = np.tanh((1.0 - np.maximum(s - d, 0.0)) / h) / h
-    k_bar = a + b
+    window = a + b  # K-bar
     kappa_bar = 2.0 * (np.maximum(a, b) + 0.5 * np.minimum(a, b)) ** 2
-    rho = kappa1 * np.abs(m1) + kappa_bar * _psi(k_bar * d) * M2
+    rho = kappa1 * np.abs(m1) + kappa_bar * _psi(window * d) * M2
     with np.errstate(divide="ignore", invalid="ignore"):
         R = rho / (1.0 - rho)
     undefined = ~(rho < 0.5)
     if fallback is not None:
         undefined |= fallback
     R[undefined] = np.nan
-    return R
+    return (R, window) if k_bar else R
+
+
+def _taylor_bias(s, m1, M2, d, b1, b2, h, fallback):
+    """SPEC 13's ``Babs_v`` and, in h-mode, ``R_v`` (NaN where undefined) of
+    weights with first moment ``m1``, second ``M2`` and reach ``d`` at ``s``."""
+    b1_v, R = float(b1), np.full(s.shape[0], np.nan)
+    if h is not None:
+        edges = np.tanh(s / h), np.tanh((1 - s) / h)
+        b1_v = np.minimum(b1, (edges[0] + edges[1]) / h / 4)
+        if fallback is None or not fallback.all():
+            R = relative_factor(s, m1, M2, d, h, fallback, edges)
+    return np.minimum(1.0, b1_v * np.abs(m1) + 0.5 * b2 * M2), R
 
 
 # How many sums :func:`_rows` returns (in the order :func:`_means` reads them).
 _N_TOTALS = 9
 
 
-def _rows(s, m1, M2, root_W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback=None):
+def _rows(
+    s, m1, M2, root_W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback=None, bias=None
+):
     """Per evaluated validation point ``s`` (with its ``m1``, ``M2``, ``sqrt(W2)``,
     ``d``, ``eta_hat``, and the pilot's smoother ``eta0`` and noise ``noise0``
     there; ``fallback``: which are fallback queries, None for none): the arrays the
     per-training-point sums need (``f``, ``R``, ``inside``, ``active``), and the
-    sums over the points that :func:`_means` reads."""
+    sums over the points that :func:`_means` reads. ``bias``: ``(Babs, R)`` of
+    weights whose bias is bounded otherwise (buckets: then ``b1``, ``b2`` and ``h``
+    are not read)."""
     n = s.shape[0]
-    b1_v, R = float(b1), np.full(n, np.nan)
-    if h is not None:
-        edges = np.tanh(s / h), np.tanh((1 - s) / h)
-        b1_v = np.minimum(b1, (edges[0] + edges[1]) / h / 4)
-        if fallback is None or not fallback.all():
-            R = relative_factor(s, m1, M2, d, h, fallback, edges)
-    babs = np.minimum(1.0, b1_v * np.abs(m1) + 0.5 * b2 * M2)
+    if bias is None:
+        bias = _taylor_bias(s, m1, M2, d, b1, b2, h, fallback)
+    babs, R = bias
     # The branch k = argmin(babs, R s, R (1 - s)), first on ties, NaN as inf: R is
     # NaN or finite, so k > 0 iff min(R s, R (1 - s)) < babs, then k = 1 iff
     # R s <= R (1 - s).
