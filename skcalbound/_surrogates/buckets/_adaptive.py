@@ -259,7 +259,8 @@ def row_sums(context, s):
 
 
 def empty_sums(context):
-    return BucketSums(np.zeros(_N_TOTALS), np.zeros((5, context.n_buckets)), np.empty(0))
+    zeros = np.zeros((5, context.n_buckets))
+    return BucketSums(np.zeros(_N_TOTALS), zeros, np.empty(0))
 
 
 def finish(context, sums, training):
@@ -316,4 +317,3 @@ def finish(context, sums, training):
             gamma, size, positives, psi_nb - np.dot(size, gamma * pilot)
         ),
     )
-
