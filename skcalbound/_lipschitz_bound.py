@@ -1,213 +1,17 @@
 """``LipschitzBucketBound``: the paper's Lipschitz bucketing baseline (sec. 5, 7)."""
 
-from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
-import pandas as pd
 
 from ._assumptions import check_perturbation_h, check_smoothness_constants
-from ._base import FoldTerms, Passes, _BaseCalibrationBound, _BoundMethod
+from ._base import _BaseCalibrationBound
 from ._chunks import is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
 from ._curve import DisplayCurve, curve_grid, smoothing_band_note, surrogate_style
-from ._guarantee import guarantee_of
-from ._passes import run
+from ._lipschitz_method import DEFAULT_N_BUCKETS, _LipschitzMethod
 from ._sech import sech_derivative_bounds
-from ._surrogates.buckets._candidates import candidate_grids
-from ._surrogates.buckets._model import BucketGrid, Chosen
-from ._surrogates.buckets._surrogate import BucketSurrogate
-from ._terms import adaptive_terms, high_probability_terms, nw_bound_terms
 from ._validation import check_prob_labels
-
-# The paper's candidate bucket counts (Appendix E): 2, 4, ..., 4096.
-DEFAULT_N_BUCKETS = tuple(2**k for k in range(1, 13))
-
-
-# SPEC 13's triangle route after validation_mean: columns of fold_results_.
-_TRIANGLE = ("bernstein_residual", "smoothing_bound", "smoothing_transfer")
-
-
-def _n_validation(sums):
-    return sums.n if isinstance(sums, Chosen) else sums[0].n
-
-
-def _moments(total, square, n):
-    mean = total / n
-    return mean, max(square / n - mean * mean, 0.0)
-
-
-@dataclass(frozen=True)
-class _LipschitzMethod(_BoundMethod):
-    """Box weights with the certificate of SPEC section 10 (or Proposition 2 as
-    published, ``guarantee="paper"``): every candidate at ``delta / n_candidates``."""
-
-    L: float
-    n_buckets: tuple
-    n_shifts: int
-    guarantee: str = "high_probability"
-    noise: str = "worst_case"
-    h: float = None
-    min_train = 1
-    mergeable = True
-
-    @property
-    def _adaptive(self):
-        """SPEC 13 with bucket weights (``noise="adaptive"``, high-probability)."""
-        return self.noise == "adaptive" and not self._published
-
-    @property
-    def _published(self):
-        """Proposition 2 as published (its certificate reads the sums of
-        ``min(g, 1)**2``), else the high-probability one (it reads ``C2``)."""
-        return guarantee_of(self.guarantee).published
-
-    def _terms(self, sums, delta_c):
-        n = sums.n
-        residual = _moments(sums.sum_r, sums.sum_r2, n)
-        if self._published:
-            smoothing = _moments(sums.sum_g, sums.sum_g2, n)
-            return nw_bound_terms(int(n), residual, smoothing, delta_c)
-        return high_probability_terms(
-            int(n), residual, sums.sum_g / n, sums.c2, delta_c
-        )
-
-    def _grid(self):
-        return BucketGrid(
-            self.n_buckets,
-            self.n_shifts,
-            self.L,
-            squares=self._published,
-            c2=not self._published,
-            min_train=self.min_train,
-            noise="adaptive" if self._adaptive else "worst_case",
-            h=self.h,
-        )
-
-    def fold_terms(self, statistics, delta):
-        """The terms of the best candidate, all candidates' bounds in ``extra``.
-
-        ``statistics`` holds, per candidate, its ``CandidateSums`` (``n``, ``sum_r``,
-        ``sum_r2``, ``sum_g``, ``sum_g2``, ``n_fallback``, ``c2``); the sum of
-        ``g~**2`` (read in paper mode only) is None in high-probability mode and
-        ``C2`` (high-probability mode only) in paper mode.
-        The upper bound is the smallest candidate upper bound and the lower bound the
-        largest candidate lower bound: every candidate holds at ``delta /
-        n_candidates``, so all hold at once.
-        """
-        candidates = candidate_grids(self.n_buckets, self.n_shifts)[0]
-        if isinstance(statistics, Chosen):
-            return self._adaptive_fold_terms(statistics, delta, candidates)
-        delta_c = delta / len(candidates)  # union bound over the candidates
-        all_terms = [self._terms(sums, delta_c) for sums in statistics]
-        bounds = np.array([sum(terms.values()) for terms in all_terms])
-        lowers = np.array(
-            [2.0 * terms["validation_mean"] - b for terms, b in zip(all_terms, bounds)]
-        )
-        best = int(np.argmin(bounds))  # ties: the fewest buckets, the smallest shift
-        B, r = candidates[best]
-        info = {
-            "n_buckets": int(B),
-            "shift": int(r),
-            "n_candidates": len(candidates),
-            "n_fallback": int(statistics[best].n_fallback),
-        }
-        if not self._published:
-            info["sum_c_squared"] = float(statistics[best].c2)
-        return FoldTerms(
-            all_terms[best], info, float(np.max(lowers)), {"candidate_bounds": bounds}
-        )
-
-    @staticmethod
-    def _adaptive_fold_terms(statistics, delta, candidates):
-        """SPEC 13 for the evaluated candidates, each at ``delta / n_candidates``
-        (the union bound over every candidate, evaluated or not): the fold's bounds
-        are those of the candidate with the smallest upper bound (its two routes'
-        tables, so that the record shows how both bounds arise)."""
-        delta_c = delta / statistics.n_candidates
-        outs = [adaptive_terms(s, delta_c) for s in statistics.statistics]
-        k = int(np.argmin([out["upper"] for out in outs]))
-        out, best = outs[k], statistics.statistics[k]
-        bounds = np.full(len(candidates), np.inf)
-        bounds[list(statistics.indices)] = [o["upper"] for o in outs]
-        B, r = candidates[statistics.indices[k]]
-        lower_terms = out["lower_terms"]
-        info = {
-            "n_buckets": int(B),
-            "shift": int(r),
-            "n_candidates": len(candidates),
-            "n_evaluated": len(outs),
-            "n_fallback": int(best.n_fallback),
-            "n_relative": int(best.n_relative),
-            "sum_c_squared": float(best.sum_c_squared),
-            "route": out["route"],
-            **{k: v for k, v in lower_terms.items() if k in _TRIANGLE},
-        }
-        return FoldTerms(
-            out["upper_terms"],
-            info,
-            lower=out["lower"],
-            extra={"candidate_bounds": bounds, "lower_terms": lower_terms},
-            upper=out["upper"],
-        )
-
-    def passes(self, source, design, *, delta, key_seed, check=None, check_counts=None):
-        fit = run(self._grid(), source, design, check=check, check_counts=check_counts)
-        splits = tuple(
-            (
-                sums if isinstance(sums, Chosen) else tuple(sums),
-                {"n_train": int(m), "n_validation": int(_n_validation(sums))},
-            )
-            for sums, m in zip(fit.sums, fit.n_train)
-        )
-        return Passes(splits, fit.n_positive, (fit.totals, fit.n_samples))
-
-    def surrogate(self, passes, folds, source, delta):
-        """Every candidate on all rows (the first design's groups cover every row),
-        using the candidate with the smallest mean bound over the folds, chosen before
-        the surrogate is built."""
-        totals, n_samples = passes[0].refit
-        best = self._candidate_bounds(folds)[1]
-        return BucketSurrogate(totals, self.n_buckets, self.n_shifts, best, n_samples)
-
-    @staticmethod
-    def _candidate_bounds(folds):
-        """Per fold and candidate bucketing, the fold bound; the index of the
-        candidate with the smallest mean over folds (what ``predict`` uses)."""
-        bounds = np.stack([fold.extra["candidate_bounds"] for fold in folds])
-        # SPEC 13 evaluates a few candidates per fold (the others are inf): the
-        # candidate evaluated in the most folds, then the smallest mean over them.
-        finite = np.isfinite(bounds)
-        missing = (~finite).sum(axis=0)
-        mean = np.where(finite, bounds, 0.0).sum(axis=0) / np.maximum(
-            finite.sum(axis=0), 1
-        )
-        return bounds, int(np.lexsort((mean, missing))[0])
-
-    def held_out(self, surrogate, scores, labels=None):
-        if self._adaptive:
-            chosen = self._grid().held_out(surrogate.totals, scores, labels)
-            info = {
-                "n_train": int(surrogate.n_train),
-                "n_validation": int(scores.shape[0]),
-            }
-            return chosen, info
-        published = self._published
-        sums = surrogate.all_sums(scores, self.L, squares=published, c2=not published)
-        info = {"n_train": int(surrogate.n_train), "n_validation": int(scores.shape[0])}
-        return tuple(sums), info
-
-    def fitted_attributes(self, surrogate, folds, key_seed):
-        bounds, best = self._candidate_bounds(folds)  # the surrogate's candidate
-        mean = bounds.mean(axis=0)
-        B, r = np.array(surrogate.candidates, dtype=np.int64).reshape(-1, 2).T
-        columns = {"n_buckets": B, "shift": r}
-        columns.update((f"fold{k}_bound", bounds[k]) for k in range(bounds.shape[0]))
-        columns["mean_bound"] = mean
-        frame = pd.DataFrame(columns)  # one constructor call, not one per column
-        B, r = surrogate.candidates[best]
-        return {"L_": self.L, "candidates_": frame, "n_buckets_": B, "shift_": r}
-
 
 _LIPSCHITZ_PARAMETERS = {
     "L": [Interval(Real, 0, None, closed="left"), None],
@@ -274,7 +78,9 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     candidate bucketing (bucket count and shift) is evaluated at an equal share of the
     fold's ``1 - confidence_level`` and the smallest bound is kept, so the choice is
     certified by the union bound. This is the paper's baseline: it needs only a first
-    derivative bound, and it is looser than :class:`NWCalibrationBound`.
+    derivative bound, and it is looser than :class:`NWCalibrationBound`. By default
+    (``noise='adaptive'``) the label noise is paid by its variance, as SPEC section 13
+    does for NW, with bucket weights.
 
     Read more in the :ref:`User Guide <lipschitz_bound>`.
 
@@ -304,6 +110,18 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         Shifts per bucket count: bucket edges at ``(j + r / n_shifts) / B`` for
         ``r = 0, ..., n_shifts - 1``.
 
+    noise : {'adaptive', 'worst_case'}, default='adaptive'
+        How ``guarantee='high_probability'`` pays for the label noise.
+        ``'adaptive'``: by its variance :math:`\\eta(1 - \\eta)` in each bucket,
+        certified through a pilot estimate from the validation labels, with a bias
+        relative to :math:`\\min(\\eta, 1 - \\eta)` when ``h`` is given (much tighter
+        for rare events); the candidates are ranked after the first pass over the
+        data and the first four are evaluated, each still paid for at the fold's
+        share divided by the number of candidates. ``'worst_case'``: at
+        :math:`\\eta(1 - \\eta) = 1/4`, every candidate evaluated (the form before
+        it, kept for comparison). ``'paper'`` computes the published form whatever
+        ``noise`` is.
+
     pos_label : int, float, bool or str, default=None
         The label of the positive class (scikit-learn's ``pos_label``). ``None``
         means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
@@ -318,7 +136,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     guarantee : {'high_probability', 'paper'}, default='high_probability'
         What the certificate promises. ``'high_probability'``: :attr:`bound_` and
         :attr:`lower_bound_` hold together with probability at least
-        ``confidence_level`` over the data, training labels included (the five terms
+        ``confidence_level`` over the data, training labels included (the terms
         of the user guide's "What exactly is certified"). ``'paper'``: Proposition 2
         as published, whose last step holds only in expectation over the training
         labels (it can miss more often than ``1 - confidence_level``); kept to compare
@@ -360,9 +178,10 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     lower_bound_ : float
         Certified lower bound on the calibration error, ``max(aggregate of the fold
         lower bounds, 0)`` (mean for ``aggregate='mean'``, maximum for ``'min'``); per
-        fold, ``validation_mean`` minus every other term. It holds together with
-        :attr:`bound_`: both at once with probability at least ``confidence_level``,
-        at no extra cost.
+        fold, with ``noise='adaptive'`` the chosen candidate's lower bound (SPEC
+        13's triangle route), else ``validation_mean`` minus every other term. It
+        holds together with :attr:`bound_`: both at once with probability at least
+        ``confidence_level``, at no extra cost.
 
     estimate_ : float
         Point estimate of the calibration error, not certified: the same for
@@ -373,7 +192,10 @@ class LipschitzBucketBound(_BaseCalibrationBound):
 
     terms_ : dict of str to float
         Named additive components of the aggregated bound before clipping. With
-        ``guarantee='high_probability'``: ``validation_mean`` (mean of
+        ``noise='adaptive'`` (the default): SPEC 13's Jensen route,
+        ``validation_mean``, ``bias_mean``, ``label_concentration`` and
+        ``population_transfer`` (which absorbs the triangle route where that one was
+        smaller). With ``noise='worst_case'``: ``validation_mean`` (mean of
         :math:`|\\hat\\eta - s|`), ``bernstein_residual``, ``smoothing_mean`` (mean of
         :math:`\\tilde g`), ``label_concentration`` and ``population_transfer``; with
         ``'paper'``: ``validation_mean``, ``smoothing_mean``, ``bernstein_residual``
@@ -385,13 +207,20 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         candidate (``n_buckets``, ``shift``), ``n_candidates``, ``n_fallback``
         (validation points whose bucket had no training score), ``sum_c_squared``
         (:math:`C_2` of the chosen candidate, high-probability mode), ``estimate``,
-        the terms, the unclipped fold ``bound`` and ``lower_bound`` (the largest
-        candidate lower bound, which need not be the chosen candidate's).
+        the terms, the unclipped fold ``bound`` and ``lower_bound`` (with
+        ``noise='worst_case'`` the largest candidate lower bound, which need not be
+        the chosen candidate's). With ``noise='adaptive'`` also ``n_evaluated``
+        (candidates evaluated), ``n_relative`` (validation points on the relative
+        branch), the ``route`` that gave the fold's upper bound (``'jensen'`` or
+        ``'triangle'``) and the triangle route's ``bernstein_residual``,
+        ``smoothing_bound`` and ``smoothing_transfer``.
 
     candidates_ : pandas.DataFrame
         One row per candidate: ``n_buckets``, ``shift``, its unclipped bound on each
         fold (each at the fold's share of ``1 - confidence_level`` divided by the
-        number of candidates) and their ``mean_bound``.
+        number of candidates; ``inf`` where ``noise='adaptive'`` did not evaluate
+        it) and their ``mean_bound``. The refit surrogate (:meth:`predict`) uses
+        the candidate evaluated on the most folds with the smallest mean bound there.
 
     result_ : object
         The same numbers as a frozen dataclass with fields ``bound``,
@@ -571,6 +400,7 @@ def lipschitz_bucket_bound(
     h=None,
     n_buckets=None,
     n_shifts=4,
+    noise="adaptive",
     pos_label=None,
     confidence_level=0.95,
     guarantee="high_probability",
@@ -618,6 +448,18 @@ def lipschitz_bucket_bound(
         Shifts per bucket count: bucket edges at ``(j + r / n_shifts) / B`` for
         ``r = 0, ..., n_shifts - 1``.
 
+    noise : {'adaptive', 'worst_case'}, default='adaptive'
+        How ``guarantee='high_probability'`` pays for the label noise.
+        ``'adaptive'``: by its variance :math:`\\eta(1 - \\eta)` in each bucket,
+        certified through a pilot estimate from the validation labels, with a bias
+        relative to :math:`\\min(\\eta, 1 - \\eta)` when ``h`` is given (much tighter
+        for rare events); the candidates are ranked after the first pass over the
+        data and the first four are evaluated, each still paid for at the fold's
+        share divided by the number of candidates. ``'worst_case'``: at
+        :math:`\\eta(1 - \\eta) = 1/4`, every candidate evaluated (the form before
+        it, kept for comparison). ``'paper'`` computes the published form whatever
+        ``noise`` is.
+
     pos_label : int, float, bool or str, default=None
         The label of the positive class (scikit-learn's ``pos_label``). ``None``
         means 1, which requires labels in {0, 1}, {-1, 1} or booleans; any other
@@ -632,7 +474,7 @@ def lipschitz_bucket_bound(
     guarantee : {'high_probability', 'paper'}, default='high_probability'
         What the certificate promises. ``'high_probability'``: :attr:`bound_` and
         :attr:`lower_bound_` hold together with probability at least
-        ``confidence_level`` over the data, training labels included (the five terms
+        ``confidence_level`` over the data, training labels included (the terms
         of the user guide's "What exactly is certified"). ``'paper'``: Proposition 2
         as published, whose last step holds only in expectation over the training
         labels (it can miss more often than ``1 - confidence_level``); kept to compare
@@ -701,6 +543,7 @@ def lipschitz_bucket_bound(
         pos_label=pos_label if dask else None,
         n_buckets=n_buckets,
         n_shifts=n_shifts,
+        noise=noise,
         confidence_level=confidence_level,
         guarantee=guarantee,
         cv=cv,
