@@ -19,16 +19,18 @@ def fold_routes(folds):
     default, SPEC 13): the ``route`` taken and both routes' terms; else None."""
     if not all("lower_terms" in fold.extra for fold in folds):
         return None
-    return [
-        {
+    table = lambda terms: {str(k): float(v) for k, v in terms.items()}  # noqa: E731
+    out = []
+    for fold in folds:
+        entry = {
             "route": fold.info["route"],
-            "upper_terms": {str(k): float(v) for k, v in fold.terms.items()},
-            "lower_terms": {
-                str(k): float(v) for k, v in fold.extra["lower_terms"].items()
-            },
+            "upper_terms": table(fold.terms),
+            "lower_terms": table(fold.extra["lower_terms"]),
         }
-        for fold in folds
-    ]
+        if "lower_from" in fold.extra:  # Lipschitz: another candidate's lower bound
+            entry["lower_from"] = table(fold.extra["lower_from"])
+        out.append(entry)
+    return out
 
 
 _UPPER_ROUTE = (
@@ -48,7 +50,8 @@ _LOWER_ROUTE = (
 def _route_bounds(fold, tol):
     """``(U_k, L_k, problems)`` of one recorded fold of SPEC 13: ``U_J`` and ``U_tri``
     its two tables' sums, ``U_k = min(U_J, U_tri)`` by the route it names and ``L_k =
-    2 validation_mean - U_tri``."""
+    2 validation_mean - U_tri`` (Lipschitz: the larger of that and another
+    candidate's, ``lower_from``)."""
     upper, lower = fold.get("upper_terms"), fold.get("lower_terms")
     if not (
         isinstance(upper, dict)
@@ -74,7 +77,24 @@ def _route_bounds(fold, tol):
             f"a fold's route is {route!r}, but its Jensen terms add up to {u_j!r} and "
             f"its triangle terms to {u_tri!r}"
         )
-    return min(u_j, u_tri), 2.0 * lower["validation_mean"] - u_tri, problems
+    lower_bound = 2.0 * lower["validation_mean"] - u_tri
+    if "lower_from" in fold:
+        other = fold["lower_from"]
+        if not (
+            isinstance(other, dict)
+            and tuple(other) == _LOWER_ROUTE
+            and all(_float(v) and math.isfinite(v) for v in other.values())
+        ):
+            return None, None, ["a fold's lower_from is not a SPEC 13 triangle table"]
+        if any(v < -tol for v in other.values()):
+            problems.append("a fold's lower_from terms are negative")
+        other_bound = 2.0 * other["validation_mean"] - math.fsum(other.values())
+        if other_bound < lower_bound - tol:
+            problems.append(
+                "a fold's lower_from gives a smaller lower bound than its own route"
+            )
+        lower_bound = max(lower_bound, other_bound)
+    return min(u_j, u_tri), lower_bound, problems
 
 
 def routes_problems(record, rtol, atol):

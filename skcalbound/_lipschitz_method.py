@@ -114,20 +114,27 @@ class _LipschitzMethod(_BoundMethod):
     @staticmethod
     def _adaptive_fold_terms(statistics, delta, candidates):
         """SPEC 13 for the evaluated candidates, each at ``delta / n_candidates``
-        (the union bound over every candidate, evaluated or not): the fold's bounds
-        are those of the candidate with the smallest upper bound (its two routes'
-        tables, so that the record shows how both bounds arise)."""
+        (the union bound over every candidate, evaluated or not): the smallest upper
+        bound (its candidate's two routes' tables) and the largest lower bound (its
+        candidate's triangle table in ``lower_from`` when that is another one)."""
         delta_c = delta / statistics.n_candidates
         outs = [adaptive_terms(s, delta_c) for s in statistics.statistics]
         k = int(np.argmin([out["upper"] for out in outs]))
+        low = int(np.argmax([out["lower"] for out in outs]))
         out, best = outs[k], statistics.statistics[k]
         bounds = np.full(len(candidates), np.inf)
         bounds[list(statistics.indices)] = [o["upper"] for o in outs]
         B, r = candidates[statistics.indices[k]]
+        B_low, r_low = candidates[statistics.indices[low]]
         lower_terms = out["lower_terms"]
+        extra = {"candidate_bounds": bounds, "lower_terms": lower_terms}
+        if low != k:
+            extra["lower_from"] = outs[low]["lower_terms"]
         info = {
             "n_buckets": int(B),
             "shift": int(r),
+            "lower_n_buckets": int(B_low),
+            "lower_shift": int(r_low),
             "n_candidates": len(candidates),
             "n_evaluated": len(outs),
             "n_fallback": int(best.n_fallback),
@@ -139,8 +146,8 @@ class _LipschitzMethod(_BoundMethod):
         return FoldTerms(
             out["upper_terms"],
             info,
-            lower=out["lower"],
-            extra={"candidate_bounds": bounds, "lower_terms": lower_terms},
+            lower=outs[low]["lower"],
+            extra=extra,
             upper=out["upper"],
         )
 

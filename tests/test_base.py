@@ -140,7 +140,10 @@ _nw[_nw.index("n_fallback") + 1 : _nw.index("estimate")] = [
     *_NW_TRIANGLE,
 ]
 _lip = FOLD_COLUMNS["LipschitzBucketBound", "high_probability"]
-_lip[_lip.index("n_candidates") + 1 : _lip.index("estimate")] = [
+_lip[_lip.index("shift") + 1 : _lip.index("estimate")] = [
+    "lower_n_buckets",
+    "lower_shift",
+    "n_candidates",
     "n_evaluated",
     "n_fallback",
     "n_relative",

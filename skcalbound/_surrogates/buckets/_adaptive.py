@@ -57,17 +57,18 @@ def _bucket_bias(s, mean_d, m1, M2, d, L, h, fallback):
 
 
 def proxy_bounds(training, validation, candidates, n_shifts, L, delta):
-    """Per candidate, a quick stand-in for its SPEC 13 upper bound from pass 1's
-    sums of one split (``validation``: per cell count, positives and offset sum):
-    the validation mean of ``|s - eta_hat|`` at the cells' mean scores, plus
-    ``L`` times the mean distance to the bucket at them, plus the worst-case-free
-    noise ``sqrt(2 ln(1/delta) sum_b (n'_b/n)**2 eta_b (1 - eta_b) / n_b)``.
+    """Per candidate, quick stand-ins for its SPEC 13 upper and lower bounds from
+    pass 1's sums of one split (``validation``: per cell count, positives and offset
+    sum): the validation mean of ``|s - eta_hat|`` at the cells' mean scores, plus
+    ``L`` times the mean distance to the bucket at them, plus the noise
+    ``sqrt(2 ln(1/delta) sum_b (n'_b/n)**2 eta_b (1 - eta_b) / n_b)``; the lower
+    minus both, the bias with each query's noise ``sqrt(eta_b (1 - eta_b) / n_b)``.
     Only ranks the candidates (which ones pass 2 evaluates)."""
     count_v, _, tsum_v = validation
     n = float(count_v.sum())
     cells = np.flatnonzero((training.count > 0) & (count_v > 0))
     if not cells.shape[0]:
-        return np.zeros(len(candidates))
+        return np.zeros(len(candidates)), np.zeros(len(candidates))
     prep = Prepared(training, cells)
     table = BucketTable(prep, candidates, n_shifts, 1.0)
     nv = count_v[cells]
@@ -80,13 +81,15 @@ def proxy_bounds(training, validation, candidates, n_shifts, L, delta):
         mean_d = alpha * D + beta * e + gamma - 0.5 / np.sqrt(n_b)
         residual = np.abs(prep.centre + e - eta) @ nv
         bias = np.minimum(1.0, L * mean_d) @ nv
+        # The lower bound pays each query's own noise (SPEC 13's Psi).
+        smoothing = np.minimum(1.0, L * mean_d + np.sqrt(eta * (1 - eta) / n_b)) @ nv
         weights = np.broadcast_to(nv, G.shape).ravel()
         served = np.bincount(G.ravel(), weights, minlength=table.bounds[-1])
         eta_b = (prep.cP[table.end] - prep.cP[table.start]) / table.n_b(slice(None))
         var = np.where(served > 0, served**2 * eta_b * (1 - eta_b), 0.0)
         var = var / np.maximum(table.n_b(slice(None)), 1.0)
     noise = np.sqrt(np.add.reduceat(var, table.bounds[:-1]) * 2 * math.log(1 / delta))
-    return (residual + bias) / n + noise / n
+    return (residual + bias + noise) / n, (residual - smoothing - noise) / n
 
 
 @dataclass(frozen=True)

@@ -211,7 +211,8 @@ class BucketGrid:
     ``refit``: also keep the statistics of all rows (for the refit surrogate).
     ``noise="adaptive"``: SPEC 13's certificate with bucket weights, evaluated for
     the ``n_chosen`` candidates of each split that :func:`~._adaptive.proxy_bounds`
-    ranks first (``h``: h-mode, the relative branch and the pointwise ``L_v``).
+    ranks first for the upper bound and those it ranks first for the lower bound
+    (``h``: h-mode, the relative branch and the pointwise ``L_v``).
     """
 
     n_buckets: tuple
@@ -308,13 +309,15 @@ class BucketGrid:
 
     def _choose(self, trainings, validations):
         """The contexts ``(index, grid, BucketContext)`` of the ``n_chosen``
-        candidates that :func:`~._adaptive.proxy_bounds` ranks first on one split
+        candidates that :func:`~._adaptive.proxy_bounds` ranks first for each bound
+        on one split
         (``trainings`` / ``validations``: per grid, its training statistics and its
         validation rows' count, positives and offset sum per cell)."""
         candidates, grids = self.grids
-        ranked = np.full(len(candidates), np.inf)
+        upper = np.full(len(candidates), np.inf)
+        lower = np.full(len(candidates), -np.inf)
         for (_, members), training, validation in zip(grids, trainings, validations):
-            ranked[members] = _adaptive.proxy_bounds(
+            upper[members], lower[members] = _adaptive.proxy_bounds(
                 training,
                 validation,
                 [candidates[j] for j in members],
@@ -322,8 +325,10 @@ class BucketGrid:
                 self.L,
                 _PROXY_DELTA,
             )
+        first = np.argsort(upper, kind="stable")[: self.n_chosen]
+        first_lower = np.argsort(-lower, kind="stable")[: self.n_chosen]
         chosen = []
-        for j in sorted(np.argsort(ranked, kind="stable")[: self.n_chosen].tolist()):
+        for j in sorted(set(first.tolist()) | set(first_lower.tolist())):
             g = next(k for k, (_, members) in enumerate(grids) if j in members)
             context = _adaptive.BucketContext.of(
                 trainings[g],
