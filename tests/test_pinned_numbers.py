@@ -6,7 +6,8 @@ Lipschitz, their high-probability forms and TV's denoising method equal commit
 since issue 37), the band and the chunked fits are pinned at ``9c9f4db``. A change
 that moves one of these numbers changes a certificate: say so, and why, in its commit.
 Since issue 39 the ``nw-*-hi-*`` and ``lip-*-hi-*`` pins are section 10
-(``noise="worst_case"``), and the ``*-ad-*`` pins the default, SPEC 13, on the same data.
+(``noise="worst_case"``), and the ``*-ad-*`` pins the default, SPEC 13, on the same
+data.
 """
 
 import warnings
