@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._cells import _BLOCK, bin_of, cell_offsets
+from .._cells import bin_of, cell_offsets
 from ..nw._adaptive import _N_TOTALS, AdaptiveStatistics, _means, _rows
 from ..nw._adaptive import relative_factor as _relative_factor
 from ..nw._adaptive_grid import _cell_majorant
@@ -56,11 +56,12 @@ def _bucket_bias(s, mean_d, m1, M2, d, L, h, fallback):
     return np.minimum(1.0, np.minimum(L, k_bar / 4.0) * mean_d), R
 
 
-def proxy_bounds(training, validation, candidates, n_shifts, L, delta):
+def proxy_bounds(training, validation, candidates, n_shifts, L, h, delta):
     """Per candidate, quick stand-ins for its SPEC 13 upper and lower bounds from
     pass 1's sums of one split (``validation``: per cell count, positives and offset
-    sum): the validation mean of ``|s - eta_hat|`` at the cells' mean scores, plus
-    ``L`` times the mean distance to the bucket at them, plus the noise
+    sum), each query at its cell's mean validation score: the mean of ``|s -
+    eta_hat|``, plus the mean bias bound (``L`` times the distance to the bucket, or
+    in h-mode the smaller of that and the relative branch), plus the noise
     ``sqrt(2 ln(1/delta) sum_b (n'_b/n)**2 eta_b (1 - eta_b) / n_b)``; the lower
     minus both, the bias with each query's noise ``sqrt(eta_b (1 - eta_b) / n_b)``.
     Only ranks the candidates (which ones pass 2 evaluates)."""
@@ -73,23 +74,52 @@ def proxy_bounds(training, validation, candidates, n_shifts, L, delta):
     table = BucketTable(prep, candidates, n_shifts, 1.0)
     nv = count_v[cells]
     e = tsum_v[cells] / nv  # the mean validation offset of the cell
+    s = prep.centre + e
     D = own_cell_distance(
         training.count[cells], e, training.mean_offset()[cells], training.m2[cells]
     )
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         G, eta, alpha, beta, gamma, n_b = table.terms(slice(None))
         mean_d = alpha * D + beta * e + gamma - 0.5 / np.sqrt(n_b)
-        residual = np.abs(prep.centre + e - eta) @ nv
-        bias = np.minimum(1.0, L * mean_d) @ nv
+        bias = np.minimum(1.0, L * mean_d)
+        if h is not None:
+            mean_b, var_b, (low, high) = _bucket_shape(prep, table)
+            m1 = mean_b[G] - s
+            M2 = var_b[G] + m1 * m1
+            d = np.maximum(s - low[G], high[G] - s)
+            R, k_bar = _relative_factor(
+                np.broadcast_to(s, G.shape), m1, M2, d, h, k_bar=True
+            )
+            bias = np.fmin(np.minimum(bias, k_bar / 4.0 * mean_d), R * eta)
+            bias = np.fmin(bias, R * (1.0 - eta))
+        residual = np.abs(s - eta) @ nv
         # The lower bound pays each query's own noise (SPEC 13's Psi).
-        smoothing = np.minimum(1.0, L * mean_d + np.sqrt(eta * (1 - eta) / n_b)) @ nv
+        smoothing = np.minimum(1.0, bias + np.sqrt(eta * (1 - eta) / n_b)) @ nv
         weights = np.broadcast_to(nv, G.shape).ravel()
         served = np.bincount(G.ravel(), weights, minlength=table.bounds[-1])
         eta_b = (prep.cP[table.end] - prep.cP[table.start]) / table.n_b(slice(None))
         var = np.where(served > 0, served**2 * eta_b * (1 - eta_b), 0.0)
         var = var / np.maximum(table.n_b(slice(None)), 1.0)
     noise = np.sqrt(np.add.reduceat(var, table.bounds[:-1]) * 2 * math.log(1 / delta))
+    bias = bias @ nv
     return (residual + bias + noise) / n, (residual - smoothing - noise) / n
+
+
+def _bucket_shape(prep, table):
+    """Per bucket of every candidate of ``table``: the mean and variance of its
+    training scores and the edges ``(low, high)`` of its first and last occupied
+    cells (from per-cell sums: a stand-in, for ranking only)."""
+    training, K = prep.training, prep.n_cells
+    start, end = table.start, table.end
+    n_b = np.maximum(prep.cN[end] - prep.cN[start], 1.0)
+    mean_cell = (np.arange(K) + 0.5) / K + training.mean_offset()
+    square = training.m2 + training.count * mean_cell * mean_cell
+    mean_b = _bucket_sums(training.count * mean_cell, start, end) / n_b
+    var_b = np.maximum(_bucket_sums(square, start, end) / n_b - mean_b**2, 0.0)
+    below, above = prep.neighbours
+    low = above[np.minimum(start, K - 1)] / K
+    high = (below[np.maximum(end - 1, 0)] + 1.0) / K
+    return mean_b, var_b, (low, high)
 
 
 @dataclass(frozen=True)
@@ -163,9 +193,12 @@ class BucketContext:
         with np.errstate(divide="ignore", invalid="ignore"):
             _, _, alpha, beta, gamma, _ = table.terms_at(0, cells, s2)
             gamma = gamma - 0.5 / np.sqrt(n_b[bucket])
-        per_cell = {
-            "bucket": bucket,
-            "empty": ~has[bucket],
+        # Per cell, what a query there reads: its bucket's values, and for the
+        # distance sum (``n_b mean_d = D + a e + k``, the own cell ``D`` by
+        # Cauchy-Schwarz) ``1 / n_b``, ``a / n_b``, ``k / n_b`` and the own cell's
+        # training moments; one array, gathered in one take.
+        values = {
+            **{name: per_bucket[name][bucket] for name in _BUCKET_FIELDS},
             "alpha": np.where(has[bucket], alpha, 0.0),
             "beta": np.where(has[bucket], beta, 0.0),
             "gamma": np.where(has[bucket], gamma, 0.0),
@@ -173,39 +206,49 @@ class BucketContext:
             "mean_offset": training.mean_offset(),
             "m2": training.m2,
         }
+        per_cell = {
+            "bucket": bucket,
+            "empty": ~has[bucket],
+            "table": np.stack([values[name] for name in _CELL_FIELDS]),
+        }
         return cls(table, training, pilot, per_bucket, per_cell, float(L), h)
 
-    def rows(self, s, q, e, bucket, fallback):
-        """:func:`_rows` at scores ``s`` (cells ``q``, offsets ``e``) weighted by
-        ``bucket`` (``fallback``: queries whose own bucket is empty; their distance
-        sum is ``|s - mean_b|``, every training point of ``bucket`` on one side)."""
-        b = self.per_bucket
-        c = self.per_cell
-        m1 = b["mean"][bucket] - s
+    def rows(self, s, e, v, fallback):
+        """:func:`_rows` at scores ``s`` (offsets ``e`` in their cells) with the
+        values ``v`` of their buckets (``fallback``: queries whose own bucket is
+        empty, weighted by another one: their distance sum is ``|s - mean_b|``, every
+        training point of that bucket on one side)."""
+        m1 = v["mean"] - s
         if fallback.all():
             mean_d = np.abs(m1)
         else:
-            D = own_cell_distance(c["count"][q], e, c["mean_offset"][q], c["m2"][q])
-            mean_d = c["alpha"][q] * D + c["beta"][q] * e + c["gamma"][q]
-            mean_d = np.where(fallback, np.abs(m1), mean_d)
-        M2 = b["var"][bucket] + m1 * m1
-        d = np.maximum(s - b["low"][bucket], b["high"][bucket] - s)
+            D = own_cell_distance(v["count"], e, v["mean_offset"], v["m2"])
+            mean_d = v["alpha"] * D + v["beta"] * e + v["gamma"]
+        M2 = v["var"] + m1 * m1
+        d = np.maximum(s - v["low"], v["high"] - s)
         bias = _bucket_bias(s, mean_d, m1, M2, d, self.L, self.h, fallback)
         return _rows(
             s,
             m1,
             M2,
-            1.0 / np.sqrt(b["n"][bucket]),
+            1.0 / np.sqrt(v["n"]),
             d,
-            b["eta"][bucket],
-            b["eta0"][bucket],
-            b["noise0"][bucket],
+            v["eta"],
+            v["eta0"],
+            v["noise0"],
             0.0,
             0.0,
             self.h,
             fallback,
             bias,
         )
+
+
+_BUCKET_FIELDS = ("n", "mean", "var", "low", "high", "eta", "eta0", "noise0")
+_CELL_FIELDS = (*_BUCKET_FIELDS, "alpha", "beta", "gamma", "count", "mean_offset", "m2")
+# Rows per block of pass 2: large enough that the per-bucket sums (one bincount of
+# every bucket per block) cost little next to the rows.
+_ROWS = 2**16
 
 
 def _bucket_sums(x, start, end, cum=None):
@@ -251,11 +294,12 @@ def row_sums(context, s):
     s, q = s[~empty], q[~empty]
     totals = np.zeros(_N_TOTALS)
     per_bucket = np.zeros((5, context.n_buckets))
-    for a in range(0, s.shape[0], _BLOCK):
-        sb, qb = s[a : a + _BLOCK], q[a : a + _BLOCK]
+    for a in range(0, s.shape[0], _ROWS):
+        sb, qb = s[a : a + _ROWS], q[a : a + _ROWS]
         bucket = context.per_cell["bucket"][qb]
+        values = dict(zip(_CELL_FIELDS, np.take(context.per_cell["table"], qb, axis=1)))
         no = np.zeros(sb.shape[0], dtype=bool)
-        rows, block = context.rows(sb, qb, cell_offsets(sb, qb, K), bucket, no)
+        rows, block = context.rows(sb, cell_offsets(sb, qb, K), values, no)
         totals += block
         _accumulate(per_bucket, bucket, rows)
     return BucketSums(totals, per_bucket, kept)
@@ -280,9 +324,9 @@ def finish(context, sums, training):
         # The bucket of the nearest training score (SPEC 5's fallback; the extremes
         # of the training scores around the empty cells decide the side).
         bucket = table.fall_back(0, c, kept, training.midpoints(c))[0]
-        rows, block = context.rows(
-            kept, c, cell_offsets(kept, c, K), bucket, np.ones(kept.shape[0], bool)
-        )
+        values = {name: context.per_bucket[name][bucket] for name in _BUCKET_FIELDS}
+        everyone = np.ones(kept.shape[0], dtype=bool)
+        rows, block = context.rows(kept, None, values, everyone)
         totals += block
         _accumulate(per_bucket, bucket, rows)
     n = totals[0]

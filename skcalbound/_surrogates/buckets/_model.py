@@ -224,7 +224,7 @@ class BucketGrid:
     refit: bool = True
     noise: str = "worst_case"
     h: float = None
-    n_chosen: int = 4
+    n_chosen: int = 2
 
     @property
     def grids(self):
@@ -323,6 +323,7 @@ class BucketGrid:
                 [candidates[j] for j in members],
                 self.n_shifts,
                 self.L,
+                self.h,
                 _PROXY_DELTA,
             )
         first = np.argsort(upper, kind="stable")[: self.n_chosen]
@@ -362,11 +363,11 @@ class BucketGrid:
             return Stack(evaluation_sums(p, scores, groups) for p in plan.grids)
         extremes = Stack(Extremes.of(p, scores, groups) for p in plan.grids)
         split = np.where(groups >= 0, plan.split_of_group[np.maximum(groups, 0)], -1)
-        rows = Stack(
-            Stack(_adaptive.row_sums(c, scores[split == s]) for _, _, c in chosen)
-            for s, chosen in enumerate(plan.contexts)
-        )
-        return Stack((extremes, rows))
+        rows = []
+        for s, chosen in enumerate(plan.contexts):
+            x = scores[split == s]
+            rows.append(Stack(_adaptive.row_sums(c, x) for _, _, c in chosen))
+        return Stack((extremes, Stack(rows)))
 
     def _adaptive_finish(self, plan, sums, second, design):
         candidates, _ = self.grids
