@@ -84,14 +84,12 @@ TERM_NAMES = {
 }
 # NW's default high-probability form (noise="adaptive"): its Jensen route's terms,
 # and in fold_results_ the triangle route's (the smaller route is the fold's bound).
-# LipschitzBucketBound's default (noise="adaptive", SPEC 13 with bucket weights) too.
-for _name in ("NWCalibrationBound", "LipschitzBucketBound"):
-    TERM_NAMES[_name, "high_probability"] = [
-        "validation_mean",
-        "bias_mean",
-        "label_concentration",
-        "population_transfer",
-    ]
+TERM_NAMES["NWCalibrationBound", "high_probability"] = [
+    "validation_mean",
+    "bias_mean",
+    "label_concentration",
+    "population_transfer",
+]
 _NW_TRIANGLE = ["bernstein_residual", "smoothing_bound", "smoothing_transfer"]
 
 
@@ -134,18 +132,6 @@ FOLD_COLUMNS = {
 }
 _nw = FOLD_COLUMNS["NWCalibrationBound", "high_probability"]
 _nw[_nw.index("n_fallback") + 1 : _nw.index("estimate")] = [
-    "n_relative",
-    "sum_c_squared",
-    "route",
-    *_NW_TRIANGLE,
-]
-_lip = FOLD_COLUMNS["LipschitzBucketBound", "high_probability"]
-_lip[_lip.index("shift") + 1 : _lip.index("estimate")] = [
-    "lower_n_buckets",
-    "lower_shift",
-    "n_candidates",
-    "n_evaluated",
-    "n_fallback",
     "n_relative",
     "sum_c_squared",
     "route",

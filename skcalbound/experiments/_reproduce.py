@@ -264,7 +264,7 @@ def reproduce(
     >>> for row in certified.itertuples():
     ...     print(f"{row.method}: CE = {row.true_ce:.3f}, mean interval "
     ...           f"[{row.mean_lower_bound:.3f}, {row.mean_value:.3f}]")
-    Lip+Bkt: CE = 0.355, mean interval [0.203, 0.456]
+    Lip+Bkt: CE = 0.355, mean interval [0.201, 0.510]
     NW: CE = 0.355, mean interval [0.274, 0.421]
     TV: CE = 0.355, mean interval [0.000, 0.734]
     """
