@@ -64,6 +64,8 @@ def estimators(args, names=None):
             )
         defaults = cls().get_params()
         skip = {"cv", "aggregate"} if defaults.get("cv", 0) is None else set()
+        if args.noise is None:  # each bound's own default
+            skip.add("noise")
         params = {k: v for k, v in common.items() if k in defaults and k not in skip}
         found[name] = cls(
             **{p: getattr(args, p) for p in cls.assumption_params}, **params

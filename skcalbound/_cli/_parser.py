@@ -175,10 +175,11 @@ def _certify_arguments(parser):
     bounds.add_argument(
         "--noise",
         choices=("adaptive", "worst_case"),
-        default="adaptive",
-        help="nw: how --guarantee high_probability pays for the label noise: by its "
-        "variance, from a pilot estimate (adaptive, the default, much tighter for "
-        "rare events) or at its worst (worst_case); unused with --guarantee paper",
+        default=None,
+        help="nw, lipschitz: how --guarantee high_probability pays for the label "
+        "noise: by its variance, from a pilot estimate (adaptive, much tighter for "
+        "rare events; nw's default) or at its worst (worst_case, lipschitz's "
+        "default); unused with --guarantee paper",
     )
     bounds.add_argument(
         "--L",
