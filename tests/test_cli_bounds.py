@@ -56,10 +56,16 @@ def test_a_bound_without_a_paper_form_refuses_it():
         estimators(args)
 
 
-def test_noise_reaches_the_nw_bound_only():
-    for options, noise in [([], "adaptive"), (["--noise", "worst_case"], "worst_case")]:
-        args = parse_args(["d.csv", "--bound", "tv", "nw", "--h", "2^-6", *options])
-        tv, nw = estimators(args).values()
-        assert nw.noise == noise and "noise" not in tv.get_params()
+def test_noise_reaches_nw_and_lipschitz_and_each_keeps_its_default():
+    bounds = ["--bound", "tv", "nw", "lipschitz", "--h", "2^-6"]
+    for options, noise in [
+        ([], ("adaptive", "worst_case")),
+        (["--noise", "worst_case"], ("worst_case", "worst_case")),
+        (["--noise", "adaptive"], ("adaptive", "adaptive")),
+    ]:
+        args = parse_args(["d.csv", *bounds, *options])
+        tv, nw, lipschitz = estimators(args).values()
+        assert (nw.noise, lipschitz.noise) == noise
+        assert "noise" not in tv.get_params()
     with pytest.raises(SystemExit):
         parse_args(["d.csv", "--noise", "bernstein"])
