@@ -79,8 +79,8 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     fold's ``1 - confidence_level`` and the smallest bound is kept, so the choice is
     certified by the union bound. This is the paper's baseline: it needs only a first
     derivative bound, and it is looser than :class:`NWCalibrationBound`. With
-    ``noise='adaptive'`` the label noise is paid by its variance, as SPEC section 13
-    does for NW, with bucket weights.
+    ``noise='adaptive'`` the label noise is paid by its variance, as
+    :class:`NWCalibrationBound` does by default, with bucket weights.
 
     Read more in the :ref:`User Guide <lipschitz_bound>`.
 
@@ -113,11 +113,11 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     noise : {'worst_case', 'adaptive'}, default='worst_case'
         How ``guarantee='high_probability'`` pays for the label noise.
         ``'worst_case'``: at :math:`\\eta(1 - \\eta) = 1/4`, every candidate
-        evaluated (SPEC section 10). ``'adaptive'``: by its variance
+        evaluated. ``'adaptive'``: by its variance
         :math:`\\eta(1 - \\eta)` in each bucket, certified through a pilot estimate
         from the validation labels, with a bias relative to
-        :math:`\\min(\\eta, 1 - \\eta)` when ``h`` is given (SPEC 13 with bucket
-        weights: 2 to 5 times narrower, most on rare events; see the
+        :math:`\\min(\\eta, 1 - \\eta)` when ``h`` is given (NW's default certificate
+        with bucket weights: 2 to 5 times narrower, most on rare events; see the
         :ref:`User Guide <lipschitz_bound>`). It ranks the candidates after the
         first pass over the data and evaluates the first two for each bound, each
         still paid for at the fold's share divided by the number of candidates; it
@@ -180,9 +180,9 @@ class LipschitzBucketBound(_BaseCalibrationBound):
     lower_bound_ : float
         Certified lower bound on the calibration error, ``max(aggregate of the fold
         lower bounds, 0)`` (mean for ``aggregate='mean'``, maximum for ``'min'``); per
-        fold, with ``noise='adaptive'`` the chosen candidate's lower bound (SPEC
-        13's triangle route), else ``validation_mean`` minus every other term. It
-        holds together with :attr:`bound_`: both at once with probability at least
+        fold, with ``noise='adaptive'`` the largest lower bound of the evaluated
+        candidates (each by its triangle route), else ``validation_mean`` minus every
+        other term. It holds together with :attr:`bound_`: both at once with probability at least
         ``confidence_level``, at no extra cost.
 
     estimate_ : float
@@ -194,7 +194,7 @@ class LipschitzBucketBound(_BaseCalibrationBound):
 
     terms_ : dict of str to float
         Named additive components of the aggregated bound before clipping. With
-        ``noise='adaptive'``: SPEC 13's Jensen route,
+        ``noise='adaptive'``: the Jensen route,
         ``validation_mean``, ``bias_mean``, ``label_concentration`` and
         ``population_transfer`` (which absorbs the triangle route where that one was
         smaller). With ``noise='worst_case'``: ``validation_mean`` (mean of
@@ -454,11 +454,11 @@ def lipschitz_bucket_bound(
     noise : {'worst_case', 'adaptive'}, default='worst_case'
         How ``guarantee='high_probability'`` pays for the label noise.
         ``'worst_case'``: at :math:`\\eta(1 - \\eta) = 1/4`, every candidate
-        evaluated (SPEC section 10). ``'adaptive'``: by its variance
+        evaluated. ``'adaptive'``: by its variance
         :math:`\\eta(1 - \\eta)` in each bucket, certified through a pilot estimate
         from the validation labels, with a bias relative to
-        :math:`\\min(\\eta, 1 - \\eta)` when ``h`` is given (SPEC 13 with bucket
-        weights: 2 to 5 times narrower, most on rare events; see the
+        :math:`\\min(\\eta, 1 - \\eta)` when ``h`` is given (NW's default certificate
+        with bucket weights: 2 to 5 times narrower, most on rare events; see the
         :ref:`User Guide <lipschitz_bound>`). It ranks the candidates after the
         first pass over the data and evaluates the first two for each bound, each
         still paid for at the fold's share divided by the number of candidates; it
