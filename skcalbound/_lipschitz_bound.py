@@ -182,8 +182,8 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         lower bounds, 0)`` (mean for ``aggregate='mean'``, maximum for ``'min'``); per
         fold, with ``noise='adaptive'`` the largest lower bound of the evaluated
         candidates (each by its triangle route), else ``validation_mean`` minus every
-        other term. It holds together with :attr:`bound_`: both at once with probability at least
-        ``confidence_level``, at no extra cost.
+        other term. It holds together with :attr:`bound_`: both at once with
+        probability at least ``confidence_level``, at no extra cost.
 
     estimate_ : float
         Point estimate of the calibration error, not certified: the same for
