@@ -336,3 +336,50 @@ def test_record_of_the_worst_case_form_has_no_folds():
     cert = _fit(make, s, y).certificate_
     assert "folds" not in cert and cert["params"]["noise"] == "worst_case"
     assert consistency_problems(cert, []) == []
+
+
+def test_lipschitz_adaptive_lower_bound_from_another_candidate_is_checked():
+    """Lipschitz with noise="adaptive": a fold's lower bound can come from another
+    evaluated candidate (``lower_from``, its triangle table); verify recomputes it,
+    and refuses a lower_from that is not such a table or gives less than the fold's
+    own route."""
+    from skcalbound.datasets import make_overconfident
+
+    data = make_overconfident(20_000, h=2**-6, random_state=0)
+    est = LipschitzBucketBound(h=2**-6, noise="adaptive", random_state=0)
+    cert = est.fit(data.scores, data.labels).certificate_
+    assert consistency_problems(cert, []) == []
+    folds = cert["folds"]
+    k = next(i for i, fold in enumerate(folds) if "lower_from" in fold)
+    fold = folds[k]
+    own = 2 * fold["lower_terms"]["validation_mean"] - math.fsum(
+        fold["lower_terms"].values()
+    )
+    other = 2 * fold["lower_from"]["validation_mean"] - math.fsum(
+        fold["lower_from"].values()
+    )
+    assert other > own  # the other candidate's lower bound is the fold's
+    rows = est.fold_results_
+    assert rows["lower_bound"].iloc[k] == pytest.approx(other, rel=1e-12)
+    assert (rows["lower_n_buckets"].iloc[k], rows["lower_shift"].iloc[k]) != (
+        rows["n_buckets"].iloc[k],
+        rows["shift"].iloc[k],
+    )
+    # A lower_from raised in its validation_mean moves the lower bound above 0.
+    forged = json.loads(json.dumps(cert))
+    forged["folds"][k]["lower_from"]["validation_mean"] += 5.0
+    (problem,) = consistency_problems(forged, [])
+    assert problem.startswith("its lower_bound is ")
+    # Not a triangle table, or weaker than the fold's own route: refused.
+    bad = json.loads(json.dumps(cert))
+    bad["folds"][k]["lower_from"] = {"validation_mean": 0.1}
+    assert consistency_problems(bad, []) == [
+        "a fold's lower_from is not a SPEC 13 triangle table"
+    ]
+    weak = json.loads(json.dumps(cert))
+    weak["folds"][k]["lower_from"] = dict(
+        fold["lower_terms"], smoothing_bound=fold["lower_terms"]["smoothing_bound"] + 1
+    )
+    assert "a fold's lower_from gives a smaller lower bound than its own route" in (
+        consistency_problems(weak, [])
+    )
