@@ -190,9 +190,8 @@ class BucketContext:
         # Per cell: the bucket's distance sum outside the cell at offset 0 and its
         # slope (``n_b mean_d = D + a e + k``), the own cell's training moments.
         s2 = [x[cells] + x[cells + 1] for x in (prep.cN, prep.cM, prep.cT)]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            _, _, alpha, beta, gamma, _ = table.terms_at(0, cells, s2)
-            gamma = gamma - 0.5 / np.sqrt(n_b[bucket])
+        _, a, k, _ = table.distance_terms(0, cells, s2)
+        alpha = 1.0 / safe[bucket]
         # Per cell, what a query there reads: its bucket's values, and for the
         # distance sum (``n_b mean_d = D + a e + k``, the own cell ``D`` by
         # Cauchy-Schwarz) ``1 / n_b``, ``a / n_b``, ``k / n_b`` and the own cell's
@@ -200,8 +199,8 @@ class BucketContext:
         values = {
             **{name: per_bucket[name][bucket] for name in _BUCKET_FIELDS},
             "alpha": np.where(has[bucket], alpha, 0.0),
-            "beta": np.where(has[bucket], beta, 0.0),
-            "gamma": np.where(has[bucket], gamma, 0.0),
+            "beta": np.where(has[bucket], a * alpha, 0.0),
+            "gamma": np.where(has[bucket], k * alpha, 0.0),
             "count": N,
             "mean_offset": training.mean_offset(),
             "m2": training.m2,
@@ -223,7 +222,8 @@ class BucketContext:
             mean_d = np.abs(m1)
         else:
             D = own_cell_distance(v["count"], e, v["mean_offset"], v["m2"])
-            mean_d = v["alpha"] * D + v["beta"] * e + v["gamma"]
+            # A sum of distances: at least 0 (rounding can cross it when it is 0).
+            mean_d = np.maximum(v["alpha"] * D + v["beta"] * e + v["gamma"], 0.0)
         M2 = v["var"] + m1 * m1
         d = np.maximum(s - v["low"], v["high"] - s)
         bias = _bucket_bias(s, mean_d, m1, M2, d, self.L, self.h, fallback)

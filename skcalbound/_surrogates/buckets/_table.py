@@ -233,17 +233,26 @@ class BucketTable:
         ``s2`` sums) for the candidates ``owner`` (broadcast against ``cells``), where
         ``g = alpha D + beta e + gamma`` with ``a = N_lo - N_hi`` and ``k`` the exact
         distance sum to the bucket's points outside the cell."""
+        G, a, k, values = self.distance_terms(owner, cells, s2)
+        _, _, _, alpha, root, eta, n_b = values
+        beta = alpha * a
+        gamma = alpha * k
+        gamma += root
+        return G, eta, alpha, beta, gamma, n_b
+
+    def distance_terms(self, owner, cells, s2):
+        """``(bucket, a, k, values)`` at ``cells`` for the candidates ``owner``: the
+        distance sum to the bucket's training points outside the cell is ``a e + k``
+        at offset ``e`` (``a = N_lo - N_hi``), and :meth:`values` of the bucket."""
         G = self.bucket_index(owner, cells)
-        E_N, E_M, E_T, alpha, root, eta, n_b = self.values(G)
+        values = self.values(G)
+        E_N, E_M, E_T = values[:3]
         a = s2[0] - E_N  # N_lo - N_hi
         k = s2[1] - E_M  # M_lo - M_hi
         k -= cells * a
         k *= -1.0 / self.prep.n_cells
         k -= s2[2] - E_T  # T_lo - T_hi
-        beta = alpha * a
-        gamma = alpha * k
-        gamma += root
-        return G, eta, alpha, beta, gamma, n_b
+        return G, a, k, values
 
     def terms(self, rows):
         """:meth:`terms_at` at every evaluated cell for the candidates ``rows`` (a
