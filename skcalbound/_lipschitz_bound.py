@@ -452,18 +452,9 @@ def lipschitz_bucket_bound(
         ``r = 0, ..., n_shifts - 1``.
 
     noise : {'worst_case', 'adaptive'}, default='worst_case'
-        How ``guarantee='high_probability'`` pays for the label noise.
-        ``'worst_case'``: at :math:`\\eta(1 - \\eta) = 1/4`, every candidate
-        evaluated. ``'adaptive'``: by its variance
-        :math:`\\eta(1 - \\eta)` in each bucket, certified through a pilot estimate
-        from the validation labels, with a bias relative to
-        :math:`\\min(\\eta, 1 - \\eta)` when ``h`` is given (NW's default certificate
-        with bucket weights: 2 to 5 times narrower, most on rare events; see the
-        :ref:`User Guide <lipschitz_bound>`). It ranks the candidates after the
-        first pass over the data and evaluates the first two for each bound, each
-        still paid for at the fold's share divided by the number of candidates; it
-        costs 2 to 4 times the worst-case form's time. ``'paper'`` computes the
-        published form whatever ``noise`` is.
+        ``'worst_case'``: the label noise at its worst; ``'adaptive'``: by its
+        variance, with bucket weights (narrower, slower; see
+        :class:`LipschitzBucketBound`).
 
     pos_label : int, float, bool or str, default=None
         The label of the positive class (scikit-learn's ``pos_label``). ``None``

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._cells import bin_of, cell_offsets
-from ..nw._adaptive import _N_TOTALS, AdaptiveStatistics, _means, _rows
+from ..nw._adaptive import _N_TOTALS, _rows
 from ..nw._adaptive import relative_factor as _relative_factor
-from ..nw._adaptive_grid import _cell_majorant
+from ..nw._adaptive_grid import cell_statistics
 from ._table import BucketTable, Prepared, own_cell_distance
 
 _CLIP = 1e-4
@@ -330,7 +330,6 @@ def finish(context, sums, training):
         totals += block
         _accumulate(per_bucket, bucket, rows)
     n = totals[0]
-    means, psi_nb = _means(totals)
     count, f1, f2, inside, active = per_bucket
     b = context.per_bucket
     n_b = np.maximum(b["n"], 1.0)
@@ -338,29 +337,12 @@ def finish(context, sums, training):
         noise_part = np.where(inside > 0, inside / (2.0 * b["noise0"] * n_b**2), 0.0)
     bias_part = active * np.sign(0.5 - b["eta0"]) / n_b
     bucket = context.per_cell["bucket"]
-    c = (count / n_b / n)[bucket]
-    c_prime = (f1 / n_b / n)[bucket]
-    e = (f2 / n_b**2 / n)[bucket]
-    gamma = (noise_part / n)[bucket] * (1.0 - 2.0 * pilot) + (bias_part / n)[bucket]
-    size, positives = training.count, training.positives
-    used = size > 0
-    a = c_prime * c_prime
-    return AdaptiveStatistics(
-        **means,
-        n_fallback=int(kept.shape[0]),
-        c_prime=_cell_majorant(
-            a * (1.0 - 2.0 * pilot),
-            size,
-            positives,
-            np.dot(size, a * pilot * pilot),
-            np.dot(size, a) / 4.0,
-        ),
-        max_c_prime=float(c_prime[used].max(initial=0.0)),
-        noise_variance=float(np.dot(size, e) / 4.0),
-        max_e=float(e[used].max(initial=0.0)),
-        sum_c_squared=float(np.dot(size, c * c)),
-        max_c=float(c[used].max(initial=0.0)),
-        noise_bias=_cell_majorant(
-            gamma, size, positives, psi_nb - np.dot(size, gamma * pilot)
-        ),
+    values = (
+        (count / n_b / n)[bucket],
+        (f1 / n_b / n)[bucket],
+        (f2 / n_b**2 / n)[bucket],
+        (noise_part / n)[bucket] * (1.0 - 2.0 * pilot) + (bias_part / n)[bucket],
+    )
+    return cell_statistics(
+        totals, values, pilot, training.count, training.positives, kept.shape[0]
     )

@@ -200,6 +200,19 @@ class BucketFit:
     n_samples: int
     n_positive: int
 
+    @classmethod
+    def of(cls, per_split, plan, totals, sums):
+        """From the per-split results, the plan, the refit statistics and pass 1's
+        ``sums`` (the rows and positives of the first grid)."""
+        first = sums[0]
+        return cls(
+            tuple(per_split),
+            plan.n_train,
+            tuple(totals),
+            int(round(float(first.count.sum()))),
+            int(round(float(first.positives.sum()))),
+        )
+
 
 @dataclass(frozen=True)
 class BucketGrid:
@@ -247,14 +260,9 @@ class BucketGrid:
             return self._adaptive_plan(sums, design)
         candidates, grids = self.grids
         n_train = design.training_sizes(sums[0].count.sum(axis=1), self.min_train)
-        everyone = range(design.n_groups)
         plans, totals = [], []
         for (K, members), stats in zip(grids, sums):
-            trainings = [stats.merged(train) for _, train in design.splits]
-            total = stats.merged(everyone) if self.refit else None
-            needed = np.zeros(K, dtype=bool)
-            for t in [*trainings, total] if self.refit else trainings:
-                needed |= t.needed_mask()
+            trainings, total, needed = self._trainings(stats, design)
             # Flags matter where a split has training points and queries.
             cells = [
                 np.flatnonzero((t.count > 0) & (stats.count[validation] > 0))
@@ -269,28 +277,31 @@ class BucketGrid:
                     trainings,
                     cells,
                     design.split_of_group,
-                    np.flatnonzero(needed),
+                    needed,
                 )
             )
             totals.append(total)
         return BucketPlan(tuple(plans), tuple(n_train), tuple(totals))
 
+    def _trainings(self, stats, design):
+        """On one grid: each split's :class:`~._table.Training`, that of all rows
+        (``None`` without refit) and the cells whose extremes pass 2 gathers."""
+        trainings = [stats.merged(train) for _, train in design.splits]
+        total = stats.merged(range(design.n_groups)) if self.refit else None
+        needed = np.zeros(stats.count.shape[1], dtype=bool)
+        for t in [*trainings, total] if self.refit else trainings:
+            needed |= t.needed_mask()
+        return trainings, total, np.flatnonzero(needed)
+
     def _adaptive_plan(self, sums, design):
         """Per grid its :class:`ExtremesPlan`; per split the contexts of the
         candidates that :func:`~._adaptive.proxy_bounds` ranks first."""
-        candidates, grids = self.grids
+        _, grids = self.grids
         n_train = design.training_sizes(sums[0].count.sum(axis=1), self.min_train)
-        everyone = range(design.n_groups)
         plans, totals = [], []
         for (K, _), stats in zip(grids, sums):
-            trainings = [stats.merged(train) for _, train in design.splits]
-            total = stats.merged(everyone) if self.refit else None
-            needed = np.zeros(K, dtype=bool)
-            for t in [*trainings, total] if self.refit else trainings:
-                needed |= t.needed_mask()
-            plans.append(
-                ExtremesPlan(K, design.n_groups, np.flatnonzero(needed), trainings)
-            )
+            trainings, total, needed = self._trainings(stats, design)
+            plans.append(ExtremesPlan(K, design.n_groups, needed, trainings))
             totals.append(total)
         contexts = tuple(
             self._choose(
@@ -395,14 +406,7 @@ class BucketGrid:
                     training_extremes(p, ext.as_dict(), range(design.n_groups))
                 )
             totals.append(total)
-        first = sums[0]
-        return BucketFit(
-            tuple(per_split),
-            plan.n_train,
-            tuple(totals),
-            int(round(float(first.count.sum()))),
-            int(round(float(first.positives.sum()))),
-        )
+        return BucketFit.of(per_split, plan, totals, sums)
 
     def finish(self, plan, sums, second, design):
         if self.noise == "adaptive":
@@ -427,11 +431,4 @@ class BucketGrid:
                     training_extremes(p, result.extremes, everyone)
                 )
             totals.append(total)
-        first = sums[0]
-        return BucketFit(
-            tuple(per_split),
-            plan.n_train,
-            tuple(totals),
-            int(round(float(first.count.sum()))),
-            int(round(float(first.positives.sum()))),
-        )
+        return BucketFit.of(per_split, plan, totals, sums)

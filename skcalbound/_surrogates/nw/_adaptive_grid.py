@@ -268,18 +268,25 @@ def finish(context, sums, nearest=None):
         size = np.concatenate((size, b_count))
         positives = np.concatenate((positives, b_pos))
         cell_pilot = np.concatenate((pilot, pilot[cell]))
+    return cell_statistics(totals, values, cell_pilot, size, positives, fb.size)
+
+
+def cell_statistics(totals, values, pilot, size, positives, n_fallback):
+    """:class:`AdaptiveStatistics` from the sums of ``_rows`` (``totals``) and, per
+    entry of equal training points (``size`` of them, ``positives`` labelled 1, at
+    ``pilot``), ``values = (c, c', e, gamma)``."""
     means, psi_nb = _means(totals)
     c, c_prime, e, gamma = values
     used = size > 0
     a = c_prime * c_prime
     return AdaptiveStatistics(
         **means,
-        n_fallback=int(fb.size),
+        n_fallback=int(n_fallback),
         c_prime=_cell_majorant(
-            a * (1.0 - 2.0 * cell_pilot),
+            a * (1.0 - 2.0 * pilot),
             size,
             positives,
-            np.dot(size, a * cell_pilot * cell_pilot),
+            np.dot(size, a * pilot * pilot),
             np.dot(size, a) / 4.0,
         ),
         max_c_prime=float(c_prime[used].max(initial=0.0)),
@@ -288,7 +295,7 @@ def finish(context, sums, nearest=None):
         sum_c_squared=float(np.dot(size, c * c)),
         max_c=float(c[used].max(initial=0.0)),
         noise_bias=_cell_majorant(
-            gamma, size, positives, psi_nb - np.dot(size, gamma * cell_pilot)
+            gamma, size, positives, psi_nb - np.dot(size, gamma * pilot)
         ),
     )
 
