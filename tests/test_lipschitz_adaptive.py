@@ -1,11 +1,11 @@
-"""SPEC 13's lemmas with bucket weights (issue 39 item 3): the measurement prototype.
+"""SPEC 13's lemmas with bucket weights (issue 39 item 3).
 
-``bucket_statistics`` is SPEC 13 for one candidate bucketing, exact per point (sorted
-arrays, O(n log m)); it is checked against the plain-loop reference
-(``_adaptive_reference.adaptive_fold`` with a Lipschitz ``bias``) and against today's
-``LipschitzBucketBound`` (SPEC 10). ``fold_bounds`` and ``measure`` give the numbers
-of ``docs/internals/buckets.rst`` ("Variance-adaptive certificate"). Not wired into the
-estimator: see that section for why and what remains.
+The grid implementation (``LipschitzBucketBound(noise="adaptive")``,
+``skcalbound._surrogates.buckets._adaptive``) against plain loops of its definition
+(``grid_bias``: the own cell by Cauchy-Schwarz, the reach from cell edges, the pilot
+per cell) to ``1e-12``, in memory, in chunks and per fold of the estimator; and the
+exact per-point prototype (``bucket_statistics``) that measured the gain, checked
+against the same plain loops with exact distances and against section 10's estimator.
 """
 
 import math
@@ -329,3 +329,217 @@ def test_the_adaptive_form_is_tighter_on_a_rare_event():
     ce = out["ce"]
     assert out["adaptive"][1] - ce < 0.5 * (out["today"][1] - ce)
     assert out["adaptive"][1] > ce
+
+
+# -- the grid form, against plain loops ---------------------------------------------
+GRID_CELLS = 2**14  # the grid of the 48 default candidates
+
+
+def _cell(x, K=GRID_CELLS):
+    return min(math.floor(K * x), K - 1)
+
+
+def grid_bias(L, h, K=GRID_CELLS):
+    """The bias of the grid form by plain loops, as ``adaptive_fold``'s ``bias``: the
+    distance sum with the query's own cell bounded by Cauchy-Schwarz (exact at a
+    fallback query, whose bucket lies on one side), ``d_v`` from the edges of the
+    bucket's first and last occupied cells, ``L_v`` and ``R_v`` as
+    :func:`reference_bias`."""
+
+    def bias(s, points, fallback):
+        w = points[0][1]  # every point of a bucket weighs 1 / n_b
+        c = _cell(s, K)
+        if fallback:
+            total = sum(abs(x - s) for x, _ in points)
+        else:
+            own = [x for x, _ in points if _cell(x, K) == c]
+            total = sum(abs(x - s) for x, _ in points if _cell(x, K) != c)
+            total += math.sqrt(len(own) * sum((s - x) ** 2 for x in own))
+        mean_d = w * total
+        if h is None:
+            return min(1.0, L * mean_d), None
+        low = min(_cell(x, K) for x, _ in points) / K
+        high = (max(_cell(x, K) for x, _ in points) + 1) / K
+        d = max(s - low, high - s)
+        m1 = sum(wi * (x - s) for x, wi in points)
+        M2 = sum(wi * (x - s) ** 2 for x, wi in points)
+        a_hi = lemma4_AB(min(s + d, 1.0), h)[0]
+        b_lo = lemma4_AB(max(s - d, 0.0), h)[1]
+        k_bar = a_hi + b_lo
+        a0, b0 = lemma4_AB(s, h)
+        kappa_bar = 2.0 * (max(a_hi, b_lo) + 0.5 * min(a_hi, b_lo)) ** 2
+        rho = (a0 + b0) * abs(m1) + kappa_bar * psi(k_bar * d) * M2
+        R = rho / (1.0 - rho) if rho < 0.5 and not fallback else None
+        return min(1.0, min(L, k_bar / 4.0) * mean_d), R
+
+    return bias
+
+
+def grid_pilot(train_scores, val_scores, val_labels, B, K=GRID_CELLS):
+    """``bucket_pilot`` by plain loops, per training point: the validation labels in
+    the cells whose centres lie within ``min(1/B, 1/2)`` of its cell's centre, plus
+    one pseudo-observation at that centre, clipped to ``[1e-4, 1 - 1e-4]``."""
+    radius = min(1.0 / B, 0.5)
+    out = []
+    for x in train_scores:
+        c = _cell(x, K)
+        near = [
+            y
+            for v, y in zip(val_scores, val_labels)
+            if abs(_cell(v, K) - c) / K < radius
+        ]
+        value = (sum(near) + (c + 0.5) / K) / (len(near) + 1.0)
+        out.append(min(max(value, CLIP), 1.0 - CLIP))
+    return np.array(out)
+
+
+def _training(st, yt, K=GRID_CELLS):
+    """The :class:`Training` of the training points, with the extremes of every
+    occupied cell (the fallback's)."""
+    from skcalbound._surrogates.buckets._table import cell_stats
+
+    stats = cell_stats(st, yt.astype(float), np.zeros(st.shape[0], np.intp), 1, K)
+    training = stats.merged([0])
+    cells = np.flatnonzero(training.count > 0)
+    of = np.minimum(np.floor(st * K).astype(np.intp), K - 1)
+    hi = np.array([st[of == c].max() for c in cells])
+    lo = np.array([st[of == c].min() for c in cells])
+    return training.with_extremes({"cells": cells, "hi": hi, "lo": lo})
+
+
+def _grid_statistics(st, yt, sv, yv, B, r, L, h, pieces=1, K=GRID_CELLS):
+    from skcalbound._surrogates.buckets import _adaptive
+
+    training = _training(st, yt, K)
+    cv = np.minimum(np.floor(sv * K).astype(np.intp), K - 1)
+    validation = (
+        np.bincount(cv, minlength=K).astype(float),
+        np.bincount(cv, weights=yv.astype(float), minlength=K),
+    )
+    context = _adaptive.BucketContext.of(training, validation, (B, r), 4, L, h)
+    parts = [_adaptive.row_sums(context, part) for part in np.array_split(sv, pieces)]
+    sums = parts[0]
+    for part in parts[1:]:
+        sums = sums + part
+    return context, _adaptive.finish(context, sums, training)
+
+
+def _assert_terms_match(terms, out):
+    for table in ("upper_terms", "lower_terms"):
+        assert list(terms[table]) == list(out[table])
+        for key, value in out[table].items():
+            assert terms[table][key] == pytest.approx(value, rel=1e-12, abs=1e-14)
+    assert terms["upper"] == pytest.approx(out["U"], rel=1e-12, abs=1e-14)
+    assert terms["lower"] == pytest.approx(out["L"], rel=1e-12, abs=1e-14)
+    assert terms["route"] == out["route"]
+
+
+@pytest.mark.parametrize("pieces", [1, 3])
+@pytest.mark.parametrize("h", [None, 2**-3])
+@pytest.mark.parametrize("candidate", [(8, 1), (2, 3), (64, 0)])
+def test_grid_form_matches_the_plain_loop_reference(h, candidate, pieces):
+    """Every term of both routes, the bounds and the route, to 1e-12; in one piece
+    and in three chunks merged by addition."""
+    st, yt, sv, yv = _small_fold(3)
+    B, r = candidate
+    L = 1.7 if h is None else float(sech_derivative_bounds(h)[0])
+    context, stats = _grid_statistics(st, yt, sv, yv, B, r, L, h, pieces)
+    pilot = grid_pilot(st, sv, yv, B)
+    cells = np.minimum(np.floor(st * GRID_CELLS).astype(np.intp), GRID_CELLS - 1)
+    np.testing.assert_allclose(context.pilot[cells], pilot, rtol=1e-15)
+    weights, is_fallback = reference_bucket_weights(st, B, r, 4)
+    out = adaptive_fold(
+        st, yt, sv, yv, weights, b1=0.0, b2=0.0, h=h, delta_fold=0.01,
+        is_fallback=is_fallback, pilot=pilot, bias=grid_bias(L, h),
+    )  # fmt: skip
+    _assert_terms_match(adaptive_terms(stats, 0.01), out)
+    assert stats.n_relative == sum(k > 0 for k in out["branch"])
+    assert stats.n_fallback == sum(is_fallback(s) for s in sv)
+    assert (stats.n_fallback > 0) == (B == 64)  # gaps: empty buckets fall back
+    if h is not None and B == 8:
+        assert stats.n_relative > 0  # the relative branch is exercised
+
+
+def test_bucket_pilot_is_its_definition():
+    from skcalbound._surrogates.buckets._adaptive import bucket_pilot
+
+    st, _, sv, yv = _small_fold(5)
+    K = GRID_CELLS
+    cv = np.minimum(np.floor(sv * K).astype(np.intp), K - 1)
+    validation = (
+        np.bincount(cv, minlength=K).astype(float),
+        np.bincount(cv, weights=yv.astype(float), minlength=K),
+    )
+    cells = np.minimum(np.floor(st * K).astype(np.intp), K - 1)
+    for B in (2, 16, 4096):
+        pilot = bucket_pilot(validation, B, K)
+        assert np.all((pilot >= CLIP) & (pilot <= 1 - CLIP))
+        np.testing.assert_allclose(pilot[cells], grid_pilot(st, sv, yv, B), rtol=1e-15)
+
+
+def _two_folds(n, seed):
+    rng = np.random.default_rng(seed)
+    fold = rng.permutation(n) % 2
+    return [(np.flatnonzero(fold != k), np.flatnonzero(fold == k)) for k in range(2)]
+
+
+@pytest.mark.parametrize("mode", ["L", "h"])
+def test_each_fold_of_the_estimator_is_the_reference(mode):
+    """Per fold: the bound is the reported candidate's reference upper bound and the
+    lower bound the reported lower candidate's reference lower bound, each at
+    ``delta_fold / 48``; the same in chunks."""
+    data = make_overconfident(600, h=2**-3 if mode == "h" else None, random_state=4)
+    s, y = data.scores, data.labels.astype(np.int64)
+    folds = _two_folds(s.shape[0], 1)
+    h = 2**-3 if mode == "h" else None
+    L = 1.7 if h is None else float(sech_derivative_bounds(h)[0])
+    params = dict(noise="adaptive", cv=folds, confidence_level=0.9)
+    params.update(h=h) if h is not None else params.update(L=L)
+    est = LipschitzBucketBound(**params).fit(s, y)
+    delta = (1 - 0.9) / 2 / 48
+    for (train, val), row in zip(folds, est.fold_results_.itertuples()):
+        st, yt, sv, yv = s[train], y[train], s[val], y[val]
+        for (B, r), side in (
+            ((row.n_buckets, row.shift), "U"),
+            ((row.lower_n_buckets, row.lower_shift), "L"),
+        ):
+            weights, is_fallback = reference_bucket_weights(st, B, r, 4)
+            out = adaptive_fold(
+                st, yt, sv, yv, weights, b1=0.0, b2=0.0, h=h, delta_fold=delta,
+                is_fallback=is_fallback, pilot=grid_pilot(st, sv, yv, B),
+                bias=grid_bias(L, h),
+            )  # fmt: skip
+            value = row.bound if side == "U" else row.lower_bound
+            assert value == pytest.approx(out[side], rel=1e-12, abs=1e-14)
+        assert row.n_evaluated >= 2 and row.route in ("jensen", "triangle")
+    # In chunks (folds drawn row by row: cv an int), the in-memory fit's numbers.
+    params.update(cv=2, random_state=0)
+    memory = LipschitzBucketBound(**params).fit(s, y)
+    chunks = [(y[i : i + 97], s[i : i + 97]) for i in range(0, s.shape[0], 97)]
+    chunked = LipschitzBucketBound(**params).fit_chunks(chunks)
+    assert chunked.bound_ == pytest.approx(memory.bound_, rel=1e-12)
+    assert chunked.lower_bound_ == pytest.approx(memory.lower_bound_, abs=1e-14)
+    for name, value in memory.terms_.items():
+        assert chunked.terms_[name] == pytest.approx(value, rel=1e-12, abs=1e-15)
+
+
+def test_grid_form_matches_where_the_tangent_majorant_gives_the_lower_bound():
+    """A rare event, where ``Psi_tan`` (the supergradient ``gamma`` of ``Psi_NB`` at
+    the pilot, its relative part included) is below ``Psi_wc``: the lower route
+    through ``gamma`` to 1e-12."""
+    data = make_rare_event(1500, h=2**-6, random_state=2)
+    s, y = data.scores, data.labels.astype(np.int64)
+    st, yt, sv, yv = s[:900], y[:900], s[900:], y[900:]
+    h = 2**-6
+    L = float(sech_derivative_bounds(h)[0])
+    _, stats = _grid_statistics(st, yt, sv, yv, 64, 0, L, h)
+    weights, is_fallback = reference_bucket_weights(st, 64, 0, 4)
+    out = adaptive_fold(
+        st, yt, sv, yv, weights, b1=0.0, b2=0.0, h=h, delta_fold=0.05,
+        is_fallback=is_fallback, pilot=grid_pilot(st, sv, yv, 64),
+        bias=grid_bias(L, h),
+    )  # fmt: skip
+    assert out["a_L"] == out["Psi_tan"] < out["Psi_wc"]
+    _assert_terms_match(adaptive_terms(stats, 0.05), out)
+    assert stats.n_relative == sum(k > 0 for k in out["branch"]) > 0
+    assert any(out["relative_active"])  # gamma's relative part is exercised
