@@ -58,11 +58,11 @@ PROBLEMS = _problems()
 
 
 class _TrivialIfOneClass:
-    """``NWCalibrationBound(noise="adaptive")``; on a sample with one class only, which
-    the estimator refuses, the trivial certificate ``[0, 1]`` (never a miss)."""
+    """``bound(noise="adaptive")`` (NW by default); on a sample with one class only,
+    which the estimator refuses, the trivial certificate ``[0, 1]`` (never a miss)."""
 
-    def __init__(self, **params):
-        self.estimator = NWCalibrationBound(noise="adaptive", **params)
+    def __init__(self, bound=NWCalibrationBound, **params):
+        self.estimator = bound(noise="adaptive", **params)
 
     def fit(self, scores, labels):
         self.one_class = np.unique(labels).shape[0] < 2
@@ -75,15 +75,20 @@ class _TrivialIfOneClass:
         return self
 
 
-def two_sided(case, n, repetitions, confidence_level, *, extra=None):
+def two_sided(
+    case, n, repetitions, confidence_level, *, extra=None, bound=NWCalibrationBound
+):
     """Coverage of both sides on one set of fits: ``(upper, lower, one_class)``.
 
     ``upper`` counts ``bound_ < CE``; ``lower`` is the same result for ``-lower_bound_``
     against ``-CE``, so it counts ``lower_bound_ > CE``. ``extra`` maps names to
     functions of the fitted wrapper; their values per repetition come back in
-    ``one_class``'s place as a dict (with ``"one_class"``).
+    ``one_class``'s place as a dict (with ``"one_class"``). ``bound``: the estimator
+    (Lipschitz bucketing takes ``L = b1`` where the problem gives ``b1, b2``).
     """
     problem, constants = PROBLEMS[case]
+    if bound is not NWCalibrationBound and "b1" in constants:
+        constants = {"L": constants["b1"]}
     lowers, recorded = [], {"one_class": []}
     extra = extra or {}
     for name in extra:
@@ -91,7 +96,7 @@ def two_sided(case, n, repetitions, confidence_level, *, extra=None):
 
     def make(problem, level, random_state):
         return _TrivialIfOneClass(
-            **constants, confidence_level=level, random_state=random_state
+            bound, **constants, confidence_level=level, random_state=random_state
         )
 
     def record(fitted):
@@ -101,9 +106,10 @@ def two_sided(case, n, repetitions, confidence_level, *, extra=None):
             recorded[name].append(quantity(fitted))
         return fitted.bound_
 
-    seed = zlib.crc32(
-        repr(("adaptive", case, n, confidence_level, repetitions)).encode()
-    )
+    key = ("adaptive", case, n, confidence_level, repetitions)
+    if bound is not NWCalibrationBound:
+        key = (bound.__name__, *key)
+    seed = zlib.crc32(repr(key).encode())
     upper = coverage(
         make,
         problem,
@@ -122,8 +128,10 @@ def two_sided(case, n, repetitions, confidence_level, *, extra=None):
 def check_two_sided(case, n, repetitions, confidence_level, **kwargs):
     upper, lower, recorded = two_sided(case, n, repetitions, confidence_level, **kwargs)
     one_class = int(recorded["one_class"].sum())
+    name = kwargs.get("bound", NWCalibrationBound).__name__
     print(
-        f"adaptive {case}: upper {upper.summary()}; lower {lower.failures} misses, "
+        f"{name} adaptive {case}: upper {upper.summary()}; lower {lower.failures} "
+        "misses, "
         f"median lower bound {-np.median(lower.values):.4f}; one class {one_class}"
     )
     assert upper.passed, upper.summary()
