@@ -641,3 +641,33 @@ def test_ties_with_h_are_checked_per_chunk():
         NWCalibrationBound(h=2**-5).fit(s, y)
     with pytest.raises(ValueError, match="of the 5000 scores equal 0.5"):
         NWCalibrationBound(h=2**-5).fit_chunks(_chunked(s, y, [5000]))
+
+
+def test_lipschitz_adaptive_on_read_parquet_and_in_chunks_gives_the_in_memory_numbers(
+    tmp_path,
+):
+    # SPEC 13 with bucket weights (noise="adaptive") in h-mode, relative branch and
+    # fallback included: the columns of dd.read_parquet, dask arrays and fit_chunks
+    # give the in-memory fit's numbers, and score() on held-out rows too.
+    dd = pytest.importorskip("dask.dataframe")
+    da = pytest.importorskip("dask.array")
+    from skcalbound.datasets import make_rare_event
+
+    data = make_rare_event(6000, h=2**-6, random_state=0)
+    s, y = data.scores, data.labels
+    held = make_rare_event(3000, h=2**-6, random_state=1)
+    params = {"h": 2**-6, "noise": "adaptive", "random_state": 3}
+    a = LipschitzBucketBound(**params).fit(s, y)
+    assert (a.fold_results_["n_relative"] > 0).all()
+    assert a.fold_results_["n_fallback"].sum() > 0
+    df = dd.read_parquet(_parquet(tmp_path / "scores.parquet", s, y))
+    b = LipschitzBucketBound(**params).fit(df["y_prob"], df["y_true"])
+    c = LipschitzBucketBound(**params).fit_chunks(_chunked(s, y, [777, 1500]))
+    d = LipschitzBucketBound(**params).fit(
+        da.from_array(s, chunks=1100), da.from_array(y, chunks=1100)
+    )
+    for other in (b, c, d):
+        _assert_same_lipschitz_fit(a, other, held=(held.scores, held.labels))
+        assert_array_equal(other.fold_results_["route"], a.fold_results_["route"])
+    bound = lipschitz_bucket_bound(df["y_true"], df["y_prob"], **params)
+    assert abs(bound - a.bound_) <= 1e-12 * a.bound_

@@ -664,6 +664,10 @@ def test_perturbed_problem_above_the_truth_and_the_nw_bound():
         ),
         ({"L": 1.0, "n_buckets": "abc"}, r"'n_buckets' parameter .* Got 'abc'"),
         ({"L": 1.0, "n_shifts": 0}, r"'n_shifts' parameter .* range \[1, inf\). Got 0"),
+        (
+            {"L": 1.0, "noise": "bernstein"},
+            r"'noise' parameter .* \{.*'adaptive'.*\}.* Got 'bernstein'",
+        ),
     ],
 )
 def test_invalid_parameters_raise_and_do_not_mutate(params, match):
@@ -857,3 +861,80 @@ def test_lipschitz_fold_by_hand(path):
     if path == "subset":
         _, members, fallback = _bucket_row(X[train].tolist(), 0.5, 16, 0, n_shifts)
         assert fallback and sorted(X[train][members]) == [0.375, 0.375]
+
+
+# ----------------------------------------------------------------------------------
+# noise="adaptive" (SPEC 13 with bucket weights)
+# ----------------------------------------------------------------------------------
+def test_adaptive_noise_is_tighter_on_a_rare_event_and_its_score_holds():
+    """On the rare event (base rate 0.029, CE 0.0074) at 2e4 rows the adaptive
+    upper bound is below half the worst-case one; both hold; score() on 1e5 held-out
+    rows (SPEC 13 on them, their labels giving the pilot) is a certified bound there
+    too, tighter than the worst case's."""
+    from skcalbound.datasets import make_rare_event
+
+    data = make_rare_event(20_000, h=2**-6, random_state=0)
+    held = make_rare_event(100_000, h=2**-6, random_state=1)
+    fits = {
+        noise: LipschitzBucketBound(h=2**-6, noise=noise, random_state=0).fit(
+            data.scores, data.labels
+        )
+        for noise in ("worst_case", "adaptive")
+    }
+    ce = data.true_ce
+    assert ce < fits["adaptive"].bound_ < 0.5 * fits["worst_case"].bound_
+    rows = fits["adaptive"].fold_results_
+    assert (rows["n_evaluated"] >= 2).all() and (rows["n_evaluated"] <= 4).all()
+    assert (rows["n_candidates"] == 48).all()
+    scores = {k: -est.score(held.scores, held.labels) for k, est in fits.items()}
+    assert ce < scores["adaptive"] < scores["worst_case"]
+    # The held-out labels enter through the pilot (and the candidates' ranking).
+    flipped = -fits["adaptive"].score(held.scores, 1 - held.labels)
+    assert flipped != scores["adaptive"]
+
+
+def test_paper_guarantee_ignores_noise():
+    s, y = _uniform_sample(3000)
+    params = dict(L=2.0, guarantee="paper", random_state=0)
+    a = LipschitzBucketBound(noise="adaptive", **params).fit(s, y)
+    b = LipschitzBucketBound(noise="worst_case", **params).fit(s, y)
+    assert a.bound_ == b.bound_ and a.lower_bound_ == b.lower_bound_
+    assert list(a.terms_) == TERM_NAMES["paper"]
+
+
+def _miscalibrated_by_one_sixth():
+    """``eta(s) = s**2`` on uniform scores: CE = 1/6, 2-Lipschitz."""
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=20_000)
+    return s, rng.uniform(size=s.size) < s**2
+
+
+ADAPTIVE_TEST = dict(method="lipschitz", L=2.0, noise="adaptive", random_state=0)
+
+
+def test_adaptive_calibration_test_rejects_on_both_sides():
+    from skcalbound import calibration_test
+
+    s, y = _miscalibrated_by_one_sixth()
+    result = calibration_test(y, s, **ADAPTIVE_TEST)
+    assert result.pvalue < 1e-6 and result.reject
+    assert 0.0 < result.lower_bound < 1 / 6 < result.upper_bound < 0.25
+    less = calibration_test(y, s, tolerance=0.3, alternative="less", **ADAPTIVE_TEST)
+    assert less.pvalue < 1e-6 and less.reject
+
+
+@pytest.mark.slow
+def test_adaptive_calibration_test_pvalue_is_monotone_in_the_tolerance():
+    from skcalbound import calibration_test
+
+    s, y = _miscalibrated_by_one_sixth()
+    greater = [
+        calibration_test(y, s, tolerance=t, **ADAPTIVE_TEST).pvalue
+        for t in (0.0, 0.05, 0.1, 0.15)
+    ]
+    less = [
+        calibration_test(y, s, tolerance=t, alternative="less", **ADAPTIVE_TEST).pvalue
+        for t in (0.15, 0.2, 0.25, 0.3)
+    ]
+    assert greater == sorted(greater) and greater[0] < 0.05 < greater[-1]
+    assert less == sorted(less, reverse=True) and less[0] > 0.05 > less[-1]
