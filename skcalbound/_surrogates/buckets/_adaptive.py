@@ -92,17 +92,23 @@ def proxy_bounds(training, validation, candidates, n_shifts, L, h, delta):
             )
             bias = np.fmin(np.minimum(bias, k_bar / 4.0 * mean_d), R * eta)
             bias = np.fmin(bias, R * (1.0 - eta))
-        residual = np.abs(s - eta) @ nv
+        residual = _per_candidate(np.abs(s - eta), nv)
         # The lower bound pays each query's own noise (SPEC 13's Psi).
-        smoothing = np.minimum(1.0, bias + np.sqrt(eta * (1 - eta) / n_b)) @ nv
+        smoothing = np.minimum(1.0, bias + np.sqrt(eta * (1 - eta) / n_b))
+        smoothing = _per_candidate(smoothing, nv)
         weights = np.broadcast_to(nv, G.shape).ravel()
         served = np.bincount(G.ravel(), weights, minlength=table.bounds[-1])
         eta_b = (prep.cP[table.end] - prep.cP[table.start]) / table.n_b(slice(None))
         var = np.where(served > 0, served**2 * eta_b * (1 - eta_b), 0.0)
         var = var / np.maximum(table.n_b(slice(None)), 1.0)
     noise = np.sqrt(np.add.reduceat(var, table.bounds[:-1]) * 2 * math.log(1 / delta))
-    bias = bias @ nv
+    bias = _per_candidate(bias, nv)
     return (residual + bias + noise) / n, (residual - smoothing - noise) / n
+
+
+def _per_candidate(x, nv):
+    """``x @ nv`` without BLAS (see ``nw._adaptive.dot``)."""
+    return np.einsum("ij,j->i", x, nv)
 
 
 def _bucket_shape(prep, table):

@@ -12,6 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def dot(a, b):
+    """``sum(a * b)`` of two vectors without BLAS: on a busy machine a BLAS dot of a
+    few thousand numbers can wait on its thread pool (seen: 24 ms instead of 20 us)."""
+    return np.einsum("i,i->", a, b)
+
+
 @dataclass(frozen=True)
 class Majorant:
     r"""An affine majorant at the pilot :math:`\eta^0` of a concave function
@@ -47,7 +53,7 @@ class Majorant:
         return cls(
             constant=float(constant),
             negative=float(minus.sum()),
-            observed=float(np.dot(plus, labels) + np.dot(minus, 1.0 - labels)),
+            observed=float(dot(plus, labels) + dot(minus, 1.0 - labels)),
             largest=float(np.abs(gamma).max(initial=0.0)),
             cap=float(cap),
         )
@@ -58,7 +64,7 @@ class Majorant:
         (``a >= 0``) by the tangent :math:`\eta(1-\eta) \le {\eta^0}^2 + (1 -
         2\eta^0)\eta`, capped at :math:`\tfrac14 \sum_i a_i`."""
         a = np.asarray(a, dtype=np.float64)
-        constant = np.dot(a, pilot * pilot)
+        constant = dot(a, pilot * pilot)
         return cls.of(a * (1.0 - 2.0 * pilot), labels, constant, a.sum() / 4.0)
 
 
@@ -211,11 +217,11 @@ def _rows(
         [
             n,
             r.sum(),
-            np.dot(r, r),
+            dot(r, r),
             bias.sum(),
-            np.dot(rb, rb),
+            dot(rb, rb),
             np.minimum(1.0, babs + 0.5 * root_W2).sum(),
-            np.dot(bhat, bhat),
+            dot(bhat, bhat),
             np.count_nonzero(relative),
             np.minimum(1.0, bias0).sum(),
         ],
@@ -284,9 +290,9 @@ def _statistics(means, psi_nb, c, c_prime, e, gamma, pilot, labels, n_fallback):
         max_c_prime=float(c_prime.max(initial=0.0)),
         noise_variance=float(e.sum() / 4.0),
         max_e=float(e.max(initial=0.0)),
-        sum_c_squared=float(np.dot(c, c)),
+        sum_c_squared=float(dot(c, c)),
         max_c=float(c.max(initial=0.0)),
-        noise_bias=Majorant.of(gamma, labels, psi_nb - np.dot(gamma, pilot)),
+        noise_bias=Majorant.of(gamma, labels, psi_nb - dot(gamma, pilot)),
     )
 
 

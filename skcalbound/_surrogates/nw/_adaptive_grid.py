@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._cells import _BLOCK, bin_of, cell_offsets, occupied_neighbours
-from ._adaptive import _N_TOTALS, AdaptiveStatistics, Majorant, _means, _rows
+from ._adaptive import _N_TOTALS, AdaptiveStatistics, Majorant, _means, _rows, dot
 from ._kernel import _conv, bin_centres, kernel
 
 
@@ -36,8 +36,8 @@ def _cell_majorant(gamma, count, positives, constant, cap=math.inf):
     plus, minus = np.maximum(gamma, 0.0), np.maximum(-gamma, 0.0)
     return Majorant(
         constant=float(constant),
-        negative=float(np.dot(count, minus)),
-        observed=float(np.dot(plus, positives) + np.dot(minus, count - positives)),
+        negative=float(dot(count, minus)),
+        observed=float(dot(plus, positives) + dot(minus, count - positives)),
         largest=float(np.abs(gamma[count > 0]).max(initial=0.0)),
         cap=float(cap),
     )
@@ -286,16 +286,16 @@ def cell_statistics(totals, values, pilot, size, positives, n_fallback):
             a * (1.0 - 2.0 * pilot),
             size,
             positives,
-            np.dot(size, a * pilot * pilot),
-            np.dot(size, a) / 4.0,
+            dot(size, a * pilot * pilot),
+            dot(size, a) / 4.0,
         ),
         max_c_prime=float(c_prime[used].max(initial=0.0)),
-        noise_variance=float(np.dot(size, e) / 4.0),
+        noise_variance=float(dot(size, e) / 4.0),
         max_e=float(e[used].max(initial=0.0)),
-        sum_c_squared=float(np.dot(size, c * c)),
+        sum_c_squared=float(dot(size, c * c)),
         max_c=float(c[used].max(initial=0.0)),
         noise_bias=_cell_majorant(
-            gamma, size, positives, psi_nb - np.dot(size, gamma * pilot)
+            gamma, size, positives, psi_nb - dot(size, gamma * pilot)
         ),
     )
 
