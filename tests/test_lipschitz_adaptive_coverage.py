@@ -3,13 +3,14 @@ weights), both sides, on the problems of ``test_nw_adaptive_coverage`` (``L = b1
 where a problem gives ``b1, b2``; a constant ``eta`` is 1-Lipschitz). Default suite:
 the raw point mass at 0.9 with sabotaged bounds that must fail, the rare event and the
 balanced perturbed problem at a small size. Slow: R = 500 per cell, every problem at
-n = 200 and 2000, both levels.
+n = 200 and 2000, the raw atoms and the smooth problem at 2e4, both levels.
 """
 
 from dataclasses import replace
 
 import pytest
 from test_nw_adaptive_coverage import (
+    CHEAP,
     LEVELS,
     PROBLEMS,
     _plug_in,
@@ -49,6 +50,8 @@ def test_h_mode_two_sided_small(case):
 
 
 SLOW_CELLS = [(c, n, level) for c in PROBLEMS for n in (200, 2000) for level in LEVELS]
+# Where the lower bound is informative (raw atoms, smooth): n = 2e4.
+SLOW_CELLS += [(c, 20_000, level) for c in CHEAP for level in LEVELS]
 
 
 @pytest.mark.slow
