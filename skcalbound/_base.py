@@ -478,6 +478,8 @@ class _BaseCalibrationBound(BaseEstimator):
         self.lower_bound_ = self.result_.lower_bound
         self.estimate_ = self.result_.estimate
         self.terms_ = dict(self.result_.terms)
+        if self.result_.lower_terms is not None:  # SPEC 13's two routes
+            self.lower_terms_ = dict(self.result_.lower_terms)
         self.fold_results_ = self.result_.fold_frame()
         self.n_splits_ = len(results)
         self.surrogate_ = surrogate

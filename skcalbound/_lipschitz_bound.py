@@ -204,6 +204,13 @@ class LipschitzBucketBound(_BaseCalibrationBound):
         and ``bernstein_smoothing``. With ``aggregate='min'`` they are the terms of the
         smallest fold bound.
 
+    lower_terms_ : dict of str to float
+        Only with ``noise='adaptive'``: the table of :attr:`lower_bound_`, aggregated
+        over the folds as it is (their mean, or the fold with the largest lower bound
+        with ``aggregate='min'``): ``validation_mean``, ``bernstein_residual``,
+        ``smoothing_bound`` and ``smoothing_transfer``, so that the unclipped lower
+        bound is ``2 * validation_mean`` minus their sum.
+
     fold_results_ : pandas.DataFrame
         One row per fold: ``n_train``, ``n_validation``, ``delta``, the chosen
         candidate (``n_buckets``, ``shift``), ``n_candidates``, ``n_fallback``

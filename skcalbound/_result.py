@@ -75,6 +75,12 @@ class BoundResult:
         True for the published form of the NW and Lipschitz bounds
         (``guarantee='paper'``), which holds only in expectation over the training
         labels, not with probability ``confidence_level``: not certified.
+    lower_terms : dict or None
+        For methods whose fold lower bound has its own table (SPEC 13's triangle
+        route, ``extra["lower_terms"]`` or, from another candidate,
+        ``extra["lower_from"]``): those tables aggregated as ``lower_bound`` is (their
+        mean, or the table of the fold with the largest lower bound), so that
+        ``lower_bound = max(0, 2 * validation_mean - sum of lower_terms)``; else None.
     """
 
     bound: float
@@ -86,6 +92,7 @@ class BoundResult:
     confidence_level: float
     guarantee: str = "high_probability"
     in_expectation_only: bool = False
+    lower_terms: dict = None
 
     def fold_frame(self):
         """One row per fold: sizes, every term, the unclipped bound and diagnostics."""
@@ -149,6 +156,7 @@ def aggregate_folds(
     else:  # pragma: no cover - parameter validation rejects it earlier
         raise ValueError(f"Unknown aggregate {aggregate!r}.")
     lower = float(np.mean(lowers)) if aggregate == "mean" else float(np.max(lowers))
+    lower_terms = _lower_tables(folds, aggregate, lowers)
     bound, lower = min(raw, 1.0), max(lower, 0.0)
     if warn and lower > bound:
         # Both hold on one event of probability >= confidence_level: an empty interval
@@ -183,4 +191,16 @@ def aggregate_folds(
         confidence_level=confidence_level,
         guarantee=guarantee,
         in_expectation_only=bool(in_expectation_only),
+        lower_terms=lower_terms,
     )
+
+
+def _lower_tables(folds, aggregate, lowers):
+    """The tables of the folds' lower bounds aggregated as the lower bound is, or None
+    when a fold has none (see :attr:`BoundResult.lower_terms`)."""
+    if not all("lower_terms" in fold.extra for fold in folds):
+        return None
+    tables = [fold.extra.get("lower_from", fold.extra["lower_terms"]) for fold in folds]
+    if aggregate == "min":
+        return {k: float(v) for k, v in tables[int(np.argmax(lowers))].items()}
+    return {k: float(np.mean([table[k] for table in tables])) for k in tables[0]}

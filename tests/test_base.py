@@ -180,6 +180,8 @@ def test_fit_returns_self_and_sets_documented_attributes(Est, guarantee, data):
         "certificate_",
         *EXTRA_FITTED_ATTRIBUTES[Est.__name__],
     ]
+    if getattr(est, "noise", None) == "adaptive" and guarantee != "paper":
+        expected.append("lower_terms_")  # SPEC 13's second table
     # Exactly the documented fitted attributes (feature_names_in_ only for frames).
     assert set(fitted_attributes(est)) == set(expected)
     for name in expected:
@@ -1072,3 +1074,40 @@ def test_an_empty_interval_warns():
     # The mean aggregate is an interval.
     est.set_params(aggregate="mean").fit(s, y)
     assert est.lower_bound_ <= est.bound_
+
+
+@pytest.mark.parametrize("aggregate", ["mean", "min"])
+@pytest.mark.parametrize(
+    "Est, params",
+    [
+        (NWCalibrationBound, {"h": 2**-6}),
+        (LipschitzBucketBound, {"h": 2**-6, "noise": "adaptive"}),
+    ],
+)
+def test_lower_terms_are_the_table_of_the_lower_bound(Est, params, aggregate):
+    """SPEC 13's second table: ``lower_terms_`` aggregates the folds' lower-bound
+    tables as ``lower_bound_`` aggregates the fold lower bounds, so that the unclipped
+    lower bound is ``2 validation_mean - sum(lower_terms_)``; the worst-case form has
+    none (its ``terms_`` give the lower bound)."""
+    from skcalbound import perturb_scores
+
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=20_000)
+    y = rng.uniform(size=s.size) < s**2  # miscalibrated by about 1/6
+    s = perturb_scores(s, 2**-6, random_state=1)
+    est = Est(random_state=0, aggregate=aggregate, **params).fit(s, y)
+    table = est.lower_terms_
+    assert list(table) == [
+        "validation_mean",
+        "bernstein_residual",
+        "smoothing_bound",
+        "smoothing_transfer",
+    ]
+    assert all(v >= 0.0 for v in table.values())
+    lowers = est.fold_results_["lower_bound"]
+    raw = lowers.mean() if aggregate == "mean" else lowers.max()
+    assert raw > 0.0  # an informative lower bound
+    assert_allclose(2 * table["validation_mean"] - sum(table.values()), raw, rtol=1e-12)
+    assert est.lower_bound_ == pytest.approx(max(raw, 0.0), rel=1e-12)
+    worst = Est(random_state=0, **{**params, "noise": "worst_case"}).fit(s, y)
+    assert not hasattr(worst, "lower_terms_")
