@@ -485,9 +485,10 @@ def _two_folds(n, seed):
 
 @pytest.mark.parametrize("mode", ["L", "h"])
 def test_each_fold_of_the_estimator_is_the_reference(mode):
-    """Per fold: the bound is the reported candidate's reference upper bound and the
-    lower bound the reported lower candidate's reference lower bound, each at
-    ``delta_fold / 48``; the same in chunks."""
+    """Per fold: every evaluated candidate's bound is its reference upper bound, the
+    bound the smallest of them (the reported candidate's) and the lower bound the
+    reported lower candidate's reference lower bound, the largest of the evaluated
+    ones', each at ``delta_fold / 48``; the same in chunks."""
     data = make_overconfident(600, h=2**-3 if mode == "h" else None, random_state=4)
     s, y = data.scores, data.labels.astype(np.int64)
     folds = _two_folds(s.shape[0], 1)
@@ -497,20 +498,29 @@ def test_each_fold_of_the_estimator_is_the_reference(mode):
     params.update(h=h) if h is not None else params.update(L=L)
     est = LipschitzBucketBound(**params).fit(s, y)
     delta = (1 - 0.9) / 2 / 48
-    for (train, val), row in zip(folds, est.fold_results_.itertuples()):
+    results = zip(folds, est.fold_results_.itertuples(), est.result_.folds)
+    for (train, val), row, fold in results:
         st, yt, sv, yv = s[train], y[train], s[val], y[val]
-        for (B, r), side in (
-            ((row.n_buckets, row.shift), "U"),
-            ((row.lower_n_buckets, row.lower_shift), "L"),
-        ):
+        bounds = fold.extra["candidate_bounds"]
+        evaluated = [
+            (CANDIDATES[j], "U", bounds[j]) for j in np.flatnonzero(np.isfinite(bounds))
+        ]
+        assert len(evaluated) == row.n_evaluated and len(bounds) == len(CANDIDATES)
+        assert row.bound == min(b for _, _, b in evaluated)
+        best = CANDIDATES[int(np.argmin(bounds))]
+        assert best == (row.n_buckets, row.shift)
+        lower = ((row.lower_n_buckets, row.lower_shift), "L", row.lower_bound)
+        lowers = []
+        for (B, r), side, value in [*evaluated, lower]:
             weights, is_fallback = reference_bucket_weights(st, B, r, 4)
             out = adaptive_fold(
                 st, yt, sv, yv, weights, b1=0.0, b2=0.0, h=h, delta_fold=delta,
                 is_fallback=is_fallback, pilot=grid_pilot(st, sv, yv, B),
                 bias=grid_bias(L, h),
             )  # fmt: skip
-            value = row.bound if side == "U" else row.lower_bound
             assert value == pytest.approx(out[side], rel=1e-12, abs=1e-14)
+            lowers.append(out["L"])
+        assert row.lower_bound == pytest.approx(max(lowers), rel=1e-12, abs=1e-14)
         assert row.n_evaluated >= 2 and row.route in ("jensen", "triangle")
     # In chunks (folds drawn row by row: cv an int), the in-memory fit's numbers.
     params.update(cv=2, random_state=0)
