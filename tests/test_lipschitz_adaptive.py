@@ -252,6 +252,22 @@ def reference_bucket_weights(train_scores, B, r, R):
     return weights, is_fallback
 
 
+def _h_mode_bias(s, points, mean_d, d, L, h, fallback):
+    """In h-mode, by plain loops: ``Babs = min(1, min(L, Kbar / 4) mean_d)`` and
+    Corollary 4's ``R`` (None where undefined) for the weighted ``points`` ``(s_i,
+    w_i)``, the distance mean ``mean_d`` and the reach ``d``."""
+    m1 = sum(w * (x - s) for x, w in points)
+    M2 = sum(w * (x - s) ** 2 for x, w in points)
+    a_hi = lemma4_AB(min(s + d, 1.0), h)[0]
+    b_lo = lemma4_AB(max(s - d, 0.0), h)[1]
+    k_bar = a_hi + b_lo
+    a0, b0 = lemma4_AB(s, h)
+    kappa_bar = 2.0 * (max(a_hi, b_lo) + 0.5 * min(a_hi, b_lo)) ** 2
+    rho = (a0 + b0) * abs(m1) + kappa_bar * psi(k_bar * d) * M2
+    R = rho / (1.0 - rho) if rho < 0.5 and not fallback else None
+    return min(1.0, min(L, k_bar / 4.0) * mean_d), R
+
+
 def reference_bias(L, h):
     """:func:`lipschitz_bias` by plain loops, as ``adaptive_fold``'s ``bias``."""
 
@@ -260,16 +276,7 @@ def reference_bias(L, h):
         if h is None:
             return min(1.0, L * mean_d), None
         d = max(abs(x - s) for x, _ in points)
-        m1 = sum(w * (x - s) for x, w in points)
-        M2 = sum(w * (x - s) ** 2 for x, w in points)
-        a_hi = lemma4_AB(min(s + d, 1.0), h)[0]
-        b_lo = lemma4_AB(max(s - d, 0.0), h)[1]
-        k_bar = a_hi + b_lo
-        a0, b0 = lemma4_AB(s, h)
-        kappa_bar = 2.0 * (max(a_hi, b_lo) + 0.5 * min(a_hi, b_lo)) ** 2
-        rho = (a0 + b0) * abs(m1) + kappa_bar * psi(k_bar * d) * M2
-        R = rho / (1.0 - rho) if rho < 0.5 and not fallback else None
-        return min(1.0, min(L, k_bar / 4.0) * mean_d), R
+        return _h_mode_bias(s, points, mean_d, d, L, h, fallback)
 
     return bias
 
@@ -361,16 +368,7 @@ def grid_bias(L, h, K=GRID_CELLS):
         low = min(_cell(x, K) for x, _ in points) / K
         high = (max(_cell(x, K) for x, _ in points) + 1) / K
         d = max(s - low, high - s)
-        m1 = sum(wi * (x - s) for x, wi in points)
-        M2 = sum(wi * (x - s) ** 2 for x, wi in points)
-        a_hi = lemma4_AB(min(s + d, 1.0), h)[0]
-        b_lo = lemma4_AB(max(s - d, 0.0), h)[1]
-        k_bar = a_hi + b_lo
-        a0, b0 = lemma4_AB(s, h)
-        kappa_bar = 2.0 * (max(a_hi, b_lo) + 0.5 * min(a_hi, b_lo)) ** 2
-        rho = (a0 + b0) * abs(m1) + kappa_bar * psi(k_bar * d) * M2
-        R = rho / (1.0 - rho) if rho < 0.5 and not fallback else None
-        return min(1.0, min(L, k_bar / 4.0) * mean_d), R
+        return _h_mode_bias(s, points, mean_d, d, L, h, fallback)
 
     return bias
 
