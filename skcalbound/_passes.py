@@ -55,7 +55,11 @@ def _first_pass(model, design, key_seed, cap, check, chunk):
     if check is not None:
         check(chunk.scores)
     groups = design.groups(chunk.start, chunk.n)
-    sums = model.first_pass(chunk.scores, chunk.labels, groups, design.n_groups)
+    # The chunk at row 0 starts the running total (every source merges in row
+    # order); the others may wait unsummed, to be summed into it.
+    sums = model.first_pass(
+        chunk.scores, chunk.labels, groups, design.n_groups, summed=chunk.start == 0
+    )
     keys = None
     if cap is not None:
         k = row_keys(key_seed, chunk.start, chunk.n, SUBSAMPLE_STREAM)
@@ -90,10 +94,12 @@ def run(model, source, design, *, key_seed=None, check=None, check_counts=None):
 
     The model states ``validation_cap(n_samples)`` (evaluated validation rows per
     split, ``None`` for all; ``n_samples=None``: the largest it can be), and has
-    ``first_pass(scores, labels, groups, n_groups)`` (mergeable sums),
-    ``counts(sums)`` (rows per group and cell), ``plan(sums, design, thresholds)``,
+    ``first_pass(scores, labels, groups, n_groups, summed)`` (mergeable sums;
+    ``summed=False``: or a form summed when added into a running total),
+    ``counts(sums)`` (rows per group and cell), ``plan(sums, design, thresholds)``
+    (which keeps what ``finish`` reads of the sums),
     ``second_pass(plan, scores, labels, groups, keys)`` (mergeable, or ``None``
-    for no rows) and ``finish(plan, sums, second, design)``. ``check`` is called on
+    for no rows) and ``finish(plan, second, design)``. ``check`` is called on
     every chunk's scores in pass 1 and ``check_counts`` on the cell counts of all
     rows after it (the tie check of ``h``).
     """
@@ -112,6 +118,9 @@ def run(model, source, design, *, key_seed=None, check=None, check_counts=None):
             first.keys, design, group_sizes, model.validation_cap(n_samples)
         )
     plan = model.plan(first.sums, design, thresholds)
+    # Pass 1's sums, per group and fine cell, are the largest arrays of a fit and
+    # are not read after the plan: not held while pass 2 holds its own.
+    del first, counts
     second = source.map_reduce(
         functools.partial(
             _second_pass,
@@ -121,4 +130,4 @@ def run(model, source, design, *, key_seed=None, check=None, check_counts=None):
             None if thresholds is None else key_seed,
         )
     )
-    return model.finish(plan, first.sums, second, design)
+    return model.finish(plan, second, design)

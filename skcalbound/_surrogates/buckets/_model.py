@@ -178,13 +178,23 @@ class Chosen:
 @dataclass(frozen=True)
 class BucketPlan:
     """The plan of a whole fit: one :class:`Plan` per grid, the training sizes of
-    the splits and, per grid, the statistics of all rows (``None`` without refit)."""
+    the splits, per grid the statistics of all rows (``None`` without refit), and
+    the number of rows and of positive labels."""
 
     grids: tuple
     n_train: tuple
     totals: tuple
+    n_samples: int
+    n_positive: int
     contexts: tuple = None
     split_of_group: np.ndarray = None
+
+
+def _rows_and_positives(sums):
+    """The number of rows and of positive labels in pass 1's ``sums`` (its first
+    grid's)."""
+    first = sums[0]
+    return tuple(int(round(float(a.sum()))) for a in (first.count, first.positives))
 
 
 @dataclass(frozen=True)
@@ -201,16 +211,14 @@ class BucketFit:
     n_positive: int
 
     @classmethod
-    def of(cls, per_split, plan, totals, sums):
-        """From the per-split results, the plan, the refit statistics and pass 1's
-        ``sums`` (the rows and positives of the first grid)."""
-        first = sums[0]
+    def of(cls, per_split, plan, totals):
+        """From the per-split results, the plan and the refit statistics."""
         return cls(
             tuple(per_split),
             plan.n_train,
             tuple(totals),
-            int(round(float(first.count.sum()))),
-            int(round(float(first.positives.sum()))),
+            plan.n_samples,
+            plan.n_positive,
         )
 
 
@@ -247,7 +255,8 @@ class BucketGrid:
     def validation_cap(self, n_samples):
         return None  # every validation row is evaluated
 
-    def first_pass(self, scores, labels, groups, n_groups):
+    def first_pass(self, scores, labels, groups, n_groups, summed=True):
+        # Bucket grids are small: always summed.
         return Stack(
             cell_stats(scores, labels, groups, n_groups, K) for K, _ in self.grids[1]
         )
@@ -281,7 +290,9 @@ class BucketGrid:
                 )
             )
             totals.append(total)
-        return BucketPlan(tuple(plans), tuple(n_train), tuple(totals))
+        return BucketPlan(
+            tuple(plans), tuple(n_train), tuple(totals), *_rows_and_positives(sums)
+        )
 
     def _trainings(self, stats, design):
         """On one grid: each split's :class:`~._table.Training`, that of all rows
@@ -314,6 +325,7 @@ class BucketGrid:
             tuple(plans),
             tuple(n_train),
             tuple(totals),
+            *_rows_and_positives(sums),
             contexts=tuple(contexts),
             split_of_group=design.split_of_group,
         )
@@ -380,7 +392,7 @@ class BucketGrid:
             rows.append(Stack(_adaptive.row_sums(c, x) for _, _, c in chosen))
         return Stack((extremes, Stack(rows)))
 
-    def _adaptive_finish(self, plan, sums, second, design):
+    def _adaptive_finish(self, plan, second, design):
         candidates, _ = self.grids
         if second is None:
             none = np.empty(0, dtype=np.intp)
@@ -406,11 +418,11 @@ class BucketGrid:
                     training_extremes(p, ext.as_dict(), range(design.n_groups))
                 )
             totals.append(total)
-        return BucketFit.of(per_split, plan, totals, sums)
+        return BucketFit.of(per_split, plan, totals)
 
-    def finish(self, plan, sums, second, design):
+    def finish(self, plan, second, design):
         if self.noise == "adaptive":
-            return self._adaptive_finish(plan, sums, second, design)
+            return self._adaptive_finish(plan, second, design)
         candidates, grids = self.grids
         if second is None:
             second = Stack(empty_sums(p) for p in plan.grids)
@@ -431,4 +443,4 @@ class BucketGrid:
                     training_extremes(p, result.extremes, everyone)
                 )
             totals.append(total)
-        return BucketFit.of(per_split, plan, totals, sums)
+        return BucketFit.of(per_split, plan, totals)

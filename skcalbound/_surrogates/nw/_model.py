@@ -50,11 +50,17 @@ _plugin = functools.lru_cache(maxsize=256)(plugin_bandwidth)
 
 @dataclass(frozen=True)
 class GridPlan:
-    """What pass 2 reads (``evaluation``, a :class:`~._sums.Plan`) and the smoother
-    on all rows fitted in the same passes (``refit``)."""
+    """What pass 2 reads (``evaluation``, a :class:`~._sums.Plan`), the smoother
+    on all rows fitted in the same passes (``refit``), and what ``finish`` reads of
+    pass 1: the rows and positive labels, and per split the sums of ``r - shift``
+    and its square over the rows summed by cell (``residuals``, shape ``(n_splits,
+    2)``; ``None`` when pass 2 sums every row)."""
 
     evaluation: Plan
     refit: object
+    n_samples: int
+    n_positive: int
+    residuals: np.ndarray = None
     contexts: tuple = None  # SPEC 13: per split its ``_adaptive_grid.FoldContext``
 
 
@@ -225,9 +231,15 @@ class NWGrid:
 
     # ------------------------------------------------- the driver's protocol
 
-    def first_pass(self, scores, labels, groups, n_groups):
+    def first_pass(self, scores, labels, groups, n_groups, summed=True):
         return cell_sums(
-            scores, labels, groups, n_groups, self.fine_bins, extremes=self.adaptive
+            scores,
+            labels,
+            groups,
+            n_groups,
+            self.fine_bins,
+            extremes=self.adaptive,
+            summed=summed,
         )
 
     def counts(self, sums):
@@ -314,13 +326,29 @@ class NWGrid:
             needed=np.unique(np.concatenate(needed)).astype(np.intp),
             query_counts=query_counts,
         )
-        contexts = None
+        contexts = residuals = None
         if self.adaptive:
             contexts = tuple(
                 self._context(sums, total, smoother, split)
                 for smoother, split in zip(smoothers, design.splits)
             )
-        return GridPlan(evaluation, refit, contexts)
+        elif evaluation.cell_residuals:
+            residuals = np.empty((len(smoothers), 2))
+            for k, (smoother, (validation, _)) in enumerate(
+                zip(smoothers, design.splits)
+            ):
+                queries = coarsen(sums.group(validation), fine_bins // smoother.n_bins)
+                residuals[k] = cell_residual_sums(
+                    smoother.tables, queries, evaluation.shift[k]
+                )
+        return GridPlan(
+            evaluation,
+            refit,
+            n_samples,
+            int(round(float(sums.positives.sum()))),
+            residuals,
+            contexts,
+        )
 
     def _context(self, sums, total, smoother, split):
         """SPEC 13's :class:`~._adaptive_grid.FoldContext` of a split, from pass 1:
@@ -355,7 +383,7 @@ class NWGrid:
         )
         return AdaptivePass(extremes, folds)
 
-    def finish(self, plan, sums, second, design):
+    def finish(self, plan, second, design):
         evaluation = plan.evaluation
         smoothers = evaluation.smoothers
         folds = None
@@ -366,16 +394,8 @@ class NWGrid:
             folds = second.folds
         elif second is None:
             second = evaluation.empty()
-        if folds is None and evaluation.cell_residuals:
-            for k, (smoother, (validation, _)) in enumerate(
-                zip(smoothers, design.splits)
-            ):
-                queries = coarsen(
-                    sums.group(validation), self.fine_bins // smoother.n_bins
-                )
-                second.residuals[k] += cell_residual_sums(
-                    smoother.tables, queries, evaluation.shift[k]
-                )
+        if plan.residuals is not None:
+            second.residuals += plan.residuals
         fitted, statistics = [], []
         for k, (smoother, (_, train)) in enumerate(zip(smoothers, design.splits)):
             extremes = training_extremes(evaluation, second.extremes, train)
@@ -395,8 +415,8 @@ class NWGrid:
             tuple(fitted),
             tuple(statistics),
             refit,
-            int(round(float(sums.count.sum()))),
-            int(round(float(sums.positives.sum()))),
+            plan.n_samples,
+            plan.n_positive,
         )
 
     # ------------------------------------------------------- held-out rows
