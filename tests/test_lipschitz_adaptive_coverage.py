@@ -1,8 +1,8 @@
 """Coverage of ``LipschitzBucketBound(noise="adaptive")`` (SPEC 13 with bucket
 weights), both sides, on the problems of ``test_nw_adaptive_coverage`` (``L = b1``
 where a problem gives ``b1, b2``; a constant ``eta`` is 1-Lipschitz). Default suite:
-the raw point mass at 0.9 with sabotaged bounds that must fail, the rare event and the
-balanced perturbed problem at a small size. Slow: R = 500 per cell, every problem at
+the raw point mass at 0.9 with sabotaged bounds that must fail, and the rare event at
+a small size. Slow: R = 500 per cell, every problem at
 n = 200 and 2000, the raw atoms and the smooth problem at 2e4, both levels.
 """
 
@@ -42,10 +42,11 @@ def test_point_mass_two_sided_and_sabotage():
         assert broken.failure_rate > 0.3, broken.summary()
 
 
-@pytest.mark.parametrize("case", ["rare_0.029", "balanced_h"])
-def test_h_mode_two_sided_small(case):
-    """The imbalanced problem and the balanced perturbed one, n = 2000."""
-    upper, _, _ = _check(case, 2000, 40, 0.9)
+def test_h_mode_two_sided_small():
+    """The imbalanced problem, n = 2000 (the balanced perturbed one, and both at every
+    size and level with 500 repeats, under ``slow``: this bound's fits are the
+    slowest of the suite)."""
+    upper, _, _ = _check("rare_0.029", 2000, 40, 0.9)
     assert upper.values.max() < 0.5  # informative: not clipped
 
 
