@@ -16,8 +16,9 @@ Two timed runs, both on the same dask arrays with Dask's ``processes`` scheduler
 * ``NWCalibrationBound(h=2**-6).fit``: the certified interval - two passes (per-cell
   sums; per-point terms).
 
-It prints the wall times, their ratio, the generation time of one pass (measured
-alone), and the certified interval against the true CE.
+It prints the wall times, their ratio, the time of one pass that only generates the
+blocks (every block once, summing the scores), and the certified interval against
+the true CE.
 """
 
 import argparse
@@ -100,8 +101,8 @@ def main(argv=None):
     y_prob, y_true = _arrays(problem, n, block, args.seed)
     with dask.config.set(scheduler=args.scheduler, num_workers=args.workers):
         start = time.perf_counter()
-        dask.compute(y_prob[:block].sum())  # one block: the generation cost alone
-        t_block = time.perf_counter() - start
+        dask.compute(y_prob.sum())  # every block once: the generation cost alone
+        t_generation = time.perf_counter() - start
         start = time.perf_counter()
         _binning(y_prob, y_true)
         t_binning = time.perf_counter() - start
@@ -113,10 +114,7 @@ def main(argv=None):
         f"rows {n:.0e} in {n_blocks} blocks of {block:.0e}, "
         f"{args.workers} {args.scheduler}"
     )
-    print(
-        f"generation of one block: {t_block:.2f} s "
-        f"(about {t_block * n_blocks / args.workers:.0f} s per pass over all blocks)"
-    )
+    print(f"generation alone (1 pass over every block): {t_generation:.1f} s")
     print(f"binning (calibration_curve's sums, 1 pass): {t_binning:.1f} s")
     print(
         f"NWCalibrationBound(h=2**-6).fit (2 passes): {t_nw:.1f} s "
@@ -129,7 +127,7 @@ def main(argv=None):
     print(
         f"folds: bandwidth {est.fold_results_['bandwidth'].iloc[0]:.2e}, grid "
         f"{int(est.fold_results_['n_bins'].iloc[0])} cells; "
-        f"total wall time {t_block + t_binning + t_nw:.0f} s (target: under 600 s)"
+        f"total wall time {t_generation + t_binning + t_nw:.0f} s (target: under 600 s)"
     )
 
 
