@@ -13,7 +13,14 @@ from ._compat import Interval, StrOptions, validate_params
 from ._guarantee import guarantee_of
 from ._registry import BY_NAME as _ESTIMATORS
 from ._validation import check_prob_labels
-from ._warnings import VacuousBoundWarning, _user_stacklevel
+from ._warnings import (
+    BelowChanceWarning,
+    VacuousBoundWarning,
+    _user_stacklevel,
+    below_chance,
+    below_chance_message,
+    warn_if_below_chance,
+)
 
 #: Group label of the whole-population row added by ``include_overall=True``.
 OVERALL = "(all)"
@@ -72,6 +79,36 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _warn_below_chance(scores, labels, below):
+    """One :class:`BelowChanceWarning` for the segments that rank the positive class
+    below chance (``below``: group, AUROC): about ``pos_label`` when every row
+    together does, else naming the segments, where ``pos_label`` is not the cause."""
+    if below_chance(scores, labels) is not None:
+        warn_if_below_chance(scores, labels)
+        return
+    if not below:
+        return
+    groups = [g for g, _ in below[:10]]
+    more = ", ..." if len(below) > 10 else ""
+    one = len(below) == 1
+    aurocs = ", ".join(f"{a:.3f}" for _, a in below[:10])
+    warnings.warn(
+        below_chance_message(
+            f"The scores of segment{'' if one else 's'} "
+            f"{', '.join(map(str, groups))}{more} rank the positive class",
+            f"{'its AUROC' if one else 'their AUROCs'} against the labels "
+            f"{'is' if one else 'are'} {aurocs}{more}",
+            f"how the scores and labels of {'that' if one else 'those'} "
+            f"segment{'' if one else 's'} were produced or joined: all rows together "
+            "rank above chance, so pos_label is not the cause, but a mix-up confined "
+            f"to {'it' if one else 'them'} would be (the other class's scores, labels "
+            "encoded differently, rows joined to the wrong scores)",
+        ),
+        BelowChanceWarning,
+        stacklevel=_user_stacklevel(),
+    )
+
+
 def _n_splits(cv):
     if cv is None:  # one fit on all rows (MonotoneCalibrationBound's default)
         return None
@@ -100,12 +137,15 @@ def _too_small(n, n_splits):
 
 
 def _certify(cls, params, level, scores, labels):
-    """One segment's row fields from a fit at ``level``; vacuity caught, not shown."""
+    """One segment's row fields from a fit at ``level``; vacuity and ranking below
+    chance caught, not shown (:func:`bounds_by_group` says both once)."""
+    summarised = (VacuousBoundWarning, BelowChanceWarning)
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", VacuousBoundWarning)
+        for category in summarised:
+            warnings.simplefilter("always", category)
         estimator = cls(**params, confidence_level=level).fit(scores, labels)
     for w in caught:  # anything else is the user's to see
-        if not issubclass(w.category, VacuousBoundWarning):
+        if not issubclass(w.category, summarised):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return {
         "lower_bound": float(estimator.lower_bound_),
@@ -298,7 +338,8 @@ def bounds_by_group(
     n_certificates = sum(reason is None for reason in reasons)
     level = 1.0 - (1.0 - confidence_level) / max(n_certificates, 1)
 
-    rows = []
+    rows, below = [], []
+    ranked = labels.astype(np.uint8)  # the AUROC check's labels
     for (group, index), reason in zip(segments, reasons):
         seg_scores, seg_labels = scores[index], labels[index]
         n_positive = int(seg_labels.sum())
@@ -317,6 +358,9 @@ def bounds_by_group(
         }
         if not single:
             row["binned_ece"] = binned_ece(seg_labels, seg_scores, n_bins=n_bins)
+            found = below_chance(seg_scores, ranked[index])
+            if found is not None and group is not OVERALL:
+                below.append((group, found[0]))
         if reason is None:
             if single:
                 row["status"] = f"single class (all labels {int(n_positive > 0)})"
@@ -335,6 +379,7 @@ def bounds_by_group(
         "guarantee", cls().get_params().get("guarantee", "high_probability")
     )
     expectation = guarantee_of(guarantee).in_expectation_only(cls)
+    _warn_below_chance(scores, ranked, below)
     vacuous = table.loc[table["vacuous"], "group"].tolist()
     if vacuous:
         which = (

@@ -1,5 +1,7 @@
 """``MulticlassCalibrationBound``: a binary bound applied to a multiclass reduction."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
@@ -9,6 +11,12 @@ from sklearn.utils.validation import validate_data
 from ._base import fit_without_positives
 from ._compat import HasMethods, StrOptions, _fit_context
 from ._validation import _ROW_SUM_ATOL, _num
+from ._warnings import (
+    BelowChanceWarning,
+    _user_stacklevel,
+    below_chance,
+    below_chance_message,
+)
 
 _SHAPE = "a predict_proba output of shape (n_samples, n_classes) with n_classes >= 2"
 
@@ -87,6 +95,37 @@ def _top_label(P, y, classes):
     """
     predicted = classes[np.argmax(P, axis=1)]
     return P.max(axis=1).astype(np.float64), (predicted == y).astype(np.int64)
+
+
+def _fit_reduced(inner, scores, labels):
+    """``(inner.fit(scores, labels), below_chance(scores, labels))`` on a reduction
+    this class built: the inner fit's :class:`BelowChanceWarning`, whose advice
+    (``pos_label``, a two-column input) the user cannot act on here, is left to
+    :func:`_warn_below_chance`."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=BelowChanceWarning)
+        fitted = inner.fit(scores, labels)
+    return fitted, below_chance(scores, labels)
+
+
+def _warn_below_chance(subject, auroc, classes):
+    """A reduction ranks below chance: the usual cause is the column order of X."""
+    shown = [_json_safe(c) for c in classes]
+    check = (
+        f"that column k of X is the probability of classes_[k], with classes_ = "
+        f"{shown} (the sorted labels of y unless classes= names the columns)"
+    )
+    warnings.warn(
+        below_chance_message(subject, auroc, check),
+        BelowChanceWarning,
+        stacklevel=_user_stacklevel(),
+    )
+
+
+def _listed(items):
+    """``'a'``, ``'a and b'``, ``'a, b and c'``."""
+    items = [str(x) for x in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
@@ -322,7 +361,15 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
                 f"Every top-label prediction is {what}, so the top-label reduction has "
                 "a single class; the bound needs both right and wrong predictions."
             )
-        self.estimator_ = self._inner().fit(scores, correct)
+        self.estimator_, found = _fit_reduced(self._inner(), scores, correct)
+        if found is not None:
+            auroc, n1, n0 = found
+            _warn_below_chance(
+                "The top-label confidences max_k P_k rank the right predictions",
+                f"their AUROC against the correctness of the argmax is {auroc:.3f} "
+                f"({n1} right and {n0} wrong predictions)",
+                self.classes_,
+            )
         self.bound_ = float(self.estimator_.bound_)
         self.lower_bound_ = float(self.estimator_.lower_bound_)
         self.estimate_ = float(self.estimator_.estimate_)
@@ -332,6 +379,7 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
         level = 1.0 - (1.0 - self.estimator.confidence_level) / K
         self.estimators_ = []
         rows = []
+        below = {}  # column: its AUROC against y == its class, when below chance
         for k, label in enumerate(self.classes_):
             positive = (y == label).astype(np.int64)
             if positive.all():
@@ -341,7 +389,9 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
                 )
             scores = X[:, k].astype(np.float64)
             if positive.any():
-                fitted = self._inner(level).fit(scores, positive)
+                fitted, found = _fit_reduced(self._inner(level), scores, positive)
+                if found is not None:
+                    below[k] = found[0]
             else:  # a class of ``classes`` absent from y (see Notes)
                 fitted = fit_without_positives(self._inner(level), scores)
             self.estimators_.append(fitted)
@@ -353,6 +403,21 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
                     "bound": float(fitted.bound_),
                     "estimate": float(fitted.estimate_),
                 }
+            )
+        if len(below) == 1:
+            ((k, auroc),) = below.items()
+            label = _json_safe(self.classes_[k])
+            _warn_below_chance(
+                f"The scores of column {k} of X rank class {label!r}",
+                f"its AUROC against y == {label!r} is {auroc:.3f}",
+                self.classes_,
+            )
+        elif below:
+            _warn_below_chance(
+                f"The scores of columns {_listed(below)} of X rank their classes",
+                "their AUROCs against y == classes_[k] are "
+                + _listed(f"{a:.3f}" for a in below.values()),
+                self.classes_,
             )
         self.per_class_ = pd.DataFrame(
             rows, columns=["class", "n_positive", "lower_bound", "bound", "estimate"]

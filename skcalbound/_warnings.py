@@ -137,6 +137,13 @@ class BelowChanceWarning(UserWarning):
     chance, so an uninformative model does not raise it (beyond a rate of about
     ``1e-3`` in the worst case).
 
+    On reductions the user did not build, the message names what to check there:
+    :class:`MulticlassCalibrationBound` says it once for its reduction (the
+    top-label confidences, or the columns that rank their class below chance) and
+    points at the column order of ``X``; :func:`bounds_by_group` says it once, about
+    ``pos_label`` when all rows together rank below chance, else naming the
+    segments that do.
+
     See Also
     --------
     VacuousBoundWarning : The warning for a bound too large to inform.
@@ -201,12 +208,9 @@ def _binned_auroc(scores, labels):
     )
 
 
-def warn_if_below_chance(scores, labels, classes=None, column=None):
-    """Warn when the scores' AUROC against the labels is clearly below 1/2.
-
-    ``labels`` are 0/1, with both classes present. ``classes`` (the sorted labels)
-    and ``column`` (the index of the positive one) are given when the scores were
-    read from that column of a two-column ``predict_proba`` input, for the message.
+def below_chance(scores, labels):
+    """``(auroc, n1, n0)`` when the scores' AUROC against the labels (0/1) is clearly
+    below 1/2, else None (also when a class is absent, or too small to ever tell).
 
     The test: ``auroc + tied / 2`` (an upper bound on the AUROC, from
     :func:`_binned_auroc`) below ``1/2 - z se`` with ``z = 3`` and
@@ -222,13 +226,38 @@ def warn_if_below_chance(scores, labels, classes=None, column=None):
     n1 = int(np.count_nonzero(labels))
     n0 = labels.shape[0] - n1
     if n1 == 0 or n0 == 0:
-        return  # no pair to rank (a class absent: the caller decides whether to refuse)
+        return None  # no pair to rank (the caller decides whether to refuse)
     se = 0.5 * np.sqrt((n1 + n0 - 1) / (n1 * n0))
     threshold = 0.5 - _BELOW_CHANCE_Z * se
     if threshold <= 0.0:
-        return  # too few samples of a class to ever tell
+        return None
     auroc, tied = _binned_auroc(scores, labels)
     if not auroc + 0.5 * tied < threshold:
+        return None
+    return auroc, n1, n0
+
+
+def below_chance_message(subject, auroc, check):
+    """The :class:`BelowChanceWarning` message: ``subject`` ranks the positives below
+    chance, ``auroc`` says by how much (from :func:`below_chance`), ``check`` is what
+    to check."""
+    return (
+        f"{subject} below chance: {auroc}, more than {_BELOW_CHANCE_Z:g} standard "
+        "errors below 0.5. A bound holds for these scores as given, but scores that "
+        f"point away from the labels usually mean a mix-up: check {check}."
+    )
+
+
+def warn_if_below_chance(scores, labels, classes=None, column=None):
+    """Warn when the scores' AUROC against the labels is clearly below 1/2
+    (:func:`below_chance`).
+
+    ``labels`` are 0/1. ``classes`` (the sorted labels) and ``column`` (the index of
+    the positive one) are given when the scores were read from that column of a
+    two-column ``predict_proba`` input, for the message.
+    """
+    found = below_chance(scores, labels)
+    if found is None:
         return
     if column is None:
         check = (
@@ -243,12 +272,14 @@ def warn_if_below_chance(scores, labels, classes=None, column=None):
             f"were read from column {column} of the two-column input, the column of "
             f"{shown[column]!r} among the sorted classes {shown}"
         )
+    auroc, n1, n0 = found
     warnings.warn(
-        f"The scores rank the positive class below chance: their AUROC against the "
-        f"labels is {auroc:.3f} ({n1} positive and {n0} negative samples), more than "
-        f"{_BELOW_CHANCE_Z:g} standard errors below 0.5. A bound holds for these "
-        "scores as given, but scores that point away from the labels usually mean a "
-        f"mix-up: check {check}.",
+        below_chance_message(
+            "The scores rank the positive class",
+            f"their AUROC against the labels is {auroc:.3f} ({n1} positive and {n0} "
+            "negative samples)",
+            check,
+        ),
         BelowChanceWarning,
         stacklevel=_user_stacklevel(),
     )

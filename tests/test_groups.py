@@ -16,6 +16,7 @@ from _synthetic import binomial_tolerance
 from numpy.testing import assert_allclose
 
 from skcalbound import (
+    BelowChanceWarning,
     LipschitzBucketBound,
     MonotoneCalibrationBound,
     NWCalibrationBound,
@@ -327,3 +328,56 @@ def test_simultaneous_coverage():
     assert _any_miss_count(repetitions, level, 7) <= binomial_tolerance(
         repetitions, level
     )
+
+
+def _below_chance_warnings(y, s, groups):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = bounds_by_group(
+            y, s, groups, method="tv", include_overall=True, random_state=0
+        )
+    below = [w for w in caught if issubclass(w.category, BelowChanceWarning)]
+    assert all(w.filename == __file__ for w in below)
+    return table, [str(w.message) for w in below]
+
+
+@pytest.fixture(scope="module")
+def four_segments():
+    rng = np.random.default_rng(0)
+    n = 20_000
+    s = rng.uniform(size=n)
+    return s, (rng.uniform(size=n) < s).astype(int), rng.integers(4, size=n)
+
+
+def test_ranking_below_chance_is_said_once_about_pos_label_or_the_segments(
+    four_segments,
+):
+    """Every row flipped: one warning, the whole population's, about pos_label (not
+    one per segment, none naming it). Some segments flipped: one warning naming
+    them, which says pos_label is not the cause. None: no warning."""
+    s, y, g = four_segments
+    _, none = _below_chance_warnings(y, s, g)
+    assert none == []
+
+    _, everywhere = _below_chance_warnings(y, 1 - s, g)
+    assert len(everywhere) == 1
+    assert everywhere[0].startswith(
+        "The scores rank the positive class below chance: their AUROC against the "
+        "labels is 0.16"
+    )
+    assert "(10080 positive and 9920 negative samples)" in everywhere[0]
+    assert "check pos_label" in everywhere[0]
+
+    table, one = _below_chance_warnings(y, np.where(g == 2, 1 - s, s), g)
+    assert len(one) == 1
+    auroc = one[0].split("its AUROC against the labels is ")[1][:5]
+    assert one[0].startswith("The scores of segment 2 rank the positive class below")
+    assert 0.1 < float(auroc) < 0.2
+    assert "so pos_label is not the cause, but a mix-up confined to it" in one[0]
+    assert table.loc[table["group"] == 2, "estimate"].item() > 0.4  # it shows
+
+    _, two = _below_chance_warnings(y, np.where(g % 2 == 1, 1 - s, s), g)
+    assert len(two) == 1
+    assert two[0].startswith("The scores of segments 1, 3 rank the positive class")
+    assert "their AUROCs against the labels are 0.1" in two[0]
+    assert "confined to them" in two[0]

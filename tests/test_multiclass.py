@@ -7,6 +7,7 @@ default (K = 3); the ``slow`` ones run it for K = 10 too and repeat it 500 times
 """
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from skcalbound import (
+    BelowChanceWarning,
     LipschitzBucketBound,
     MonotoneCalibrationBound,
     NWCalibrationBound,
@@ -252,6 +254,75 @@ def test_argmax_ties_go_to_the_first_maximal_column():
     other = TVCalibrationBound(random_state=0).fit(P.max(axis=1), last)
     _same_fit(est.estimator_, hand)
     assert abs(other.estimate_ - hand.estimate_) > 0.02  # the rule is visible
+
+
+def _below_chance_messages(P, y, **params):
+    """The fit and the messages of the BelowChanceWarnings it issues, each pointing
+    at this file (the caller's line)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = MulticlassCalibrationBound(
+            TVCalibrationBound(random_state=0), **params
+        ).fit(P, y)
+    below = [w for w in caught if issubclass(w.category, BelowChanceWarning)]
+    assert all(w.filename == __file__ for w in below)
+    return est, [str(w.message) for w in below]
+
+
+@pytest.mark.parametrize("strategy", ["top_label", "classwise"])
+def test_columns_in_order_raise_no_below_chance_warning(strategy):
+    P, y = _data()
+    _, messages = _below_chance_messages(P, y, strategy=strategy)
+    assert messages == []
+
+
+def test_a_wrong_column_order_is_named_in_one_warning_about_the_columns():
+    """The reductions are built here: the binary advice (pos_label, a two-column
+    input) cannot be acted on, the columns of X can. One warning, not one per
+    inner fit; the numbers are the inner fit's on the reduction as given."""
+    P, y = _data()
+    labels = np.array(["a", "b", "c"])[y]
+    shifted = P[:, [2, 0, 1]]  # column k holds the probability of class k - 1
+    est, top = _below_chance_messages(shifted, labels)
+    assert len(top) == 1
+    assert top[0].startswith(
+        "The top-label confidences max_k P_k rank the right predictions below "
+        "chance: their AUROC against the correctness of the argmax is 0.3"
+    )
+    assert top[0].endswith(
+        "check that column k of X is the probability of classes_[k], with classes_ = "
+        "['a', 'b', 'c'] (the sorted labels of y unless classes= names the columns)."
+    )
+    assert "pos_label" not in top[0]
+    correct = (np.array(["a", "b", "c"])[shifted.argmax(axis=1)] == labels).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BelowChanceWarning)
+        hand = TVCalibrationBound(random_state=0).fit(shifted.max(axis=1), correct)
+    _same_fit(est.estimator_, hand)
+
+    _, classwise = _below_chance_messages(shifted, labels, strategy="classwise")
+    assert len(classwise) == 1
+    assert classwise[0].startswith(
+        "The scores of columns 0, 1 and 2 of X rank their classes below chance: "
+        "their AUROCs against y == classes_[k] are 0.3"
+    )
+    assert "pos_label" not in classwise[0]
+    # Two columns swapped, the third in place: only the two are named.
+    _, swapped = _below_chance_messages(P[:, [0, 2, 1]], y, strategy="classwise")
+    assert len(swapped) == 1
+    assert swapped[0].startswith("The scores of columns 1 and 2 of X rank their")
+    # One column below chance: named with its class.
+    one = P.copy()
+    one[:, 1] = (1 - P[:, 1]) ** 2  # column 1 points away from class "b"
+    one /= one.sum(axis=1, keepdims=True)
+    _, single = _below_chance_messages(one, labels, strategy="classwise")
+    assert single[0].startswith(
+        "The scores of column 1 of X rank class 'b' below chance: its AUROC against "
+        "y == 'b' is 0."
+    ), single
+    # classes= names the columns (here wrongly): the message shows them.
+    _, named = _below_chance_messages(P, labels, classes=["c", "a", "b"])
+    assert len(named) == 1 and "with classes_ = ['c', 'a', 'b'] (" in named[0]
 
 
 def test_fit_twice_is_identical_and_input_is_not_modified():
