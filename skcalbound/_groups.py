@@ -15,6 +15,7 @@ from ._registry import BY_NAME as _ESTIMATORS
 from ._validation import check_prob_labels
 from ._warnings import (
     BelowChanceWarning,
+    MonotonicityWarning,
     VacuousBoundWarning,
     _user_stacklevel,
     below_chance,
@@ -136,10 +137,15 @@ def _too_small(n, n_splits):
     return None
 
 
+#: The status of a segment whose calibration band crosses (``method='monotone'``).
+REJECTED = "assumption rejected (the band crosses)"
+
+
 def _certify(cls, params, level, scores, labels):
-    """One segment's row fields from a fit at ``level``; vacuity and ranking below
-    chance caught, not shown (:func:`bounds_by_group` says both once)."""
-    summarised = (VacuousBoundWarning, BelowChanceWarning)
+    """One segment's row fields from a fit at ``level``; vacuity, ranking below
+    chance and a crossing band caught, not shown (:func:`bounds_by_group` says each
+    once)."""
+    summarised = (VacuousBoundWarning, BelowChanceWarning, MonotonicityWarning)
     with warnings.catch_warnings(record=True) as caught:
         for category in summarised:
             warnings.simplefilter("always", category)
@@ -147,16 +153,16 @@ def _certify(cls, params, level, scores, labels):
     for w in caught:  # anything else is the user's to see
         if not issubclass(w.category, summarised):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    status = "certified"
+    if getattr(estimator, "monotonicity_rejected_", False):
+        status = REJECTED  # the data reject the monotonicity the interval assumes
+    elif estimator.result_.in_expectation_only:
+        status = "in expectation only"  # the paper's NW and Lipschitz forms
     return {
         "lower_bound": float(estimator.lower_bound_),
         "upper_bound": float(estimator.bound_),
         "estimate": float(estimator.estimate_),
-        # The paper's NW and Lipschitz forms are not certified (SPEC section 9).
-        "status": (
-            "in expectation only"
-            if estimator.result_.in_expectation_only
-            else "certified"
-        ),
+        "status": status,
         "vacuous": bool(estimator.bound_ > 0.5),
     }
 
@@ -248,14 +254,17 @@ def bounds_by_group(
     Returns
     -------
     table : pandas.DataFrame
-        One row per segment, worst first (by ``upper_bound``, descending; rows without
-        a bound after those with one, the ``'(all)'`` row last), with columns
+        One row per segment, worst first (segments whose calibration band crosses,
+        then by ``upper_bound``, descending; rows without a bound after those with
+        one, the ``'(all)'`` row last), with columns
         ``group``, ``n``, ``n_positive``, ``lower_bound``, ``upper_bound``,
         ``estimate`` (the bound's ``estimate_``, not certified), ``binned_ece``,
         ``confidence_level`` (the per-certificate level), ``status``
         (``'certified'``; ``'in expectation only'`` for the NW and Lipschitz bounds
         with ``guarantee='paper'``, which hold in expectation over the training
-        labels only; or why there is no bound) and ``vacuous`` (the upper bound is
+        labels only; ``'assumption rejected (the band crosses)'`` for a calibration
+        band that crosses, whose interval assumes the monotone calibration function
+        the data reject; or why there is no bound) and ``vacuous`` (the upper bound is
         above 0.5). ``table.attrs`` holds ``note`` (the simultaneity statement),
         ``n_certificates`` (``G``), ``confidence_level`` (simultaneous),
         ``per_certificate_level``, ``method``, ``guarantee`` and
@@ -281,7 +290,10 @@ def bounds_by_group(
 
     **Vacuous bounds.** The :class:`VacuousBoundWarning` each fit emits when its upper
     bound is above 0.5 is collected into the ``vacuous`` column (and a single warning
-    naming those segments) rather than raised once per segment.
+    naming those segments) rather than raised once per segment; so are a crossing
+    band's :class:`MonotonicityWarning` (the ``status`` column says it) and the
+    :class:`BelowChanceWarning` (one warning: about ``pos_label`` when all rows
+    together rank the positive class below chance, else naming the segments that do).
 
     Every interval holds under the bound's assumption, within its segment. Picking
     the worst segment from this table is covered by the union bound; comparing
@@ -369,9 +381,14 @@ def bounds_by_group(
         rows.append(row)
 
     body = [r for r in rows if r["group"] != OVERALL or not include_overall]
-    # Stable sort: worst upper bound first, rows without a bound after, in group order.
+    # Stable sort: segments whose band crosses first (their upper bound rests on a
+    # rejected assumption), then worst upper bound first, rows without a bound
+    # after, in group order.
     body.sort(
-        key=lambda r: math.inf if math.isnan(r["upper_bound"]) else -r["upper_bound"]
+        key=lambda r: (
+            r["status"] != REJECTED,
+            math.inf if math.isnan(r["upper_bound"]) else -r["upper_bound"],
+        )
     )
     table = pd.DataFrame(body + rows[len(body) :], columns=COLUMNS)
     # MonotoneCalibrationBound has no guarantee parameter: it is certified.
@@ -380,6 +397,18 @@ def bounds_by_group(
     )
     expectation = guarantee_of(guarantee).in_expectation_only(cls)
     _warn_below_chance(scores, ranked, below)
+    rejected = table.loc[table["status"] == REJECTED, "group"].tolist()
+    if rejected:
+        warnings.warn(
+            f"The calibration band crosses (L(s) > U(s) at some score) for "
+            f"{len(rejected)} segment(s) ({', '.join(map(str, rejected[:10]))}"
+            f"{', ...' if len(rejected) > 10 else ''}): the data reject a "
+            "non-decreasing calibration function there, and their intervals assume "
+            "one (status 'assumption rejected'). Use method='tv' instead: it assumes "
+            "bounded variation, not monotonicity.",
+            MonotonicityWarning,
+            stacklevel=_user_stacklevel(),
+        )
     vacuous = table.loc[table["vacuous"], "group"].tolist()
     if vacuous:
         which = (

@@ -161,18 +161,15 @@ def test_default_by_is_the_band_of_bounds_by_group(csv_file, frame, capsys):
     # (random_state=0, cv=None: one band per segment) to bounds_by_group.
     from skcalbound import MonotoneCalibrationBound
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", VacuousBoundWarning)
-            expected = bounds_by_group(
-                frame.y_true,
-                frame.y_prob,
-                frame.region,
-                method=MonotoneCalibrationBound(random_state=0),
-                include_overall=True,
-            )
-    except (ValueError, TypeError) as exc:  # the integ branch of issue 37 adds it
-        pytest.skip(f"bounds_by_group does not take the band yet: {exc}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VacuousBoundWarning)
+        expected = bounds_by_group(
+            frame.y_true,
+            frame.y_prob,
+            frame.region,
+            method=MonotoneCalibrationBound(random_state=0),
+            include_overall=True,
+        )
     assert main([str(csv_file), "--by", "region", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["segments"]
     assert {r["method"] for r in rows} == {"monotone"}
@@ -184,3 +181,37 @@ def test_default_by_is_the_band_of_bounds_by_group(csv_file, frame, capsys):
                 e.lower_bound,
                 e.upper_bound,
             )
+
+
+def test_warnings_go_into_the_report_not_to_stderr(tmp_path, capsys):
+    """A segment whose scores point away from its labels: its band crosses and it
+    ranks below chance. Both warnings are in the report (text and JSON), once each,
+    naming the segment, whose row comes first with the status that says so."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    s = rng.uniform(size=n)
+    y = (rng.uniform(size=n) < s).astype(int)
+    region = rng.choice(["north", "south", "flipped"], size=n)
+    path = tmp_path / "flipped.csv"
+    pd.DataFrame(
+        {"y_prob": np.where(region == "flipped", 1 - s, s), "y_true": y, "r": region}
+    ).to_csv(path, index=False)
+    assert main([str(path), "--by", "r"]) == 0
+    captured = capsys.readouterr()
+    assert "Warning" not in captured.err
+    lines = captured.out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("group"))
+    assert lines[start + 1].startswith("flipped")
+    assert lines[start + 1].endswith("assumption rejected (the band crosses)")
+    text = " ".join(captured.out.split())
+    assert text.count("warning: ") == 2
+    assert "warning: The scores of segment flipped rank the positive class" in text
+    assert "warning: The calibration band crosses" in text
+    assert "for 1 segment(s) (flipped)" in text
+
+    assert main([str(path), "--by", "r", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    messages = report["warnings"]["monotone"]
+    assert len(messages) == 2
+    assert messages[0].startswith("The scores of segment flipped rank")
+    assert report["segments"][0]["status"] == "assumption rejected (the band crosses)"

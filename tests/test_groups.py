@@ -19,6 +19,7 @@ from skcalbound import (
     BelowChanceWarning,
     LipschitzBucketBound,
     MonotoneCalibrationBound,
+    MonotonicityWarning,
     NWCalibrationBound,
     TVCalibrationBound,
     VacuousBoundWarning,
@@ -381,3 +382,27 @@ def test_ranking_below_chance_is_said_once_about_pos_label_or_the_segments(
     assert two[0].startswith("The scores of segments 1, 3 rank the positive class")
     assert "their AUROCs against the labels are 0.1" in two[0]
     assert "confined to them" in two[0]
+
+
+def test_a_crossing_band_is_a_status_sorted_first_and_one_warning(four_segments):
+    """Segment 2's calibration function decreases: its band crosses, so its interval
+    rests on a rejected assumption. Its status says so (not 'certified'), it comes
+    first whatever its upper bound, and one MonotonicityWarning names it."""
+    s, y, g = four_segments
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = bounds_by_group(
+            y, np.where(g == 2, 1 - s, s), g, method="monotone", include_overall=True
+        )
+    crossed = [w for w in caught if issubclass(w.category, MonotonicityWarning)]
+    assert len(crossed) == 1 and crossed[0].filename == __file__
+    assert str(crossed[0].message).startswith(
+        "The calibration band crosses (L(s) > U(s) at some score) for 1 segment(s) "
+        "(2): the data reject a non-decreasing calibration function there"
+    )
+    assert table.group.tolist()[0] == 2
+    first = table.iloc[0]
+    assert first.status == "assumption rejected (the band crosses)"
+    assert first.upper_bound < table.upper_bound.iloc[1]  # first all the same
+    assert first.lower_bound > first.upper_bound  # the crossing shows in the interval
+    assert (table.status.iloc[1:] == "certified").all()

@@ -18,13 +18,15 @@ from ._read import check_column, plain
 
 
 def compute_by(args, frame, scores, labels):
-    """The per-segment table of each bound, by bound name."""
+    """The per-segment table of each bound and its warnings (for the report, not
+    stderr; the vacuous ones are the table's column), each by bound name."""
     check_column(frame.columns, args.by, "--by", args.file)
     groups = frame[args.by]
-    tables = {}
+    tables, notices = {}, {}
     for name, est in estimators(args).items():
         try:
-            with warnings.catch_warnings():  # the table's vacuous column says it
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 warnings.simplefilter("ignore", VacuousBoundWarning)
                 tables[name] = bounds_by_group(
                     labels,
@@ -37,7 +39,10 @@ def compute_by(args, frame, scores, labels):
                 )
         except (ValueError, TypeError) as exc:
             raise CLIError(f"--by {args.by}: {name}: {exc}") from exc
-    return tables
+        notices[name] = list(
+            dict.fromkeys(" ".join(str(w.message).split()) for w in caught)
+        )
+    return tables, notices
 
 
 def by_note(table, n_tables):
@@ -83,8 +88,9 @@ def _segment_line(r):
     )
 
 
-def format_by_table(tables, header, column):
-    """The ``--by`` report: per bound, one row per segment, worst first."""
+def format_by_table(tables, notices, header, column):
+    """The ``--by`` report: per bound, one row per segment, worst first, then its
+    warnings and its note."""
     lines = [header]
     for name, table in tables.items():
         lines += [
@@ -97,6 +103,10 @@ def format_by_table(tables, header, column):
             f"{'estimate':>9}{'ECE':>9}  status"
         )
         lines += [_segment_line(r) for r in table.to_dict("records")]
+        for message in notices[name]:
+            lines += textwrap.wrap(
+                f"warning: {message}", width=88, subsequent_indent="  "
+            )
         lines.extend(textwrap.wrap(f"Note: {by_note(table, len(tables))}", width=88))
     return "\n".join(lines)
 
@@ -106,7 +116,7 @@ def report_by(args, frame, scores, labels, positive):
     for option, value in (("--max-ce", args.max_ce), ("--plot", args.plot)):
         if value is not None:
             raise CLIError(f"{option} cannot be combined with --by")
-    tables = compute_by(args, frame, scores, labels)
+    tables, notices = compute_by(args, frame, scores, labels)
     if args.json:
         report = {
             "file": str(args.file),
@@ -121,6 +131,7 @@ def report_by(args, frame, scores, labels, positive):
             "notes": {
                 name: by_note(table, len(tables)) for name, table in tables.items()
             },
+            "warnings": notices,
         }
         print(json.dumps(report, indent=2))
     else:
@@ -130,5 +141,5 @@ def report_by(args, frame, scores, labels, positive):
             f"column {args.by!r}; cv={args.cv}, aggregate={args.aggregate}, "
             f"guarantee={args.guarantee}, random_state={args.random_state}"
         )
-        print(format_by_table(tables, header, args.by))
+        print(format_by_table(tables, notices, header, args.by))
     return 0
