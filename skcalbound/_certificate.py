@@ -28,7 +28,7 @@ FINGERPRINT_RECIPE = (
 )
 # The assumption constants as given (constructor parameters) and as used (fitted).
 _GIVEN = ("V", "h", "b1", "b2", "L")
-_USED = ("b1_", "b2_", "L_")
+_USED = ("b1_", "b2_", "L_", "monotonicity_rejected_")
 NUMBERS = ("bound", "lower_bound", "estimate")
 REQUIRED = (
     "record",
@@ -457,6 +457,16 @@ def _band_problems(record):
     ):
         if abs(value - expected) > tol:
             problems.append(f"its {name} is {value!r}; its terms make it {expected!r}")
+    # A band with L <= U everywhere allows at each gap a smallest |x - eta| at most
+    # its largest (G- <= G+), so that lower <= bound: only a crossing band gives
+    # more, and a crossing is recorded.
+    rejected = (record.get("assumption") or {}).get("monotonicity_rejected_")
+    if lower > bound + tol and rejected is not True:
+        problems.append(
+            f"its lower_bound {lower!r} is above its bound {bound!r}, which only a "
+            "crossing band gives, but its assumption.monotonicity_rejected_ is "
+            f"{rejected!r}, not True"
+        )
     n = record["n_samples"]
     if n >= 1:
         from ._surrogates._band import window_lengths, window_starts

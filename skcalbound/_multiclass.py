@@ -13,6 +13,7 @@ from ._compat import HasMethods, StrOptions, _fit_context
 from ._validation import _ROW_SUM_ATOL, _num
 from ._warnings import (
     BelowChanceWarning,
+    MonotonicityWarning,
     _user_stacklevel,
     below_chance,
     below_chance_message,
@@ -99,13 +100,28 @@ def _top_label(P, y, classes):
 
 def _fit_reduced(inner, scores, labels):
     """``(inner.fit(scores, labels), below_chance(scores, labels))`` on a reduction
-    this class built: the inner fit's :class:`BelowChanceWarning`, whose advice
+    this class built. The inner fit's :class:`BelowChanceWarning`, whose advice
     (``pos_label``, a two-column input) the user cannot act on here, is left to
-    :func:`_warn_below_chance`."""
+    :func:`_warn_below_chance`, and a crossing band's :class:`MonotonicityWarning`
+    (which cannot say which reduction crossed) to :func:`_warn_crossing`."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=BelowChanceWarning)
+        for category in (BelowChanceWarning, MonotonicityWarning):
+            warnings.filterwarnings("ignore", category=category)
         fitted = inner.fit(scores, labels)
     return fitted, below_chance(scores, labels)
+
+
+def _warn_crossing(which, level):
+    """The band of the reduction(s) ``which`` crosses: monotonicity is rejected."""
+    warnings.warn(
+        f"The calibration band crosses (L(s) > U(s) at some score) for {which}: the "
+        f"data reject a non-decreasing calibration function there at level "
+        f"{level:g}, and the interval assumes one (monotonicity_rejected_ is True). "
+        "Use TVCalibrationBound as the inner estimator instead: it assumes bounded "
+        "variation, not monotonicity.",
+        MonotonicityWarning,
+        stacklevel=_user_stacklevel(),
+    )
 
 
 def _warn_below_chance(subject, auroc, classes):
@@ -201,7 +217,15 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
 
     per_class_ : pandas.DataFrame
         One row per class with columns ``class``, ``n_positive``, ``lower_bound``,
-        ``bound`` and ``estimate`` (``'classwise'`` only).
+        ``bound`` and ``estimate``, and with :class:`MonotoneCalibrationBound`
+        ``monotonicity_rejected`` (its band crossed) (``'classwise'`` only).
+
+    monotonicity_rejected_ : bool
+        With :class:`MonotoneCalibrationBound` only: whether a band crossed (the
+        top-label one, or any class's), so that the data reject the monotone
+        calibration function its interval assumes; :attr:`bound_` and
+        :attr:`lower_bound_` then rest on a rejected assumption (a
+        :class:`MonotonicityWarning` names the reduction).
 
     worst_bound_ : float
         Certified upper bound on ``max_k CE_k``, the largest per-class bound
@@ -373,6 +397,11 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
         self.bound_ = float(self.estimator_.bound_)
         self.lower_bound_ = float(self.estimator_.lower_bound_)
         self.estimate_ = float(self.estimator_.estimate_)
+        if hasattr(self.estimator_, "monotonicity_rejected_"):
+            self.monotonicity_rejected_ = bool(self.estimator_.monotonicity_rejected_)
+            if self.monotonicity_rejected_:
+                level = (1.0 - self.estimator_.confidence_level) / 2
+                _warn_crossing("the top-label confidences", level)
 
     def _fit_classwise(self, X, y):
         K = self.classes_.size
@@ -419,9 +448,25 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
                 + _listed(f"{a:.3f}" for a in below.values()),
                 self.classes_,
             )
-        self.per_class_ = pd.DataFrame(
-            rows, columns=["class", "n_positive", "lower_bound", "bound", "estimate"]
-        )
+        columns = ["class", "n_positive", "lower_bound", "bound", "estimate"]
+        rejected = [
+            getattr(e, "monotonicity_rejected_", None) for e in self.estimators_
+        ]
+        if rejected[0] is not None:  # a band per class: whether it crossed
+            for row, crossed in zip(rows, rejected):
+                row["monotonicity_rejected"] = bool(crossed)
+            columns.append("monotonicity_rejected")
+            self.monotonicity_rejected_ = any(rejected)
+            if self.monotonicity_rejected_:
+                named = [
+                    f"{_json_safe(c)!r}" for c, r in zip(self.classes_, rejected) if r
+                ]
+                _warn_crossing(
+                    f"class{'es' if len(named) > 1 else ''} {_listed(named)} "
+                    "(one-vs-rest)",
+                    (1.0 - level) / 2,
+                )
+        self.per_class_ = pd.DataFrame(rows, columns=columns)
         self.bound_ = float(self.per_class_["bound"].mean())
         self.lower_bound_ = float(self.per_class_["lower_bound"].mean())
         self.estimate_ = float(self.per_class_["estimate"].mean())

@@ -17,6 +17,7 @@ from sklearn.model_selection import KFold
 import skcalbound
 from skcalbound import (
     LipschitzBucketBound,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     TVCalibrationBound,
 )
@@ -383,3 +384,32 @@ def test_lipschitz_adaptive_lower_bound_from_another_candidate_is_checked():
     assert "a fold's lower_from gives a smaller lower bound than its own route" in (
         consistency_problems(weak, [])
     )
+
+
+def test_a_crossing_band_is_recorded_and_a_record_hiding_it_is_inconsistent():
+    """eta(s) = 1 - s: the band crosses and lower_bound > bound. The record says
+    assumption.monotonicity_rejected_ True (False for a monotone eta); set to False,
+    the record contradicts itself (only a crossing gives lower > bound), and a refit
+    finds the edit."""
+    s, _ = _data(n=3000, seed=1)
+    rng = np.random.default_rng(2)
+    y_down = (rng.uniform(size=s.size) < 1 - s).astype(int)
+    y_up = (rng.uniform(size=s.size) < s).astype(int)
+    make = MonotoneCalibrationBound
+    up = _fit(make, s, y_up).certificate_
+    assert up["assumption"] == {"monotonicity_rejected_": False}
+    crossed = _fit(make, s, y_down)
+    record = crossed.certificate_
+    assert record["assumption"] == {"monotonicity_rejected_": True}
+    assert record["lower_bound"] > record["bound"]
+    assert consistency_problems(record, []) == []
+    hidden = json.loads(json.dumps(record))
+    hidden["assumption"]["monotonicity_rejected_"] = False
+    assert consistency_problems(hidden, []) == [
+        f"its lower_bound {record['lower_bound']!r} is above its bound "
+        f"{record['bound']!r}, which only a crossing band gives, but its "
+        "assumption.monotonicity_rejected_ is False, not True"
+    ]
+    assert certificate_differences(hidden, record) == [
+        ("assumption.monotonicity_rejected_", False, True)
+    ]

@@ -26,6 +26,7 @@ from skcalbound import (
     BelowChanceWarning,
     LipschitzBucketBound,
     MonotoneCalibrationBound,
+    MonotonicityWarning,
     NWCalibrationBound,
     TVCalibrationBound,
     perturb_scores,
@@ -323,6 +324,38 @@ def test_a_wrong_column_order_is_named_in_one_warning_about_the_columns():
     # classes= names the columns (here wrongly): the message shows them.
     _, named = _below_chance_messages(P, labels, classes=["c", "a", "b"])
     assert len(named) == 1 and "with classes_ = ['c', 'a', 'b'] (" in named[0]
+
+
+@pytest.mark.parametrize("strategy", ["top_label", "classwise"])
+def test_a_crossing_band_is_flagged_and_named_once(strategy):
+    """With MonotoneCalibrationBound inside: column 1 points away from class 'b', so
+    its one-vs-rest band crosses (and the top-label one too). The wrapper says so
+    (monotonicity_rejected_, per_class_'s column) and one MonotonicityWarning names
+    the reduction; columns in order: no crossing, no warning."""
+    P, y = _data(n=20_000)
+    labels = np.array(["a", "b", "c"])[y]
+    bent = P.copy()
+    bent[:, 1] = (1 - P[:, 1]) ** 2
+    bent /= bent.sum(axis=1, keepdims=True)
+    inner = MonotoneCalibrationBound(random_state=0)
+    for X, crossed in ((P, False), (bent, True)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = MulticlassCalibrationBound(inner, strategy=strategy).fit(X, labels)
+        said = [w for w in caught if issubclass(w.category, MonotonicityWarning)]
+        assert est.monotonicity_rejected_ is crossed
+        assert len(said) == int(crossed)
+        if strategy == "classwise":
+            flags = est.per_class_["monotonicity_rejected"].tolist()
+            assert flags == [False, crossed, False]
+            assert [e.monotonicity_rejected_ for e in est.estimators_] == flags
+    assert said[0].filename == __file__
+    which = "the top-label confidences" if strategy == "top_label" else "class 'b'"
+    level = 0.025 if strategy == "top_label" else 0.05 / 3 / 2
+    assert str(said[0].message).startswith(
+        f"The calibration band crosses (L(s) > U(s) at some score) for {which}"
+    )
+    assert f"at level {level:g}, and the interval assumes one" in str(said[0].message)
 
 
 def test_fit_twice_is_identical_and_input_is_not_modified():
