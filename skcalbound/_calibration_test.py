@@ -49,6 +49,11 @@ class CalibrationTestResult:
         True for ``method='nw'`` or ``'lipschitz'`` with ``guarantee='paper'``: the
         published bound holds in expectation over the training labels only, so
         neither the level of the test nor the p-value is guaranteed.
+    assumption_rejected : bool
+        True for ``method='monotone'`` when the calibration band crosses at
+        ``confidence_level``: the data reject the monotone calibration function the
+        interval assumes, so the test decides nothing (``reject`` False, ``pvalue``
+        nan) whatever the interval says.
     """
 
     pvalue: float
@@ -62,6 +67,7 @@ class CalibrationTestResult:
     estimator: object = field(repr=False, compare=False)
     guarantee: str = "high_probability"
     in_expectation_only: bool = False
+    assumption_rejected: bool = False
 
 
 def _rejects(interval, tolerance, alternative):
@@ -207,7 +213,13 @@ def calibration_test(
     as it grows, so its interval only narrows too: a valid p-value, by bisection on
     the band recomputed from the sorted rows the fit kept. Its cross-fitted variant
     (``cv`` given) takes Maurer–Pontil terms from the variance under a band fitted
-    at the level, which need not be monotone in it: ``pvalue=nan`` there.
+    at the level, which need not be monotone in it: ``pvalue=nan`` there. A band
+    that crosses at ``confidence_level`` rejects the monotone calibration function
+    its interval assumes (its ends can then be far from the truth in either
+    direction, the lower above the upper): the test then does not decide
+    (``reject=False``, ``pvalue=nan``, ``assumption_rejected=True``). Under a
+    monotone calibration function a crossing is itself a failure of the band, so
+    the level of the test is kept.
 
     With ``guarantee='paper'`` NW and Lipschitz use the published Proposition 2, which
     holds in expectation over the training labels only; the level is then not
@@ -251,9 +263,11 @@ def calibration_test(
             stacklevel=_user_stacklevel(),
         )
     interval = (estimator.lower_bound_, estimator.bound_)
-    reject = _rejects(interval, tolerance, alternative)
+    # A crossing band (its fit warned) rests on a rejected assumption: no decision.
+    rejected = bool(getattr(estimator, "monotonicity_rejected_", False))
+    reject = not rejected and _rejects(interval, tolerance, alternative)
     nested = estimator._method().nested_levels
-    if not nested or interval_at(estimator, 1.0 - confidence_level) is None:
+    if rejected or not nested or interval_at(estimator, 1.0 - confidence_level) is None:
         pvalue = math.nan
     else:
         pvalue = _pvalue(estimator, tolerance, alternative)
@@ -272,4 +286,5 @@ def calibration_test(
         estimator=estimator,
         guarantee=estimator.result_.guarantee,
         in_expectation_only=expectation,
+        assumption_rejected=rejected,
     )

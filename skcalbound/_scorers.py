@@ -221,7 +221,13 @@ class _BoundScorer(_ProbaScorer):
     def _value(self, estimator, X, labels, column, predicted):
         bound = self.bound_estimator(estimator)
         # Labels already 0/1 for pos_label: the bound's own default positive class.
-        return -bound.fit(predicted(), labels.astype(np.int64)).bound_
+        fitted = bound.fit(predicted(), labels.astype(np.int64))
+        if getattr(fitted, "monotonicity_rejected_", False):
+            # The band crossed: its bound rests on a monotonicity the data reject,
+            # so it certifies nothing beyond the trivial CE <= 1 (and a crossing
+            # band's bound is small: taken as is, a search would prefer it).
+            return -1.0
+        return -fitted.bound_
 
 
 @validate_params(
@@ -283,6 +289,9 @@ def make_bound_scorer(method, *, pos_label=None, **params):
     -------
     scorer : callable
         ``scorer(estimator, X, y)`` returning the negated bound, a float in [-1, 0].
+        For ``"monotone"``, a band that crosses (the data reject the monotone
+        calibration function it assumes; a :class:`MonotonicityWarning` says so)
+        scores -1, the trivial bound: its own bound is not certified, and is small.
 
     See Also
     --------

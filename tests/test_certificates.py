@@ -578,6 +578,35 @@ def test_monotone_calibration_test_cross_fitted_has_a_decision_and_no_pvalue():
         calibration_test(y, s, method="monotone", h=0.1)
 
 
+@pytest.mark.parametrize("alternative", ["less", "greater", "two-sided"])
+def test_monotone_calibration_test_does_not_decide_on_a_crossing_band(alternative):
+    """eta(s) = 1 - s (true CE 1/2): the band crosses, its interval is [0.59, 0.01].
+    Taken at face value the test certified "CE < 0.05" with p = 1e-13; the data
+    reject the assumption, so it decides nothing."""
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=5000)
+    y = rng.uniform(size=5000) < 1 - s
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the crossing and below-chance warnings
+        result = calibration_test(
+            y, s, method="monotone", tolerance=0.05, alternative=alternative,
+            random_state=0,
+        )  # fmt: skip
+    assert result.assumption_rejected and not result.reject
+    assert math.isnan(result.pvalue)
+    assert result.lower_bound > 0.5 > 0.05 > result.upper_bound  # both ends "reject"
+    # Monotone data: the flag is off and the test decides as before.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fine = calibration_test(
+            rng.uniform(size=5000) < s, s, method="monotone", tolerance=0.3,
+            alternative=alternative, random_state=0,
+        )  # fmt: skip
+    assert not fine.assumption_rejected
+    assert fine.reject == (alternative != "greater")
+    assert (fine.pvalue < 0.05) == fine.reject
+
+
 def _monotone_pvalues(n, repetitions, seed):
     rng = np.random.default_rng(seed)
     pvalues = []

@@ -2,6 +2,7 @@
 
 import pickle
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from skcalbound import (
     LipschitzBucketBound,
     MonotoneCalibrationBound,
+    MonotonicityWarning,
     NWCalibrationBound,
     SechPerturbedClassifier,
     TVCalibrationBound,
@@ -157,6 +159,24 @@ def test_bound_scorer_with_explicit_assumptions_on_any_classifier(data):
         value
         == -NWCalibrationBound(b1=2.0, b2=8.0, random_state=0).fit(proba, y).bound_
     )
+
+
+def test_monotone_scorer_gives_a_crossing_band_the_trivial_score(data):
+    """Scored against the opposite labels, the model's probabilities point away from
+    them: the band crosses, and its bound (small) would make the worst model look
+    the best in a search. It scores -1, the trivial bound."""
+    X_fit, y_fit, X, y = data
+    model = LogisticRegression().fit(X_fit, y_fit)
+    scorer = make_bound_scorer("monotone", random_state=0)
+    with pytest.warns(MonotonicityWarning):
+        crossed = MonotoneCalibrationBound(random_state=0).fit(
+            model.predict_proba(X), 1 - y
+        )
+    assert crossed.monotonicity_rejected_ and crossed.bound_ < 0.2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert scorer(model, X, 1 - y) == -1.0
+    assert -0.2 < scorer(model, X, y) < 0.0  # the labels as they are
 
 
 @pytest.mark.parametrize("cv", [None, 3])
