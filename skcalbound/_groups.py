@@ -80,25 +80,25 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _first_ten(items):
+    """``'a, b, c'``: the first ten items, then ``', ...'`` if there are more."""
+    items = [str(x) for x in items]
+    return ", ".join(items[:10]) + (", ..." if len(items) > 10 else "")
+
+
 def _warn_below_chance(scores, labels, below):
     """One :class:`BelowChanceWarning` for the segments that rank the positive class
     below chance (``below``: group, AUROC): about ``pos_label`` when every row
     together does, else naming the segments, where ``pos_label`` is not the cause."""
-    if below_chance(scores, labels) is not None:
-        warn_if_below_chance(scores, labels)
+    if warn_if_below_chance(scores, labels) is not None or not below:
         return
-    if not below:
-        return
-    groups = [g for g, _ in below[:10]]
-    more = ", ..." if len(below) > 10 else ""
     one = len(below) == 1
-    aurocs = ", ".join(f"{a:.3f}" for _, a in below[:10])
     warnings.warn(
         below_chance_message(
             f"The scores of segment{'' if one else 's'} "
-            f"{', '.join(map(str, groups))}{more} rank the positive class",
+            f"{_first_ten(g for g, _ in below)} rank the positive class",
             f"{'its AUROC' if one else 'their AUROCs'} against the labels "
-            f"{'is' if one else 'are'} {aurocs}{more}",
+            f"{'is' if one else 'are'} {_first_ten(f'{a:.3f}' for _, a in below)}",
             f"how the scores and labels of {'that' if one else 'those'} "
             f"segment{'' if one else 's'} were produced or joined: all rows together "
             "rank above chance, so pos_label is not the cause, but a mix-up confined "
@@ -401,8 +401,7 @@ def bounds_by_group(
     if rejected:
         warnings.warn(
             f"The calibration band crosses (L(s) > U(s) at some score) for "
-            f"{len(rejected)} segment(s) ({', '.join(map(str, rejected[:10]))}"
-            f"{', ...' if len(rejected) > 10 else ''}): the data reject a "
+            f"{len(rejected)} segment(s) ({_first_ten(rejected)}): the data reject a "
             "non-decreasing calibration function there, and their intervals assume "
             "one (status 'assumption rejected'). Use method='tv' instead: it assumes "
             "bounded variation, not monotonicity.",
@@ -418,8 +417,7 @@ def bounds_by_group(
         )
         warnings.warn(
             f"The {which} is above 0.5 for {len(vacuous)} segment(s) "
-            f"({', '.join(map(str, vacuous[:10]))}"
-            f"{', ...' if len(vacuous) > 10 else ''})"
+            f"({_first_ten(vacuous)})"
             ": it says little about their calibration error; more labelled samples per "
             "segment shrink it.",
             VacuousBoundWarning,

@@ -254,11 +254,12 @@ def warn_if_below_chance(scores, labels, classes=None, column=None):
 
     ``labels`` are 0/1. ``classes`` (the sorted labels) and ``column`` (the index of
     the positive one) are given when the scores were read from that column of a
-    two-column ``predict_proba`` input, for the message.
+    two-column ``predict_proba`` input, for the message. Returns what
+    :func:`below_chance` found (None: no warning).
     """
     found = below_chance(scores, labels)
     if found is None:
-        return
+        return None
     if column is None:
         check = (
             "pos_label (the class whose probability the scores are) and, if the "
@@ -283,3 +284,4 @@ def warn_if_below_chance(scores, labels, classes=None, column=None):
         BelowChanceWarning,
         stacklevel=_user_stacklevel(),
     )
+    return found
