@@ -5,6 +5,8 @@ The band is checked against slow references computed here from the definitions
 code that draws it.
 """
 
+from unittest import mock
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -894,6 +896,50 @@ def test_nw_without_its_assumption_says_what_to_pass(perturbed):
     s, y = perturbed
     with pytest.raises(ValueError, match="give h"):
         CalibrationBoundDisplay.from_predictions(y, s, bound="nw")
+
+
+def test_a_keyword_meant_for_the_bound_is_refused_before_any_fit(perturbed):
+    # Unknown keywords go to matplotlib, which raised "Line2D.set() got an
+    # unexpected keyword argument 'h'" only after the bound had been fitted.
+    s, y = perturbed
+    X = s[:, None]
+    clf = SechPerturbedClassifier(LogisticRegression(), h=H).fit(X, y)
+    fits = []
+    original = NWCalibrationBound.fit
+    with mock.patch.object(
+        NWCalibrationBound,
+        "fit",
+        lambda self, *a, **k: fits.append(1) or original(self, *a, **k),
+    ):
+        with pytest.raises(
+            TypeError,
+            match=r"from_predictions chooses the bound with bound='monotone', "
+            r"not method='monotone'",
+        ):
+            CalibrationBoundDisplay.from_predictions(y, s, method="monotone")
+        with pytest.raises(
+            TypeError,
+            match=r"from_predictions got h=0.0625, a parameter of the bound "
+            r"estimator, not of the plot: pass bound_params=\{'h': \.\.\.\}",
+        ):
+            CalibrationBoundDisplay.from_predictions(y, s, bound="nw", h=H)
+        with pytest.raises(
+            TypeError,
+            match=r"from_estimator got random_state=0, .* "
+            r"bound_params=\{'random_state': \.\.\.\}",
+        ):
+            CalibrationBoundDisplay.from_estimator(
+                clf, X, y, bound="nw", random_state=0
+            )
+        # TV's own method is a bound parameter too.
+        with pytest.raises(TypeError, match=r"bound_params=\{'method': \.\.\.\}"):
+            CalibrationBoundDisplay.from_predictions(y, s, method="cells")
+    assert fits == []
+    # A matplotlib keyword still reaches the curve.
+    disp = CalibrationBoundDisplay.from_predictions(
+        y, s, bound="nw", bound_params={"h": H}, color="tab:red"
+    )
+    assert disp.line_.get_color() == "tab:red"
 
 
 @pytest.mark.parametrize("n_grid", [1, 2.5, True])

@@ -32,6 +32,32 @@ def check_n_grid(n_grid):
         raise ValueError(f"n_grid must be an int >= 2 or None; got {n_grid!r}.")
 
 
+# Every parameter of a bound estimator (none is a matplotlib Line2D property).
+BOUND_PARAMETERS = frozenset(
+    name for cls in BY_NAME.values() for name in cls._get_param_names()
+)
+
+
+def check_plot_kwargs(kwargs, caller):
+    """A TypeError, before any fit, for a keyword meant for the bound that would
+    otherwise reach matplotlib (``Line2D.set() got an unexpected keyword argument
+    'h'``, after the bound was fitted)."""
+    value = kwargs.get("method")
+    if isinstance(value, str) and value in BY_NAME:
+        raise TypeError(
+            f"{caller} chooses the bound with bound={value!r}, not method={value!r} "
+            "(method is a parameter of TVCalibrationBound: bound_params="
+            "{'method': ...})."
+        )
+    for key in kwargs:
+        if key in BOUND_PARAMETERS:
+            raise TypeError(
+                f"{caller} got {key}={kwargs[key]!r}, a parameter of the bound "
+                f"estimator, not of the plot: pass bound_params={{{key!r}: ...}} "
+                "(the other keyword arguments go to matplotlib's Axes.plot)."
+            )
+
+
 def _make_bound(bound, bound_params):
     """An unfitted bound estimator from a bound's name or an estimator instance."""
     if bound_params is not None and not isinstance(bound_params, dict):
@@ -199,7 +225,9 @@ class FromData:
 
         **kwargs : dict
             Keyword arguments passed to :meth:`matplotlib.axes.Axes.plot` for the
-            surrogate curve.
+            surrogate curve. A parameter of the bound estimator (``h``,
+            ``random_state``, ...) is refused with a TypeError before any fit: it
+            belongs in ``bound_params``.
 
         Returns
         -------
@@ -226,6 +254,7 @@ class FromData:
         TVCalibrationBound(random_state=0)
         """
         check_matplotlib_support(f"{cls.__name__}.from_estimator")
+        check_plot_kwargs(kwargs, f"{cls.__name__}.from_estimator")
         check_is_fitted(estimator)
         if not callable(getattr(estimator, "predict_proba", None)):
             raise TypeError(
@@ -328,7 +357,9 @@ class FromData:
 
         **kwargs : dict
             Keyword arguments passed to :meth:`matplotlib.axes.Axes.plot` for the
-            surrogate curve.
+            surrogate curve. A parameter of the bound estimator (``h``,
+            ``random_state``, ...) is refused with a TypeError before any fit: it
+            belongs in ``bound_params``.
 
         Returns
         -------
@@ -355,6 +386,7 @@ class FromData:
         CE in [0.043, 0.287]
         """
         check_matplotlib_support(f"{cls.__name__}.from_predictions")
+        check_plot_kwargs(kwargs, f"{cls.__name__}.from_predictions")
         check_n_grid(n_grid)
         estimator, pos_label = bound_for_01_labels(bound, bound_params, pos_label)
         labels, scores = check_prob_labels(
