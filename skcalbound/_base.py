@@ -487,6 +487,7 @@ class _BaseCalibrationBound(BaseEstimator):
         for name, value in extra.items():
             setattr(self, name, value)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit_chunks(self, chunks, *, n_samples=None):
         """Compute the certified bound from data in chunks, never all in memory.
 

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from _synthetic import slow_except
 from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.utils._param_validation import InvalidParameterError
 
 from skcalbound import (
     LipschitzBucketBound,
@@ -671,3 +672,25 @@ def test_lipschitz_adaptive_on_read_parquet_and_in_chunks_gives_the_in_memory_nu
         assert_array_equal(other.fold_results_["route"], a.fold_results_["route"])
     bound = lipschitz_bucket_bound(df["y_true"], df["y_prob"], **params)
     assert abs(bound - a.bound_) <= 1e-12 * a.bound_
+
+
+@pytest.mark.parametrize(
+    "Est, params, message",
+    [
+        (NWCalibrationBound, {"b1": 1.0, "b2": -3.0}, "'b2' parameter"),
+        (NWCalibrationBound, {"h": 2**-6, "cv": 1}, "'cv' parameter"),
+        (NWCalibrationBound, {"h": 2**-6, "confidence_level": -0.5}, "'confidence"),
+        (NWCalibrationBound, {"h": 2**-6, "tempering": -1.0}, "'tempering' param"),
+        (LipschitzBucketBound, {"L": -1.0}, "'L' parameter"),
+        (LipschitzBucketBound, {"h": 2**-6, "cv": 0}, "'cv' parameter"),
+    ],
+)
+def test_fit_chunks_validates_the_parameters_as_fit_does(Est, params, message):
+    # fit_chunks skipped fit's parameter validation: b2 = -3 and confidence_level
+    # = -0.5 returned bounds, cv = 1 never returned, cv = 0 divided by zero.
+    s, y = _data("smooth")
+    chunks = _chunked(s, y, [700])
+    with pytest.raises(InvalidParameterError, match=message):
+        Est(**params).fit_chunks(chunks)
+    with pytest.raises(InvalidParameterError, match=message):
+        Est(**params).fit(s, y)

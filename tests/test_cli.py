@@ -663,6 +663,37 @@ ERROR_CASES = {
         ["--h", "64.5"],
         r"Did you mean --h 1/64.5 = 0.0155039\?",
     ),
+    # nw and lipschitz alone stream the file through fit_chunks, which did not
+    # validate the parameters: b2 = -3 was certified, --cv 1 hung, --cv 0 raised a
+    # ZeroDivisionError and a negative L "math domain error".
+    "negative b2, streamed": (
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--bound", "nw", "--b1", "1", "--b2", "-3"],
+        r"nw: The 'b2' parameter of NWCalibrationBound must be a float in the range "
+        r"\[0.0, inf\) or None. Got -3.0 instead.$",
+    ),
+    "cv 1, streamed": (
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--bound", "nw", "--h", "0.015625", "--cv", "1"],
+        r"nw: The 'cv' parameter of NWCalibrationBound must be an int in the range "
+        r"\[2, inf\).* Got 1 instead.$",
+    ),
+    "cv 0, streamed": (
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--bound", "lipschitz", "--h", "0.015625", "--cv", "0"],
+        r"lipschitz: The 'cv' parameter of LipschitzBucketBound must be an int .* "
+        r"Got 0 instead.$",
+    ),
+    "negative L, streamed": (
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--bound", "lipschitz", "--L", "-1"],
+        r"lipschitz: The 'L' parameter of LipschitzBucketBound must be a float in "
+        r"the range \[0.0, inf\) or None. Got -1.0 instead.$",
+    ),
     "h zero": (
         "a.csv",
         pd.DataFrame(GOOD),
