@@ -1024,7 +1024,9 @@ def test_verify_recomputes_the_commands_monotone_certificate(
     record.write_text(capsys.readouterr().out)
     assert main(["verify", str(record), str(csv_file)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"OK {csv_file} against {record} (1 certificate)")
+    assert out.startswith(
+        f"OK {csv_file} against {record} (1 certificate and the report built on it)"
+    )
     assert "MonotoneCalibrationBound: data match" in out
     # A raised bound is caught by the refit.
     report = json.loads(record.read_text())
@@ -1093,7 +1095,7 @@ def test_a_crossing_band_is_not_certified_and_never_passes_the_gate(tmp_path, ca
     assert any(w.startswith("The calibration band of") for w in row["warnings"])
     assert report["gate"]["failed"] == ["monotone"]
     assert err.startswith("FAIL (--max-ce 0.5)")
-    assert "but its band crosses (monotonicity rejected)" in err
+    assert "but the data reject its assumption (the band crosses)" in err
     assert main([str(path)]) == 0
     assert "rejected by the data (the band crosses): not certified" in (
         " ".join(capsys.readouterr().out.split())

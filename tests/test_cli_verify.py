@@ -93,7 +93,9 @@ def test_verify_passes_on_the_unchanged_file(data_file, capsys):
     record, _ = _record(data_file, capsys, "--bound", "tv", "nw", "--h", "2^-6")
     code, out, err = _verify(capsys, record, data_file)
     assert code == 0 and err == ""
-    assert out.startswith(f"OK {data_file} against {record} (2 certificates)")
+    assert out.startswith(
+        f"OK {data_file} against {record} (2 certificates and the report built on them)"
+    )
     assert out.count("\n") == 1
     assert "TVCalibrationBound: data match (n=800" in out
     assert "NWCalibrationBound: data match" in out and "terms agree" in out
@@ -707,3 +709,150 @@ def test_verify_an_adaptive_record_with_the_triangle_route(tmp_path, capsys):
     code, out, _ = _verify_bare(capsys, record, path)
     assert code == PARTIAL
     assert "each fold's two routes give the bound and lower bound" in out
+
+
+def _edit(report, path, value):
+    """``report`` with the entry at ``path`` (keys and list indices) set to
+    ``value``, or removed when ``value`` is ``_REMOVED``."""
+    report = json.loads(json.dumps(report))
+    *parents, last = path
+    node = report
+    for key in parents:
+        node = node[key]
+    if value is _REMOVED:
+        del node[last]
+    else:
+        node[last] = value
+    return report
+
+
+_REMOVED = object()
+
+# Edits of the report's human-readable part, which verify did not read (each gave
+# "OK", exit status 0): the numbers a reader, the table and the gate use.
+REPORT_FORGERIES = {
+    "tv bound": (("results", 0, "bound"), 0.01, "results.tv.bound is 0.01"),
+    "nw lower bound": (
+        ("results", 1, "lower_bound"),
+        0.02,
+        "results.nw.lower_bound is 0.02",
+    ),
+    "nw level": (
+        ("results", 1, "confidence_level"),
+        0.99,
+        "results.nw.confidence_level is 0.99",
+    ),
+    "certified flag": (
+        ("results", 0, "certified"),
+        False,
+        "results.tv.certified is False, the certificate says True",
+    ),
+    "a term": (
+        ("results", 1, "terms", "bias_mean"),
+        0.0,
+        "results.nw.terms.bias_mean is 0.0",
+    ),
+    "binned ECE": (
+        ("results", 2, "estimate"),
+        0.5,
+        "results.binned_ece.estimate is 0.5",
+    ),
+    "rows": (("n_samples",), 1, "n_samples is 1, the data and certificates say 800"),
+    "positive class": (("positive_label",), "no", "positive_label is 'no'"),
+    "gate": (("gate", "passed"), False, "gate.passed is False"),
+    "gate threshold": (("gate", "max_ce"), 0.001, "gate.passed is True"),
+    "note": (("note",), "Certified.", "note is 'Certified.'"),
+    "a certificate": (
+        ("certificates", "tv"),
+        _REMOVED,
+        "result 'tv' has no certificate",
+    ),
+    "a result": (("results", 0), _REMOVED, "certificate 'tv' has no result"),
+}
+
+
+@pytest.mark.parametrize("case", list(REPORT_FORGERIES))
+def test_an_edited_report_fails_even_with_its_certificates_intact(
+    data_file, capsys, case
+):
+    record, report = _record(
+        data_file, capsys, "--bound", "tv", "nw", "--h", "2^-6", "--max-ce", "0.9"
+    )
+    assert _verify(capsys, record, data_file)[0] == 0
+    path, value, message = REPORT_FORGERIES[case]
+    record.write_text(json.dumps(_edit(report, path, value)))
+    code, out, err = _verify(capsys, record, data_file)
+    assert code == 1 and out == "", (out, err)
+    assert err.startswith(
+        f"FAIL {record}: the report disagrees with its certificates: "
+    ), err
+    assert message in err, err
+
+
+def test_a_partial_record_checks_its_report_from_the_certificates(
+    data_file, capsys, tmp_path
+):
+    # A certificate that cannot be refit (random_state=None): the report's row must
+    # still say what the certificate says.
+    code = main([str(data_file), *COLUMNS, "--json", "--bound", "nw", "--h", "2^-6"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    frame = pd.read_csv(data_file)
+    est = NWCalibrationBound(h=H, pos_label="yes").fit(
+        frame["prob"].to_numpy(), frame["churned"].to_numpy()
+    )
+    certificate = est.certificate_
+    report["certificates"]["nw"] = {
+        **certificate,
+        "source": report["certificates"]["nw"]["source"],
+    }
+    for key in ("bound", "lower_bound", "estimate", "terms"):
+        report["results"][0][key] = certificate[key]
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps(report))
+    code, out, _ = _verify(capsys, record, data_file)
+    assert code == 3 and out.startswith("PARTIAL")
+    forged = _edit(report, ("results", 0, "bound"), 0.001)
+    record.write_text(json.dumps(forged))
+    code, _, err = _verify(capsys, record, data_file)
+    assert code == 1 and "results.nw.bound is 0.001, the certificate says " in err
+
+
+@pytest.fixture
+def rejecting_file(tmp_path):
+    """E[y|s] = s on 50,000 rows: L = 0.1 is far too small, the interval empty."""
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0.05, 0.95, size=50_000)
+    y = rng.uniform(size=s.size) < s
+    path = tmp_path / "scores.csv"
+    pd.DataFrame({"y_prob": s, "y_true": y.astype(int)}).to_csv(path, index=False)
+    return path
+
+
+def test_an_empty_interval_is_not_certified_and_fails_the_gate(rejecting_file, capsys):
+    # The lower bound exceeds the upper bound. The row said "holds with probability
+    # >= 95%", the JSON "certified": true, and --max-ce passed.
+    data_file = rejecting_file
+    options = ("--bound", "lipschitz", "--L", "0.1", "--max-ce", "0.9")
+    code = main([str(data_file), *options])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert (
+        "rejected by the data (empty interval: the lower bound is above the upper "
+        "bound): not certified" in out
+    )
+    assert "\nFAIL (--max-ce 0.9): CE < 0.9 not certified" in out
+    assert "but the data reject its assumption (empty interval" in out
+    code = main([str(data_file), "--json", *options])
+    report = json.loads(capsys.readouterr().out)
+    row = report["results"][0]
+    assert row["lower_bound"] > row["bound"]
+    assert row["assumption_rejected"] is True and row["certified"] is False
+    assert report["gate"]["failed"] == ["lipschitz"]
+    # And the record verifies as it is, not with certified flipped to true.
+    record = data_file.parent / "record.json"
+    record.write_text(json.dumps(report))
+    assert _verify(capsys, record, data_file)[0] == 0
+    record.write_text(json.dumps(_edit(report, ("results", 0, "certified"), True)))
+    code, _, err = _verify(capsys, record, data_file)
+    assert code == 1 and "results.lipschitz.certified is True" in err

@@ -84,12 +84,16 @@ its assumption as used and every entry that does not depend on the folds against
 fit with stand-in folds. It is never reported OK: exit status 3 (PARTIAL: fingerprint
 matches, bound not recomputed).
 
-RECORD is the JSON output of skcalbound FILE --json (every certificate in its
-"certificates" is checked) or one bare certificate (an estimator's certificate_ written
-with json.dump). Records written by the command remember the file's columns and
---pos-label, so skcalbound verify RECORD DATA needs no options; the options below
-override them (for a bare certificate the defaults are y_prob, y_true and the
-record's pos_label)."""
+RECORD is the JSON output of skcalbound FILE --json or one bare certificate (an
+estimator's certificate_ written with json.dump). In the JSON output every certificate
+in its "certificates" is checked, and then the report built on them: every bound's
+row in "results" must have its certificate and say what it says (bound, lower_bound,
+estimate, terms, level, certified; from the refit when there is one), and the binned
+ECE, n_samples, positive_label, the note and the --max-ce gate are recomputed from the
+data and those rows (the rows' warnings are not compared). A difference is a FAIL.
+Records written by the command remember the file's columns and --pos-label, so
+skcalbound verify RECORD DATA needs no options; the options below override them (for
+a bare certificate the defaults are y_prob, y_true and the record's pos_label)."""
 
 VERIFY_EPILOG = """\
 examples:
@@ -99,7 +103,8 @@ examples:
 
 Exit status: 0 when every certificate was recomputed and agrees with the record (one
 line starting with OK); 1 when the data differ from the data certified, a recomputed
-entry differs from the record, or the record contradicts itself (a line starting with
-FAIL names it); 2 for a bad record, file or option; 3 (PARTIAL) when the data match
-(fingerprint matches) but some bound could not be recomputed and nothing failed (one
-line starting with PARTIAL says what was checked and why)."""
+entry differs from the record, the record contradicts itself, or the report disagrees
+with its certificates (a line starting with FAIL names it); 2 for a bad record, file
+or option; 3 (PARTIAL) when the data match (fingerprint matches) but some bound could
+not be recomputed and nothing failed (one line starting with PARTIAL says what was
+checked and why)."""

@@ -27,18 +27,32 @@ def _guarantee(est):
     return getattr(est, "guarantee", GUARANTEES[0])
 
 
+def rejection(crossed, lower_bound, bound):
+    """Why the data reject a bound's assumption, in words, or None: its band
+    ``crossed``, or its interval is empty (under the assumption the lower and the
+    upper bound hold together with probability ``confidence_level``, so
+    ``lower_bound > bound`` means a rare event or an assumption that does not hold;
+    either way the interval certifies nothing)."""
+    if crossed:
+        return "the band crosses"
+    if lower_bound > bound:
+        return "empty interval: the lower bound is above the upper bound"
+    return None
+
+
 def result_row(name, est, caught):
     """One bound's row of the report (``caught``: the warnings of its fit).
     ``certified``: it holds with probability at least ``confidence_level``; false for
-    a form that holds in expectation only, and for a band that crosses
-    (``assumption_rejected``: the data reject the monotone calibration function the
-    interval assumes)."""
+    a form that holds in expectation only, and when the data reject the assumption
+    (``assumption_rejected``: a band that crosses, or an empty interval)."""
     expectation = in_expectation_only(est, _guarantee(est))
-    rejected = bool(getattr(est, "monotonicity_rejected_", False))
+    crossed = getattr(est, "monotonicity_rejected_", False)
+    why = rejection(crossed, est.lower_bound_, est.bound_)
     return {
         "method": name,
-        "certified": not (expectation or rejected),
-        "assumption_rejected": rejected,
+        "certified": not expectation and why is None,
+        "assumption_rejected": why is not None,
+        "rejection": why,
         "lower_bound": float(est.lower_bound_),
         "bound": float(est.bound_),
         "estimate": float(est.estimate_),
@@ -65,6 +79,7 @@ def ece_row(n_bins, ece):
         "guarantee": None,
         "in_expectation_only": None,
         "assumption_rejected": None,
+        "rejection": None,
         "assumption": f"heuristic, not a bound ({n_bins} equal-width bins)",
         "terms": {},
         "warnings": [],
@@ -102,7 +117,7 @@ def _holds(r):
     level = f"{100 * r['confidence_level']:g}%"
     if r.get("assumption_rejected"):
         return (
-            "rejected by the data (the band crosses): not certified, and never "
+            f"rejected by the data ({r['rejection']}): not certified, and never "
             "passes --max-ce"
         )
     if r["in_expectation_only"]:
@@ -175,7 +190,7 @@ def gate(results, max_ce):
         sign = "<" if r["bound"] < max_ce else ">="
         text = f"{r['method']} upper bound {r['bound']:.6f} {sign} {max_ce:g}"
         if r.get("assumption_rejected"):
-            text += " but its band crosses (monotonicity rejected)"
+            text += f" but the data reject its assumption ({r['rejection']})"
         return text
 
     failed = [r for r in bounds if not below(r)]

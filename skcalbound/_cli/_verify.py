@@ -6,13 +6,18 @@ checked as far as it can be and exits 3 (PARTIAL). See ``skcalbound verify --hel
 """
 
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
 
 from .. import __version__
+from .._base import in_expectation_only
+from .._binned_ece import binned_ece
 from .._certificate import (
+    _ABSENT,
     RTOL,
+    _walk,
     certificate_differences,
     consistency_problems,
     data_difference,
@@ -23,15 +28,18 @@ from .._certificate import (
 )
 from .._registry import BOUNDS
 from ._errors import CLIError, fail
+from ._parser import GUARANTEES
 from ._read import read_table, scores_and_labels
+from ._report import ece_row, gate, rejection, result_row, selection_note
 
 # The exit status of a record whose data match but whose bound was not recomputed.
 PARTIAL_STATUS = 3
 
 
-def read_certificates(path):
-    """The certificates in the JSON file ``path`` (a bare one, or the command's
-    ``--json`` output); CLIError if there are none."""
+def read_record(path):
+    """``(report, certificates)`` of the JSON file ``path``: the command's ``--json``
+    output and its certificates by bound name, or ``(None, {None: certificate})``
+    for a bare one; CLIError if there are none."""
 
     path = Path(path)
     if not path.is_file():
@@ -40,17 +48,18 @@ def read_certificates(path):
         record = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
         raise CLIError(f"{path}: not a JSON file: {exc}") from exc
+    report = None
     if isinstance(record, dict) and "results" in record:
-        found = record.get("certificates")
-        found = list(found.values()) if isinstance(found, dict) else []
+        report, found = record, record.get("certificates")
+        found = dict(found) if isinstance(found, dict) else {}
         if not found:
             raise CLIError(
                 f"{path}: the report holds no certificates (written by an older "
                 "skcalbound, or with --by?)"
             )
     else:
-        found = [record]
-    for certificate in found:
+        found = {None: record}
+    for certificate in found.values():
         problem = record_problem(certificate)
         if problem is not None:
             raise CLIError(
@@ -62,7 +71,7 @@ def read_certificates(path):
                 f"{path}: cannot verify a {certificate['method']!r} record; "
                 f"verifiable: {', '.join(_verifiable())}"
             )
-    return found
+    return report, found
 
 
 def _verifiable():
@@ -130,9 +139,11 @@ def _differences_line(method, certificate, found):
 
 
 def _check_one(certificate, args, tables):
-    """``(status, line)`` for one certificate against ``args.file``: status ``"ok"``
-    (refit, the same certificate), ``"fail"`` or ``"partial"`` (data match and the
-    record is consistent, but its bound was not recomputed)."""
+    """``(status, line, refit)`` for one certificate against ``args.file``: status
+    ``"ok"`` (``refit``: the estimator refitted with its params, the same
+    certificate), ``"fail"`` or ``"partial"`` (data match and the record is
+    consistent, but its bound was not recomputed); ``refit`` is None but for
+    ``"ok"``. ``tables``: the data read so far, by read options."""
 
     method = certificate["method"]
     scores_column, labels_column, pos_label, file_format = _read_options(
@@ -143,14 +154,14 @@ def _check_one(certificate, args, tables):
         frame = read_table(args.file, file_format)
         tables[key] = scores_and_labels(
             frame, scores_column, labels_column, args.file, pos_label
-        )[:2]
-    scores, labels = tables[key]
+        )
+    scores, labels, _ = tables[key]
     cls = _verifiable()[method]
     # Validates the data as fit does.
     n, n_positive, digest = fingerprint_of(cls(), scores, labels)
     difference = data_difference(certificate, n, n_positive, digest)
     if difference is not None:
-        return "fail", f"FAIL {method}: {args.file}: {difference}"
+        return "fail", f"FAIL {method}: {args.file}: {difference}", None
     data = f"data match (n={n}, sha256 {digest[:12]}...)"
     # A parameter added since the record was made: the value that reproduces what
     # the record's version computed (removing it from a newer record only makes
@@ -167,16 +178,18 @@ def _check_one(certificate, args, tables):
         if estimator is not None:
             found = certificate_differences(certificate, estimator.certificate_)
             if found:
-                return "fail", _differences_line(method, certificate, found)
-            return "ok", (
+                return "fail", _differences_line(method, certificate, found), None
+            line = (
                 f"{method}: {data}; recomputed bound {estimator.bound_:.6g}, "
                 f"lower_bound {estimator.lower_bound_:.6g} and "
                 f"{len(estimator.terms_)} terms agree"
             )
+            return "ok", line, estimator
         refused = why
-    return _check_unrefittable(
+    status, line = _check_unrefittable(
         certificate, cls, (scores, labels), data, obstacles, refused
     )
+    return status, line, None
 
 
 def _check_unrefittable(certificate, cls, arrays, data, obstacles, refused):
@@ -218,22 +231,143 @@ def _check_unrefittable(certificate, cls, arrays, data, obstacles, refused):
     )
 
 
+def _expected_row(name, certificate, refit):
+    """The report's row of the bound ``name`` as its verified certificate gives it:
+    the whole row from the ``refit`` estimator, or without one what the certificate
+    records (the assumption in words needs the estimator). Its warnings are not
+    compared."""
+    if refit is not None:
+        row = result_row(name, refit, [])
+    else:
+        cls = _verifiable()[certificate["method"]]
+        guarantee = certificate.get("guarantee") or GUARANTEES[0]
+        expectation = in_expectation_only(cls, guarantee)
+        crossed = (certificate.get("assumption") or {}).get("monotonicity_rejected_")
+        why = rejection(crossed, certificate["lower_bound"], certificate["bound"])
+        row = {
+            "method": name,
+            "certified": not expectation and why is None,
+            "assumption_rejected": why is not None,
+            "rejection": why,
+            "lower_bound": certificate["lower_bound"],
+            "bound": certificate["bound"],
+            "estimate": certificate["estimate"],
+            "confidence_level": certificate["confidence_level"],
+            "guarantee": guarantee,
+            "in_expectation_only": expectation,
+            "terms": certificate["terms"],
+        }
+    row.pop("warnings", None)
+    return row
+
+
+_ECE_BINS = re.compile(r"\((\d+) equal-width bins\)")
+
+
+def _expected_ece_row(row, scores, labels):
+    """The binned ECE's row recomputed on the data, at the number of bins the row
+    states."""
+    found = _ECE_BINS.search(str(row.get("assumption")))
+    if found is None:
+        return None
+    n_bins = int(found.group(1))
+    return ece_row(n_bins, binned_ece(labels, scores, n_bins=n_bins))
+
+
+def report_problems(report, certificates, refits, data):
+    """What the human-readable part of a ``--json`` ``report`` says against its
+    verified ``certificates`` (by bound name; ``refits``: the refitted estimator of
+    each, or None) and the ``data`` (scores, labels, positive label): every bound's
+    row, the binned ECE, the note, the gate, the number of rows and the positive
+    class. Empty when they agree."""
+    scores, labels, positive = data
+    rows = report.get("results")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        return ["its results are not a list of rows"]
+    named = [r.get("method") for r in rows]
+    problems = [
+        f"result {name!r} has no certificate"
+        for name in named
+        if name != "binned_ece" and name not in certificates
+    ]
+    problems += [
+        f"certificate {name!r} has no result"
+        for name in certificates
+        if name not in named
+    ]
+    if len(set(named)) != len(named):
+        problems.append("a method has two results")
+    if problems:
+        return problems
+    expected = []
+    for row in rows:
+        name = row["method"]
+        if name == "binned_ece":
+            want = _expected_ece_row(row, scores, labels)
+            if want is None:
+                problems.append("the binned ECE's row does not say its bins")
+                continue
+        else:
+            want = _expected_row(name, certificates[name], refits[name])
+        expected.append({**row, **want})
+        found = []
+        _walk(
+            {k: row.get(k, _ABSENT) for k in want}, want, f"results.{name}", (), found
+        )
+        problems += [
+            f"{path} is {recorded!r}, the certificate says {wanted!r}"
+            for path, recorded, wanted in found
+        ]
+    found = []
+    top = {"n_samples": int(scores.shape[0]), "positive_label": positive}
+    _walk({k: report.get(k, _ABSENT) for k in top}, top, "", (), found)
+    note = selection_note(expected)
+    if report.get("note") != note:
+        found.append(("note", report.get("note", _ABSENT), note))
+    recorded_gate = report.get("gate")
+    if recorded_gate is not None:
+        max_ce = (
+            recorded_gate.get("max_ce") if isinstance(recorded_gate, dict) else None
+        )
+        if not isinstance(max_ce, (int, float)) or isinstance(max_ce, bool):
+            found.append(("gate.max_ce", max_ce, "a number"))
+        else:
+            _walk(recorded_gate, gate(expected, max_ce), "gate", (), found)
+    problems += [
+        f"{path} is {recorded!r}, the data and certificates say {wanted!r}"
+        for path, recorded, wanted in found
+    ]
+    return problems
+
+
 def verify(args):
     """``skcalbound verify RECORD DATA`` (parsed ``args``); returns the exit status."""
     try:
-        certificates = read_certificates(args.record)
+        report, certificates = read_record(args.record)
         tables = {}
-        checked = [_check_one(c, args, tables) for c in certificates]
+        checked = [_check_one(c, args, tables) for c in certificates.values()]
+        problems = []
+        if report is not None and not any(c[0] == "fail" for c in checked):
+            refits = {name: c[2] for name, c in zip(certificates, checked)}
+            data = tables[next(iter(tables))]
+            problems = report_problems(report, certificates, refits, data)
     except CLIError as exc:
         return fail(exc)
-    failed = [line for status, line in checked if status == "fail"]
+    failed = [line for status, line, _ in checked if status == "fail"]
+    if problems:
+        failed.append(
+            f"FAIL {args.record}: the report disagrees with its certificates: "
+            + "; ".join(problems)
+        )
     if failed:
         for line in failed:
             print(line, file=sys.stderr)
         return 1
     count = f"{len(checked)} certificate{'s' if len(checked) > 1 else ''}"
-    lines = "; ".join(line for _, line in checked)
-    if any(status == "partial" for status, _ in checked):
+    if report is not None:
+        count += f" and the report built on {'them' if len(checked) > 1 else 'it'}"
+    lines = "; ".join(line for _, line, _ in checked)
+    if any(status == "partial" for status, _, _ in checked):
         print(
             f"PARTIAL {args.file} against {args.record} ({count}): fingerprint "
             f"matches, bound not recomputed: {lines}"
