@@ -279,6 +279,10 @@ def _tie_checks(h, arrays, n):
     return None, check_counts
 
 
+#: Why the data reject a bound's assumption when its interval is empty.
+EMPTY_INTERVAL = "empty interval: the lower bound is above the upper bound"
+
+
 def fit_without_positives(estimator, scores):
     """Fit an unfitted bound estimator on validated scores whose labels are all 0.
 
@@ -343,6 +347,17 @@ class _BaseCalibrationBound(BaseEstimator):
             "More labelled samples shrink the slack (the user guide's table gives its "
             "typical size by sample size)."
         )
+
+    def _rejection(self):
+        """Why the data reject the fitted bound's assumption, in words, or None.
+
+        Under the assumption the lower and the upper bound hold together with
+        probability ``confidence_level``: an empty interval (lower above upper)
+        means a rare event or an assumption that does not hold, and either way it
+        certifies nothing. Every consumer that decides on the interval (the test,
+        the scorers, the segments, the command line) asks this."""
+        check_is_fitted(self)
+        return EMPTY_INTERVAL if self.lower_bound_ > self.bound_ else None
 
     def _score_method(self):
         """The method :meth:`score` uses (fitted state may fix its randomness)."""

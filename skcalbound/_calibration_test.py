@@ -50,10 +50,11 @@ class CalibrationTestResult:
         published bound holds in expectation over the training labels only, so
         neither the level of the test nor the p-value is guaranteed.
     assumption_rejected : bool
-        True for ``method='monotone'`` when the calibration band crosses at
-        ``confidence_level``: the data reject the monotone calibration function the
-        interval assumes, so the test decides nothing (``reject`` False, ``pvalue``
-        nan) whatever the interval says.
+        True when the data reject the assumption the interval rests on: the
+        calibration band crosses at ``confidence_level`` (``method='monotone'``), or
+        the interval is empty (its lower bound above its upper bound, any method).
+        The test then decides nothing (``reject`` False, ``pvalue`` nan) whatever
+        the interval says.
     """
 
     pvalue: float
@@ -216,10 +217,12 @@ def calibration_test(
     at the level, which need not be monotone in it: ``pvalue=nan`` there. A band
     that crosses at ``confidence_level`` rejects the monotone calibration function
     its interval assumes (its ends can then be far from the truth in either
-    direction, the lower above the upper): the test then does not decide
-    (``reject=False``, ``pvalue=nan``, ``assumption_rejected=True``). Under a
-    monotone calibration function a crossing is itself a failure of the band, so
-    the level of the test is kept.
+    direction, the lower above the upper), and so does an empty interval of any
+    bound (lower bound above upper bound, e.g. ``L`` or ``V`` too small: the two
+    hold together with probability ``confidence_level`` under the assumption): the
+    test then does not decide (``reject=False``, ``pvalue=nan``,
+    ``assumption_rejected=True``). Under the assumption either is itself a failure
+    of the bound's event, so the level of the test is kept.
 
     With ``guarantee='paper'`` NW and Lipschitz use the published Proposition 2, which
     holds in expectation over the training labels only; the level is then not
@@ -263,8 +266,9 @@ def calibration_test(
             stacklevel=_user_stacklevel(),
         )
     interval = (estimator.lower_bound_, estimator.bound_)
-    # A crossing band (its fit warned) rests on a rejected assumption: no decision.
-    rejected = bool(getattr(estimator, "monotonicity_rejected_", False))
+    # A crossing band or an empty interval (the fit warned) rests on an assumption
+    # the data reject: no decision.
+    rejected = estimator._rejection() is not None
     reject = not rejected and _rejects(interval, tolerance, alternative)
     nested = estimator._method().nested_levels
     if rejected or not nested or interval_at(estimator, 1.0 - confidence_level) is None:

@@ -11,6 +11,7 @@ import pandas as pd
 from ._binned_ece import binned_ece
 from ._compat import Interval, StrOptions, validate_params
 from ._guarantee import guarantee_of
+from ._monotone_bound import BAND_CROSSES
 from ._registry import BY_NAME as _ESTIMATORS
 from ._validation import check_prob_labels
 from ._warnings import (
@@ -139,6 +140,14 @@ def _too_small(n, n_splits):
 
 #: The status of a segment whose calibration band crosses (``method='monotone'``).
 REJECTED = "assumption rejected (the band crosses)"
+#: The status of a segment whose interval is empty (lower bound above upper bound).
+EMPTY = "assumption rejected (empty interval)"
+
+
+def _is_empty_interval_warning(w):
+    """The fit's own warning of an empty interval (:func:`bounds_by_group` says it
+    once, naming the segments)."""
+    return issubclass(w.category, UserWarning) and "interval is empty" in str(w.message)
 
 
 def _certify(cls, params, level, scores, labels):
@@ -151,11 +160,12 @@ def _certify(cls, params, level, scores, labels):
             warnings.simplefilter("always", category)
         estimator = cls(**params, confidence_level=level).fit(scores, labels)
     for w in caught:  # anything else is the user's to see
-        if not issubclass(w.category, summarised):
+        if not (issubclass(w.category, summarised) or _is_empty_interval_warning(w)):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     status = "certified"
-    if getattr(estimator, "monotonicity_rejected_", False):
-        status = REJECTED  # the data reject the monotonicity the interval assumes
+    why = estimator._rejection()
+    if why is not None:  # the data reject the assumption the interval rests on
+        status = REJECTED if why == BAND_CROSSES else EMPTY
     elif estimator.result_.in_expectation_only:
         status = "in expectation only"  # the paper's NW and Lipschitz forms
     return {
@@ -264,7 +274,9 @@ def bounds_by_group(
         with ``guarantee='paper'``, which hold in expectation over the training
         labels only; ``'assumption rejected (the band crosses)'`` for a calibration
         band that crosses, whose interval assumes the monotone calibration function
-        the data reject; or why there is no bound) and ``vacuous`` (the upper bound is
+        the data reject; ``'assumption rejected (empty interval)'`` for an interval
+        whose lower bound is above its upper bound, which the assumption makes a
+        rare event; or why there is no bound) and ``vacuous`` (the upper bound is
         above 0.5). ``table.attrs`` holds ``note`` (the simultaneity statement),
         ``n_certificates`` (``G``), ``confidence_level`` (simultaneous),
         ``per_certificate_level``, ``method``, ``guarantee`` and
@@ -291,7 +303,8 @@ def bounds_by_group(
     **Vacuous bounds.** The :class:`VacuousBoundWarning` each fit emits when its upper
     bound is above 0.5 is collected into the ``vacuous`` column (and a single warning
     naming those segments) rather than raised once per segment; so are a crossing
-    band's :class:`MonotonicityWarning` (the ``status`` column says it) and the
+    band's :class:`MonotonicityWarning` and an empty interval's warning (the
+    ``status`` column says each) and the
     :class:`BelowChanceWarning` (one warning: about ``pos_label`` when all rows
     together rank the positive class below chance, else naming the segments that do).
 
@@ -381,12 +394,12 @@ def bounds_by_group(
         rows.append(row)
 
     body = [r for r in rows if r["group"] != OVERALL or not include_overall]
-    # Stable sort: segments whose band crosses first (their upper bound rests on a
-    # rejected assumption), then worst upper bound first, rows without a bound
-    # after, in group order.
+    # Stable sort: segments whose band crosses or whose interval is empty first
+    # (their upper bound rests on a rejected assumption), then worst upper bound
+    # first, rows without a bound after, in group order.
     body.sort(
         key=lambda r: (
-            r["status"] != REJECTED,
+            r["status"] not in (REJECTED, EMPTY),
             math.inf if math.isnan(r["upper_bound"]) else -r["upper_bound"],
         )
     )
@@ -406,6 +419,19 @@ def bounds_by_group(
             "one (status 'assumption rejected'). Use method='tv' instead: it assumes "
             "bounded variation, not monotonicity.",
             MonotonicityWarning,
+            stacklevel=_user_stacklevel(),
+        )
+    empty = table.loc[table["status"] == EMPTY, "group"].tolist()
+    if empty:
+        warnings.warn(
+            f"The interval is empty (lower bound above upper bound) for {len(empty)} "
+            f"segment(s) ({_first_ten(empty)}): both hold together with probability "
+            "at least their confidence level under the assumption, so either a rare "
+            "event occurred or the assumption on the calibration function (V, h, b1, "
+            "b2 or L) does not hold there (status 'assumption rejected (empty "
+            "interval)'). A larger constant, or a bound with another assumption, is "
+            "needed.",
+            UserWarning,
             stacklevel=_user_stacklevel(),
         )
     vacuous = table.loc[table["vacuous"], "group"].tolist()

@@ -222,10 +222,11 @@ class _BoundScorer(_ProbaScorer):
         bound = self.bound_estimator(estimator)
         # Labels already 0/1 for pos_label: the bound's own default positive class.
         fitted = bound.fit(predicted(), labels.astype(np.int64))
-        if getattr(fitted, "monotonicity_rejected_", False):
-            # The band crossed: its bound rests on a monotonicity the data reject,
-            # so it certifies nothing beyond the trivial CE <= 1 (and a crossing
-            # band's bound is small: taken as is, a search would prefer it).
+        if fitted._rejection() is not None:
+            # A band that crossed or an empty interval: its bound rests on an
+            # assumption the data reject, so it certifies nothing beyond the
+            # trivial CE <= 1 (and such a bound is small: taken as is, a search
+            # would prefer it).
             return -1.0
         return -fitted.bound_
 
@@ -289,9 +290,11 @@ def make_bound_scorer(method, *, pos_label=None, **params):
     -------
     scorer : callable
         ``scorer(estimator, X, y)`` returning the negated bound, a float in [-1, 0].
-        For ``"monotone"``, a band that crosses (the data reject the monotone
-        calibration function it assumes; a :class:`MonotonicityWarning` says so)
-        scores -1, the trivial bound: its own bound is not certified, and is small.
+        A bound whose assumption the data reject scores -1, the trivial bound: a
+        band that crosses (``"monotone"``: the data reject the monotone calibration
+        function it assumes; a :class:`MonotonicityWarning` says so), or an empty
+        interval (lower bound above upper bound, e.g. ``L`` too small; a warning
+        says so). Its own bound is not certified, and is small.
 
     See Also
     --------

@@ -650,3 +650,36 @@ def test_monotone_interval_far_below_any_level_warns_nothing():
         warnings.simplefilter("error")
         lower, upper = interval_at(est, 1e-300)
     assert 0.0 <= lower <= est.lower_bound_ and est.bound_ <= upper <= 1.0
+
+
+def _empty_lipschitz_data(n=50_000):
+    """eta(s) = s on [0.05, 0.95]: L = 0.1 is far too small, and the Lipschitz
+    interval at 95% is empty ([0.069, 0.049])."""
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0.05, 0.95, size=n)
+    return s, rng.uniform(size=n) < s
+
+
+@pytest.mark.parametrize("alternative", ["less", "greater", "two-sided"])
+def test_calibration_test_does_not_decide_on_an_empty_interval(alternative):
+    """The Lipschitz interval [0.069, 0.049] is empty: the data reject L = 0.1. The
+    test rejected both 'CE >= 0.05' (p = 0.023) and 'CE <= 0.05' (p = 5e-8)."""
+    s, y = _empty_lipschitz_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the empty interval's warning
+        result = calibration_test(
+            y, s, method="lipschitz", L=0.1, tolerance=0.05,
+            alternative=alternative, random_state=0,
+        )  # fmt: skip
+    assert result.lower_bound > 0.05 > result.upper_bound
+    assert result.assumption_rejected and not result.reject
+    assert math.isnan(result.pvalue)
+    # With an L the data do not reject, it decides.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fine = calibration_test(
+            y, s, method="lipschitz", L=1.0, tolerance=0.2,
+            alternative=alternative, random_state=0,
+        )  # fmt: skip
+    assert not fine.assumption_rejected
+    assert fine.reject == (alternative != "greater")

@@ -406,3 +406,26 @@ def test_a_crossing_band_is_a_status_sorted_first_and_one_warning(four_segments)
     assert first.upper_bound < table.upper_bound.iloc[1]  # first all the same
     assert first.lower_bound > first.upper_bound  # the crossing shows in the interval
     assert (table.status.iloc[1:] == "certified").all()
+
+
+def test_an_empty_interval_is_a_status_sorted_first_and_one_warning():
+    """Segment 'a' (eta(s) = s on [0.05, 0.95], 60,000 rows) rejects L = 0.1: its
+    interval is empty. It said 'certified' with its lower bound above its upper
+    bound, and each fit's warning named no segment."""
+    rng = np.random.default_rng(3)
+    s = np.concatenate([rng.uniform(0.05, 0.95, 60_000), rng.uniform(0.4, 0.6, 4000)])
+    eta = np.concatenate([s[:60_000], np.full(4000, 0.5)])
+    y = rng.uniform(size=s.size) < eta
+    g = np.repeat(["a", "b"], [60_000, 4000])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = bounds_by_group(y, s, g, method="lipschitz", L=0.1, random_state=0)
+    empty = [w for w in caught if "interval is empty" in str(w.message)]
+    assert len(empty) == 1 and empty[0].filename == __file__
+    assert str(empty[0].message).startswith(
+        "The interval is empty (lower bound above upper bound) for 1 segment(s) (a)"
+    )
+    first = table.iloc[0]
+    assert first.group == "a" and first.lower_bound > first.upper_bound
+    assert first.status == "assumption rejected (empty interval)"
+    assert table.status.tolist()[1:] == ["certified"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss, check_scoring, roc_auc_score
@@ -744,3 +744,36 @@ def test_grid_search_routes_sample_weight_to_the_inner_estimator(data):
         ).fit(X, y, sample_weight=weights)
     expected = LogisticRegression().fit(X, y, sample_weight=weights).coef_
     assert_array_equal(search.best_estimator_.estimator_.coef_, expected)
+
+
+class _ScoresAsProbabilities(ClassifierMixin, BaseEstimator):
+    """A classifier whose probability of class 1 is its one feature."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict_proba(self, X):
+        return np.column_stack([1.0 - X[:, 0], X[:, 0]])
+
+
+def test_bound_scorer_gives_an_empty_interval_the_trivial_score():
+    """eta(s) = s on [0.05, 0.95] with L = 0.1: the Lipschitz interval is empty
+    ([0.069, 0.049]), the data reject L. Its small upper bound scored -0.049, better
+    than the honest -0.08 of L = 1; it scores -1, the trivial bound."""
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0.05, 0.95, size=50_000)
+    y = (rng.uniform(size=s.size) < s).astype(int)
+    model = _ScoresAsProbabilities().fit(s[:, None], y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rejected = LipschitzBucketBound(L=0.1, random_state=0).fit(s, y)
+        assert rejected.lower_bound_ > rejected.bound_
+        assert (
+            make_bound_scorer("lipschitz", L=0.1, random_state=0)(model, s[:, None], y)
+            == -1.0
+        )
+        honest = make_bound_scorer("lipschitz", L=1.0, random_state=0)(
+            model, s[:, None], y
+        )
+    assert -0.2 < honest < -rejected.bound_

@@ -27,27 +27,13 @@ def _guarantee(est):
     return getattr(est, "guarantee", GUARANTEES[0])
 
 
-def rejection(crossed, lower_bound, bound):
-    """Why the data reject a bound's assumption, in words, or None: its band
-    ``crossed``, or its interval is empty (under the assumption the lower and the
-    upper bound hold together with probability ``confidence_level``, so
-    ``lower_bound > bound`` means a rare event or an assumption that does not hold;
-    either way the interval certifies nothing)."""
-    if crossed:
-        return "the band crosses"
-    if lower_bound > bound:
-        return "empty interval: the lower bound is above the upper bound"
-    return None
-
-
 def result_row(name, est, caught):
     """One bound's row of the report (``caught``: the warnings of its fit).
     ``certified``: it holds with probability at least ``confidence_level``; false for
     a form that holds in expectation only, and when the data reject the assumption
     (``assumption_rejected``: a band that crosses, or an empty interval)."""
     expectation = in_expectation_only(est, _guarantee(est))
-    crossed = getattr(est, "monotonicity_rejected_", False)
-    why = rejection(crossed, est.lower_bound_, est.bound_)
+    why = est._rejection()
     return {
         "method": name,
         "certified": not expectation and why is None,

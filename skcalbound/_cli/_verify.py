@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 
 from .. import __version__
-from .._base import in_expectation_only
+from .._base import EMPTY_INTERVAL, in_expectation_only
 from .._binned_ece import binned_ece
 from .._certificate import (
     _ABSENT,
@@ -26,11 +26,12 @@ from .._certificate import (
     refit_obstacles,
     stand_in_params,
 )
+from .._monotone_bound import BAND_CROSSES
 from .._registry import BOUNDS
 from ._errors import CLIError, fail
 from ._parser import GUARANTEES
 from ._read import read_table, scores_and_labels
-from ._report import ece_row, gate, rejection, result_row, selection_note
+from ._report import ece_row, gate, result_row, selection_note
 
 # The exit status of a record whose data match but whose bound was not recomputed.
 PARTIAL_STATUS = 3
@@ -242,8 +243,12 @@ def _expected_row(name, certificate, refit):
         cls = _verifiable()[certificate["method"]]
         guarantee = certificate.get("guarantee") or GUARANTEES[0]
         expectation = in_expectation_only(cls, guarantee)
-        crossed = (certificate.get("assumption") or {}).get("monotonicity_rejected_")
-        why = rejection(crossed, certificate["lower_bound"], certificate["bound"])
+        # As the estimator's ``_rejection``, from the record.
+        why = None
+        if (certificate.get("assumption") or {}).get("monotonicity_rejected_"):
+            why = BAND_CROSSES
+        elif certificate["lower_bound"] > certificate["bound"]:
+            why = EMPTY_INTERVAL
         row = {
             "method": name,
             "certified": not expectation and why is None,
