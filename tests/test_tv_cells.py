@@ -16,7 +16,7 @@ import pytest
 from _kl_reference import kl_limits
 from scipy import stats
 
-from skcalbound import TVCalibrationBound, tv_bound
+from skcalbound import MonotoneCalibrationBound, TVCalibrationBound, tv_bound
 from skcalbound._certificate import consistency_problems
 from skcalbound._cli import main
 from skcalbound._surrogates._dkw import (
@@ -467,3 +467,20 @@ def test_score_of_the_cell_bound_with_named_classes():
     # A predict_proba output: the column of "churn" (sorted first) is read.
     proba = np.column_stack([s[500:], 1 - s[500:]])
     assert est.score(proba, names[500:]) == -held_out.bound_
+
+
+def test_the_upper_terms_named_in_the_user_guide_add_up_to_the_bound():
+    # The user guide said sum(terms_.values()) is the bound for every bound; the
+    # cell bound's terms also hold the lower bound's and two counts (the sum was 25
+    # with a bound of 0.21). It now names the upper terms, checked here.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=20_000)
+    y = rng.uniform(size=s.size) < s**2
+    tv = TVCalibrationBound(random_state=0).fit(s, y)
+    t = tv.terms_
+    upper = t["cells_upper"] + t["transfer_upper"] + t["oscillation"]
+    assert math.isclose(tv.bound_, min(1.0, upper), rel_tol=1e-15)
+    band = MonotoneCalibrationBound(random_state=0).fit(s, y)
+    upper = band.terms_["band_upper"] + band.terms_["transfer_upper"]
+    assert math.isclose(band.bound_, min(1.0, upper), rel_tol=1e-15)
+    assert sum(tv.terms_.values()) > 1.0  # the counts: not additive as a whole
