@@ -1,6 +1,7 @@
 """``TVCalibrationBound``: certified bound under bounded variation (paper section 4)."""
 
-from numbers import Real
+import warnings
+from numbers import Integral, Real
 
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, column_or_1d
@@ -10,11 +11,32 @@ from ._chunks import check_random_seed, is_dask_collection
 from ._compat import Interval, StrOptions, validate_params
 from ._curve import CurveStyle, DisplayCurve, curve_grid
 from ._guarantee import guarantee_of
-from ._splitting import (
-    GroupDesign,
-)
+from ._splitting import GroupDesign, resolve_cv
 from ._tv_method import _TVCellsMethod, _TVMethod
 from ._validation import check_held_out_labels, check_prob_labels, check_scores
+from ._warnings import _user_stacklevel
+
+
+def _warn_unused_folds(cv, aggregate):
+    """The cell bound has no folds: a ``cv`` or ``aggregate`` set by the user is
+    not used, which the user should hear (a ``StratifiedKFold`` is refused as the
+    cross-fitted bound refuses it)."""
+    if not isinstance(cv, Integral) and cv is not None:
+        resolve_cv(cv, None)  # the error for splitters that read the labels
+    unused = []
+    if not (cv is None or isinstance(cv, Integral) and cv == 5):
+        unused.append(f"cv={cv!r}")
+    if aggregate != "mean":
+        unused.append(f"aggregate={aggregate!r}")
+    if unused:
+        warnings.warn(
+            f"TVCalibrationBound's cell bound (method='cells', the default) has no "
+            f"folds: {' and '.join(unused)} {'is' if len(unused) == 1 else 'are'} not "
+            "used. It is computed once on all rows at the whole level; for the "
+            "cross-fitted bound, pass method='denoise'.",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
+        )
 
 
 class TVCalibrationBound(_BaseCalibrationBound):
@@ -88,7 +110,8 @@ class TVCalibrationBound(_BaseCalibrationBound):
         and ``V * p*`` (``p*``: the largest mass of a block with several scores plus
         twice the DKW radius) pays for ``eta`` varying inside a cell. Its slack shrinks
         like ``n**(-1/3)``. It uses all rows once: ``cv`` and ``aggregate`` play no
-        part, ``n_splits_`` is 1 and :attr:`fold_results_` has one row; the numbers
+        part (a warning says so when either is set to another value than its
+        default), ``n_splits_`` is 1 and :attr:`fold_results_` has one row; the numbers
         do not depend on ``random_state`` (a block holds whole ties). It needs the
         rows in memory (as ``'denoise'`` does), has no :meth:`score`, and is not
         the paper's bound: ``guarantee='paper'`` with it is an error. Its interval
@@ -304,6 +327,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
             return super()._fit_source(method, source, what, arrays)
         # One cell bound on all rows at the whole level: no folds, so ``cv`` and
         # ``aggregate`` play no part (a single "split" holding every row).
+        _warn_unused_folds(self.cv, self.aggregate)
         if arrays is None:
             raise ValueError(
                 f"{type(self).__name__} {method.unmergeable_reason.strip()} (got "

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from _kl_reference import kl_limits
 from scipy import stats
+from sklearn.model_selection import StratifiedKFold
 
 from skcalbound import MonotoneCalibrationBound, TVCalibrationBound, tv_bound
 from skcalbound._certificate import consistency_problems
@@ -484,3 +485,31 @@ def test_the_upper_terms_named_in_the_user_guide_add_up_to_the_bound():
     upper = band.terms_["band_upper"] + band.terms_["transfer_upper"]
     assert math.isclose(band.bound_, min(1.0, upper), rel_tol=1e-15)
     assert sum(tv.terms_.values()) > 1.0  # the counts: not additive as a whole
+
+
+@pytest.mark.parametrize(
+    "params, unused",
+    [
+        ({"cv": 3}, "cv=3 is not used"),
+        ({"aggregate": "min"}, "aggregate='min' is not used"),
+        ({"cv": 10, "aggregate": "min"}, "cv=10 and aggregate='min' are not used"),
+    ],
+)
+def test_the_cell_bound_says_that_cv_and_aggregate_are_not_used(params, unused):
+    # The cell bound has no folds: cv=3, a KFold or aggregate='min' gave the same
+    # bound as the defaults without a word, and a StratifiedKFold, which every
+    # cross-fitted bound refuses, was accepted.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=5000)
+    y = rng.uniform(size=s.size) < s
+    default = TVCalibrationBound(random_state=0).fit(s, y)
+    with pytest.warns(UserWarning, match="has no folds: " + unused) as caught:
+        tv = TVCalibrationBound(random_state=0, **params).fit(s, y)
+    assert caught[0].filename == __file__
+    assert tv.bound_ == default.bound_ and tv.n_splits_ == 1
+    with pytest.raises(ValueError, match="StratifiedKFold looks at the labels"):
+        TVCalibrationBound(cv=StratifiedKFold(3)).fit(s, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the defaults, and denoise's own folds
+        TVCalibrationBound(random_state=0, cv=None).fit(s, y)
+        TVCalibrationBound(random_state=0, method="denoise", **params).fit(s, y)
