@@ -563,13 +563,36 @@ ERROR_CASES = {
         "a.csv",
         pd.DataFrame({"p": GOOD["y_prob"], "y_true": GOOD["y_true"]}),
         [],
-        r"no column 'y_prob' \(columns: p, y_true\); pass --scores NAME",
+        r"no column 'y_prob' \(columns: 'p', 'y_true'\); pass --scores NAME",
+    ),
+    # The names were shown unquoted: ' y_true' looked like the missing 'y_true'.
+    "column name with a space": (
+        "a.csv",
+        pd.DataFrame({"y_prob": GOOD["y_prob"], " y_true": GOOD["y_true"]}),
+        [],
+        r"no column 'y_true' \(columns: 'y_prob', ' y_true'\); pass --labels NAME$",
+    ),
+    # A file without a header: the advice was --scores 0.2868..., which reads the
+    # first data row as the header and drops it.
+    "no header row": (
+        "a.csv",
+        pd.DataFrame(GOOD).T.reset_index(drop=True).T.rename(columns=str),
+        [],
+        r"no column 'y_prob' \(columns: '0', '1'\); its first line holds numbers, not "
+        r"column names: the file seems to have no header row",
+    ),
+    "semicolon-separated": (
+        "a.csv",
+        pd.DataFrame({"y_prob;y_true": [f"{p};{y}" for p, y in zip(*GOOD.values())]}),
+        [],
+        r"\(columns: 'y_prob;y_true'\); its one column's name holds a tab, ';' or "
+        r"'\|': the file seems to use another delimiter than ','",
     ),
     "missing labels column": (
         "a.parquet",
         pd.DataFrame(GOOD),
         ["--labels", "target"],
-        r"no column 'target' \(columns: y_prob, y_true\); pass --labels NAME",
+        r"no column 'target' \(columns: 'y_prob', 'y_true'\); pass --labels NAME",
     ),
     "nan score": (
         "a.csv",

@@ -184,7 +184,7 @@ def test_tv_reads_only_its_two_columns(capsys, monkeypatch, files, name):
     assert report["n_samples"] == 4000 and "chunksize" not in report
     # A column not in the file: the message lists the file's columns.
     assert main([str(files / name), "--scores", "nope"]) == 2
-    assert "no column 'nope' (columns: y_prob, y_true, lab, seg)" in (
+    assert "no column 'nope' (columns: 'y_prob', 'y_true', 'lab', 'seg')" in (
         capsys.readouterr().err
     )
 

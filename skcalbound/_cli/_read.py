@@ -91,12 +91,30 @@ def read_table(path, given_format=None, columns=None):
 def check_column(names, name, option, path):
     """CLIError unless ``name`` is among the column ``names`` (``option`` names it)."""
     names = list(names)
-    if name not in names:
-        shown = ", ".join(map(str, names[:20]))
-        more = ", ..." if len(names) > 20 else ""
-        raise CLIError(
-            f"{path}: no column {name!r} (columns: {shown}{more}); pass {option} NAME"
+    if name in names:
+        return
+    shown = ", ".join(map(repr, names[:20]))  # quoted: ' y_true' is not 'y_true'
+    more = ", ..." if len(names) > 20 else ""
+    hint = f"pass {option} NAME"
+    if names and all(_is_number(n) for n in names):
+        hint = (
+            "its first line holds numbers, not column names: the file seems to have "
+            "no header row; add one (e.g. y_prob,y_true)"
         )
+    elif len(names) == 1 and any(c in str(names[0]) for c in "\t;|"):
+        hint = (
+            "its one column's name holds a tab, ';' or '|': the file seems to use "
+            "another delimiter than ','; write it comma-separated"
+        )
+    raise CLIError(f"{path}: no column {name!r} (columns: {shown}{more}); {hint}")
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _as_label(text, labels, labels_column):
