@@ -6,6 +6,7 @@ evaluate a :class:`SechPerturbedClassifier` (or any classifier, given ``h``).
 """
 
 import inspect
+import warnings
 from numbers import Real
 
 import numpy as np
@@ -18,6 +19,7 @@ from ._perturbed_metrics import perturbed_brier_score_loss, perturbed_log_loss
 from ._registry import BY_NAME as _BOUNDS
 from ._sech_perturbed import SechPerturbedClassifier, perturb_scores
 from ._validation import classifier_labels_01
+from ._warnings import _user_stacklevel
 
 # Without b1/b2 or L (a bound's ``smoothness_params`` other than ``h``), ``h`` is read
 # from the perturbed classifier scored; a given ``h`` must be its.
@@ -506,9 +508,24 @@ class _LargestH:
         name = self._param_name(params)
         h = np.array([p.get(name, np.nan) for p in params], dtype=float)
         cost = -np.asarray(cv_results[key], dtype=float)
+        if np.isnan(cost).all():
+            raise ValueError(
+                f"Every candidate's {key} is NaN: no scoring succeeded (with "
+                "GridSearchCV's error_score=np.nan, every fit or score failed; its "
+                "warnings say why), so there is no h to choose."
+            )
         ok = np.flatnonzero((cost <= self.tolerance) & np.isfinite(h))
         if ok.size == 0:
-            return int(np.nanargmin(cost))
+            best = int(np.nanargmin(cost))
+            warnings.warn(
+                f"No candidate's mean cost ({self.scorer!r}, negated) is within the "
+                f"tolerance {self.tolerance:g}: the smallest is {cost[best]:.3g}, at "
+                f"{name}={h[best]:g}, which is refit. It is not 'the largest h within "
+                "tolerance'; search smaller h, or accept a larger tolerance.",
+                UserWarning,
+                stacklevel=_user_stacklevel(),
+            )
+            return best
         # The largest h; among equal h, the smallest cost.
         return int(ok[np.lexsort((cost[ok], -h[ok]))[0]])
 
@@ -550,7 +567,8 @@ def largest_h_within_tolerance(tolerance=0.001, *, scorer="neg_auroc_loss", para
     refit : callable
         ``refit(cv_results) -> int``, the index of the chosen candidate: the largest
         ``h`` whose mean cost is at most ``tolerance`` (ties: the smaller cost), or,
-        if none qualifies, the candidate of smallest mean cost.
+        if none qualifies, the candidate of smallest mean cost, with a warning. A
+        ValueError if every candidate's cost is NaN (every scoring failed).
 
     See Also
     --------

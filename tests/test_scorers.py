@@ -443,7 +443,26 @@ def _cv_results(h, auroc_loss, name="h"):
     ],
 )
 def test_largest_h_rule_by_hand(h, loss, expected):
-    assert largest_h_within_tolerance(0.001)(_cv_results(h, loss)) == expected
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert largest_h_within_tolerance(0.001)(_cv_results(h, loss)) == expected
+    # Only when none is within the tolerance: the fallback is said, not silent.
+    assert len(caught) == (min(loss) > 0.001)
+
+
+def test_largest_h_rule_says_when_none_is_within_and_when_all_failed():
+    rule = largest_h_within_tolerance(0.001)
+    with pytest.warns(
+        UserWarning,
+        match=r"No candidate's mean cost \('neg_auroc_loss', negated\) is within the "
+        r"tolerance 0.001: the smallest is 0.01, at h=0.125, which is refit",
+    ):
+        assert rule(_cv_results([0.25, 0.125], [0.05, 0.01])) == 1
+    # Every fit failed (error_score=np.nan): NumPy's "All-NaN slice encountered".
+    with pytest.raises(
+        ValueError, match="Every candidate's mean_test_neg_auroc_loss is NaN"
+    ):
+        rule(_cv_results([0.25, 0.125], [np.nan, np.nan]))
 
 
 def test_largest_h_rule_finds_the_pipeline_parameter_and_says_what_is_missing():
