@@ -406,7 +406,12 @@ def make_perturbation_scorer(metric, *, h=None, pos_label=None, random_state=Non
       probabilities (one perturbation), the quantity the paper bounds when choosing
       ``h`` (section 7). In a ``scoring`` dict, that perturbation is the one
       :func:`make_bound_scorer`'s scorers bound: all share one ``predict_proba`` call
-      per candidate and fold.
+      per candidate and fold. Being one random draw, it is noisy: on a few
+      thousand validation rows its spread from draw to draw can be of the order of
+      the default tolerance of :func:`largest_h_within_tolerance` (0.001), and a
+      single fold can show a negative drop. Compare candidates by the mean over
+      several folds (``GridSearchCV``'s ``mean_test_``), on enough rows, or by the
+      deterministic costs above.
 
     Read more in the :ref:`User Guide <choosing_h>`.
 
