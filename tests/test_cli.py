@@ -594,6 +594,15 @@ ERROR_CASES = {
         ["--labels", "target"],
         r"no column 'target' \(columns: 'y_prob', 'y_true'\); pass --labels NAME",
     ),
+    # It said "groups contains 1 missing value(s) ... (e.g. groups.fillna('missing'))".
+    "missing segment": (
+        "a.csv",
+        pd.DataFrame({**GOOD, "seg": ["a", "b", None, "a"] * 5}),
+        ["--by", "seg"],
+        r"--by seg: column 'seg' of .*a.csv has 5 missing value\(s\), the first in "
+        r"data row 2 \(counted from 0 after the header\); give them a segment of "
+        r"their own \(e.g. the text 'missing'\) or drop those rows$",
+    ),
     "nan score": (
         "a.csv",
         _with("y_prob", [0.1, np.nan] + GOOD["y_prob"][2:]),

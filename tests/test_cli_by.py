@@ -153,7 +153,8 @@ def test_missing_group_is_an_error(tmp_path, frame, capsys):
     gaps.to_csv(path, index=False)
     assert main([str(path), "--by", "region", "--bound", "tv"]) == 2
     err = capsys.readouterr().err
-    assert "--by region: tv:" in err and "1 missing value(s)" in err
+    assert "--by region: column 'region'" in err and "1 missing value(s)" in err
+    assert "fillna" not in err and "data row 5" in err
 
 
 def test_default_by_is_the_band_of_bounds_by_group(csv_file, frame, capsys):
@@ -208,6 +209,8 @@ def test_warnings_go_into_the_report_not_to_stderr(tmp_path, capsys):
     assert "warning: The scores of segment flipped rank the positive class" in text
     assert "warning: The calibration band crosses" in text
     assert "for 1 segment(s) (flipped)" in text
+    # In the command's terms (the library says method='tv').
+    assert "Use --bound tv instead" in text and "method='tv'" not in text
 
     assert main([str(path), "--by", "r", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

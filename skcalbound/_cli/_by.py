@@ -22,6 +22,15 @@ def compute_by(args, frame, scores, labels):
     stderr; the vacuous ones are the table's column), each by bound name."""
     check_column(frame.columns, args.by, "--by", args.file)
     groups = frame[args.by]
+    missing = groups.isna().to_numpy()
+    if missing.any():  # bounds_by_group's message speaks of groups.fillna
+        first = int(missing.argmax())
+        raise CLIError(
+            f"--by {args.by}: column {args.by!r} of {args.file} has "
+            f"{int(missing.sum())} missing value(s), the first in data row {first} "
+            "(counted from 0 after the header); give them a segment of their own "
+            "(e.g. the text 'missing') or drop those rows"
+        )
     tables, notices = {}, {}
     for name, est in estimators(args).items():
         try:
@@ -39,8 +48,12 @@ def compute_by(args, frame, scores, labels):
                 )
         except (ValueError, TypeError) as exc:
             raise CLIError(f"--by {args.by}: {name}: {exc}") from exc
+        # The library's advice in the command's terms.
         notices[name] = list(
-            dict.fromkeys(" ".join(str(w.message).split()) for w in caught)
+            dict.fromkeys(
+                " ".join(str(w.message).split()).replace("method='tv'", "--bound tv")
+                for w in caught
+            )
         )
     return tables, notices
 
