@@ -603,6 +603,28 @@ ERROR_CASES = {
         r"data row 2 \(counted from 0 after the header\); give them a segment of "
         r"their own \(e.g. the text 'missing'\) or drop those rows$",
     ),
+    # An option no requested bound reads was ignored without a word (--h with tv:
+    # perturbed scores, likely the reason for the command, and the wrong bound).
+    "h with tv only": (
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--bound", "tv", "--h", "0.015625"],
+        r"--h is not used by tv: it is read by lipschitz and nw; add --bound nw, or "
+        r"drop --h$",
+    ),
+    "noise with the band": (
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--bound", "monotone", "--noise", "worst_case"],
+        r"--noise is not used by monotone: .*; add --bound nw, or drop --noise$",
+    ),
+    "L with tv and the band": (
+        "a.csv",
+        pd.DataFrame(GOOD),
+        ["--bound", "tv", "monotone", "--L", "1"],
+        r"--L is not used by tv, monotone: it is read by lipschitz; add --bound "
+        r"lipschitz, or drop --L$",
+    ),
     "nan score": (
         "a.csv",
         _with("y_prob", [0.1, np.nan] + GOOD["y_prob"][2:]),

@@ -54,7 +54,9 @@ def estimators(args, names=None):
         random_state=args.random_state,
     )
     found = {}
-    for name in bound_names(args) if names is None else names:
+    names = bound_names(args) if names is None else names
+    _check_used(args, names)
+    for name in names:
         cls = BY_NAME[name]
         if not _takes_guarantee(cls, args.guarantee):
             raise CLIError(
@@ -71,6 +73,36 @@ def estimators(args, names=None):
             **{p: getattr(args, p) for p in cls.assumption_params}, **params
         )
     return found
+
+
+# The options that state an assumption or a form, with None as their default (not
+# given); ``--V`` has a default, 1, and is not checked.
+_OPTIONAL = ("h", "b1", "b2", "L", "noise")
+
+
+def _check_used(args, names):
+    """CLIError for an option given that none of the bounds ``names`` reads
+    (``--bound tv --h 2^-6``: the perturbation is an assumption of nw and
+    lipschitz, and likely the reason the user ran the command)."""
+    read = set()
+    for name in names:
+        cls = BY_NAME[name]
+        read.update(cls.assumption_params)
+        read.update(p for p in ("noise",) if p in cls().get_params())
+    for option in _OPTIONAL:
+        if getattr(args, option) is not None and option not in read:
+            users = [
+                n
+                for n, cls in BY_NAME.items()
+                if option in cls.assumption_params or option in cls().get_params()
+            ]
+            # The bound the option adds without --bound (nw for --noise too).
+            added = [n for n, given in ADDED_BY_OPTIONS.items() if option in given]
+            raise CLIError(
+                f"--{option} is not used by {', '.join(names)}: it is read by "
+                f"{' and '.join(users)}; add --bound {(added or ['nw'])[0]}, or drop "
+                f"--{option}"
+            )
 
 
 def mergeable(est):
