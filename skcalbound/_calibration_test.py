@@ -9,6 +9,7 @@ from numbers import Real
 from ._base import interval_at
 from ._compat import Interval, StrOptions, validate_params
 from ._registry import BY_NAME as _ESTIMATORS
+from ._registry import bound_and_params
 from ._validation import check_prob_labels
 from ._warnings import _user_stacklevel
 
@@ -112,7 +113,7 @@ def _pvalue(estimator, tolerance, alternative):
     {
         "y_true": ["array-like"],
         "y_prob": ["array-like"],
-        "method": [StrOptions(set(_ESTIMATORS))],
+        "method": [StrOptions(set(_ESTIMATORS)), *_ESTIMATORS.values()],
         "tolerance": [Interval(Real, 0, 1, closed="both")],
         "alternative": [StrOptions({"greater", "less", "two-sided"})],
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
@@ -157,9 +158,13 @@ def calibration_test(
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         Predicted probabilities of the positive class, or a ``predict_proba`` output.
 
-    method : {'nw', 'tv', 'lipschitz', 'monotone'}, default='nw'
+    method : {'nw', 'tv', 'lipschitz', 'monotone'} or bound estimator, default='nw'
         The certified bound: :class:`NWCalibrationBound`, :class:`TVCalibrationBound`,
-        :class:`LipschitzBucketBound` or :class:`MonotoneCalibrationBound`.
+        :class:`LipschitzBucketBound` or :class:`MonotoneCalibrationBound`, by name,
+        or an unfitted instance whose parameters (all but ``confidence_level`` and
+        ``pos_label``) are used, updated by ``**params``; the instance itself is
+        never fitted (``method=TVCalibrationBound(method="denoise")`` gives TV its
+        own ``method`` parameter, as in :func:`bounds_by_group`).
 
     tolerance : float, default=0.0
         The tolerance :math:`\\tau \\in [0, 1]` of the hypotheses, in probability
@@ -242,14 +247,7 @@ def calibration_test(
     >>> print(res.reject, res.pvalue < 1e-6, round(res.lower_bound, 3))
     True True 0.123
     """
-    cls = _ESTIMATORS[method]
-    valid = set(cls().get_params()) - {"confidence_level"}
-    unknown = sorted(set(params) - valid)
-    if unknown:
-        raise TypeError(
-            f"calibration_test(method={method!r}) got parameters {unknown} that "
-            f"{cls.__name__} does not take; valid ones: {sorted(valid)}."
-        )
+    method, cls, params = bound_and_params(method, params, "calibration_test")
     labels, scores = check_prob_labels(y_true, y_prob, pos_label, "calibration_test")
     estimator = cls(**params, confidence_level=confidence_level).fit(scores, labels)
     expectation = estimator.result_.in_expectation_only

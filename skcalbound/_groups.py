@@ -13,6 +13,7 @@ from ._compat import Interval, StrOptions, validate_params
 from ._guarantee import guarantee_of
 from ._monotone_bound import BAND_CROSSES
 from ._registry import BY_NAME as _ESTIMATORS
+from ._registry import bound_and_params
 from ._validation import check_prob_labels
 from ._warnings import (
     BelowChanceWarning,
@@ -331,21 +332,7 @@ def bounds_by_group(
     >>> table.attrs["n_certificates"], round(table.attrs["per_certificate_level"], 3)
     (2, 0.975)
     """
-    if isinstance(method, str):
-        cls = _ESTIMATORS[method]
-    else:
-        cls = type(method)
-        given = method.get_params(deep=False)
-        del given["confidence_level"], given["pos_label"]
-        params = {**given, **params}
-        method = next(name for name, c in _ESTIMATORS.items() if c is cls)
-    valid = set(cls().get_params()) - {"confidence_level", "pos_label"}
-    unknown = sorted(set(params) - valid)
-    if unknown:
-        raise TypeError(
-            f"bounds_by_group(method={method!r}) got parameters {unknown} that "
-            f"{cls.__name__} does not take; valid ones: {sorted(valid)}."
-        )
+    method, cls, params = bound_and_params(method, params, "bounds_by_group")
     labels, scores = check_prob_labels(y_true, y_prob, pos_label, "bounds_by_group")
     codes, uniques = _group_codes(groups, scores.shape[0])
     if include_overall and OVERALL in uniques:

@@ -35,6 +35,29 @@ def bound_class(name):
         ) from None
 
 
+def bound_and_params(method, params, caller):
+    """``(name, class, params)`` of ``method``: a bound's name, or an unfitted bound
+    estimator whose parameters (all but ``confidence_level`` and ``pos_label``,
+    which ``caller`` takes itself) are used, updated by ``params``. A TypeError
+    names a parameter the class does not take."""
+    if isinstance(method, str):
+        name, cls = method, BY_NAME[method]
+    else:
+        name, cls = bound_name(method), type(method)
+        given = method.get_params(deep=False)
+        for own in ("confidence_level", "pos_label"):
+            given.pop(own, None)
+        params = {**given, **params}
+    valid = set(cls().get_params()) - {"confidence_level", "pos_label"}
+    unknown = sorted(set(params) - valid)
+    if unknown:
+        raise TypeError(
+            f"{caller}(method={name!r}) got parameters {unknown} that "
+            f"{cls.__name__} does not take; valid ones: {sorted(valid)}."
+        )
+    return name, cls, params
+
+
 def bound_name(estimator):
     """The ``name`` of a bound estimator, or a TypeError naming what was given."""
     if not isinstance(estimator, BOUNDS):

@@ -683,3 +683,21 @@ def test_calibration_test_does_not_decide_on_an_empty_interval(alternative):
         )  # fmt: skip
     assert not fine.assumption_rejected
     assert fine.reject == (alternative != "greater")
+
+
+def test_calibration_test_takes_a_bound_estimator_as_bounds_by_group_does():
+    # bounds_by_group, the display and the multiclass wrapper take an unfitted
+    # bound; calibration_test refused one, so TV's own method could not be chosen.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=20_000)
+    y = rng.uniform(size=s.size) < s**2
+    given = TVCalibrationBound(method="denoise", random_state=0, confidence_level=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = calibration_test(y, s, method=given, tolerance=0.05)
+        fitted = TVCalibrationBound(method="denoise", random_state=0).fit(s, y)
+    assert result.method == "tv" and result.confidence_level == 0.95
+    assert result.upper_bound == fitted.bound_
+    assert result.estimator.method == "denoise" and not hasattr(given, "bound_")
+    with pytest.raises(TypeError, match=r"got parameters \['h'\] that TVCalib"):
+        calibration_test(y, s, method=given, h=0.1)
