@@ -5,6 +5,8 @@ status 1 when one label of the file is flipped or a recorded number is edited, a
 file that is not a record is a one-line error with exit status 2.
 """
 
+import contextlib
+import io
 import json
 import math
 import warnings
@@ -771,14 +773,34 @@ REPORT_FORGERIES = {
 }
 
 
+@pytest.fixture(scope="module")
+def genuine_report(tmp_path_factory):
+    """A data file and the report of tv and nw on it, which verifies (made once)."""
+    folder = tmp_path_factory.mktemp("report")
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0.05, 0.95, size=800)
+    y = rng.uniform(size=800) < s
+    path = folder / "scores.csv"
+    pd.DataFrame({"prob": s, "churned": np.where(y, "yes", "no")}).to_csv(
+        path, index=False
+    )
+    options = ("--bound", "tv", "nw", "--h", "2^-6", "--max-ce", "0.9", "--json")
+    out, ignored = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(ignored):
+        assert main([str(path), *COLUMNS, *options]) == 0
+    record = folder / "genuine.json"
+    record.write_text(out.getvalue())
+    with contextlib.redirect_stdout(ignored):
+        assert main(["verify", str(record), str(path)]) == 0
+    return path, json.loads(out.getvalue())
+
+
 @pytest.mark.parametrize("case", list(REPORT_FORGERIES))
 def test_an_edited_report_fails_even_with_its_certificates_intact(
-    data_file, capsys, case
+    genuine_report, tmp_path, capsys, case
 ):
-    record, report = _record(
-        data_file, capsys, "--bound", "tv", "nw", "--h", "2^-6", "--max-ce", "0.9"
-    )
-    assert _verify(capsys, record, data_file)[0] == 0
+    data_file, report = genuine_report
+    record = tmp_path / "record.json"
     path, value, message = REPORT_FORGERIES[case]
     record.write_text(json.dumps(_edit(report, path, value)))
     code, out, err = _verify(capsys, record, data_file)
