@@ -625,24 +625,34 @@ ERROR_CASES = {
         r"--L is not used by tv, monotone: it is read by lipschitz; add --bound "
         r"lipschitz, or drop --L$",
     ),
+    # Percentages: most scores above 1, none above 100.
+    "scores in percent": (
+        "a.csv",
+        _with("y_prob", [10.0, 40.0, 80.0, 90.0] * 5),
+        [],
+        r"data row 0 \(counted from 0 after the header\) holds 10.0 \(20 bad rows "
+        r"in all\); they look like percentages: divide them by 100$",
+    ),
     "nan score": (
         "a.csv",
         _with("y_prob", [0.1, np.nan] + GOOD["y_prob"][2:]),
         [],
         r"column 'y_prob' must hold probabilities in \[0, 1\] \(no missing values\); "
-        r"row 1 holds nan \(1 bad rows in all\)",
+        r"data row 1 \(counted from 0 after the header\) holds nan \(1 bad row in "
+        r"all\)$",
     ),
     "score above one": (
         "a.parquet",
         _with("y_prob", [0.1, 0.2, 1.5] + GOOD["y_prob"][3:]),
         [],
-        r"row 2 holds 1.5 \(1 bad rows",
+        r"data row 2 \(counted from 0 after the header\) holds 1.5 \(1 bad row in "
+        r"all\)$",
     ),
     "text score": (
         "a.csv",
         _with("y_prob", ["high"] + GOOD["y_prob"][1:]),
         [],
-        r"row 0 holds 'high'",
+        r"data row 0 \(counted from 0 after the header\) holds 'high'",
     ),
     "three classes": (
         "a.csv",

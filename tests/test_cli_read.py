@@ -119,7 +119,9 @@ def test_bad_rows_are_named_with_their_row_in_the_file(capsys, tmp_path):
     frame.loc[37, "y_prob"] = 1.5
     frame.to_csv(path, index=False)
     assert main([str(path), "--h", "2**-4", "--chunksize", "10"]) == 2
-    assert "row 37 holds 1.5" in capsys.readouterr().err
+    assert "data row 37 (counted from 0 after the header) holds 1.5" in (
+        capsys.readouterr().err
+    )
 
 
 def _whole_file(files):

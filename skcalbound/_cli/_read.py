@@ -192,11 +192,25 @@ class Columns:
             bad = ~((scores >= 0.0) & (scores <= 1.0))  # also NaN, inf, text
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            count = f" ({int(bad.sum())} bad rows in all)" if self.whole else ""
+            n_bad = int(bad.sum())
+            count = ""
+            if self.whole:
+                count = f" ({n_bad} bad row{'s' if n_bad > 1 else ''} in all)"
+            hint = ""
+            finite = scores[np.isfinite(scores)]
+            # Most above 1, none above 100: percentages.
+            if (
+                finite.size
+                and finite.min() >= 0.0
+                and finite.max() <= 100.0
+                and np.mean(finite > 1.0) > 0.5
+            ):
+                hint = "; they look like percentages: divide them by 100"
             raise CLIError(
                 f"{self.path}: column {self.scores_column!r} must hold probabilities "
-                f"in [0, 1] (no missing values); row {start + row} holds "
-                f"{plain(column.iloc[row])!r}{count}"
+                f"in [0, 1] (no missing values); data row {start + row} (counted "
+                f"from 0 after the header) holds {plain(column.iloc[row])!r}{count}"
+                f"{hint}"
             )
         return scores
 
