@@ -32,7 +32,10 @@ def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform", pos_label=None)
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; ``pos_label`` says which is the positive class.
+        Binary labels; ``pos_label`` says which is the positive class. Labels of
+        a single class (a segment or a fold without positives) are accepted, as
+        by ``calibration_curve``, when the positive class is known: labels in
+        {0}, {1}, {-1} or booleans, or ``pos_label`` given.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         Predicted probabilities of the positive class, or a ``predict_proba`` output.
@@ -68,7 +71,9 @@ def binned_ece(y_true, y_prob, *, n_bins=15, strategy="uniform", pos_label=None)
     >>> print(round(binned_ece(y, s), 3))
     0.167
     """
-    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "binned_ece")
+    labels, scores = check_prob_labels(
+        y_true, y_prob, pos_label, "binned_ece", single_class=True
+    )
     # Edges and assignment exactly as calibration_curve computes them. For 'quantile'
     # the expression matters to the last bit: np.percentile(s, np.linspace(0, 100, k))
     # can differ from np.percentile(s, np.linspace(0, 1, k) * 100) in the last ulp, and

@@ -46,7 +46,10 @@ def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None):
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; ``pos_label`` says which is the positive class.
+        Binary labels; ``pos_label`` says which is the positive class. Labels of
+        a single class (a segment or a fold without positives) are accepted, as
+        by ``calibration_curve``, when the positive class is known: labels in
+        {0}, {1}, {-1} or booleans, or ``pos_label`` given.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         *Unperturbed* probabilities of the positive class, or a ``predict_proba``
@@ -91,7 +94,9 @@ def perturbed_log_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None):
     0.1172
     """
     check_perturbation_h(h)
-    labels, scores = check_prob_labels(y_true, y_prob, pos_label, "perturbed_log_loss")
+    labels, scores = check_prob_labels(
+        y_true, y_prob, pos_label, "perturbed_log_loss", single_class=True
+    )
     losses = _per_sample(
         labels,
         scores,
@@ -116,7 +121,10 @@ def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None)
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Binary labels; ``pos_label`` says which is the positive class.
+        Binary labels; ``pos_label`` says which is the positive class. Labels of
+        a single class (a segment or a fold without positives) are accepted, as
+        by ``calibration_curve``, when the positive class is known: labels in
+        {0}, {1}, {-1} or booleans, or ``pos_label`` given.
 
     y_prob : array-like of shape (n_samples,) or (n_samples, 2)
         *Unperturbed* probabilities of the positive class, or a ``predict_proba``
@@ -152,7 +160,7 @@ def perturbed_brier_score_loss(y_true, y_prob, *, h, n_nodes=64, pos_label=None)
     """
     check_perturbation_h(h)
     labels, scores = check_prob_labels(
-        y_true, y_prob, pos_label, "perturbed_brier_score_loss"
+        y_true, y_prob, pos_label, "perturbed_brier_score_loss", single_class=True
     )
     # (s - y)**2 is s**2 for y = 0 and (1 - s)**2 for y = 1.
     losses = _per_sample(

@@ -104,8 +104,8 @@ def _validate(estimator, X, y, reset):
     return X, y
 
 
-def _binary_classes(y):
-    """The two sorted class labels of ``y``, checking there are exactly two."""
+def _label_classes(y):
+    """The sorted class labels of ``y``, checking there are one or two."""
     if y.dtype.kind in "biuf":
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("Labels y contain NaN or infinite values.")
@@ -129,20 +129,43 @@ def _binary_classes(y):
                 "y must hold binary labels of one comparable type (numbers, strings "
                 f"or booleans); got labels of types {kinds}."
             ) from exc
-    if classes.size != 2:
+    if classes.size not in (1, 2):
         shown = classes[:10].tolist()
         more = ", ..." if classes.size > 10 else ""
-        if classes.size == 1:
-            raise ValueError(
-                f"y contains a single class ({shown[0]!r}); calibration bounds need "
-                "binary labels with both classes present."
-            )
         raise ValueError(
             "y must contain exactly two classes (binary labels); got "
             f"{classes.size} classes: {shown}{more}. Multiclass targets are not "
             "supported."
         )
     return classes
+
+
+def _binary_classes(y):
+    """The two sorted class labels of ``y``, checking there are exactly two."""
+    classes = _label_classes(y)
+    if classes.size == 1:
+        raise ValueError(
+            f"y contains a single class ({classes.tolist()[0]!r}); calibration bounds "
+            "need binary labels with both classes present."
+        )
+    return classes
+
+
+def _pos_label_needed(classes):
+    """scikit-learn's error for labels that do not say which class is positive."""
+    classes_repr = ", ".join(repr(c) for c in classes.tolist())
+    return ValueError(
+        f"y_true takes value in {{{classes_repr}}} and pos_label is not "
+        "specified: either make y_true take value in {0, 1} or {-1, 1} or "
+        "pass pos_label explicitly."
+    )
+
+
+def _same_kind(label, pos_label):
+    """Whether ``pos_label`` can be the class ``label``: a string is never a number."""
+    return type(label) is type(pos_label) or not (
+        isinstance(label, str) or isinstance(pos_label, str)
+    )
 
 
 def _positive_index(classes, pos_label):
@@ -157,19 +180,11 @@ def _positive_index(classes, pos_label):
         if classes.dtype.kind in "OUS" or not (
             np.array_equal(classes, [0, 1]) or np.array_equal(classes, [-1, 1])
         ):
-            classes_repr = ", ".join(repr(c) for c in classes.tolist())
-            raise ValueError(
-                f"y_true takes value in {{{classes_repr}}} and pos_label is not "
-                "specified: either make y_true take value in {0, 1} or {-1, 1} or "
-                "pass pos_label explicitly."
-            )
+            raise _pos_label_needed(classes)
         return 1
     for index, label in enumerate(classes.tolist()):
-        if type(label) is type(pos_label) or not (
-            isinstance(label, str) or isinstance(pos_label, str)
-        ):
-            if label == pos_label:
-                return index
+        if _same_kind(label, pos_label) and label == pos_label:
+            return index
     raise ValueError(
         f"pos_label={pos_label!r} is not a valid label. It should be one of "
         f"{classes.tolist()}."
@@ -192,15 +207,51 @@ def _swapped_message(y, scores, call):
     )
 
 
-def _labels_01(y, scores, pos_label, call):
-    """``(labels as uint8 in {0, 1}, sorted classes, index of the positive class)``."""
+def _single_class_positive(classes, pos_label):
+    """For labels that are all the one class in ``classes``: ``(whether it is the
+    positive class, the positive class's column in a two-column predict_proba)``.
+
+    scikit-learn's rule for one class (``_check_pos_label_consistency``, used by
+    ``calibration_curve`` and ``brier_score_loss``): without ``pos_label`` the class
+    must be 0, -1 or 1 (booleans too) and 1 is positive, so the absent class sorts
+    first and the column is 1. With ``pos_label`` the labels equal to it are
+    positive, so labels of another class are all negative (a fold with no positives)
+    and the column is ``pos_label``'s place among the two; labels all equal to
+    ``pos_label`` do not say which class is absent, nor the column (None).
+    """
+    (label,) = classes.tolist()
+    if pos_label is None:
+        if classes.dtype.kind in "OUS" or label not in (0, 1, -1):
+            raise _pos_label_needed(classes)
+        return label == 1, 1
+    if not _same_kind(label, pos_label):
+        raise ValueError(
+            f"pos_label={pos_label!r} is not a valid label: y holds the single class "
+            f"{label!r}, and a string and a number are never the same class."
+        )
+    if label == pos_label:
+        return True, None
+    return False, int(pos_label > label)
+
+
+def _labels_01(y, scores, pos_label, call, single_class=False):
+    """``(labels as uint8 in {0, 1}, sorted classes, column of the positive class)``.
+
+    The column is the positive class's index among the two sorted classes; with
+    ``single_class``, labels of one class are accepted (``classes`` has one element)
+    and the column is None when they cannot tell it (see
+    :func:`_single_class_positive`).
+    """
     try:
-        classes = _binary_classes(y)
+        classes = _label_classes(y) if single_class else _binary_classes(y)
     except ValueError as exc:
         message = _swapped_message(y, scores, call)
         if message is None:
             raise
         raise ValueError(message) from exc
+    if classes.size == 1:
+        positive, column = _single_class_positive(classes, pos_label)
+        return np.full(y.shape[0], positive, dtype=np.uint8), classes, column
     index = _positive_index(classes, pos_label)
     return (y == classes[index]).view(np.uint8), classes, index
 
@@ -279,11 +330,16 @@ def check_probabilities(y_prob, name="scores"):
     return scores
 
 
-def check_prob_labels(y_true, y_prob, pos_label=None, caller="this function"):
+def check_prob_labels(
+    y_true, y_prob, pos_label=None, caller="this function", *, single_class=False
+):
     """Validate the ``(y_true, y_prob)`` of a metric-style function (no estimator).
 
     ``caller`` is the function's name, for the message when the arguments look
-    swapped.
+    swapped. ``single_class=True`` accepts labels that are all one class, as
+    scikit-learn's ``calibration_curve`` and ``brier_score_loss`` do (the metrics,
+    well defined on a segment or a fold without positives); the bounds leave it
+    False and refuse them.
 
     Returns
     -------
@@ -296,9 +352,15 @@ def check_prob_labels(y_true, y_prob, pos_label=None, caller="this function"):
     scores = _scores_from_array(X, "y_prob")
     _check_range(scores)
     call = f"{caller} takes the labels first: {caller}(y_true, y_prob)."
-    labels, _, index = _labels_01(y, scores, pos_label, call)
-    if index != 1:
-        scores = _scores_from_array(X, "y_prob", column=index)
+    labels, _, column = _labels_01(y, scores, pos_label, call, single_class)
+    if X.ndim == 2 and X.shape[1] == 2 and column != 1:
+        if column is None:
+            raise ValueError(
+                f"Every label of y_true is pos_label={pos_label!r}, so the labels do "
+                "not say which column of the two-column y_prob is its probability. "
+                "Pass that column alone, of shape (n_samples,)."
+            )
+        scores = _scores_from_array(X, "y_prob", column=column)
         _check_range(scores)
     return labels.astype(np.float64), scores
 

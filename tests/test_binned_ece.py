@@ -5,6 +5,8 @@ Random scores, scores tied exactly on the uniform bin edges, and massively tied 
 oscillating miscalibration however large n is: the end of this module.
 """
 
+import re
+
 import numpy as np
 import pytest
 from _synthetic import Oscillating
@@ -16,6 +18,7 @@ from skcalbound import (
     NWCalibrationBound,
     TVCalibrationBound,
     binned_ece,
+    tv_bound,
 )
 from skcalbound._binned_ece import uniform_bins
 
@@ -323,6 +326,101 @@ def test_binned_ece_bad_input(y, s, match):
     with pytest.raises(ValueError, match=match):
         binned_ece(y, s)
     assert y == y_before and np.array_equal(s, s_before, equal_nan=True)
+
+
+# Labels of a single class (a segment or a CV fold without positives): binned ECE is
+# well defined and calibration_curve takes them; the bounds still refuse them.
+SINGLE_CLASS = [
+    pytest.param(np.ones(250, dtype=int), None, 1, id="ones"),
+    pytest.param(np.zeros(250, dtype=int), None, 0, id="zeros"),
+    pytest.param(np.full(250, -1), None, 0, id="minus-ones"),
+    pytest.param(np.full(250, True), None, 1, id="true"),
+    pytest.param(np.full(250, "stay"), "churn", 0, id="no-churn"),
+    pytest.param(np.full(250, "churn"), "churn", 1, id="all-churn"),
+]
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("y, pos_label, positive", SINGLE_CLASS)
+def test_binned_ece_of_a_single_class_equals_hand_sum_over_calibration_curve_bins(
+    y, pos_label, positive, strategy
+):
+    # The default 15 bins, scores with ties on the edges. Every bin's mean label is
+    # `positive`, so the ECE is also mean(|s - positive|).
+    s = _scores_with_ties(250)
+    prob_true, prob_pred = calibration_curve(
+        y, s, n_bins=15, strategy=strategy, pos_label=pos_label
+    )
+    assert_array_equal(prob_true, positive)
+    counts = _counts_from_calibration_curve(s, 15, strategy)
+    expected = float(np.sum(counts / s.shape[0] * np.abs(prob_pred - prob_true)))
+    assert_allclose(np.abs(s - positive).mean(), expected, rtol=1e-13)
+    assert_allclose(
+        binned_ece(y, s, strategy=strategy, pos_label=pos_label),
+        expected,
+        rtol=0,
+        atol=1e-12,
+    )
+
+
+def test_binned_ece_of_a_single_class_hand_value_and_predict_proba_column():
+    # Two bins: [0, .5] = {.2, .4}, mean .3; (.5, 1] = {.6, .9}, mean .75. All
+    # positive: .5 * .7 + .5 * .25; all negative: .5 * .3 + .5 * .75.
+    s = np.array([0.2, 0.4, 0.6, 0.9])
+    assert_allclose(
+        binned_ece([1, 1, 1, 1], s, n_bins=2), 0.5 * 0.7 + 0.5 * 0.25, rtol=1e-14
+    )
+    assert_allclose(
+        binned_ece([0, 0, 0, 0], s, n_bins=2), 0.5 * 0.3 + 0.5 * 0.75, rtol=1e-14
+    )
+    # A predict_proba of classes_ ["churn", "stay"] on a fold without churn: churn's
+    # column is the first, the labels all negative.
+    proba = np.column_stack([1 - s, s])
+    assert binned_ece(["stay"] * 4, proba, n_bins=2, pos_label="churn") == binned_ece(
+        [0, 0, 0, 0], 1 - s, n_bins=2
+    )
+    with pytest.raises(ValueError, match="do not say which column"):
+        binned_ece(["churn"] * 4, proba, pos_label="churn")
+
+
+@pytest.mark.parametrize(
+    "y, pos_label, match",
+    [
+        ([2, 2, 2], None, re.escape("y_true takes value in {2} and pos_label is not")),
+        (["a", "a", "a"], None, re.escape("y_true takes value in {'a'} and pos_")),
+        ([1, 1, 1], "1", "a string and a number are never the same class"),
+        ([0, 1, 2], 1, "exactly two classes"),
+        ([1.0, 1.0, np.nan], None, "NaN"),
+    ],
+)
+def test_binned_ece_of_a_single_class_without_a_known_positive_is_refused(
+    y, pos_label, match
+):
+    with pytest.raises(ValueError, match=match):
+        binned_ece(y, [0.1, 0.5, 0.3], pos_label=pos_label)
+
+
+@pytest.mark.parametrize("y, pos_label, positive", SINGLE_CLASS)
+def test_bounds_still_refuse_the_single_class_binned_ece_accepts(
+    y, pos_label, positive
+):
+    s = _scores_with_ties(250)
+    assert_allclose(
+        binned_ece(y, s, pos_label=pos_label),
+        np.abs(s - positive).mean(),
+        rtol=1e-13,
+    )
+    message = re.escape(
+        f"y contains a single class ({y[0].item()!r}); calibration bounds need binary "
+        "labels with both classes present."
+    )
+    for bound in (
+        lambda: TVCalibrationBound(pos_label=pos_label).fit(s, y),
+        lambda: NWCalibrationBound(h=2**-4, pos_label=pos_label).fit(s, y),
+        lambda: tv_bound(y, s, pos_label=pos_label),
+    ):
+        with pytest.raises(ValueError, match=message):
+            bound()
 
 
 # --------------------------------------------------------------------------------------

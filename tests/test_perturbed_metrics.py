@@ -172,3 +172,102 @@ def test_h_above_one_half_is_refused_with_the_bounds_hint(metric):
     ):
         metric(Y, P, h=6)
     assert np.isfinite(metric(Y, P, h=0.5))
+
+
+# --------------------------------------------------------------------------------------
+# Labels of a single class (a segment or a CV fold without positives): the metrics are
+# well defined, as scikit-learn's brier_score_loss and log_loss are on them.
+# --------------------------------------------------------------------------------------
+def _quad_loss(metric, p, y, h):
+    """``E loss(s, y)`` for ``s`` drawn from the sech kernel around ``p``, by adaptive
+    quadrature of the density (independent of the CDF-variable rule)."""
+
+    def loss(s):
+        if metric is perturbed_brier_score_loss:
+            return (s - y) ** 2
+        return -np.log(s) if y == 1 else -np.log1p(-s)
+
+    return integrate.quad(
+        lambda s: loss(s) * sech_pdf(s, p, h),
+        0,
+        1,
+        points=[p],
+        epsabs=1e-14,
+        epsrel=1e-12,
+        limit=200,
+    )[0]
+
+
+@pytest.mark.parametrize("metric", [perturbed_log_loss, perturbed_brier_score_loss])
+@pytest.mark.parametrize(
+    "y_true, pos_label, positive",
+    [
+        ([1, 1, 1, 1], None, 1),
+        ([0, 0, 0, 0], None, 0),
+        ([-1, -1, -1, -1], None, 0),
+        ([True, True, True, True], None, 1),
+        (["stay"] * 4, "churn", 0),
+        (["churn"] * 4, "churn", 1),
+    ],
+)
+def test_single_class_equals_the_mean_of_hand_expectations(
+    metric, y_true, pos_label, positive
+):
+    h = 2.0**-3
+    p = np.array([0.0, 0.2, 0.75, 1.0])
+    expected = np.mean([_quad_loss(metric, q, positive, h) for q in p])
+    assert_allclose(
+        metric(y_true, p, h=h, n_nodes=128, pos_label=pos_label), expected, rtol=1e-9
+    )
+
+
+def test_single_class_tends_to_sklearn_losses_and_adds_up_to_both_classes():
+    # With a tiny h: scikit-learn's losses, which take one class too (log_loss given
+    # labels=[0, 1]).
+    p = np.array([0.1, 0.35, 0.6, 0.9])
+    h = 2.0**-30
+    for y in (np.ones(4, dtype=int), np.zeros(4, dtype=int)):
+        assert_allclose(
+            perturbed_log_loss(y, p, h=h), log_loss(y, p, labels=[0, 1]), rtol=1e-7
+        )
+        assert_allclose(
+            perturbed_brier_score_loss(y, p, h=h), brier_score_loss(y, p), rtol=1e-7
+        )
+    # A mean of per-sample terms: the two classes' means, weighted, give the whole's.
+    positive = Y == 1
+    for metric in (perturbed_log_loss, perturbed_brier_score_loss):
+        parts = [
+            metric(Y[rows], P[rows], h=2**-6) * rows.sum()
+            for rows in (positive, ~positive)
+        ]
+        assert_allclose(sum(parts) / Y.size, metric(Y, P, h=2**-6), rtol=1e-13)
+
+
+def test_single_class_reads_the_predict_proba_column_of_pos_label():
+    p = np.array([0.1, 0.35, 0.6, 0.9])
+    proba = np.column_stack((1 - p, p))  # classes_ ["churn", "stay"]: churn first
+    for metric in (perturbed_log_loss, perturbed_brier_score_loss):
+        # No churn: all negatives, scored on column 0, churn's.
+        assert metric(["stay"] * 4, proba, h=0.1, pos_label="churn") == metric(
+            [0] * 4, 1 - p, h=0.1
+        )
+        # All pos_label: the absent class, hence the column, is unknown.
+        with pytest.raises(ValueError, match="do not say which column"):
+            metric(["churn"] * 4, proba, h=0.1, pos_label="churn")
+
+
+@pytest.mark.parametrize("func", [perturbed_log_loss, perturbed_brier_score_loss])
+@pytest.mark.parametrize(
+    "y_true, pos_label, match",
+    [
+        ([2, 2], None, re.escape("y_true takes value in {2} and pos_label is not")),
+        (["a", "a"], None, re.escape("y_true takes value in {'a'} and pos_label")),
+        ([0, 0], "1", "a string and a number are never the same class"),
+        ([0.0, np.nan], None, "NaN"),
+    ],
+)
+def test_single_class_without_a_known_positive_class_is_refused(
+    func, y_true, pos_label, match
+):
+    with pytest.raises(ValueError, match=match):
+        func(y_true, [0.2, 0.5], h=0.1, pos_label=pos_label)

@@ -417,6 +417,24 @@ def test_perturbation_scorers_equal_the_metric_functions(data, pipeline):
     assert value < 0  # h = 1/8 costs AUROC
 
 
+def test_perturbation_loss_scorers_take_a_fold_of_one_class(data):
+    # A CV fold without positives (or without negatives): the expected losses are
+    # means of per-row terms, so the two one-class folds, weighted, give the whole's.
+    # The bound scorers still refuse such a fold.
+    model, clf = _fitted(data)
+    _, _, X, y = data
+    for metric in ("log_loss", "brier_score"):
+        scorer = make_perturbation_scorer(metric)
+        parts = [scorer(model, X[y == k], y[y == k]) * np.sum(y == k) for k in (0, 1)]
+        assert_allclose(sum(parts) / y.size, scorer(model, X, y), rtol=1e-12)
+    p = clf.estimator_.predict_proba(X[y == 0])[:, 1]
+    assert make_perturbation_scorer("brier_score")(model, X[y == 0], y[y == 0]) == (
+        -perturbed_brier_score_loss(np.zeros(p.size), p, h=2**-4)
+    )
+    with pytest.raises(ValueError, match=r"y contains a single class \(0\)"):
+        make_bound_scorer("nw")(model, X[y == 0], y[y == 0])
+
+
 def _cv_results(h, auroc_loss, name="h"):
     return {
         "params": [{name: v} for v in h],
