@@ -368,8 +368,9 @@ def bounds_by_group(
             "status": reason,
             "vacuous": False,
         }
+        # Defined for one class too (then the mean of |s - y| by bin).
+        row["binned_ece"] = binned_ece(seg_labels, seg_scores, n_bins=n_bins)
         if not single:
-            row["binned_ece"] = binned_ece(seg_labels, seg_scores, n_bins=n_bins)
             found = below_chance(seg_scores, ranked[index])
             if found is not None and group is not OVERALL:
                 below.append((group, found[0]))

@@ -182,7 +182,20 @@ def test_small_and_single_class_segments_are_reported(data):
     # Counted in G: the single-class segment (label-dependent); not: the small ones.
     assert table.attrs["n_certificates"] == 4
     assert by.loc["ones", "confidence_level"] == 1 - 0.05 / 4
-    assert np.isnan(by.loc["ones", "binned_ece"])
+    # The binned ECE is defined for one class (it was NaN): by hand, the mean over
+    # the bins of the bin's count times |mean score - 1|, over n.
+    ones = s[groups == "ones"]
+    edges = np.linspace(0.0, 1.0, 16)
+    bins = np.clip(np.searchsorted(edges[1:-1], ones, side="right"), 0, 14)
+    by_hand = (
+        sum(
+            abs(ones[bins == b].mean() - 1.0) * np.sum(bins == b)
+            for b in np.unique(bins)
+        )
+        / ones.size
+    )
+    assert by.loc["ones", "binned_ece"] == pytest.approx(by_hand, rel=1e-12)
+    assert np.isfinite(by.loc["tiny", "binned_ece"])
     assert by.loc["tiny", "n"] == 4
     # Rows without a bound come after the certified ones, in group order.
     assert list(table.group[-3:]) == ["ones", "tiny", "two"]
