@@ -398,30 +398,31 @@ def bounds_by_group(
     )
     expectation = guarantee_of(guarantee).in_expectation_only(cls)
     _warn_below_chance(scores, ranked, below)
-    rejected = table.loc[table["status"] == REJECTED, "group"].tolist()
-    if rejected:
-        warnings.warn(
-            f"The calibration band crosses (L(s) > U(s) at some score) for "
-            f"{len(rejected)} segment(s) ({_first_ten(rejected)}): the data reject a "
-            "non-decreasing calibration function there, and their intervals assume "
-            "one (status 'assumption rejected'). Use method='tv' instead: it assumes "
-            "bounded variation, not monotonicity.",
+    # One warning per kind of rejected assumption, naming the segments.
+    for status, category, why in (
+        (
+            REJECTED,
             MonotonicityWarning,
-            stacklevel=_user_stacklevel(),
-        )
-    empty = table.loc[table["status"] == EMPTY, "group"].tolist()
-    if empty:
-        warnings.warn(
-            f"The interval is empty (lower bound above upper bound) for {len(empty)} "
-            f"segment(s) ({_first_ten(empty)}): both hold together with probability "
-            "at least their confidence level under the assumption, so either a rare "
-            "event occurred or the assumption on the calibration function (V, h, b1, "
-            "b2 or L) does not hold there (status 'assumption rejected (empty "
-            "interval)'). A larger constant, or a bound with another assumption, is "
-            "needed.",
+            "The calibration band crosses (L(s) > U(s) at some score) for {}: the "
+            "data reject a non-decreasing calibration function there, and their "
+            "intervals assume one (status 'assumption rejected'). Use method='tv' "
+            "instead: it assumes bounded variation, not monotonicity.",
+        ),
+        (
+            EMPTY,
             UserWarning,
-            stacklevel=_user_stacklevel(),
-        )
+            "The interval is empty (lower bound above upper bound) for {}: both hold "
+            "together with probability at least their confidence level under the "
+            "assumption, so either a rare event occurred or the assumption on the "
+            "calibration function (V, h, b1, b2 or L) does not hold there (status "
+            "'assumption rejected (empty interval)'). A larger constant, or a bound "
+            "with another assumption, is needed.",
+        ),
+    ):
+        found = table.loc[table["status"] == status, "group"].tolist()
+        if found:
+            segments = f"{len(found)} segment(s) ({_first_ten(found)})"
+            warnings.warn(why.format(segments), category, stacklevel=_user_stacklevel())
     vacuous = table.loc[table["vacuous"], "group"].tolist()
     if vacuous:
         which = (

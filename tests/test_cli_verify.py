@@ -27,16 +27,20 @@ from skcalbound._cli import main
 H = 2.0**-6
 
 
-@pytest.fixture
-def data_file(tmp_path):
+def _write_data_file(folder):
     rng = np.random.default_rng(3)
     s = rng.uniform(0.05, 0.95, size=800)
     y = rng.uniform(size=800) < s
-    path = tmp_path / "scores.csv"
+    path = folder / "scores.csv"
     pd.DataFrame({"prob": s, "churned": np.where(y, "yes", "no")}).to_csv(
         path, index=False
     )
     return path
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    return _write_data_file(tmp_path)
 
 
 # The data file's columns and positive class, as the command's options.
@@ -777,13 +781,7 @@ REPORT_FORGERIES = {
 def genuine_report(tmp_path_factory):
     """A data file and the report of tv and nw on it, which verifies (made once)."""
     folder = tmp_path_factory.mktemp("report")
-    rng = np.random.default_rng(3)
-    s = rng.uniform(0.05, 0.95, size=800)
-    y = rng.uniform(size=800) < s
-    path = folder / "scores.csv"
-    pd.DataFrame({"prob": s, "churned": np.where(y, "yes", "no")}).to_csv(
-        path, index=False
-    )
+    path = _write_data_file(folder)
     options = ("--bound", "tv", "nw", "--h", "2^-6", "--max-ce", "0.9", "--json")
     out, ignored = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(ignored):

@@ -44,60 +44,41 @@ def test_expected_losses_match_monte_carlo_within_their_standard_error(h):
         assert abs(expected - mc) < 4 * se, (h, expected, mc, se)
 
 
+def _quad_loss(metric, p, y, h):
+    """``E loss(s, y)`` for ``s`` drawn from the sech kernel around ``p``, by adaptive
+    quadrature of the density (independent of the CDF-variable rule)."""
+
+    def loss(s):
+        if metric is perturbed_brier_score_loss:
+            return (s - y) ** 2
+        return -np.log(s) if y == 1 else -np.log1p(-s)
+
+    return integrate.quad(
+        lambda s: loss(s) * sech_pdf(s, p, h),
+        0,
+        1,
+        points=[p],
+        epsabs=1e-14,
+        epsrel=1e-12,
+        limit=200,
+    )[0]
+
+
 def test_against_adaptive_quadrature_of_the_density():
     # An independent route: integrate the loss against the kernel density in s.
     h = 2.0**-3
     for p, y in [(0.0, 1), (0.2, 0), (0.75, 1), (1.0, 0)]:
-        f = (lambda s: -np.log(s)) if y == 1 else (lambda s: -np.log1p(-s))
-        ref = integrate.quad(
-            lambda s: f(s) * sech_pdf(s, p, h),
-            0,
-            1,
-            points=[p],
-            epsabs=1e-13,
-            epsrel=1e-12,
-            limit=200,
-        )[0]
-        assert_allclose(
-            perturbed_log_loss([y, 1 - y], [p, p], h=h, n_nodes=128),
-            0.5
-            * (
-                ref
-                + integrate.quad(
-                    lambda s: (
-                        ((-np.log1p(-s)) if y == 1 else -np.log(s)) * sech_pdf(s, p, h)
-                    ),
-                    0,
-                    1,
-                    points=[p],
-                    epsabs=1e-13,
-                    epsrel=1e-12,
-                    limit=200,
-                )[0]
-            ),
-            rtol=1e-9,
-        )
-        sq = integrate.quad(
-            lambda s: (s - y) ** 2 * sech_pdf(s, p, h),
-            0,
-            1,
-            points=[p],
-            epsabs=1e-14,
-            epsrel=1e-13,
-        )[0]
-        sq_other = integrate.quad(
-            lambda s: (s - 1 + y) ** 2 * sech_pdf(s, p, h),
-            0,
-            1,
-            points=[p],
-            epsabs=1e-14,
-            epsrel=1e-13,
-        )[0]
-        assert_allclose(
-            perturbed_brier_score_loss([y, 1 - y], [p, p], h=h),
-            0.5 * (sq + sq_other),
-            rtol=1e-10,
-        )
+        for metric, rtol in (
+            (perturbed_log_loss, 1e-9),
+            (perturbed_brier_score_loss, 1e-10),
+        ):
+            expected = 0.5 * (
+                _quad_loss(metric, p, y, h) + _quad_loss(metric, p, 1 - y, h)
+            )
+            kwargs = {"n_nodes": 128} if metric is perturbed_log_loss else {}
+            assert_allclose(
+                metric([y, 1 - y], [p, p], h=h, **kwargs), expected, rtol=rtol
+            )
 
 
 def test_small_h_tends_to_the_unperturbed_losses():
@@ -178,24 +159,6 @@ def test_h_above_one_half_is_refused_with_the_bounds_hint(metric):
 # Labels of a single class (a segment or a CV fold without positives): the metrics are
 # well defined, as scikit-learn's brier_score_loss and log_loss are on them.
 # --------------------------------------------------------------------------------------
-def _quad_loss(metric, p, y, h):
-    """``E loss(s, y)`` for ``s`` drawn from the sech kernel around ``p``, by adaptive
-    quadrature of the density (independent of the CDF-variable rule)."""
-
-    def loss(s):
-        if metric is perturbed_brier_score_loss:
-            return (s - y) ** 2
-        return -np.log(s) if y == 1 else -np.log1p(-s)
-
-    return integrate.quad(
-        lambda s: loss(s) * sech_pdf(s, p, h),
-        0,
-        1,
-        points=[p],
-        epsabs=1e-14,
-        epsrel=1e-12,
-        limit=200,
-    )[0]
 
 
 @pytest.mark.parametrize("metric", [perturbed_log_loss, perturbed_brier_score_loss])
