@@ -5,6 +5,7 @@ The band is checked against slow references computed here from the definitions
 code that draws it.
 """
 
+import warnings
 from unittest import mock
 
 import matplotlib
@@ -228,6 +229,24 @@ def test_legend_shows_the_certified_interval(
     assert ("certified" in label) is not in_expectation
     caveat = "paper's form: in expectation over training labels"
     assert (caveat in label) is in_expectation
+
+
+def test_an_empty_interval_is_not_called_certified():
+    # Lipschitz with L = 0.1 on eta(s) = s: the interval [0.069, 0.049] is empty,
+    # and the legend said "certified CE in [0.069, 0.049] (95%)".
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0.05, 0.95, size=50_000)
+    y = rng.uniform(size=s.size) < s
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the empty interval's own warning
+        est = LipschitzBucketBound(L=0.1, random_state=0).fit(s, y)
+    disp = CalibrationBoundDisplay.from_bound(est, s)
+    assert est.lower_bound_ > est.bound_
+    assert disp.line_.get_label() == (
+        "Lipschitz bucketing surrogate $\\hat\\eta$; CE $\\in$ "
+        f"[{est.lower_bound_:.3f}, {est.bound_:.3f}] (95%): empty, the data reject "
+        "the assumption"
+    )
 
 
 def test_display_without_a_lower_bound_shows_the_upper_bound_only():

@@ -54,6 +54,9 @@ def _bound_text(display):
     if band is not None and np.any(np.asarray(band[1]) > np.asarray(band[2])):
         # Crossed: the data reject the assumption the interval is certified under.
         return f"{claim} ({level}) if E[y|s] were non-decreasing, which the data reject"
+    if display.lower_bound is not None and display.lower_bound > display.bound:
+        # Empty: under the assumption both ends hold together, so the data reject it.
+        return f"{claim} ({level}): empty, the data reject the assumption"
     return f"certified {claim} ({level})"
 
 
