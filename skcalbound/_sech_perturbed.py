@@ -51,7 +51,9 @@ def perturb_scores(scores, h, *, random_state=None):
     ----------
     scores : array-like of shape (n_samples,) or (n_samples, 2)
         Predicted probabilities of the positive class in [0, 1], or a
-        ``predict_proba`` output.
+        ``predict_proba`` output, whose column 1 (the second class in sorted order,
+        scikit-learn's default positive class) is perturbed: without labels there
+        is no ``pos_label`` to choose another; pass that class's column instead.
 
     h : float
         Bandwidth of the perturbation, in probability units, ``0 < h <= 0.5``
