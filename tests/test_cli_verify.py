@@ -876,3 +876,23 @@ def test_an_empty_interval_is_not_certified_and_fails_the_gate(rejecting_file, c
     record.write_text(json.dumps(_edit(report, ("results", 0, "certified"), True)))
     code, _, err = _verify(capsys, record, data_file)
     assert code == 1 and "results.lipschitz.certified is True" in err
+
+
+def test_verify_prints_no_python_warning_of_the_fit(tmp_path, capsys):
+    # Scores that rank the positive class below chance: the command's run reports
+    # the BelowChanceWarning in the record's rows; verify printed it again to
+    # standard error as a raw Python warning.
+    rng = np.random.default_rng(0)
+    s = rng.uniform(size=2000)
+    y = (rng.uniform(size=s.size) < 1 - s).astype(int)
+    path = tmp_path / "anti.csv"
+    pd.DataFrame({"y_prob": s, "y_true": y}).to_csv(path, index=False)
+    assert main([str(path), "--bound", "tv", "--json"]) == 0
+    report = capsys.readouterr().out
+    assert "rank the positive class below chance" in report
+    record = tmp_path / "record.json"
+    record.write_text(report)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = _verify(capsys, record, path)
+    assert code == 0 and out.startswith("OK") and err == ""
