@@ -117,6 +117,14 @@ class DataSummary:
         return cls(int(scores.shape[0]), n_positive, data_fingerprint(scores, labels))
 
 
+# Not every bound has folds (TV's cell bound, the band): what random_state=None
+# leaves to fresh randomness is any of the fit's draws.
+_FRESH = (
+    "random_state=None: the fit's random draws (the folds, the order of tied "
+    "scores, the estimate's cross-fitting) came from fresh randomness"
+)
+
+
 def build_certificate(estimator, data):
     """The ``certificate_`` dict of a fitted bound ``estimator`` whose data ``fit``
     summarised as ``data`` (a :class:`DataSummary`)."""
@@ -135,7 +143,7 @@ def build_certificate(estimator, data):
     if digest is None:
         reasons.append("the data were not read in order, so they have no fingerprint")
     if random_state is None:
-        reasons.append("random_state=None: the folds were drawn from fresh randomness")
+        reasons.append(_FRESH)
     elif not isinstance(random_state, Integral):
         reasons.append(
             f"random_state is a {type(random_state).__name__} instance, not an int: "
@@ -281,7 +289,7 @@ def refit_obstacles(record):
     reasons = []
     random_state, cv = params.get("random_state"), params.get("cv")
     if random_state is None:
-        reasons.append("random_state=None: the folds were drawn from fresh randomness")
+        reasons.append(_FRESH)
     elif not isinstance(random_state, int):
         reasons.append(
             f"random_state is not an int ({random_state}, stored as its repr): its "

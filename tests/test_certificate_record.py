@@ -242,7 +242,8 @@ def test_refit_obstacles_come_from_the_params_only():
     assert refit_obstacles(flagged) == []  # the flag is not read
     none = dict(cert, params={**cert["params"], "random_state": None})
     assert refit_obstacles(none) == [
-        "random_state=None: the folds were drawn from fresh randomness"
+        "random_state=None: the fit's random draws (the folds, the order of tied "
+        "scores, the estimate's cross-fitting) came from fresh randomness"
     ]
     splitter = dict(cert, params={**cert["params"], "cv": "KFold(n_splits=3)"})
     assert refit_obstacles(splitter) == [
