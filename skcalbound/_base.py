@@ -279,8 +279,21 @@ def _tie_checks(h, arrays, n):
     return None, check_counts
 
 
-#: Why the data reject a bound's assumption when its interval is empty.
+#: Why the data reject a bound's assumption: its band crosses (the monotone bound),
+#: or its interval is empty.
+BAND_CROSSES = "the band crosses"
 EMPTY_INTERVAL = "empty interval: the lower bound is above the upper bound"
+
+
+def rejection(lower_bound, bound, crossed=False):
+    """Why the data reject a bound's assumption, in words, or None: its band
+    ``crossed``, or its interval is empty. Under the assumption the lower and the
+    upper bound hold together with probability ``confidence_level``, so an empty
+    interval means a rare event or an assumption that does not hold; either way it
+    certifies nothing. For a fitted estimator and for its audit record alike."""
+    if crossed:
+        return BAND_CROSSES
+    return EMPTY_INTERVAL if lower_bound > bound else None
 
 
 def fit_without_positives(estimator, scores):
@@ -349,15 +362,12 @@ class _BaseCalibrationBound(BaseEstimator):
         )
 
     def _rejection(self):
-        """Why the data reject the fitted bound's assumption, in words, or None.
-
-        Under the assumption the lower and the upper bound hold together with
-        probability ``confidence_level``: an empty interval (lower above upper)
-        means a rare event or an assumption that does not hold, and either way it
-        certifies nothing. Every consumer that decides on the interval (the test,
+        """Why the data reject the fitted bound's assumption, in words, or None
+        (:func:`rejection`). Every consumer that decides on the interval (the test,
         the scorers, the segments, the command line) asks this."""
         check_is_fitted(self)
-        return EMPTY_INTERVAL if self.lower_bound_ > self.bound_ else None
+        crossed = getattr(self, "monotonicity_rejected_", False)
+        return rejection(self.lower_bound_, self.bound_, crossed)
 
     def _score_method(self):
         """The method :meth:`score` uses (fitted state may fix its randomness)."""

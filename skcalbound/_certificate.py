@@ -349,6 +349,15 @@ def _walk(recorded, recomputed, path, skip, found):
         found.append((path, recorded, recomputed))
 
 
+def record_differences(recorded, expected, path=""):
+    """``(field, recorded, expected)`` for each entry of ``expected`` that
+    ``recorded`` (a part of a record) states otherwise, numbers to ``RTOL``
+    (``"(absent)"`` for an entry it lacks)."""
+    found = []
+    _walk({k: recorded.get(k, _ABSENT) for k in expected}, expected, path, (), found)
+    return found
+
+
 def certificate_differences(record, refit, *, drawn=True):
     """``(field, recorded, recomputed)`` for each entry of ``record`` that differs
     from ``refit``'s certificate (numbers to ``RTOL`` relative), in the order of the

@@ -8,10 +8,10 @@ from numbers import Integral, Real
 import numpy as np
 import pandas as pd
 
+from ._base import BAND_CROSSES
 from ._binned_ece import binned_ece
 from ._compat import Interval, StrOptions, validate_params
 from ._guarantee import guarantee_of
-from ._monotone_bound import BAND_CROSSES
 from ._registry import BY_NAME as _ESTIMATORS
 from ._registry import bound_and_params
 from ._validation import check_prob_labels

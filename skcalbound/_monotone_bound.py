@@ -27,9 +27,6 @@ from ._result import aggregate_folds
 from ._validation import check_prob_labels, check_scores
 from ._warnings import MonotonicityWarning, _user_stacklevel, warn_if_vacuous
 
-#: Why the data reject a non-decreasing calibration function (``_rejection``).
-BAND_CROSSES = "the band crosses"
-
 
 class MonotoneCalibrationBound(_BaseCalibrationBound):
     """Certified interval for the L1 calibration error of a monotone calibration.
@@ -320,13 +317,6 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
                 stacklevel=_user_stacklevel(),
             )
         warn_if_vacuous(self.bound_, n_samples, name, self._vacuous_advice())
-
-    def _rejection(self):
-        """ "the band crosses" when it does (the data reject a non-decreasing
-        calibration function), else the base class's answer."""
-        if self.monotonicity_rejected_:
-            return BAND_CROSSES
-        return super()._rejection()
 
     def predict(self, X):
         """The isotonic regression of the labels on the scores, clipped into the band.

@@ -17,16 +17,18 @@ from ._validation import check_held_out_labels, check_prob_labels, check_scores
 from ._warnings import _user_stacklevel
 
 
-def _warn_unused_folds(cv, aggregate):
-    """The cell bound has no folds: a ``cv`` or ``aggregate`` set by the user is
-    not used, which the user should hear (a ``StratifiedKFold`` is refused as the
-    cross-fitted bound refuses it)."""
+def _warn_unused_folds(estimator):
+    """The cell bound has no folds: a ``cv`` or ``aggregate`` set by the user (not
+    the default; ``cv=None`` means the default) is not used, which the user should
+    hear (a ``StratifiedKFold`` is refused as the cross-fitted bound refuses it)."""
+    cv, aggregate = estimator.cv, estimator.aggregate
     if not isinstance(cv, Integral) and cv is not None:
         resolve_cv(cv, None)  # the error for splitters that read the labels
+    defaults = type(estimator)().get_params()
     unused = []
-    if not (cv is None or isinstance(cv, Integral) and cv == 5):
+    if not (cv is None or isinstance(cv, Integral) and cv == defaults["cv"]):
         unused.append(f"cv={cv!r}")
-    if aggregate != "mean":
+    if aggregate != defaults["aggregate"]:
         unused.append(f"aggregate={aggregate!r}")
     if unused:
         warnings.warn(
@@ -327,7 +329,7 @@ class TVCalibrationBound(_BaseCalibrationBound):
             return super()._fit_source(method, source, what, arrays)
         # One cell bound on all rows at the whole level: no folds, so ``cv`` and
         # ``aggregate`` play no part (a single "split" holding every row).
-        _warn_unused_folds(self.cv, self.aggregate)
+        _warn_unused_folds(self)
         if arrays is None:
             raise ValueError(
                 f"{type(self).__name__} {method.unmergeable_reason.strip()} (got "

@@ -84,17 +84,11 @@ def _check_used(args, names):
     """CLIError for an option given that none of the bounds ``names`` reads
     (``--bound tv --h 2^-6``: the perturbation is an assumption of nw and
     lipschitz, and likely the reason the user ran the command)."""
-    read = set()
-    for name in names:
-        cls = BY_NAME[name]
-        read.update(cls.assumption_params)
-        read.update(p for p in ("noise",) if p in cls().get_params())
+    read = {p for name in names for p in BY_NAME[name]._get_param_names()}
     for option in _OPTIONAL:
         if getattr(args, option) is not None and option not in read:
             users = [
-                n
-                for n, cls in BY_NAME.items()
-                if option in cls.assumption_params or option in cls().get_params()
+                n for n, cls in BY_NAME.items() if option in cls._get_param_names()
             ]
             # The bound the option adds without --bound (nw for --noise too).
             added = [n for n, given in ADDED_BY_OPTIONS.items() if option in given]

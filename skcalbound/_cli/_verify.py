@@ -12,21 +12,19 @@ import warnings
 from pathlib import Path
 
 from .. import __version__
-from .._base import EMPTY_INTERVAL, in_expectation_only
+from .._base import in_expectation_only, rejection
 from .._binned_ece import binned_ece
 from .._certificate import (
-    _ABSENT,
     RTOL,
-    _walk,
     certificate_differences,
     consistency_problems,
     data_difference,
     fingerprint_of,
+    record_differences,
     record_problem,
     refit_obstacles,
     stand_in_params,
 )
-from .._monotone_bound import BAND_CROSSES
 from .._registry import BOUNDS
 from ._errors import CLIError, fail
 from ._parser import GUARANTEES
@@ -246,12 +244,8 @@ def _expected_row(name, certificate, refit):
         cls = _verifiable()[certificate["method"]]
         guarantee = certificate.get("guarantee") or GUARANTEES[0]
         expectation = in_expectation_only(cls, guarantee)
-        # As the estimator's ``_rejection``, from the record.
-        why = None
-        if (certificate.get("assumption") or {}).get("monotonicity_rejected_"):
-            why = BAND_CROSSES
-        elif certificate["lower_bound"] > certificate["bound"]:
-            why = EMPTY_INTERVAL
+        crossed = (certificate.get("assumption") or {}).get("monotonicity_rejected_")
+        why = rejection(certificate["lower_bound"], certificate["bound"], crossed)
         row = {
             "method": name,
             "certified": not expectation and why is None,
@@ -320,20 +314,16 @@ def report_problems(report, certificates, refits, data):
         else:
             want = _expected_row(name, certificates[name], refits[name])
         expected.append({**row, **want})
-        found = []
-        _walk(
-            {k: row.get(k, _ABSENT) for k in want}, want, f"results.{name}", (), found
-        )
+        found = record_differences(row, want, f"results.{name}")
         problems += [
             f"{path} is {recorded!r}, the certificate says {wanted!r}"
             for path, recorded, wanted in found
         ]
-    found = []
     top = {"n_samples": int(scores.shape[0]), "positive_label": positive}
-    _walk({k: report.get(k, _ABSENT) for k in top}, top, "", (), found)
-    note = selection_note(expected)
+    found = record_differences(report, top)
+    note = selection_note(expected)  # None for one bound: then there is none
     if report.get("note") != note:
-        found.append(("note", report.get("note", _ABSENT), note))
+        found.append(("note", report.get("note"), note))
     recorded_gate = report.get("gate")
     if recorded_gate is not None:
         max_ce = (
@@ -342,7 +332,7 @@ def report_problems(report, certificates, refits, data):
         if not isinstance(max_ce, (int, float)) or isinstance(max_ce, bool):
             found.append(("gate.max_ce", max_ce, "a number"))
         else:
-            _walk(recorded_gate, gate(expected, max_ce), "gate", (), found)
+            found += record_differences(recorded_gate, gate(expected, max_ce), "gate")
     problems += [
         f"{path} is {recorded!r}, the data and certificates say {wanted!r}"
         for path, recorded, wanted in found
