@@ -198,8 +198,12 @@ def _binned_auroc(scores, labels):
         np.minimum(key, 2 * _AUROC_CELLS - 2, out=key)  # s = 1 in the last cell
         key |= labels[start : start + _AUROC_CHUNK]
         counts += np.bincount(key, minlength=2 * _AUROC_CELLS)
-    negative = counts[0::2].astype(np.float64)
-    positive = counts[1::2].astype(np.float64)
+    # The cells with scores only (sorted, as the grid): every sum below is of whole
+    # or half counts under 2**53, exact in any order, so skipping the empty cells
+    # changes no digit and spares passes over the grid for a few hundred scores.
+    cells = np.unique(np.flatnonzero(counts) >> 1)
+    negative = counts[2 * cells].astype(np.float64)
+    positive = counts[2 * cells + 1].astype(np.float64)
     pairs = positive.sum() * negative.sum()
     below = np.cumsum(negative) - negative  # negatives in lower cells
     return (
