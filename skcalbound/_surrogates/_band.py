@@ -44,18 +44,31 @@ def window_starts(n, ell):
     return starts
 
 
-def window_limits(sums, ell, budget):
-    """KL–Chernoff limits ``(lo, hi)`` of windows of length ``ell`` with label sums
-    ``sums``, at the budget ``c`` shared by all of them (SPEC 14 step 3). The limits
-    depend on ``(ell, S)`` only: with more windows than ``ell + 1`` the ``ell + 1``
-    possible limits are computed once and indexed by ``S``."""
-    if sums.shape[0] > ell + 1:
-        every = np.arange(ell + 1)
-        return (
-            kl_lower_limit(every, ell, budget)[sums],
-            kl_upper_limit(every, ell, budget)[sums],
-        )
-    return kl_lower_limit(sums, ell, budget), kl_upper_limit(sums, ell, budget)
+def window_limit_tables(csum, n, lengths, delta1):
+    """KL–Chernoff limits of the windows of each length ``ell`` in ``lengths`` at the
+    budget ``c = ln(2 J N_ell / delta1)`` they share (SPEC 14 step 3; ``csum``: the
+    label sums before each position), as ``(lo, hi, by_sum)`` per length.
+
+    The limits depend on ``(ell, S)`` only: with more windows than ``ell + 1``
+    (``by_sum``) the ``ell + 1`` possible limits are tabulated and indexed by the
+    window's label sum ``S``, else listed window by window. Every table goes through
+    one call per side (each limit is its own Newton iteration: the same digits as one
+    call per length, without a dozen calls' overhead on a small sample)."""
+    successes, trials, budgets, by_sum = [], [], [], []
+    for ell in lengths:
+        starts = window_starts(n, ell)
+        many = starts.shape[0] > ell + 1
+        queries = np.arange(ell + 1) if many else csum[starts + ell] - csum[starts]
+        successes.append(queries)
+        trials.append(np.full(queries.shape[0], ell))
+        c = math.log(2.0 * len(lengths) * starts.shape[0] / delta1)
+        budgets.append(np.full(queries.shape[0], c))
+        by_sum.append(many)
+    ends = np.cumsum([q.shape[0] for q in successes])[:-1]
+    limits = [np.concatenate(a) for a in (successes, trials, budgets)]
+    lower = np.split(kl_lower_limit(*limits), ends)
+    upper = np.split(kl_upper_limit(*limits), ends)
+    return list(zip(lower, upper, by_sum))
 
 
 @dataclass(frozen=True)
@@ -137,10 +150,12 @@ def fit_band(sorted_scores, sorted_labels, delta1):
     upper_at_start = np.ones(n)  # min hi over the windows starting at index a
     lower_at_end = np.zeros(n + 1)  # max lo over the windows ending at position e
     n_windows = 0
-    for ell in lengths:
+    tables = window_limit_tables(csum, n, lengths, delta1)
+    for ell, (lo, hi, by_sum) in zip(lengths, tables):
         starts = window_starts(n, ell)
-        budget = math.log(2.0 * len(lengths) * starts.shape[0] / delta1)
-        lo, hi = window_limits(csum[starts + ell] - csum[starts], ell, budget)
+        if by_sum:
+            sums = csum[starts + ell] - csum[starts]
+            lo, hi = lo[sums], hi[sums]
         # The regular starts 0, D, 2D, ... as strided views (faster than a gather),
         # then the flush start n - ell if there is one.
         regular = slice(0, n - ell + 1, max(1, ell // 4))
