@@ -205,8 +205,9 @@ class MulticlassCalibrationBound(MetaEstimatorMixin, BaseEstimator):
         the per-class lower bounds), holding together with :attr:`bound_`.
 
     estimate_ : float
-        Plug-in estimate of the same quantity (mean over classes for
-        ``'classwise'``). Not certified.
+        Point estimate of the same quantity, not certified: the inner estimator's
+        ``estimate_`` on the reduced problem (the mean over classes for
+        ``'classwise'``). It can lie outside ``[lower_bound_, bound_]``.
 
     estimator_ : estimator instance
         The fitted clone (``'top_label'`` only).
