@@ -982,6 +982,18 @@ def test_plot_into_a_missing_directory(csv_file, tmp_path, capsys):
     assert "the directory" in err and "does not exist" in err
 
 
+@pytest.mark.parametrize("name, got", [("plot", "none"), ("plot.txt", "'.txt'")])
+def test_plot_needs_an_image_extension(csv_file, tmp_path, capsys, name, got):
+    # Without one, matplotlib wrote plot.png while the report said "plot"; refused
+    # before the file is read, nothing written.
+    assert main([str(csv_file), "--plot", str(tmp_path / name)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert "--plot needs a file name whose extension is the image format" in err
+    assert "such as .png, .pdf or .svg" in err and err.rstrip().endswith(f"got {got}")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     "option, value", [("--bound", "ece"), ("--guarantee", "exact"), ("--max-ce", "low")]
 )

@@ -78,13 +78,33 @@ def _check_options(args):
             f"--max-ce must be in (0, 1] (a calibration error); got {args.max_ce}"
         )
     _check_h(args.h)
-    if args.plot is not None and not Path(args.plot).resolve().parent.is_dir():
-        raise CLIError(
-            f"{args.plot}: the directory {Path(args.plot).parent} does not exist"
-        )
+    if args.plot is not None:
+        _check_plot_path(Path(args.plot))
     if args.chunksize is not None and args.chunksize < 1:
         raise CLIError(
             f"--chunksize must be a positive number of rows; got {args.chunksize}"
+        )
+
+
+def _check_plot_path(path):
+    """``--plot PATH``: matplotlib installed, the directory there, and a suffix
+    naming a format matplotlib writes (without one, it would add ``.png`` to a name
+    the report does not show)."""
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError as exc:
+        raise CLIError(
+            f"--plot needs matplotlib: pip install 'skcalbound[cli]' ({exc})"
+        ) from exc
+    if not path.resolve().parent.is_dir():
+        raise CLIError(f"{path}: the directory {path.parent} does not exist")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix.lower().lstrip(".") not in formats:
+        got = f"'{path.suffix}'" if path.suffix else "none"
+        raise CLIError(
+            f"{path}: --plot needs a file name whose extension is the image format, "
+            f"such as .png, .pdf or .svg (one of {', '.join(sorted(formats))}); "
+            f"got {got}"
         )
 
 
