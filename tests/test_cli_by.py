@@ -218,3 +218,24 @@ def test_warnings_go_into_the_report_not_to_stderr(tmp_path, capsys):
     assert len(messages) == 2
     assert messages[0].startswith("The scores of segment flipped rank")
     assert report["segments"][0]["status"] == "assumption rejected (the band crosses)"
+
+
+def test_a_continuous_column_is_refused_with_advice(frame, tmp_path, capsys):
+    # One segment per distinct value: 3000 one-row segments and no bound in any; the
+    # table printed 3000 rows of "too few samples: 1" and exited 0.
+    path = tmp_path / "age.csv"
+    age = np.random.default_rng(1).normal(40.0, 10.0, size=frame.shape[0])
+    frame.assign(age=age).to_csv(path, index=False)
+    assert main([str(path), "--by", "age", "--bound", "tv"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1
+    assert (
+        "--by age: none of the 3000 segments of column 'age' gets a bound (each has "
+        "too few rows or a single class; the largest has 1 row)"
+    ) in err
+    assert "bin it into a column of its own first (e.g. deciles)" in err
+    # Binned, the same column gives certified segments.
+    frame.assign(decile=pd.qcut(age, 10, labels=False)).to_csv(path, index=False)
+    assert main([str(path), "--by", "decile", "--bound", "tv", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["segments"]
+    assert sum(r["status"] == "certified" for r in rows) == 11

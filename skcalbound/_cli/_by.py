@@ -48,6 +48,7 @@ def compute_by(args, frame, scores, labels):
                 )
         except (ValueError, TypeError) as exc:
             raise CLIError(f"--by {args.by}: {name}: {exc}") from exc
+        _refuse_if_no_segment_has_a_bound(args, tables[name], groups)
         # The library's advice in the command's terms.
         notices[name] = list(
             dict.fromkeys(
@@ -56,6 +57,23 @@ def compute_by(args, frame, scores, labels):
             )
         )
     return tables, notices
+
+
+def _refuse_if_no_segment_has_a_bound(args, table, groups):
+    """A table whose every segment lacks a bound (a continuous column: one segment
+    per distinct value) says nothing but the whole file's row: refused, with what
+    ``--by`` groups by."""
+    segments = table.iloc[:-1]  # the last row is the whole file
+    if segments["upper_bound"].notna().any() or segments.shape[0] < 2:
+        return
+    largest = int(groups.value_counts().iloc[0])
+    raise CLIError(
+        f"--by {args.by}: none of the {segments.shape[0]} segments of column "
+        f"{args.by!r} gets a bound (each has too few rows or a single class; the "
+        f"largest has {largest} row{'s' if largest != 1 else ''}): --by makes one "
+        "segment per distinct value; for a continuous column, bin it into a column "
+        "of its own first (e.g. deciles)"
+    )
 
 
 def by_note(table, n_tables):
