@@ -138,6 +138,30 @@ def test_verify_fails_when_one_label_is_flipped(data_file, capsys):
     assert f"positive labels here, {n_pos} certified" in err
 
 
+def test_a_record_s_positive_label_missing_from_the_file_is_named_as_the_record_s(
+    data_file, capsys
+):
+    # The file's labels recoded: the error blamed --pos-label, not given to verify.
+    record, _ = _record(data_file, capsys)
+    frame = pd.read_csv(data_file)
+    frame["churned"] = frame["churned"].map({"yes": "Y", "no": "N"})
+    frame.to_csv(data_file, index=False)
+    code, out, err = _verify(capsys, record, data_file)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert (
+        "the record's positive label 'yes' is not a label of column 'churned', whose "
+        "labels are 'N', 'Y': is this the file the record was made on? (--pos-label "
+        "LABEL overrides the record's)"
+    ) in err
+    # Given as an option, the option is named; with the file's own label the data
+    # match, and the report's positive label 'yes' is what differs.
+    code, _, err = _verify(capsys, record, data_file, "--pos-label", "yes")
+    assert code == 2 and "--pos-label 'yes' is not a label of column" in err
+    code, out, err = _verify(capsys, record, data_file, "--pos-label", "Y")
+    assert code == 1
+    assert "positive_label is 'yes', the data and certificates say 'Y'" in out + err
+
+
 def test_verify_fails_when_rows_are_missing(data_file, capsys):
     record, _ = _record(data_file, capsys)
     pd.read_csv(data_file).iloc[:-1].to_csv(data_file, index=False)

@@ -151,10 +151,13 @@ class Columns:
     the distinct labels so far, in the order they appear.
     """
 
-    def __init__(self, path, scores_column, labels_column, pos_label, *, whole):
+    def __init__(
+        self, path, scores_column, labels_column, pos_label, *, whole, from_record=False
+    ):
         self.path = path
         self.scores_column, self.labels_column = scores_column, labels_column
         self.pos_label = pos_label
+        self.from_record = from_record  # pos_label read from an audit record
         self.whole = whole
         self.positive = None
         self.seen = {}
@@ -267,6 +270,13 @@ class Columns:
                     f"one whose probability column {self.scores_column!r} holds) "
                     "with --pos-label LABEL"
                 ) from None
+            if self.from_record:
+                raise CLIError(
+                    f"{self.path}: the record's positive label {self.pos_label!r} is "
+                    f"not a label of column {self.labels_column!r}, whose labels are "
+                    f"{labels_text(classes)}: is this the file the record was made "
+                    "on? (--pos-label LABEL overrides the record's)"
+                ) from None
             raise CLIError(
                 f"{self.path}: --pos-label {self.pos_label!r} is not a label of "
                 f"column {self.labels_column!r}, whose labels are "
@@ -274,15 +284,24 @@ class Columns:
             ) from None
 
 
-def scores_and_labels(frame, scores_column, labels_column, path, pos_label=None):
+def scores_and_labels(
+    frame, scores_column, labels_column, path, pos_label=None, from_record=False
+):
     """Float scores, the labels as 0/1 and the positive label of a whole file's
     ``frame``; CLIError for bad values.
 
-    The positive class is ``pos_label`` (a string, read as the labels' type); without
-    it the labels must be 0/1, -1/1 or booleans, and 1 (True) is positive, as in
-    scikit-learn.
+    The positive class is ``pos_label`` (a string, read as the labels' type; read
+    from an audit record if ``from_record``); without it the labels must be 0/1, -1/1
+    or booleans, and 1 (True) is positive, as in scikit-learn.
     """
-    columns = Columns(path, scores_column, labels_column, pos_label, whole=True)
+    columns = Columns(
+        path,
+        scores_column,
+        labels_column,
+        pos_label,
+        whole=True,
+        from_record=from_record,
+    )
     columns.check_present(frame.columns)
     scores, labels = columns.convert(frame)
     return scores, labels, plain(columns.positive)

@@ -152,7 +152,12 @@ def _check_one(certificate, args, tables):
     if key not in tables:
         frame = read_table(args.file, file_format)
         tables[key] = scores_and_labels(
-            frame, scores_column, labels_column, args.file, pos_label
+            frame,
+            scores_column,
+            labels_column,
+            args.file,
+            pos_label,
+            from_record=args.pos_label is None,
         )
     scores, labels, _ = tables[key]
     cls = _verifiable()[method]
