@@ -487,7 +487,7 @@ def test_each_fold_of_the_estimator_is_the_reference(mode):
     bound the smallest of them (the reported candidate's) and the lower bound the
     reported lower candidate's reference lower bound, the largest of the evaluated
     ones', each at ``delta_fold / 48``; the same in chunks."""
-    data = make_overconfident(600, h=2**-3 if mode == "h" else None, random_state=4)
+    data = make_overconfident(400, h=2**-3 if mode == "h" else None, random_state=4)
     s, y = data.scores, data.labels.astype(np.int64)
     folds = _two_folds(s.shape[0], 1)
     h = 2**-3 if mode == "h" else None
@@ -535,9 +535,9 @@ def test_grid_form_matches_where_the_tangent_majorant_gives_the_lower_bound():
     """A rare event, where ``Psi_tan`` (the supergradient ``gamma`` of ``Psi_NB`` at
     the pilot, its relative part included) is below ``Psi_wc``: the lower route
     through ``gamma`` to 1e-12."""
-    data = make_rare_event(1500, h=2**-6, random_state=2)
+    data = make_rare_event(800, h=2**-6, random_state=2)
     s, y = data.scores, data.labels.astype(np.int64)
-    st, yt, sv, yv = s[:900], y[:900], s[900:], y[900:]
+    st, yt, sv, yv = s[:480], y[:480], s[480:], y[480:]
     h = 2**-6
     L = float(sech_derivative_bounds(h)[0])
     _, stats = _grid_statistics(st, yt, sv, yv, 64, 0, L, h)
