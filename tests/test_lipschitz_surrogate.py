@@ -16,6 +16,7 @@ training point ``i`` averaged over the queries, fallback included; SPEC section 
 """
 
 import bisect
+import functools
 import math
 
 import numpy as np
@@ -721,11 +722,10 @@ def test_huge_L_with_zero_distances_gives_finite_sums():
 # ----------------------------------------------------------------------------------
 # Flags
 # ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("L", [4.0, 32.0, 300.0])
-def test_unflagged_cells_keep_eta_hat_outside_and_g_on_one_side_of_one(L):
-    """A (candidate, cell) pair that is not flagged has ``eta_hat`` outside the cell
-    and ``g`` (the reference's, at both ends and the centre of the cell) at most 1 or
-    at least 1 on all of it; the cells holding ``eta_hat`` are flagged."""
+@functools.cache
+def _flag_problem():
+    """Training scores with a tie block, the candidates, and the reference's rows at
+    both ends and the centre of every (candidate, cell): they do not depend on L."""
     rng = np.random.default_rng(5)
     train = np.sort(np.concatenate([rng.beta(2, 5, 400), np.full(50, 0.8125)]))
     labels = (rng.uniform(size=train.size) < train).astype(np.float64)
@@ -733,23 +733,43 @@ def test_unflagged_cells_keep_eta_hat_outside_and_g_on_one_side_of_one(L):
     candidates, ((K, _),) = candidate_grids(n_buckets, R)
     stats = cell_stats(train, labels, np.zeros(train.size, dtype=np.intp), 1, K)
     training = stats.merged([0])
-    table = BucketTable(
-        Prepared(training, np.flatnonzero(training.count > 0)), candidates, R, L
-    )
+    cells = np.flatnonzero(training.count > 0)
+    rows = {
+        (i, p): _reference(
+            train,
+            labels,
+            [c / K, (c + 0.5) / K, np.nextafter((c + 1) / K, 0)],
+            B,
+            r,
+            R,
+            K,
+        )
+        for i, (B, r) in enumerate(candidates)
+        for p, c in enumerate(cells.tolist())
+    }
+    return training, cells, candidates, R, K, rows
+
+
+@pytest.mark.parametrize("L", [4.0, 32.0, 300.0])
+def test_unflagged_cells_keep_eta_hat_outside_and_g_on_one_side_of_one(L):
+    """A (candidate, cell) pair that is not flagged has ``eta_hat`` outside the cell
+    and ``g`` (the reference's, at both ends and the centre of the cell) at most 1 or
+    at least 1 on all of it; the cells holding ``eta_hat`` are flagged."""
+    training, cells, candidates, R, K, reference = _flag_problem()
+    table = BucketTable(Prepared(training, cells), candidates, R, L)
     owner, pos = flagged_pairs(table)
     flagged = set(zip(owner.tolist(), pos.tolist()))
-    cells = table.prep.cells
+    assert table.prep.cells.tolist() == cells.tolist()
     n_crossing = 0
-    for i, (B, r) in enumerate(candidates):
-        for p, c in enumerate(cells.tolist()):
-            ends = [c / K, (c + 0.5) / K, np.nextafter((c + 1) / K, 0)]
-            rows = _reference(train, labels, ends, B, r, R, K)
-            eta = rows[0][0]
-            crossing = abs((c + 0.5) / K - eta) < 0.5 / K
-            n_crossing += crossing
-            if (i, p) in flagged:
-                continue
-            assert not crossing, (B, r, c)
-            g = [_g(row, L) for row in rows]
-            assert max(g) <= 1.0 or min(g) >= 1.0, (B, r, c, g)
+    for (i, p), rows in reference.items():
+        c = int(cells[p])
+        B, r = candidates[i]
+        eta = rows[0][0]
+        crossing = abs((c + 0.5) / K - eta) < 0.5 / K
+        n_crossing += crossing
+        if (i, p) in flagged:
+            continue
+        assert not crossing, (B, r, c)
+        g = [_g(row, L) for row in rows]
+        assert max(g) <= 1.0 or min(g) >= 1.0, (B, r, c, g)
     assert n_crossing > 0 and len(flagged) >= n_crossing
