@@ -198,9 +198,10 @@ def _binned_auroc(scores, labels):
         np.minimum(key, 2 * _AUROC_CELLS - 2, out=key)  # s = 1 in the last cell
         key |= labels[start : start + _AUROC_CHUNK]
         counts += np.bincount(key, minlength=2 * _AUROC_CELLS)
-    # The cells with scores only (sorted, as the grid): every sum below is of whole
-    # or half counts under 2**53, exact in any order, so skipping the empty cells
-    # changes no digit and spares passes over the grid for a few hundred scores.
+    # The cells with scores only (sorted, as the grid), which spares passes over the
+    # grid for a few hundred scores. Every sum below is of whole or half counts, exact
+    # in any order while the pairs number below 2**52 (up to about 10**8 scores):
+    # skipping the empty cells (zero terms) changes no digit.
     cells = np.unique(np.flatnonzero(counts) >> 1)
     negative = counts[2 * cells].astype(np.float64)
     positive = counts[2 * cells + 1].astype(np.float64)
