@@ -1,6 +1,7 @@
 """A certified calibration bound on 10**9 scores, generated block by block with Dask.
 
-Run with ``python benchmarks/bench_scale.py [--rows 1e9] [--block 1e7] [--workers 2]``.
+Run with ``python benchmarks/bench_scale.py [--rows 1e9] [--block 1e7] [--workers 2]
+[--scheduler threads]``.
 
 Data: the synthetic perturbed classifier of ``benchmarks/bench_bounds.py``
 (``zigzag_base()`` seen through the sech perturbation with ``h = 2**-6``), whose true
@@ -8,8 +9,9 @@ calibration error is known by numerical integration. Block ``k`` of the dask arr
 drawn from ``default_rng([seed, k])``, so the data never exist in one place and every
 pass over them regenerates the same rows.
 
-Two timed runs, both on the same dask arrays with Dask's ``processes`` scheduler and
-``--workers`` workers (each includes the generation of every block it reads):
+Two timed runs, both on the same dask arrays with Dask's ``--scheduler`` (``threads``
+by default, or ``processes``) and ``--workers`` workers (each includes the generation
+of every block it reads):
 
 * ``binning``: the 15-bin reliability curve ``calibration_curve`` computes (per-bin
   counts, sums of scores and of labels), as a dask reduction - one pass;

@@ -253,12 +253,14 @@ def test_width_against_the_exact_sort(kind, ratio):
 def test_an_atom_sharing_its_cell_is_valid_but_wider():
     # 60% of the rows on five atoms, the rest uniform: the atoms share their cells
     # with continuous scores, so no window starts inside an atom (SPEC 14.6, what is
-    # wider). Measured 1.46x the sorted band's width at 3 * 10**4 rows.
+    # wider). The ratio of the widths is printed (docs/large_data.rst quotes it: run
+    # with -s).
     s, y = _rows(30_000, 5, "atoms")
     grid = MonotoneCalibrationBound(random_state=0).fit_chunks([(y, s)])
     exact = MonotoneCalibrationBound(random_state=0).fit(s, y)
     ratio = (grid.bound_ - grid.lower_bound_) / (exact.bound_ - exact.lower_bound_)
-    assert 1.2 < ratio < 2.0
+    print(f"atoms sharing their cells, 30,000 rows: {ratio:.2f} times the width")
+    assert 1.5 < ratio < 1.9
 
 
 def test_cross_fitting_still_needs_arrays():
