@@ -32,6 +32,7 @@ from skcalbound._surrogates._band import (
     band_interval,
     gap_envelope,
     maurer_pontil_term,
+    n_windows,
     window_lengths,
     window_starts,
 )
@@ -175,6 +176,10 @@ def test_window_starts_step_a_quarter_and_end_flush():
     assert_array_equal(window_starts(96, 32), [0, 8, 16, 24, 32, 40, 48, 56, 64])
     assert_array_equal(window_starts(5, 5), [0])
     assert_array_equal(window_starts(6, 3), [0, 1, 2, 3])  # D = max(1, 3 // 4)
+    # Their number without building them (the band's budget reads it).
+    for n in (5, 6, 96, 100, 1000, 12345):
+        for ell in window_lengths(n):
+            assert n_windows(n, ell) == window_starts(n, ell).shape[0], (n, ell)
 
 
 def test_quantile_transfer_by_hand():

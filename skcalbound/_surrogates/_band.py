@@ -44,6 +44,12 @@ def window_starts(n, ell):
     return starts
 
 
+def n_windows(n, ell):
+    """The number of starts :func:`window_starts` gives, without building them."""
+    step = max(1, ell // 4)
+    return (n - ell) // step + 1 + ((n - ell) % step != 0)
+
+
 def window_limit_tables(csum, n, lengths, delta1):
     """KL–Chernoff limits of the windows of each length ``ell`` in ``lengths`` at the
     budget ``c = ln(2 J N_ell / delta1)`` they share (SPEC 14 step 3; ``csum``: the
@@ -56,12 +62,16 @@ def window_limit_tables(csum, n, lengths, delta1):
     call per length, without a dozen calls' overhead on a small sample)."""
     successes, trials, budgets, by_sum = [], [], [], []
     for ell in lengths:
-        starts = window_starts(n, ell)
-        many = starts.shape[0] > ell + 1
-        queries = np.arange(ell + 1) if many else csum[starts + ell] - csum[starts]
+        count = n_windows(n, ell)
+        many = count > ell + 1
+        if many:
+            queries = np.arange(ell + 1)
+        else:
+            starts = window_starts(n, ell)
+            queries = csum[starts + ell] - csum[starts]
         successes.append(queries)
         trials.append(np.full(queries.shape[0], ell))
-        c = math.log(2.0 * len(lengths) * starts.shape[0] / delta1)
+        c = math.log(2.0 * len(lengths) * count / delta1)
         budgets.append(np.full(queries.shape[0], c))
         by_sum.append(many)
     ends = np.cumsum([q.shape[0] for q in successes])[:-1]
