@@ -41,6 +41,7 @@ test-study: install
 bench: install
 	$(BIN)/python benchmarks/bench_bounds.py
 	$(BIN)/python benchmarks/bench_slack.py
+	$(BIN)/python benchmarks/bench_tv_cells.py
 	$(BIN)/python benchmarks/bench_adaptive.py
 
 # The paper's synthetic study (docs/reproduce.rst): 4 problems, n = 1e3..1e7, 64 repeats.

@@ -256,6 +256,22 @@ def test_user_guide_includes_the_slack_table_the_script_wrote():
     assert nw_slack[-1] < 0.01
 
 
+def test_user_guide_tv_cells_table_and_its_range_are_the_script_s():
+    # The TV width table was hand-pasted from a run no command reproduced.
+    guide = (DOCS / "user_guide.rst").read_text()
+    assert ".. literalinclude:: tables/tv_cells.txt" in guide
+    text = (DOCS / "tables" / "tv_cells.txt").read_text()
+    assert text.startswith("$ python benchmarks/bench_tv_cells.py")
+    low, high, narrower, cells = re.search(
+        r"from ([0-9.]+) to ([0-9.]+) \(narrower on (\d+) of (\d+) cells\)", text
+    ).groups()
+    assert narrower == cells == "18"
+    assert (
+        f"The cells interval is narrower on every one ({low} to {high} times the "
+        "denoising width)." in " ".join(guide.split())
+    )
+
+
 def test_readme_slack_numbers_are_the_tables():
     rows = _slack_table()
     found = re.search(
