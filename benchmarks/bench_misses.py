@@ -1,7 +1,7 @@
 """Where a guarantee does not reach: how often a bound misses, and whether it says so.
 
-Run with ``python benchmarks/bench_misses.py [--n 1e6] [--samples 20]`` (about a
-minute on two cores); ``docs/user_guide.rst`` quotes both sections.
+Run with ``python benchmarks/bench_misses.py [--n 1e6] [--samples 20]`` (about ten
+seconds); ``docs/user_guide.rst`` quotes both sections.
 
 1. The published NW bound holds on average over the training labels only. Every
    score at 0.9 and ``eta = 1/2`` (``CE = 0.4``; any ``b1, b2`` holds for a constant
