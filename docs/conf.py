@@ -167,12 +167,19 @@ def _write_outputs():
     pd.DataFrame({"y_prob": s, "y_true": y}).to_csv(csv, index=False)
     cwd = os.getcwd()
     os.chdir(GENERATED)
+    gate_argv = ["predictions.csv", "--bound", "monotone", "tv", "--max-ce", "0.22"]
     try:
         run = _captured(lambda: cli_main(["predictions.csv"]))
+        gate = _captured(lambda: cli_main(gate_argv))
     finally:
         os.chdir(cwd)
         csv.unlink()
     (GENERATED / "cli_run.txt").write_text(run)
+    # The gate's verdict (its last line) on the same file.
+    verdict = gate.strip().splitlines()[-1]
+    (GENERATED / "cli_gate.txt").write_text(
+        "$ skcalbound " + " ".join(gate_argv) + "\n...\n" + verdict + "\n"
+    )
     (GENERATED / "cli_by.txt").write_text(_cli_by())
     (GENERATED / "h_table.txt").write_text(_h_table())
 
