@@ -253,13 +253,11 @@ def test_width_against_the_exact_sort(kind, ratio):
 def test_an_atom_sharing_its_cell_is_valid_but_wider():
     # 60% of the rows on five atoms, the rest uniform: the atoms share their cells
     # with continuous scores, so no window starts inside an atom (SPEC 14.6, what is
-    # wider). The ratio of the widths is printed (docs/large_data.rst quotes it: run
-    # with -s).
+    # wider): 1.69 times the width (benchmarks/bench_bounds.py --band prints it).
     s, y = _rows(30_000, 5, "atoms")
     grid = MonotoneCalibrationBound(random_state=0).fit_chunks([(y, s)])
     exact = MonotoneCalibrationBound(random_state=0).fit(s, y)
     ratio = (grid.bound_ - grid.lower_bound_) / (exact.bound_ - exact.lower_bound_)
-    print(f"atoms sharing their cells, 30,000 rows: {ratio:.2f} times the width")
     assert 1.5 < ratio < 1.9
 
 
