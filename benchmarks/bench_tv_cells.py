@@ -4,8 +4,9 @@ Run with ``python benchmarks/bench_tv_cells.py`` (about ten seconds);
 ``--output docs/tables/tv_cells.txt`` also writes what it prints to that file, which
 ``docs/user_guide.rst`` (TV's cell bound) includes.
 
-On each problem of the study (``skcalbound.datasets.make_calibration_problem``, raw
-scores, no perturbation) with the total variation ``V`` of its calibration function,
+On each problem of ``skcalbound.datasets`` (the names ``make_calibration_problem``
+takes, raw scores, no perturbation) with the total variation ``V`` of its calibration
+function,
 ``TVCalibrationBound(V=V, method="denoise")`` (the paper's) and
 ``TVCalibrationBound(V=V, method="cells")`` (the default with
 ``guarantee="high_probability"``), both at ``confidence_level=0.95`` with the other
@@ -22,15 +23,8 @@ import numpy as np
 
 from skcalbound import TVCalibrationBound
 from skcalbound.datasets import make_calibration_problem
+from skcalbound.datasets._generators import PROBLEM_NAMES as PROBLEMS
 
-PROBLEMS = (
-    "calibrated",
-    "overconfident",
-    "parabola",
-    "oscillating",
-    "discrete",
-    "atoms",
-)
 METHODS = ("denoise", "cells")
 
 

@@ -265,7 +265,7 @@ def test_user_guide_tv_cells_table_and_its_range_are_the_script_s():
     low, high, narrower, cells = re.search(
         r"from ([0-9.]+) to ([0-9.]+) \(narrower on (\d+) of (\d+) cells\)", text
     ).groups()
-    assert narrower == cells == "18"
+    assert narrower == cells == "21"
     assert (
         f"The cells interval is narrower on every one ({low} to {high} times the "
         "denoising width)." in " ".join(guide.split())
