@@ -78,7 +78,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.sizes]
     command = " ".join(["python benchmarks/bench_tv_cells.py", *(argv or sys.argv[1:])])
-    command = command.split(" --output")[0]
     text = f"$ {command}   # {datetime.date.today().isoformat()}\n" + report(
         sizes, args.samples
     )
