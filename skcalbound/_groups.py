@@ -327,8 +327,8 @@ def bounds_by_group(
     >>> table = bounds_by_group(y, s, region, h=2**-4, random_state=0)
     >>> print(table[["group", "n", "lower_bound", "upper_bound"]].round(3))
        group      n  lower_bound  upper_bound
-    0  south  19969          0.1        0.212
-    1  north  20031          0.0        0.046
+    0  south  19969        0.099        0.213
+    1  north  20031        0.000        0.047
     >>> table.attrs["n_certificates"], round(table.attrs["per_certificate_level"], 3)
     (2, 0.975)
     """

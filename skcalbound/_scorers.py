@@ -320,7 +320,7 @@ def make_bound_scorer(method, *, pos_label=None, **params):
     >>> scoring = {"nw": make_bound_scorer("nw", random_state=0), "roc_auc": "roc_auc"}
     >>> result = cross_validate(clf, X, y, cv=2, scoring=scoring)
     >>> print(-result["test_nw"].round(3))
-    [0.069 0.072]
+    [0.07  0.073]
     """
     names = _BOUNDS[method].smoothness_params
     given = {k: v for k, v in params.items() if v is not None}

@@ -182,7 +182,7 @@ class SechPerturbedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     >>> bound = NWCalibrationBound(h=clf.h, random_state=0).fit(proba, y[10_000:])
     >>> print(f"CE of the perturbed classifier in "
     ...       f"[{bound.lower_bound_:.3f}, {bound.bound_:.3f}]")
-    CE of the perturbed classifier in [0.000, 0.071]
+    CE of the perturbed classifier in [0.000, 0.072]
     """
 
     _parameter_constraints = {

@@ -148,6 +148,49 @@ def uniform_grid(n_cells):
     return cell_of, cell_centre
 
 
+def cell_supremum_bias(n_cells, b1, b2, h=None):
+    """A ``bias`` plug-in for a smoother whose weights are the same for every query
+    of a cell of ``n_cells`` equal cells (the package's grid): ``Babs`` and ``R`` at
+    their suprema over the query's cell ``[l, r]``, by Corollary 4's monotonicity:
+    ``|m1|`` and ``M2`` at the worse cell edge, ``d`` from the cell's far edge to
+    the far edge of the outermost training point's cell, ``kappa1`` at the point of
+    the cell nearest 1/2, ``A(. + d)`` at ``r`` and ``B(. - d)`` at ``l``. A
+    fallback query keeps its own (``None``)."""
+    cell_of, _ = uniform_grid(n_cells)
+    width = 1.0 / n_cells
+
+    def bias(s, points, fallback):
+        if fallback:
+            return None
+        left = cell_of(s) * width
+        right = left + width
+        m1 = max(abs(sum(w * (x - e) for x, w in points)) for e in (left, right))
+        M2 = max(sum(w * (x - e) ** 2 for x, w in points) for e in (left, right))
+        low = min(cell_of(x) for x, _ in points) * width
+        high = (max(cell_of(x) for x, _ in points) + 1) * width
+        d = max(right - low, high - left)
+        b1_v, R = b1, None
+        if h is not None:
+            A, B = lemma4_AB(min(max(0.5, left), right), h)
+            b1_v = min(b1, (A + B) / 4.0)
+            A_hi = lemma4_AB(min(right + d, 1.0), h)[0]
+            B_lo = lemma4_AB(max(left - d, 0.0), h)[1]
+            kappabar = 2.0 * (max(A_hi, B_lo) + 0.5 * min(A_hi, B_lo)) ** 2
+            rho = (A + B) * m1 + kappabar * psi((A_hi + B_lo) * d) * M2
+            if rho < 0.5:
+                R = rho / (1.0 - rho)
+        return min(1.0, b1_v * m1 + 0.5 * b2 * M2), R
+
+    return bias
+
+
+def cell_centre_proxy(n_cells):
+    """A ``branch_at`` plug-in: the centre of the query's cell of ``n_cells`` equal
+    cells (the package's grid chooses one branch per cell)."""
+    cell_of, cell_centre = uniform_grid(n_cells)
+    return lambda s: cell_centre(cell_of(s))
+
+
 def default_pilot(
     train_scores,
     val_scores,
@@ -211,6 +254,7 @@ def adaptive_fold(
     cell_of=None,
     cell_centre=None,
     bias=None,
+    branch_at=None,
 ):
     """Every quantity of SPEC 13 for one fold, by plain loops.
 
@@ -233,7 +277,10 @@ def adaptive_fold(
     bias : callable ``bias(s, points, fallback) -> (Babs, R)`` or None (Lemma 6 and
         Corollary 4 as above): replaces ``Babs`` and ``R`` (None where undefined) for a
         smoother with another bias bound (``points``: the ``(s_i, w_i)`` with
-        ``w_i > 0``; Lipschitz buckets, SPEC 5); the other entries stay as computed.
+        ``w_i > 0``; Lipschitz buckets, SPEC 5; :func:`cell_supremum_bias`), or
+        returns None to keep them; the other entries stay as computed.
+    branch_at : callable ``branch_at(s) -> x`` or None (``x = s``): the proxy at
+        which the branch is chosen (a function of the query's score only).
 
     Returns
     -------
@@ -318,8 +365,11 @@ def adaptive_fold(
                 R = rho / (1.0 - rho)
         Babs = min(1.0, b1_v * abs(m1) + 0.5 * b2 * M2)
         if bias is not None:
-            Babs, R = bias(s, [(ts[i], wi) for i, wi in sup], fb)
-        candidates = [Babs] if R is None else [Babs, R * s, R * (1.0 - s)]
+            given = bias(s, [(ts[i], wi) for i, wi in sup], fb)
+            if given is not None:
+                Babs, R = given
+        x = s if branch_at is None else branch_at(s)
+        candidates = [Babs] if R is None else [Babs, R * x, R * (1.0 - x)]
         k = min(range(len(candidates)), key=lambda j: candidates[j])  # first on ties
         if k == 0:
             b = Babs

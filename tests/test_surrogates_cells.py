@@ -36,8 +36,6 @@ def _data(n=3000, seed=0):
 def _loop(s, y, groups, n_groups):
     """The sums by a plain loop over the rows, in row order."""
     out = {k: np.zeros((n_groups, G)) for k in ("count", "positives", "s1", "s2")}
-    low = np.full((n_groups, G), np.inf)
-    high = np.full((n_groups, G), -np.inf)
     for score, label, g in zip(s, y, groups):
         if g < 0:
             continue
@@ -47,57 +45,50 @@ def _loop(s, y, groups, n_groups):
         out["positives"][g, c] += float(label)
         out["s1"][g, c] += t
         out["s2"][g, c] += t * t
-        low[g, c] = min(low[g, c], score)
-        high[g, c] = max(high[g, c], score)
-    return out, low, high
+    return out
 
 
-def _assert_identical(got, want, low, high):
+def _assert_identical(got, want):
     for name, value in want.items():
         assert np.array_equal(getattr(got, name), value), name
-    assert np.array_equal(got.low, low)
-    assert np.array_equal(got.high, high)
 
 
 @pytest.mark.parametrize("cuts", [(0, 3000), (0, 1, 700, 701, 2999, 3000)])
 def test_rows_summed_into_a_running_total_have_the_digits_of_one_loop(cuts):
     s, y, groups = _data()
     s_before, y_before = s.copy(), y.copy()
-    want, low, high = _loop(s, y, groups, 3)
+    want = _loop(s, y, groups, 3)
     chunks = [slice(a, b) for a, b in zip(cuts[:-1], cuts[1:])]
 
     def part(c, summed):
-        return cell_sums(s[c], y[c], groups[c], 3, G, extremes=True, summed=summed)
+        return cell_sums(s[c], y[c], groups[c], 3, G, summed=summed)
 
     first, *rest = chunks
     # In place, as every source merges: the chunk at row 0 summed, the others rows.
     total = part(first, True)
     for c in rest:
         total += part(c, False)
-    _assert_identical(total, want, low, high)
+    _assert_identical(total, want)
     # Not in place, and rows first (a merge that does not start at row 0).
     added = reduce(lambda a, b: a + b, [part(c, False) for c in chunks])
     if isinstance(added, CellRows):
         added = added.summed()
-    _assert_identical(added, want, low, high)
+    _assert_identical(added, want)
     if rest:
         copy = part(first, True)
         before = copy.count.copy()
-        _assert_identical(
-            reduce(lambda a, b: a + part(b, False), rest, copy), want, low, high
-        )
+        _assert_identical(reduce(lambda a, b: a + part(b, False), rest, copy), want)
         assert np.array_equal(copy.count, before)  # `+` left its operand alone
     assert np.array_equal(s, s_before) and np.array_equal(y, y_before)
 
 
-def test_rows_without_extremes_and_with_float_labels():
+def test_rows_with_float_labels():
     s, y, groups = _data(seed=1)
-    want, _, _ = _loop(s, y, groups, 3)
+    want = _loop(s, y, groups, 3)
     total = cell_sums(s[:1000], y[:1000].astype(float), groups[:1000], 3, G)
     total += cell_sums(
         s[1000:], y[1000:].astype(float), groups[1000:], 3, G, summed=False
     )
-    assert total.low is None and total.high is None
     for name, value in want.items():
         assert np.array_equal(getattr(total, name), value), name
 

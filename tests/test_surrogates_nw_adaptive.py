@@ -148,11 +148,7 @@ def _grid_fold(seed, m=3000, n=1500, G=1024, bandwidth=2.0**-5, tail=0.2):
     fallback = tables.A0[bv] <= 0
     W[fallback] = nearest_weights(st, sv[fallback])
     W /= W.sum(axis=1, keepdims=True)
-    lo = np.full(G, np.inf)
-    hi = np.full(G, -np.inf)
-    np.minimum.at(lo, bt, st)
-    np.maximum.at(hi, bt, st)
-    return tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, y[m:]
+    return tables, train, val, W, st, yt, sv, bt, fallback, y[m:]
 
 
 def _nearest(s_train, y_train):
@@ -178,9 +174,16 @@ def _nearest(s_train, y_train):
 def _reference_on_grid(points, W, fallback, G, bandwidth, tempering, b1, b2, h, delta):
     """The plain-loop reference (tests/_adaptive_reference.py, from branch i39-ref)
     on a fold's ``points`` (training scores and labels, evaluated validation scores
-    and labels), given the grid's weights ``W`` (fallback rows included) and
-    computing the default pilot itself on the ``G`` cells."""
-    from _adaptive_reference import adaptive_fold, tempered_epanechnikov, uniform_grid
+    and labels), given the grid's weights ``W`` (fallback rows included), computing
+    the default pilot itself on the ``G`` cells, and the bias bound of each query's
+    cell at its supremum over the cell, its branch at the cell centre."""
+    from _adaptive_reference import (
+        adaptive_fold,
+        cell_centre_proxy,
+        cell_supremum_bias,
+        tempered_epanechnikov,
+        uniform_grid,
+    )
 
     st, yt, sv, vy = points
     rows = {float(v): w for v, w in zip(sv, W)}
@@ -201,6 +204,8 @@ def _reference_on_grid(points, W, fallback, G, bandwidth, tempering, b1, b2, h, 
         kernel=lambda u: tempered_epanechnikov(u, tempering),
         cell_of=cell_of,
         cell_centre=cell_centre,
+        bias=cell_supremum_bias(G, b1, b2, h),
+        branch_at=cell_centre_proxy(G),
     )
 
 
@@ -223,13 +228,29 @@ def _assert_same(got, expected):
 )
 def test_grid_statistics_match_the_weights_they_use(h, bandwidth, tail):
     fold = _grid_fold(3, bandwidth=bandwidth, tail=tail)
-    tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, _ = fold
+    tables, train, val, W, st, yt, sv, bt, fallback, _ = fold
     assert fallback.any() or tail < 1.0  # the fallback rows are tested
-    pilot = default_pilot(val, tables.n_bins, tables.bandwidth, 1.0)
-    grid = grid_statistics(
-        tables, train, lo, hi, pilot, sv, B1, B2, h, _nearest(st, yt)
+    # The grid's per-cell sums against the per-point definition with the same bias
+    # bounds: each query's cell's (its own at a fallback query), its branch chosen at
+    # its cell's centre.
+    from skcalbound._surrogates.nw._adaptive import _dense_rows, _taylor_bias
+    from skcalbound._surrogates.nw._kernel import bin_centres
+
+    G = tables.n_bins
+    pilot = default_pilot(val, G, tables.bandwidth, 1.0)
+    context = FoldContext.of(tables, train, pilot, B1, B2, h)
+    grid = grid_statistics(tables, train, pilot, sv, B1, B2, h, _nearest(st, yt))
+    m1, M2, _, d, *_ = _dense_rows(W, st, yt, sv, pilot[bt])
+    own = _taylor_bias(sv, m1, M2, d, B1, B2, h, fallback)
+    bv = np.minimum((sv * G).astype(int), G - 1)
+    bias = tuple(
+        np.where(fallback, mine, cell[bv])
+        for mine, cell in zip(own, (context.babs, context.R))
     )
-    dense = dense_statistics(W, st, yt, sv, pilot[bt], B1, B2, h, fallback)
+    proxy = np.where(fallback, sv, bin_centres(G)[bv])
+    dense = dense_statistics(
+        W, st, yt, sv, pilot[bt], B1, B2, h, fallback, bias=bias, proxy=proxy
+    )
     assert grid.n_relative == dense.n_relative
     if h is not None:
         assert grid.n_relative > 0
@@ -245,7 +266,7 @@ def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed, n_chunks)
     # grid's weights (fallback included) and computes the default pilot itself.
 
     fold = _grid_fold(seed, m=300, n=150, bandwidth=bandwidth, tail=1.0)
-    tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, vy = fold
+    tables, train, val, W, st, yt, sv, bt, fallback, vy = fold
     G = tables.n_bins
     delta = 0.05 / 5
     tempering = 1.0
@@ -253,7 +274,7 @@ def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed, n_chunks)
         (st, yt, sv, vy), W, fallback, G, bandwidth, tempering, B1, B2, h, delta
     )
     pilot = default_pilot(val, G, tables.bandwidth, tempering)
-    context = FoldContext.of(tables, train, lo, hi, pilot, B1, B2, h)
+    context = FoldContext.of(tables, train, pilot, B1, B2, h)
     chunks = np.array_split(np.arange(sv.shape[0]), n_chunks)
     merged = row_sums(context, sv[chunks[0]])
     for chunk in chunks[1:]:
@@ -292,13 +313,11 @@ def test_grid_terms_match_the_plain_loop_reference(h, bandwidth, seed, n_chunks)
 @pytest.mark.parametrize("h, bandwidth", [(None, 2.0**-5), (H, 2.0**-9)])
 def test_grid_statistics_in_chunks_equal_in_memory(h, bandwidth):
     fold = _grid_fold(7, bandwidth=bandwidth, tail=1.0)
-    tables, train, val, lo, hi, W, st, yt, sv, bt, fallback, _ = fold
+    tables, train, val, W, st, yt, sv, bt, fallback, _ = fold
     assert fallback.any() == (h is not None)  # both paths of finish
     pilot = default_pilot(val, tables.n_bins, tables.bandwidth, 1.0)
-    whole = grid_statistics(
-        tables, train, lo, hi, pilot, sv, B1, B2, h, _nearest(st, yt)
-    )
-    context = FoldContext.of(tables, train, lo, hi, pilot, B1, B2, h)
+    whole = grid_statistics(tables, train, pilot, sv, B1, B2, h, _nearest(st, yt))
+    context = FoldContext.of(tables, train, pilot, B1, B2, h)
     order = np.random.default_rng(0).permutation(sv.shape[0])
     parts = [row_sums(context, sv[chunk]) for chunk in np.array_split(order, 3)]
     chunked = finish(context, parts[0] + parts[1] + parts[2], _nearest(st, yt))
@@ -333,47 +352,10 @@ def test_finish_reads_the_fallback_of_the_passes_smoother():
     sums = cell_sums(s, y, ids, 2, G)
     train, val = sums.group(0), sums.group(1)
     assert (tables.A0[bin_of(sv, G)] <= 0).sum() > 0  # fallback queries
-    lo, hi = np.full(G, np.inf), np.full(G, -np.inf)
-    np.minimum.at(lo, bin_of(st, G), st)
-    np.maximum.at(hi, bin_of(st, G), st)
     pilot = default_pilot(val, G, tables.bandwidth, 1.2)
-    args = (tables, train, lo, hi, pilot, sv, B1, B2, H)
+    args = (tables, train, pilot, sv, B1, B2, H)
     got = grid_statistics(*args, smoother.nearest)
     _assert_same(got, grid_statistics(*args, _nearest(st, yt)))
-
-
-def test_cell_extremes_merge_by_min_and_max_and_coarsen():
-    from functools import reduce
-
-    from skcalbound._surrogates._cells import bin_of, cell_sums
-
-    rng = np.random.default_rng(5)
-    s = rng.beta(0.5, 20, 5000)
-    y = (rng.random(s.shape[0]) < s).astype(float)
-    groups = rng.integers(-1, 3, s.shape[0]).astype(np.intp)
-    assert cell_sums(s, y, groups, 3, 256).low is None  # only when asked
-    whole = cell_sums(s, y, groups, 3, 256, extremes=True)
-    parts = [
-        cell_sums(s[c], y[c], groups[c], 3, 256, extremes=True)
-        for c in np.array_split(np.arange(s.shape[0]), 4)
-    ]
-    added = reduce(lambda a, b: a + b, parts)
-    in_place = parts[0]
-    for part in parts[1:]:
-        in_place += part
-    for merged in (added, in_place):
-        assert_allclose(merged.count, whole.count)
-        assert np.array_equal(merged.low, whole.low)
-        assert np.array_equal(merged.high, whole.high)
-    for chosen, factor in (((0, 2), 4), ((1,), 1)):
-        keep = np.isin(groups, chosen)
-        cells = bin_of(s[keep], 256 // factor)
-        lo, hi = np.full(256 // factor, np.inf), np.full(256 // factor, -np.inf)
-        np.minimum.at(lo, cells, s[keep])
-        np.maximum.at(hi, cells, s[keep])
-        got = whole.score_range(chosen, factor)
-        assert np.array_equal(got[0], lo) and np.array_equal(got[1], hi)
-        assert np.isfinite(lo).sum() > 10
 
 
 @pytest.mark.parametrize("h, n_chunks", [(H, 1), (H, 4), (None, 4)])
@@ -418,12 +400,9 @@ def test_nw_grid_adaptive_through_the_passes_equals_grid_statistics(
         zeros = lambda x: np.zeros(x.shape[0], dtype=np.intp)  # noqa: E731
         train_sums = cell_sums(st, yt, zeros(st), 1, G).group(0)
         val_sums = cell_sums(sv, yv, zeros(sv), 1, G).group(0)
-        lo, hi = np.full(G, np.inf), np.full(G, -np.inf)
-        np.minimum.at(lo, bin_of(st, G), st)
-        np.maximum.at(hi, bin_of(st, G), st)
         pilot = default_pilot(val_sums, G, tables.bandwidth, grid.tempering)
         expected = grid_statistics(
-            tables, train_sums, lo, hi, pilot, sv, B1, B2, h, _nearest(st, yt)
+            tables, train_sums, pilot, sv, B1, B2, h, _nearest(st, yt)
         )
         _assert_same(fit.statistics[k], expected)
     assert fallback > 0
@@ -632,33 +611,40 @@ def test_psi_overflows_to_inf_without_a_warning():
         assert np.isnan(R).all()
 
 
-def test_row_sums_in_blocks_equal_row_sums_of_small_chunks():
-    # row_sums runs its per-point arithmetic in blocks of _BLOCK points: on a chunk
-    # of several blocks it equals the sum of row_sums over chunks of one block each.
-    from skcalbound._surrogates._cells import _BLOCK, bin_of, cell_sums
-    from skcalbound._surrogates.nw._smoother import HPTables
+@pytest.mark.parametrize("h, bandwidth", [(H, 2.0**-9), (H, 2.0**-7), (None, 2.0**-7)])
+def test_cell_bias_bounds_the_bias_of_every_query_in_the_cell(h, bandwidth):
+    # The grid bounds the bias of a cell's queries by one Babs and one R, at their
+    # suprema over the cell: at scores across every kernel cell (edges included),
+    # the per-query Babs and R (Lemma 6 and Corollary 4 at that score, with the
+    # cell's weights on the training scores themselves) are never above them, and
+    # the suprema are attained within a few percent.
+    from skcalbound._surrogates.nw._adaptive import _taylor_bias
+    from skcalbound._surrogates.nw._adaptive_grid import cell_bias
 
-    rng = np.random.default_rng(8)
-    s = rng.beta(0.5, 20, 40000)
-    y = (rng.random(s.shape[0]) < np.minimum(1.0, 1.2 * s)).astype(float)
-    st, sv = s[:20000], s[20000:]
-    G = 1024
-    sums = cell_sums(s, y, (np.arange(s.shape[0]) >= 20000).astype(np.intp), 2, G)
-    train, val = sums.group(0), sums.group(1)
-    tables = HPTables.from_stats(train, 2.0**-9, 1.0)
-    assert sv.shape[0] > 2 * _BLOCK and (tables.A0[bin_of(sv, G)] <= 0).any()
-    lo, hi = np.full(G, np.inf), np.full(G, -np.inf)
-    np.minimum.at(lo, bin_of(st, G), st)
-    np.maximum.at(hi, bin_of(st, G), st)
-    pilot = default_pilot(val, G, tables.bandwidth, 1.0)
-    context = FoldContext.of(tables, train, lo, hi, pilot, B1, B2, H)
-    whole = row_sums(context, sv)
-    parts = [row_sums(context, sv[a : a + 1000]) for a in range(0, sv.shape[0], 1000)]
-    merged = parts[0]
-    for part in parts[1:]:
-        merged = merged + part
-    assert whole.totals[0] == merged.totals[0] > 2 * _BLOCK
-    assert_allclose(whole.totals, merged.totals, rtol=1e-12)
-    assert_allclose(whole.per_cell, merged.per_cell, rtol=1e-12, atol=1e-15)
-    assert np.array_equal(whole.fallback, merged.fallback)
-    assert whole.totals[7] > 0  # relative branch taken
+    tables, train, _, _, st, _, _, bt, _, _ = _grid_fold(
+        9, bandwidth=bandwidth, tail=1.0
+    )
+    G = tables.n_bins
+    babs, R = cell_bias(tables, train.count, B1, B2, h)
+    half = (tables.ker.shape[0] - 1) // 2
+    checked = relative = 0
+    worst = []
+    for q in np.flatnonzero(tables.A0 > 0.0)[::7]:
+        inside = np.abs(bt - q) <= half
+        w = np.where(inside, tables.ker[np.clip(bt - q + half, 0, 2 * half)], 0.0)
+        use = w > 0
+        w, x = w[use] / w[use].sum(), st[use]
+        s = (q + np.linspace(0.0, 1.0, 9)) / G
+        diff = x[None, :] - s[:, None]
+        m1, M2 = diff @ w, (diff * diff) @ w
+        d = np.abs(diff).max(axis=1)
+        point_babs, point_R = _taylor_bias(s, m1, M2, d, B1, B2, h, None)
+        assert (point_babs <= babs[q] * (1 + 1e-12)).all()
+        worst.append(point_babs.max() / babs[q])
+        if np.isfinite(R[q]):
+            assert np.isfinite(point_R).all()
+            assert (point_R <= R[q] * (1 + 1e-12)).all()
+            relative += 1
+        checked += 1
+    assert checked > 20 and (relative > 0) == (h is not None)
+    assert min(worst) > 0.9

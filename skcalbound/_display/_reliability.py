@@ -193,7 +193,7 @@ class CalibrationBoundDisplay(FromData):
     >>> disp = CalibrationBoundDisplay.from_predictions(
     ...     y, s, bound="nw", bound_params={"h": 2**-4, "random_state": 0})
     >>> print(f"CE in [{disp.lower_bound:.3f}, {disp.bound:.3f}]")  # true CE = 0
-    CE in [0.000, 0.040]
+    CE in [0.000, 0.041]
     """
 
     def __init__(

@@ -53,36 +53,28 @@ class BinStats:
 class CellSums:
     """Per (group, fine cell): count, positives, sums of ``t`` and ``t**2``; shape
     ``(n_groups, n_bins)``. Merged by addition (with another :class:`CellSums`, or
-    with a chunk's :class:`CellRows`). Only when asked (``cell_sums(...,
-    extremes=True)``): the smallest (``low``, inf if empty) and largest (``high``,
-    -inf if empty) score, merged by min / max."""
+    with a chunk's :class:`CellRows`)."""
 
     count: np.ndarray
     positives: np.ndarray
     s1: np.ndarray
     s2: np.ndarray
-    low: np.ndarray = None
-    high: np.ndarray = None
 
     @classmethod
-    def zeros(cls, n_groups, n_bins, extremes=False):
+    def zeros(cls, n_groups, n_bins):
         """The sums of no row, every array a view of one block (one allocation,
         which the allocator maps and unmaps as a whole: a dozen arrays of a few tens
         of MB each, made and freed per chunk, are otherwise kept in every thread's
         arena -- seen: 300 MB above the live arrays on Dask input at 2e7 rows)."""
-        block = np.zeros((6 if extremes else 4, n_groups * n_bins))
-        if extremes:
-            block[4], block[5] = np.inf, -np.inf
+        block = np.zeros((4, n_groups * n_bins))
         return cls(*(a.reshape(n_groups, n_bins) for a in block))
 
     def __add__(self, other):
         if isinstance(other, CellRows):
-            extremes = (None, None) if self.low is None else (self.low, self.high)
-            out = CellSums(*(a.copy() for a in (*self._arrays(), *extremes)))
+            out = CellSums(*(a.copy() for a in self._arrays()))
             out += other
             return out
-        sums = (a + b for a, b in zip(self._arrays(), other._arrays()))
-        return CellSums(*sums, *self._extremes(other))
+        return CellSums(*(a + b for a, b in zip(self._arrays(), other._arrays())))
 
     def __iadd__(self, other):
         if isinstance(other, CellRows):
@@ -91,23 +83,7 @@ class CellSums:
         # In place: the merge of in-memory blocks adds MBs of grids per block.
         for a, b in zip(self._arrays(), other._arrays()):
             a += b
-        if self.low is not None:
-            np.minimum(self.low, other.low, out=self.low)
-            np.maximum(self.high, other.high, out=self.high)
         return self
-
-    def _extremes(self, other):
-        if self.low is None:
-            return None, None
-        return np.minimum(self.low, other.low), np.maximum(self.high, other.high)
-
-    def score_range(self, groups, factor=1):
-        """The smallest and largest score over ``groups`` per cell of the grid
-        ``factor`` times coarser (inf / -inf where there is none)."""
-        groups = list(groups)
-        low = self.low[groups].min(axis=0).reshape(-1, factor).min(axis=1)
-        high = self.high[groups].max(axis=0).reshape(-1, factor).max(axis=1)
-        return low, high
 
     def _arrays(self):
         return (self.count, self.positives, self.s1, self.s2)
@@ -131,7 +107,7 @@ class CellSums:
 @dataclass(frozen=True)
 class CellRows:
     """A chunk's rows as pass 1 reads them, not yet summed: per row its key ``group *
-    n_bins + cell``, label, offset ``t`` and (with extremes, else None) score.
+    n_bins + cell``, label and offset ``t``.
 
     Added into a :class:`CellSums` row by row in order (``np.add.at``, the order of
     ``np.bincount``): a chunk waiting to be merged holds a few bytes a row instead
@@ -143,18 +119,15 @@ class CellRows:
     key: np.ndarray
     labels: np.ndarray
     offsets: np.ndarray
-    scores: np.ndarray
     n_groups: int
     n_bins: int
 
     def add_to(self, sums):
         """Add the rows into ``sums`` (C-contiguous arrays, in place)."""
-        arrays = (*sums._arrays(), sums.low, sums.high)[
-            : 4 if self.scores is None else 6
-        ]
+        arrays = sums._arrays()
         if not all(a.flags.c_contiguous for a in arrays):
             raise ValueError("CellSums arrays must be C-contiguous to add rows into.")
-        count, positives, s1, s2, *extremes = (a.reshape(-1) for a in arrays)
+        count, positives, s1, s2 = (a.reshape(-1) for a in arrays)
         # Counts and positives are integers, exact in any order: np.bincount, twice
         # as fast as np.add.at (which casts a non-float64 dtype element by element).
         size = count.shape[0]
@@ -162,12 +135,9 @@ class CellRows:
         positives += np.bincount(self.key, weights=self.labels, minlength=size)
         np.add.at(s1, self.key, self.offsets)
         np.add.at(s2, self.key, np.square(self.offsets))
-        if extremes:
-            np.minimum.at(extremes[0], self.key, self.scores)
-            np.maximum.at(extremes[1], self.key, self.scores)
 
     def summed(self):
-        out = CellSums.zeros(self.n_groups, self.n_bins, self.scores is not None)
+        out = CellSums.zeros(self.n_groups, self.n_bins)
         out += self
         return out
 
@@ -179,10 +149,9 @@ class CellRows:
     __iadd__ = __add__
 
 
-def cell_sums(scores, labels, groups, n_groups, n_bins, extremes=False, summed=True):
+def cell_sums(scores, labels, groups, n_groups, n_bins, summed=True):
     """Pass 1 on one chunk: its :class:`CellSums` (rows with group < 0 skipped), or
-    with ``summed=False`` its :class:`CellRows`; ``extremes``: with each cell's
-    smallest and largest score."""
+    with ``summed=False`` its :class:`CellRows`."""
     G = n_bins
     keep = groups >= 0
     if not keep.all():
@@ -197,7 +166,7 @@ def cell_sums(scores, labels, groups, n_groups, n_bins, extremes=False, summed=T
         cell_offsets(scores[b], cells, G, out=t[b])
         cells += np.multiply(groups[b], G, dtype=np.intp)
         key[b] = cells
-    rows = CellRows(key, labels, t, scores if extremes else None, n_groups, G)
+    rows = CellRows(key, labels, t, n_groups, G)
     return rows.summed() if summed else rows
 
 

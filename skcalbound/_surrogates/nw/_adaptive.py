@@ -178,52 +178,78 @@ def _taylor_bias(s, m1, M2, d, b1, b2, h, fallback):
 _N_TOTALS = 9
 
 
+def branches(proxy, babs, R, eta_hat, eta0, noise0):
+    """Per entry (a query, or a cell of queries): the bias branch chosen at ``proxy``
+    and what follows from it. The branch ``k = argmin(Babs, R x, R (1 - x))`` at
+    ``x = proxy``, first on ties, NaN as inf: ``R`` is NaN or finite, so ``k > 0``
+    iff ``min(R x, R (1 - x)) < Babs``, then ``k = 1`` iff ``R x <= R (1 - x)``.
+    Returns ``relative`` (``k > 0``), ``bias`` (``b(eta_hat)``), ``f``, ``bhat``
+    (in ``V_A``), ``bias0`` (``B + N`` at the pilot), ``inside`` (``bias0 < 1``) and
+    ``active`` (the relative piece is the minimum at the pilot, inside)."""
+    Rx, R1x = R * proxy, R * (1.0 - proxy)
+    relative = np.minimum(Rx, R1x) < babs
+    bias = np.where(relative, R * np.where(Rx <= R1x, eta_hat, 1.0 - eta_hat), babs)
+    rel = R * np.minimum(eta0, 1.0 - eta0)  # NaN where R is
+    bias0 = np.fmin(babs, rel)
+    bias0 += noise0
+    inside = bias0 < 1.0
+    return {
+        "relative": relative,
+        "bias": bias,
+        "f": 1.0 + np.where(relative, R, 0.0),
+        "bhat": np.where(
+            relative, np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat)), babs
+        ),
+        "bias0": bias0,
+        "inside": inside,
+        "active": inside & (rel < babs),
+    }
+
+
 def _rows(
-    s, m1, M2, root_W2, d, eta_hat, eta0, noise0, b1, b2, h, fallback=None, bias=None
+    s,
+    m1,
+    M2,
+    root_W2,
+    d,
+    eta_hat,
+    eta0,
+    noise0,
+    b1,
+    b2,
+    h,
+    fallback=None,
+    bias=None,
+    proxy=None,
 ):
     """Per evaluated validation point ``s`` (with its ``m1``, ``M2``, ``sqrt(W2)``,
     ``d``, ``eta_hat``, and the pilot's smoother ``eta0`` and noise ``noise0``
     there; ``fallback``: which are fallback queries, None for none): the arrays the
     per-training-point sums need (``f``, ``R``, ``inside``, ``active``), and the
     sums over the points that :func:`_means` reads. ``bias``: ``(Babs, R)`` of
-    weights whose bias is bounded otherwise (buckets: then ``b1``, ``b2`` and ``h``
-    are not read)."""
+    weights whose bias is bounded otherwise (then ``m1``, ``M2``, ``d``, ``b1``,
+    ``b2`` and ``h`` are not read); ``proxy``: where the branch is chosen (None:
+    at ``s``)."""
     n = s.shape[0]
     if bias is None:
         bias = _taylor_bias(s, m1, M2, d, b1, b2, h, fallback)
     babs, R = bias
-    # The branch k = argmin(babs, R s, R (1 - s)), first on ties, NaN as inf: R is
-    # NaN or finite, so k > 0 iff min(R s, R (1 - s)) < babs, then k = 1 iff
-    # R s <= R (1 - s).
-    Rs, R1s = R * s, R * (1.0 - s)
-    relative = np.minimum(Rs, R1s) < babs
-    bias = np.where(relative, R * np.where(Rs <= R1s, eta_hat, 1.0 - eta_hat), babs)
-    rel = R * np.minimum(eta0, 1.0 - eta0)  # NaN where R is
-    bias0 = np.fmin(babs, rel)
-    bias0 += noise0
-    inside = bias0 < 1.0
-    bhat = np.where(
-        relative, np.minimum(babs, R * np.minimum(eta_hat, 1 - eta_hat)), babs
-    )
-    arrays = {
-        "f": 1.0 + np.where(relative, R, 0.0),
-        "R": R,
-        "inside": inside,
-        "active": inside & (rel < babs),
-    }
+    b = branches(s if proxy is None else proxy, babs, R, eta_hat, eta0, noise0)
+    arrays = {name: b[name] for name in ("f", "inside", "active")}
+    arrays["R"] = R
     r = np.abs(s - eta_hat)
-    rb = r + bias
+    rb = r + b["bias"]
     totals = np.array(
         [
             n,
             r.sum(),
             dot(r, r),
-            bias.sum(),
+            b["bias"].sum(),
             dot(rb, rb),
             np.minimum(1.0, babs + 0.5 * root_W2).sum(),
-            dot(bhat, bhat),
-            np.count_nonzero(relative),
-            np.minimum(1.0, bias0).sum(),
+            dot(b["bhat"], b["bhat"]),
+            np.count_nonzero(b["relative"]),
+            np.minimum(1.0, b["bias0"]).sum(),
         ],
         dtype=np.float64,
     )
@@ -296,19 +322,31 @@ def _statistics(means, psi_nb, c, c_prime, e, gamma, pilot, labels, n_fallback):
     )
 
 
-def dense_statistics(W, s_train, y_train, s_val, pilot, b1, b2, h=None, fallback=None):
+def dense_statistics(
+    W,
+    s_train,
+    y_train,
+    s_val,
+    pilot,
+    b1,
+    b2,
+    h=None,
+    fallback=None,
+    bias=None,
+    proxy=None,
+):
     """:class:`AdaptiveStatistics` of a fold from its weights ``W`` (evaluated
     validation point by training point, rows summing to one), the training scores
     and labels, the validation scores, the ``pilot`` at the training points, the
     derivative bounds and, in h-mode, ``h`` (``fallback``: which rows are fallback
-    queries)."""
+    queries; ``bias`` and ``proxy`` as :func:`_rows`)."""
     W = np.asarray(W, dtype=np.float64)
     n = W.shape[0]
     if fallback is None:
         fallback = np.zeros(n, dtype=bool)
     values = _dense_rows(W, s_train, y_train, s_val, pilot)
     eta0, noise0 = values[5], values[6]
-    rows, totals = _rows(s_val, *values, b1, b2, h, fallback)
+    rows, totals = _rows(s_val, *values, b1, b2, h, fallback, bias, proxy)
     means, psi_nb = _means(totals)
     sums = _dense_sums(W, rows, pilot, eta0, noise0, n)
     return _statistics(means, psi_nb, *sums, pilot, y_train, fallback.sum())

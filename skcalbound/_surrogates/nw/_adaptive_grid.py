@@ -1,10 +1,12 @@
 """SPEC 13 on the grid: one fold's :class:`~._adaptive.AdaptiveStatistics` from sums
 that merge by addition.
 
-:class:`FoldContext` holds what is known before pass 2 (per query cell: the pilot's
-smoother and noise, the training scores that bound ``d``); :func:`row_sums` is pass 2
-on one chunk of evaluated validation scores; :func:`finish` convolves its per-cell
-sums back onto the training cells. See ``docs/internals/nw.rst``.
+:class:`FoldContext` holds what is known before pass 2, per query cell: the pilot's
+smoother and noise, and the bias bounds at their suprema over the cell
+(:func:`cell_bias`). Every query of a cell then shares its bias branch, so the
+statistics need only per-cell sums of the queries, and ``|s - eta_hat|`` row by row in
+the few cells that ``eta_hat`` crosses (:func:`row_sums`); :func:`finish` convolves
+the per-cell sums back onto the training cells. See ``docs/internals/nw.rst``.
 """
 
 import math
@@ -12,9 +14,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._cells import _BLOCK, bin_of, cell_offsets, occupied_neighbours
-from ._adaptive import _N_TOTALS, AdaptiveStatistics, Majorant, _means, _rows, dot
+from .._cells import bin_of, cell_offsets, occupied_neighbours
+from ._adaptive import (
+    AdaptiveStatistics,
+    Majorant,
+    _means,
+    _psi,
+    _rows,
+    branches,
+    dot,
+)
 from ._kernel import _conv, bin_centres, kernel
+from ._sums import crossing
 
 
 def default_pilot(validation, n_bins, bandwidth, tempering):
@@ -28,6 +39,59 @@ def default_pilot(validation, n_bins, bandwidth, tempering):
     count = _conv(validation.count, ker)
     pilot = (positives + bin_centres(n_bins)) / (count + 1.0)
     return np.clip(pilot, 1e-4, 1.0 - 1e-4)
+
+
+def cell_bias(tables, count, b1, b2, h=None):
+    """SPEC 13's ``Babs`` and, in h-mode, ``R`` (NaN where undefined) of every query
+    cell of ``tables``, each at its supremum over the queries ``s`` of the cell
+    (``count``: training points per cell).
+
+    An upper bound on a query's bias bound is a bias bound (Corollary 4 holds for
+    any ``rho`` above the one it defines), and as a function of the query's cell it
+    is a function of its score: the bias of a cell's queries is bounded by one
+    ``Babs`` and one ``R``. Per cell ``[l, l + w]``: ``|m1(s)| = |m1_c - (s - c)|``
+    is at most ``|m1_c| + w / 2`` and ``M2 = var + m1**2`` at most ``var + (|m1_c|
+    + w / 2)**2``; ``d(s)`` at most the distance from the cell's far edge to the far
+    edge of the farthest occupied training cell within the kernel; ``kappa1 = A +
+    B`` (concave, symmetric about 1/2) at its value at the point of the cell nearest
+    1/2; ``A(s + d)`` at ``s = l + w`` and ``B(s - d)`` at ``s = l`` (``A`` rises,
+    ``B`` falls); ``kappa_bar`` and ``psi`` rise with them."""
+    G = tables.n_bins
+    width = 1.0 / G
+    left = np.arange(G) * width
+    right = left + width
+    with np.errstate(invalid="ignore"):
+        m1 = np.abs(tables.m1) + 0.5 * width
+        M2 = tables.var + m1 * m1
+    # The first and last occupied training cells within the kernel's reach (where
+    # there is none, the cell falls back to the nearest training scores and reads
+    # none of this).
+    reach = int(np.flatnonzero(tables.ker).max()) - (tables.ker.shape[0] - 1) // 2
+    below, above = occupied_neighbours(count)
+    idx = np.arange(G)
+    first = above[np.maximum(idx - reach, 0)]
+    last = below[np.minimum(idx + reach, G - 1)]
+    d = np.maximum(right - first * width, (last + 1) * width - left)
+    b1_v = b1
+    R = np.full(G, np.nan)
+    if h is not None:
+
+        def A(x):  # A(x) = tanh(x / h) / h, B(x) = A(1 - x)
+            return np.tanh(x / h) / h
+
+        peak = np.clip(0.5, left, right)
+        kappa1 = A(peak) + A(1.0 - peak)
+        b1_v = np.minimum(b1, kappa1 / 4.0)
+        a = A(np.minimum(right + d, 1.0))
+        b = A(1.0 - np.maximum(left - d, 0.0))
+        kappa_bar = 2.0 * (np.maximum(a, b) + 0.5 * np.minimum(a, b)) ** 2
+        with np.errstate(invalid="ignore", over="ignore"):
+            rho = kappa1 * m1 + kappa_bar * _psi((a + b) * d) * M2
+            R = rho / (1.0 - rho)
+        R[~(rho < 0.5)] = np.nan
+    with np.errstate(invalid="ignore"):
+        babs = np.minimum(1.0, b1_v * m1 + 0.5 * b2 * M2)
+    return babs, R
 
 
 def _cell_majorant(gamma, count, positives, constant, cap=math.inf):
@@ -50,81 +114,58 @@ def _inverse(A0):
 
 @dataclass(frozen=True)
 class FoldContext:
-    """What pass 2 needs of one fold, per cell of its table grid: the smoother's
-    ``tables``, the training ``train`` sums, the ``pilot`` per training cell, its
-    smoother ``eta0`` and noise ``noise0`` per query cell, the smallest (``low``) and
-    largest (``high``) training score with positive weight per query cell, and the
-    derivative bounds (``h``: h-mode)."""
+    """What pass 2 and :func:`finish` need of one fold, per cell of its table grid:
+    the smoother's ``tables``, the training ``train`` sums, the ``pilot`` per
+    training cell, its smoother ``eta0`` and noise ``noise0`` per query cell, the
+    bias bounds ``babs`` and ``R`` per query cell (:func:`cell_bias`), which cells
+    ``eta_hat`` crosses (``crossing``), and the derivative bounds (``h``: h-mode)."""
 
     tables: object
     train: object
     pilot: np.ndarray
     eta0: np.ndarray
     noise0: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
+    babs: np.ndarray
+    R: np.ndarray
+    crossing: np.ndarray
     b1: float
     b2: float
     h: float = None
 
-    def cells(self):
-        """Per cell, what :func:`row_sums` reads of it: of the tables ``m1``, ``var``,
-        ``sqrt(W2)`` and ``eta``, of the pilot ``eta0`` and ``noise0``, and ``low``,
-        ``high``."""
-        t = self.tables
-        with np.errstate(invalid="ignore"):
-            root = np.sqrt(t.W2)
-        return {
-            "m1": t.m1,
-            "var": t.var,
-            "root_W2": root,
-            "eta": t.eta,
-            "eta0": self.eta0,
-            "noise0": self.noise0,
-            "low": self.low,
-            "high": self.high,
-        }
-
     @classmethod
-    def of(cls, tables, train, lo, hi, pilot, b1, b2, h=None):
-        """From the tables, the training sums, the smallest and largest training
-        score per cell (``lo``, ``hi``) and the pilot per training cell."""
-        G, ker = tables.n_bins, tables.ker
+    def of(cls, tables, train, pilot, b1, b2, h=None):
+        """From the tables, the training sums and the pilot per training cell."""
+        ker = tables.ker
         inv = _inverse(tables.A0)
         count = train.count
         eta0 = _conv(count * pilot, ker) * inv
         noise0 = np.sqrt(_conv(count * pilot * (1.0 - pilot), ker * ker)) * inv
-        # The first and last occupied training cells within the kernel's reach.
-        reach = int(np.flatnonzero(ker).max()) - (ker.shape[0] - 1) // 2
-        below, above = occupied_neighbours(count)
-        idx = np.arange(G)
-        first = np.minimum(above[np.maximum(idx - reach, 0)], G - 1)
-        last = np.maximum(below[np.minimum(idx + reach, G - 1)], 0)
-        return cls(tables, train, pilot, eta0, noise0, lo[first], hi[last], b1, b2, h)
+        babs, R = cell_bias(tables, count, b1, b2, h)
+        crosses = crossing(tables) & (tables.A0 > 0.0)
+        return cls(tables, train, pilot, eta0, noise0, babs, R, crosses, b1, b2, h)
 
 
 @dataclass
 class AdaptiveSums:
-    """Pass 2's mergeable result for one fold: the sums over the evaluated points
-    (``totals``, as ``_adaptive._rows``), per query cell the count, ``sum f``,
-    ``sum f**2``, the count inside ``min(1, .)`` and ``sum sign(1/2 - eta0) R`` over
-    the points where the relative piece is active (``per_cell``, shape ``(5, G)``),
-    and the fallback queries' scores (finished at the end)."""
+    """Pass 2's mergeable result for one fold, per query cell (``cells``, shape ``(4,
+    G)``): the count of the evaluated kernel queries and the sums of their offsets
+    ``t = s - c`` from the cell centre and of ``t**2`` (zero when pass 1 counted
+    them: :func:`finish`'s ``counted``), and the sum of ``|s - eta_hat|`` over the
+    queries in crossing cells; and the fallback queries' scores (finished at the
+    end)."""
 
-    totals: np.ndarray
-    per_cell: np.ndarray
+    cells: np.ndarray
     fallback: np.ndarray
 
     def __add__(self, other):
         return AdaptiveSums(
-            self.totals + other.totals,
-            self.per_cell + other.per_cell,
-            np.concatenate((self.fallback, other.fallback)),
+            self.cells + other.cells, np.concatenate((self.fallback, other.fallback))
         )
 
 
-def row_sums(context, s):
-    """Pass 2 on one chunk of evaluated validation scores ``s`` of one fold."""
+def row_sums(context, s, counted=False):
+    """Pass 2 on one chunk of evaluated validation scores ``s`` of one fold
+    (``counted``: their counts and offset sums are pass 1's, not summed here)."""
     t = context.tables
     G = t.n_bins
     q = bin_of(s, G)
@@ -132,44 +173,66 @@ def row_sums(context, s):
     fallback = s[~kept]
     if fallback.size:
         s, q = s[kept], q[kept]
-    n = s.shape[0]
-    cells = context.cells()
-    # Per point, what it reads of its cell, gathered one table at a time for all
-    # points (the table stays in cache), and what the per-cell sums add up; the
-    # arithmetic in blocks that stay in cache. One allocation: numpy backs arrays
-    # of 4 MB and more by huge pages, where a dozen arrays of a few MB each would
-    # fault in 4 KB pages.
-    buffer = np.empty((len(cells) + 5, n))
-    at = dict(zip(cells, buffer))
-    for name, table in cells.items():
-        table.take(q, out=at[name])
-    offsets, f, f2, inside, active = buffer[len(cells) :]
-    m1 = np.subtract(at["m1"], cell_offsets(s, q, G, out=offsets), out=at["m1"])
-    totals = np.zeros(_N_TOTALS)
-    for a in range(0, n, _BLOCK):
-        b = slice(a, a + _BLOCK)
-        rows, block_totals = _rows(
-            s[b],
-            m1[b],
-            at["var"][b] + m1[b] * m1[b],
-            at["root_W2"][b],
-            np.maximum(s[b] - at["low"][b], at["high"][b] - s[b]),
-            at["eta"][b],
-            at["eta0"][b],
-            at["noise0"][b],
-            context.b1,
-            context.b2,
-            context.h,
-        )
-        totals += block_totals
-        f[b], inside[b] = rows["f"], rows["inside"]
-        np.multiply(f[b], f[b], out=f2[b])
-        np.copyto(active[b], np.where(rows["active"], rows["R"], 0.0))
-    per_cell = np.empty((5, G))
-    for j, w in enumerate((None, f, f2, inside, active)):
-        per_cell[j] = np.bincount(q, weights=w, minlength=G)
-    per_cell[4] *= np.sign(0.5 - context.eta0)
-    return AdaptiveSums(totals, per_cell, fallback)
+    cells = np.zeros((4, G))
+    if not counted:
+        offsets = cell_offsets(s, q, G)
+        cells[0] = np.bincount(q, minlength=G)
+        cells[1] = np.bincount(q, weights=offsets, minlength=G)
+        cells[2] = np.bincount(q, weights=np.square(offsets, out=offsets), minlength=G)
+    cross = np.flatnonzero(context.crossing[q])
+    if cross.size:
+        q = q[cross]
+        r = np.abs(s[cross] - t.eta[q])
+        cells[3] = np.bincount(q, weights=r, minlength=G)
+    return AdaptiveSums(cells, fallback)
+
+
+def cell_rows(context, cells):
+    """The sums of :func:`~._adaptive._rows` over the kernel queries of a fold and
+    its per-cell sums ``(count, sum f, sum f**2, count inside min(1, .), sum
+    sign(1/2 - eta0) R over the active relative pieces)``, from ``cells`` (the
+    kernel queries' count, sums of ``t`` and ``t**2``, and of ``|s - eta_hat|`` in
+    the crossing cells). Per cell, ``r = |t - D|`` with ``D = eta_hat - c``:
+    ``sum r**2 = sum t**2 - 2 D sum t + N D**2``, and outside a crossing cell
+    ``t - D`` keeps the sign of ``-D``, so ``sum r = N |D| - sign(D) sum t``."""
+    t = context.tables
+    G = t.n_bins
+    count, s1, s2, r_crossing = cells
+    used = np.flatnonzero(count > 0)
+    n, t1, t2 = count[used], s1[used], s2[used]
+    centre = bin_centres(G)[used]
+    eta = t.eta[used]
+    D = eta - centre
+    r2 = t2 - 2.0 * D * t1 + n * D * D
+    r1 = np.where(
+        context.crossing[used], r_crossing[used], n * np.abs(D) - np.sign(D) * t1
+    )
+    babs, R, eta0 = context.babs[used], context.R[used], context.eta0[used]
+    b = branches(centre, babs, R, eta, eta0, context.noise0[used])
+    bias = b["bias"]
+    totals = np.array(
+        [
+            n.sum(),
+            r1.sum(),
+            r2.sum(),
+            dot(n, bias),
+            (r2 + bias * (2.0 * r1 + n * bias)).sum(),
+            dot(n, np.minimum(1.0, babs + 0.5 * np.sqrt(t.W2[used]))),
+            dot(n, b["bhat"] * b["bhat"]),
+            dot(n, b["relative"].astype(np.float64)),
+            dot(n, np.minimum(1.0, b["bias0"])),
+        ],
+        dtype=np.float64,
+    )
+    per_cell = np.zeros((5, G))
+    per_cell[:, used] = [
+        n,
+        n * b["f"],
+        n * b["f"] * b["f"],
+        n * b["inside"],
+        n * np.where(b["active"], R, 0.0) * np.sign(0.5 - eta0),
+    ]
+    return totals, per_cell
 
 
 def _fallback(context, nearest, fb, n):
@@ -231,19 +294,27 @@ def _fallback(context, nearest, fb, n):
     return totals, blocks, extra
 
 
-def finish(context, sums, nearest=None):
+def finish(context, sums, nearest=None, counted=None):
     """The fold's :class:`AdaptiveStatistics` from its merged :class:`AdaptiveSums`;
-    ``nearest`` (``Smoother.nearest`` of the fold's smoother, with its training
-    extremes) is called only when some query fell back to the nearest training
-    score(s)."""
+    ``counted`` (a ``BinStats`` on the table grid, or None): the count and offset
+    sums of every evaluated query, from pass 1 (fallback cells included: they are
+    left out here). ``nearest`` (``Smoother.nearest`` of the fold's smoother, with
+    its training extremes) is called only when some query fell back to the nearest
+    training score(s)."""
     t, train, pilot = context.tables, context.train, context.pilot
     G, ker = t.n_bins, t.ker
     ker2 = ker * ker
     inv = _inverse(t.A0)
-    totals = sums.totals.copy()
+    cells = sums.cells
+    if counted is not None:
+        kernel = t.A0 > 0.0
+        cells = cells.copy()
+        for j, part in enumerate((counted.count, counted.s1, counted.s2)):
+            cells[j] += np.where(kernel, part, 0.0)
+    totals, per_cell = cell_rows(context, cells)
     fb = sums.fallback
     n = totals[0] + fb.shape[0]
-    count, f1, f2, inside, signed = sums.per_cell
+    count, f1, f2, inside, signed = per_cell
     with np.errstate(divide="ignore", invalid="ignore"):
         inside = np.where(inside > 0, inside * inv * inv / context.noise0, 0.0)
     gamma = (1.0 - 2.0 * pilot) / (2.0 * n) * _conv(inside, ker2)
@@ -300,8 +371,8 @@ def cell_statistics(totals, values, pilot, size, positives, n_fallback):
     )
 
 
-def grid_statistics(tables, train, lo, hi, pilot, s_val, b1, b2, h=None, nearest=None):
+def grid_statistics(tables, train, pilot, s_val, b1, b2, h=None, nearest=None):
     """:class:`AdaptiveStatistics` of a fold in memory (one chunk): see
     :meth:`FoldContext.of`, :func:`row_sums` and :func:`finish`."""
-    context = FoldContext.of(tables, train, lo, hi, pilot, b1, b2, h)
+    context = FoldContext.of(tables, train, pilot, b1, b2, h)
     return finish(context, row_sums(context, s_val), nearest)

@@ -28,11 +28,12 @@ from ._smoother import smoother_at
 from ._sums import (
     Plan,
     cell_residual_sums,
-    evaluated_split,
+    evaluated_rows,
     evaluation_sums,
     finish_split,
     merge_extremes,
     needed_extremes,
+    table_cells,
     training_extremes,
 )
 
@@ -62,17 +63,9 @@ class GridPlan:
     n_positive: int
     residuals: np.ndarray = None
     contexts: tuple = None  # SPEC 13: per split its ``_adaptive_grid.FoldContext``
-
-
-@dataclass(frozen=True)
-class TrainingCells:
-    """What SPEC 13 needs of a smoother's training rows to score held-out rows, per
-    cell of its table grid: their sums (``train``, a ``BinStats``) and smallest
-    (``low``) and largest (``high``) score (inf / -inf where there is none)."""
-
-    train: object
-    low: np.ndarray
-    high: np.ndarray
+    # SPEC 13 when pass 2 evaluates every row: per split the count and offset sums
+    # of its validation rows on its table grid (a ``BinStats``), from pass 1.
+    counted: tuple = None
 
 
 @dataclass
@@ -238,7 +231,6 @@ class NWGrid:
             groups,
             n_groups,
             self.fine_bins,
-            extremes=self.adaptive,
             summed=summed,
         )
 
@@ -296,11 +288,6 @@ class NWGrid:
             self.tempering,
             published=self.published,
         )
-        if self.adaptive:  # for held-out rows (score)
-            factor = fine_bins // refit.n_bins
-            low, high = sums.score_range(range(design.n_groups), factor)
-            cells = TrainingCells(coarsen(total, factor), low, high)
-            refit = replace(refit, training=cells)
         needed = [s.needed_cells() for s in (*smoothers, refit)]
         query_counts = None
         if thresholds is None:
@@ -326,12 +313,15 @@ class NWGrid:
             needed=np.unique(np.concatenate(needed)).astype(np.intp),
             query_counts=query_counts,
         )
-        contexts = residuals = None
+        contexts = residuals = counted = None
         if self.adaptive:
-            contexts = tuple(
-                self._context(sums, total, smoother, split)
-                for smoother, split in zip(smoothers, design.splits)
-            )
+            pairs = [
+                self._context(sums, smoother, validation)
+                for smoother, (validation, _) in zip(smoothers, design.splits)
+            ]
+            contexts = tuple(context for context, _ in pairs)
+            if evaluation.cell_residuals:
+                counted = tuple(queries for _, queries in pairs)
         elif evaluation.cell_residuals:
             residuals = np.empty((len(smoothers), 2))
             for k, (smoother, (validation, _)) in enumerate(
@@ -348,25 +338,19 @@ class NWGrid:
             int(round(float(sums.positives.sum()))),
             residuals,
             contexts,
+            counted,
         )
 
-    def _context(self, sums, total, smoother, split):
-        """SPEC 13's :class:`~._adaptive_grid.FoldContext` of a split, from pass 1:
-        its training sums and score range, and the pilot from its validation group."""
-        validation, train = split
+    def _context(self, sums, smoother, validation):
+        """SPEC 13's :class:`~._adaptive_grid.FoldContext` of a split (the pilot from
+        its ``validation`` group's sums), and those sums on the split's table grid."""
         tables = smoother.tables
-        factor = self.fine_bins // tables.n_bins
-        low, high = sums.score_range(train, factor)
-        pilot = default_pilot(
-            coarsen(sums.group(validation), factor),
-            tables.n_bins,
-            tables.bandwidth,
-            self.tempering,
+        queries = coarsen(sums.group(validation), self.fine_bins // tables.n_bins)
+        pilot = default_pilot(queries, tables.n_bins, tables.bandwidth, self.tempering)
+        context = FoldContext.of(
+            tables, smoother.training, pilot, self.b1, self.b2, self.h
         )
-        training = coarsen(sums.training(train, total), factor)
-        return FoldContext.of(
-            tables, training, low, high, pilot, self.b1, self.b2, self.h
-        )
+        return context, queries
 
     def second_pass(self, plan, scores, labels, groups, keys):
         evaluation = plan.evaluation
@@ -376,9 +360,19 @@ class NWGrid:
         extremes = needed_extremes(
             evaluation, scores, labels, groups, evaluation.empty().extremes
         )
-        split = evaluated_split(evaluation, groups, keys)
+        counted = plan.counted is not None
+        rows = evaluated_rows(evaluation, scores, groups, keys)
+        scores, split = (
+            (np.empty(0), np.empty(0, dtype=np.intp)) if rows is None else rows
+        )
+        if counted:
+            # Only rows in crossing and fallback cells add to pass 1's cell sums:
+            # found for every split at once.
+            cells = table_cells(evaluation, scores, split)
+            marked = np.flatnonzero(evaluation.marked.take(cells))
+            scores, split = scores[marked], split[marked]
         folds = tuple(
-            row_sums(context, scores.take(np.flatnonzero(split == k)))
+            row_sums(context, scores[split == k], counted)
             for k, context in enumerate(plan.contexts)
         )
         return AdaptivePass(extremes, folds)
@@ -399,13 +393,20 @@ class NWGrid:
         fitted, statistics = [], []
         for k, (smoother, (_, train)) in enumerate(zip(smoothers, design.splits)):
             extremes = training_extremes(evaluation, second.extremes, train)
-            smoother = replace(smoother, extremes=extremes)
+            # (Its training sums are the contexts' only: not kept in the fit.)
+            smoother = replace(smoother, extremes=extremes, training=None)
             fitted.append(smoother)
             if folds is None:
                 statistics.append(finish_split(evaluation, k, second, smoother))
             else:
-                context = plan.contexts[k]
-                statistics.append(adaptive_finish(context, folds[k], smoother.nearest))
+                statistics.append(
+                    adaptive_finish(
+                        plan.contexts[k],
+                        folds[k],
+                        smoother.nearest,
+                        None if plan.counted is None else plan.counted[k],
+                    )
+                )
         everyone = tuple(range(design.n_groups))
         refit = replace(
             plan.refit,
@@ -438,19 +439,12 @@ class NWGrid:
         else:
             keys = None
         if self.adaptive:
-            tables, cells = smoother.tables, smoother.training
+            tables = smoother.tables
             G = tables.n_bins
             rows = cell_sums(scores, labels, np.zeros(n, dtype=np.intp), 1, G)
             pilot = default_pilot(rows.group(0), G, tables.bandwidth, self.tempering)
             context = FoldContext.of(
-                tables,
-                cells.train,
-                cells.low,
-                cells.high,
-                pilot,
-                self.b1,
-                self.b2,
-                self.h,
+                tables, smoother.training, pilot, self.b1, self.b2, self.h
             )
             evaluated = scores if keys is None else scores[keys <= thresholds[0]]
             return adaptive_finish(

@@ -241,7 +241,7 @@ class Smoother:
     above: np.ndarray
     extremes: dict = field(default=None, repr=False)
     paper: PaperTables = field(default=None, repr=False)  # the published Lemma 6
-    # SPEC 13's held-out scoring (noise="adaptive"): ``_model.TrainingCells``.
+    # The training sums on the table grid (a ``BinStats``): SPEC 13's contexts.
     training: object = field(default=None, repr=False)
 
     @property
@@ -373,4 +373,6 @@ def smoother_at(
     if (tables.A0 <= 0.0).any():
         below, above = occupied_neighbours(pyramid.at(fine_bins).count)
     extra = PaperTables.from_stats(stats, tables) if published else None
-    return Smoother(tables, fine_bins, int(m), below, above, paper=extra)
+    return Smoother(
+        tables, fine_bins, int(m), below, above, paper=extra, training=stats
+    )

@@ -106,6 +106,9 @@ class Plan:
     const: np.ndarray = field(init=False)
     kernel: np.ndarray = field(init=False)
     records: np.ndarray = field(init=False)
+    # Per table cell: a fallback cell, or (with ``query_counts``) a crossing one: the
+    # cells whose rows pass 2 reads one by one (SPEC 13 reads these alone).
+    marked: np.ndarray = field(init=False)
     shift: np.ndarray = field(init=False)
     # Per table cell, :meth:`PaperTables.records` of the smoothers (None: Lemma 6
     # expanded at the query).
@@ -143,6 +146,7 @@ class Plan:
         if self.cell_residuals:
             const[stack(crossing(t) for t in tables).astype(bool)] *= -1.0
         set_("records", np.stack([self.mean_score, const], axis=1))
+        set_("marked", ~(const > 0.0))
         set_("shift", np.array([residual_shift(t) for t in tables] or [0.0]))
         paper = None
         if self.smoothers and self.smoothers[0].paper is not None:
@@ -299,6 +303,20 @@ def evaluated_rows(plan, s, groups, keys):
     return s, sp
 
 
+def table_cells(plan, s, sp):
+    """Per evaluated row (score ``s``, split ``sp``), its cell in the splits' stacked
+    tables."""
+    if plan.same_grid:  # every split's table has G cells: no per-row gathers
+        G = plan.eta.shape[0] // plan.n_splits
+        idx = bin_of(s, G)
+        idx += np.multiply(sp, G, dtype=np.intp)
+    else:
+        idx = bin_of(s, plan.fine_bins)
+        idx >>= plan.shifts[sp]
+        idx += plan.offsets[sp]
+    return idx
+
+
 def _evaluate_block(plan, s, groups, keys):
     """``(sums of r - shift and its square per split, sum of min(g, 1), table cells of
     the kernel queries, fallback)`` of a block."""
@@ -307,14 +325,7 @@ def _evaluate_block(plan, s, groups, keys):
     if rows is None:
         return None
     s, sp = rows
-    if plan.same_grid:  # every split's table has G cells: no per-row gathers
-        G = plan.eta.shape[0] // k
-        idx = bin_of(s, G)
-        idx += np.multiply(sp, G, dtype=np.intp)
-    else:
-        idx = bin_of(s, plan.fine_bins)
-        idx >>= plan.shifts[sp]
-        idx += plan.offsets[sp]
+    idx = table_cells(plan, s, sp)
     fallback = None
     record = np.take(plan.records, idx, axis=0)  # mean score, signed constant
     if not plan.no_fallback:
