@@ -35,8 +35,12 @@ from ._splitting import (
     make_folds,
     row_folds,
 )
-from ._validation import check_held_out_labels, check_scores, check_scores_labels
-from ._warnings import warn_if_low_confidence, warn_if_vacuous
+from ._validation import check_held_out_labels, check_scores, scores_labels
+from ._warnings import (
+    warn_if_cells_below_chance,
+    warn_if_low_confidence,
+    warn_if_vacuous,
+)
 
 
 class _BoundMethod:
@@ -396,15 +400,20 @@ class _BaseCalibrationBound(BaseEstimator):
             return self._fit_source(
                 method, DaskSource(y, X, self.pos_label), "Dask input"
             )
-        scores, labels, self.classes_ = check_scores_labels(self, X, y, self.pos_label)
-        return self._fit_arrays(method, scores, labels)
+        scores, labels, self.classes_, column = scores_labels(
+            self, X, y, self.pos_label
+        )
+        return self._fit_arrays(method, scores, labels, column)
 
-    def _fit_arrays(self, method, scores, labels):
-        """Fit on validated float64 scores in [0, 1] and uint8 labels in {0, 1}."""
+    def _fit_arrays(self, method, scores, labels, column=None):
+        """Fit on validated float64 scores in [0, 1] and uint8 labels in {0, 1}
+        (``column``: of a two-column input, the positive class's)."""
         source = ArraySource(scores, labels, self.n_jobs)
-        return self._fit_source(method, source, "arrays", arrays=(scores, labels))
+        return self._fit_source(
+            method, source, "arrays", arrays=(scores, labels), column=column
+        )
 
-    def _fit_source(self, method, source, what, arrays=None):
+    def _fit_source(self, method, source, what, arrays=None, column=None):
         """Fit on the rows of ``source`` (``_chunks``): validated arrays in memory
         (``arrays``), chunks or Dask."""
         name = type(self).__name__
@@ -448,9 +457,19 @@ class _BaseCalibrationBound(BaseEstimator):
         if arrays is None:
             self.classes_ = source.classes
             self.n_features_in_ = 1
-        self._set_result(method, results, surrogate, n, key_seed, source.estimate())
+        estimate = self._estimate_of(source, column)
+        self._set_result(method, results, surrogate, n, key_seed, estimate)
         self._keep_data_summary(arrays, source, n_positive)
         return self
+
+    def _estimate_of(self, tap, column=None):
+        """``estimate_`` from ``tap`` (an ``_EstimateTap``), warning first when its
+        per-cell sums show the scores ranking the positive class below chance (the
+        check's grid is the estimate's: no pass of its own, for every input);
+        ``column``: of a two-column input, the positive class's."""
+        estimate = tap.estimate()
+        warn_if_cells_below_chance(*tap.cells.by_label(), self.classes_, column)
+        return estimate
 
     def _keep_data_summary(self, arrays, source, n_positive):
         """Keep what :attr:`certificate_` says of the data: the fingerprint of the

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._surrogates._tv import _tv1_1d
+from ._warnings import AUROC_CELLS
 
 # Cells of the fixed grid of the per-cell sums: a power of two, so that
-# ``floor(s * G)`` is exact. 3 MB of sums per chunk.
-ESTIMATE_CELLS = 2**16
+# ``floor(s * G)`` is exact. 3 MB of sums per chunk. The grid of the below-chance
+# check, which ``fit`` reads from these sums.
+ESTIMATE_CELLS = AUROC_CELLS
 # The TV weight in units of the noise walk, and the bins in units of n ** (1/3).
 _TV_SCALE = 1.0
 _BINS_SCALE = 2.0 / 3.0
@@ -44,6 +46,11 @@ class EstimateCells:
         self.sum_s += other.sum_s
         self.sum_y += other.sum_y
         return self
+
+    def by_label(self):
+        """``(negatives, positives)`` per cell, both halves."""
+        positive = self.sum_y.sum(axis=0)
+        return self.count.sum(axis=0) - positive, positive
 
 
 def estimate_cells(scores, labels, halves):

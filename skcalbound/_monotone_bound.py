@@ -248,24 +248,29 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
             "by sample size)."
         )
 
-    def _fit_arrays(self, method, scores, labels):
-        """Fit on validated float64 scores in [0, 1] and 0/1 labels."""
+    def _fit_arrays(self, method, scores, labels, column=None):
+        """Fit on validated float64 scores in [0, 1] and 0/1 labels (``column``: of a
+        two-column input, the positive class's)."""
         if self.cv is not None:  # SPEC 14.2: the shared fold loop
             source = ArraySource(scores, labels)
-            return self._fit_source(method, source, "arrays", arrays=(scores, labels))
+            return self._fit_source(
+                method, source, "arrays", arrays=(scores, labels), column=column
+            )
         delta = 1.0 - self.confidence_level
         seed = check_random_seed(check_random_state(self.random_state))
         fold, fit = fit_all_rows(scores, labels, delta, seed)
         # estimate_: the estimate every bound reports (_estimate), from the same seed.
-        estimate = _EstimateTap(ArraySource(scores, labels), seed).estimate()
+        estimate = self._estimate_of(
+            _EstimateTap(ArraySource(scores, labels), seed), column
+        )
         self._set_result(method, [fold], fit, scores.shape[0], seed, estimate)
         self._keep_data_summary((scores, labels), None, None)
         return self
 
-    def _fit_source(self, method, source, what, arrays=None):
+    def _fit_source(self, method, source, what, arrays=None, column=None):
         if arrays is None and self.cv is None:  # chunks or Dask: SPEC 14.6
             return self._fit_grid(method, source)
-        return super()._fit_source(method, source, what, arrays)
+        return super()._fit_source(method, source, what, arrays, column)
 
     def _fit_grid(self, method, source):
         """SPEC 14.6 on rows that are not in memory (``fit_on_grid``): no
@@ -274,7 +279,7 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
         tap = _EstimateTap(source, key_seed)
         fold, fit, n_positive = fit_on_grid(tap, 1.0 - self.confidence_level)
         self.classes_, self.n_features_in_ = tap.classes, 1
-        estimate = tap.estimate()
+        estimate = self._estimate_of(tap)
         self._set_result(method, [fold], fit, source.n_samples, key_seed, estimate)
         if isinstance(source, IterableSource):  # the labels' half of the fingerprint
             source.map_reduce(no_statistics)

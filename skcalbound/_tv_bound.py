@@ -324,9 +324,9 @@ class TVCalibrationBound(_BaseCalibrationBound):
             return _TVCellsMethod(V=float(self.V))
         return _TVMethod(V=float(self.V), guarantee=self.guarantee)
 
-    def _fit_source(self, method, source, what, arrays=None):
+    def _fit_source(self, method, source, what, arrays=None, column=None):
         if not isinstance(method, _TVCellsMethod):
-            return super()._fit_source(method, source, what, arrays)
+            return super()._fit_source(method, source, what, arrays, column)
         # One cell bound on all rows at the whole level: no folds, so ``cv`` and
         # ``aggregate`` play no part (a single "split" holding every row).
         _warn_unused_folds(self)
@@ -343,7 +343,8 @@ class TVCalibrationBound(_BaseCalibrationBound):
             method, source, [design], delta, key_seed
         )
         n = source.n_samples
-        self._set_result(method, results, surrogate, n, key_seed, source.estimate())
+        estimate = self._estimate_of(source, column)
+        self._set_result(method, results, surrogate, n, key_seed, estimate)
         self._keep_data_summary(arrays, source, n_positive)
         return self
 

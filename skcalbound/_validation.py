@@ -257,6 +257,15 @@ def _labels_01(y, scores, pos_label, call, single_class=False):
 
 
 def check_scores_labels(estimator, X, y, pos_label=None):
+    """Validate ``(X, y)`` in ``fit``: set ``n_features_in_`` and return the arrays
+    (see :func:`scores_labels`), warning when the scores rank the positive class below
+    chance."""
+    scores, labels, classes, column = scores_labels(estimator, X, y, pos_label)
+    warn_if_below_chance(scores, labels, classes, column)
+    return scores, labels, classes
+
+
+def scores_labels(estimator, X, y, pos_label=None):
     """Validate ``(X, y)`` in ``fit``: set ``n_features_in_`` and return the arrays.
 
     Parameters
@@ -276,6 +285,8 @@ def check_scores_labels(estimator, X, y, pos_label=None):
     scores : ndarray of shape (n_samples,), float64 in [0, 1]
     labels : ndarray of shape (n_samples,), uint8 in {0, 1}
     classes : ndarray of shape (2,)
+    column : int or None
+        The column of the positive class when ``X`` has two, else None.
     """
     if y is None:
         # scikit-learn's wording, which its common checks look for.
@@ -292,8 +303,7 @@ def check_scores_labels(estimator, X, y, pos_label=None):
         scores = _scores_from_array(X, column=index)
         _check_range(scores)
     column = index if X.ndim == 2 and X.shape[1] == 2 else None
-    warn_if_below_chance(scores, labels, classes, column)
-    return scores, labels, classes
+    return scores, labels, classes, column
 
 
 def check_scores(estimator, X):

@@ -128,8 +128,9 @@ def warn_if_low_confidence(confidence_level):
 class BelowChanceWarning(UserWarning):
     """Warning that the scores rank the positive class below chance.
 
-    Issued by ``fit`` (and the functions that call it) when the AUROC of the scores
-    against the labels is below 1/2 by more than three times the largest standard
+    Issued by ``fit`` and ``fit_chunks`` (on arrays, chunks and Dask input alike, and
+    by the functions that call them) when the AUROC of the scores against the labels
+    is below 1/2 by more than three times the largest standard
     error it can have: the scores point away from the positive class. A certified
     interval on such scores is valid for them as given, but the usual cause is a
     mix-up: a wrong ``pos_label``, or the columns of a ``predict_proba`` output in
@@ -166,24 +167,20 @@ class BelowChanceWarning(UserWarning):
 
 
 # The AUROC is counted on a grid of this many cells of [0, 1] (no sort), in chunks of
-# this many scores (no temporary of the size of the data).
-_AUROC_CELLS = 2**16
+# this many scores (no temporary of the size of the data). ``fit`` counts them with
+# the estimate's sums (``_estimate.ESTIMATE_CELLS``, the same grid).
+AUROC_CELLS = 2**16
 _AUROC_CHUNK = 2**18
 # Standard errors below 1/2 that the AUROC must be to warn.
 _BELOW_CHANCE_Z = 3.0
 
 
-def _binned_auroc(scores, labels):
-    """``(auroc, tied)``: the AUROC of the scores rounded down to the grid, and the
-    fraction of (positive, negative) pairs in one cell.
-
-    Pairs in one cell count 1/2 here, and between 0 and 1 in the AUROC of the scores
-    themselves, so that AUROC is at most ``auroc + tied / 2``.
-    """
+def _cell_counts(scores, labels):
+    """``(negative, positive)``: per cell of the grid, the negatives and positives."""
     # One bincount of ``2 * cell + label`` per chunk: the even slots count the
     # negatives of each cell, the odd ones its positives. ``floor(2 K s)`` rounded
     # down to even is ``2 floor(K s)`` (K a power of two: the product is exact).
-    counts = np.zeros(2 * _AUROC_CELLS, dtype=np.intp)
+    counts = np.zeros(2 * AUROC_CELLS, dtype=np.intp)
     scaled = np.empty(min(_AUROC_CHUNK, scores.shape[0]))
     keys = np.empty(scaled.shape[0], dtype=np.intp)
     for start in range(0, scores.shape[0], _AUROC_CHUNK):
@@ -191,20 +188,31 @@ def _binned_auroc(scores, labels):
         key = keys[: part.shape[0]]
         np.copyto(
             key,
-            np.multiply(part, 2 * _AUROC_CELLS, out=scaled[: part.shape[0]]),
+            np.multiply(part, 2 * AUROC_CELLS, out=scaled[: part.shape[0]]),
             casting="unsafe",
         )
         key &= ~1
-        np.minimum(key, 2 * _AUROC_CELLS - 2, out=key)  # s = 1 in the last cell
+        np.minimum(key, 2 * AUROC_CELLS - 2, out=key)  # s = 1 in the last cell
         key |= labels[start : start + _AUROC_CHUNK]
-        counts += np.bincount(key, minlength=2 * _AUROC_CELLS)
-    # The cells with scores only (sorted, as the grid), which spares passes over the
-    # grid for a few hundred scores. Every sum below is of whole or half counts, exact
-    # in any order while the pairs number below 2**52 (up to about 10**8 scores):
-    # skipping the empty cells (zero terms) changes no digit.
-    cells = np.unique(np.flatnonzero(counts) >> 1)
-    negative = counts[2 * cells].astype(np.float64)
-    positive = counts[2 * cells + 1].astype(np.float64)
+        counts += np.bincount(key, minlength=2 * AUROC_CELLS)
+    return counts[0::2], counts[1::2]
+
+
+def _binned_auroc(negative, positive):
+    """``(auroc, tied)`` from the negatives and positives per cell (in score order):
+    the AUROC of the scores rounded down to the cells, and the fraction of
+    (positive, negative) pairs in one cell.
+
+    Pairs in one cell count 1/2 here, and between 0 and 1 in the AUROC of the scores
+    themselves, so that AUROC is at most ``auroc + tied / 2``.
+    """
+    # The cells with scores only, which spares passes over the grid for a few
+    # hundred scores. Every sum below is of whole or half counts, exact in any order
+    # while the pairs number below 2**52 (up to about 10**8 scores): skipping the
+    # empty cells (zero terms) changes no digit.
+    cells = np.flatnonzero(negative + positive)
+    negative = negative[cells].astype(np.float64)
+    positive = positive[cells].astype(np.float64)
     pairs = positive.sum() * negative.sum()
     below = np.cumsum(negative) - negative  # negatives in lower cells
     return (
@@ -217,26 +225,39 @@ def below_chance(scores, labels):
     """``(auroc, n1, n0)`` when the scores' AUROC against the labels (0/1) is clearly
     below 1/2, else None (also when a class is absent, or too small to ever tell).
 
-    The test: ``auroc + tied / 2`` (an upper bound on the AUROC, from
-    :func:`_binned_auroc`) below ``1/2 - z se`` with ``z = 3`` and
-    ``se = sqrt((n1 + n0 - 1) / (n1 n0)) / 2``. That ``se`` is the largest standard
-    error the AUROC (a two-sample U-statistic with a kernel in [0, 1]) can have at any
-    population value ``A``: each of the three variance components of the
-    U-statistic is the variance of a quantity in [0, 1] with mean ``A``, at most
-    ``A (1 - A) <= 1/4``. The null value ``sqrt((n1 + n0 + 1) / (12 n1 n0))``, for
-    scores independent of the labels, is smaller by up to ``sqrt(3)`` than the
+    The test: ``auroc + tied / 2`` (an upper bound on the AUROC, from the counts of
+    each class on a grid of ``AUROC_CELLS`` cells of [0, 1]) below ``1/2 - z se`` with
+    ``z = 3`` and ``se = sqrt((n1 + n0 - 1) / (n1 n0)) / 2``. That ``se`` is the
+    largest standard error the AUROC (a two-sample U-statistic with a kernel in [0,
+    1]) can have at any population value ``A``: each of the three variance components
+    of the U-statistic is the variance of a quantity in [0, 1] with mean ``A``, at
+    most ``A (1 - A) <= 1/4``. The null value ``sqrt((n1 + n0 + 1) / (12 n1 n0))``,
+    for scores independent of the labels, is smaller by up to ``sqrt(3)`` than the
     standard error at ``A = 1/2`` of scores that do depend on the labels (positives
     at both ends of the negatives), so it would warn too often there.
     """
     n1 = int(np.count_nonzero(labels))
-    n0 = labels.shape[0] - n1
+    if _threshold(n1, labels.shape[0] - n1) is None:
+        return None  # (spares the counts)
+    return below_chance_of_cells(*_cell_counts(scores, labels))
+
+
+def _threshold(n1, n0):
+    """``1/2 - z se``, or None when no AUROC can be that low (or no pair exists)."""
     if n1 == 0 or n0 == 0:
         return None  # no pair to rank (the caller decides whether to refuse)
-    se = 0.5 * np.sqrt((n1 + n0 - 1) / (n1 * n0))
-    threshold = 0.5 - _BELOW_CHANCE_Z * se
-    if threshold <= 0.0:
+    threshold = 0.5 - _BELOW_CHANCE_Z * 0.5 * np.sqrt((n1 + n0 - 1) / (n1 * n0))
+    return threshold if threshold > 0.0 else None
+
+
+def below_chance_of_cells(negative, positive):
+    """:func:`below_chance` from the negatives and positives per cell of the grid of
+    ``AUROC_CELLS`` cells (as ``_estimate.EstimateCells`` has them)."""
+    n1, n0 = int(round(positive.sum())), int(round(negative.sum()))
+    threshold = _threshold(n1, n0)
+    if threshold is None:
         return None
-    auroc, tied = _binned_auroc(scores, labels)
+    auroc, tied = _binned_auroc(negative, positive)
     if not auroc + 0.5 * tied < threshold:
         return None
     return auroc, n1, n0
@@ -262,7 +283,17 @@ def warn_if_below_chance(scores, labels, classes=None, column=None):
     two-column ``predict_proba`` input, for the message. Returns what
     :func:`below_chance` found (None: no warning).
     """
-    found = below_chance(scores, labels)
+    return _warn_below_chance(below_chance(scores, labels), classes, column)
+
+
+def warn_if_cells_below_chance(negative, positive, classes=None, column=None):
+    """:func:`warn_if_below_chance` from the negatives and positives per cell of the
+    grid of ``AUROC_CELLS`` cells."""
+    found = below_chance_of_cells(negative, positive)
+    return _warn_below_chance(found, classes, column)
+
+
+def _warn_below_chance(found, classes, column):
     if found is None:
         return None
     if column is None:

@@ -12,6 +12,7 @@ from sklearn.metrics import roc_auc_score
 
 from skcalbound import (
     BelowChanceWarning,
+    MonotoneCalibrationBound,
     NWCalibrationBound,
     TVCalibrationBound,
     calibration_test,
@@ -19,7 +20,7 @@ from skcalbound import (
     tv_bound,
 )
 from skcalbound._validation import check_scores_labels
-from skcalbound._warnings import _binned_auroc
+from skcalbound._warnings import _binned_auroc, _cell_counts
 
 
 def _below_chance(caught):
@@ -155,13 +156,40 @@ def test_binned_auroc_is_the_auroc_and_bounds_it_within_a_cell():
     y = (rng.uniform(size=s.size) < s).astype(np.uint8)
     y[:2] = [0, 1]
     for scores in (s, np.round(s, 2)):  # with ties, the same rule: 1/2 a pair
-        auroc, tied = _binned_auroc(scores, y)
+        auroc, tied = _binned_auroc(*_cell_counts(scores, y))
         assert auroc == pytest.approx(roc_auc_score(y, scores), abs=tied / 2 + 1e-12)
-    assert _binned_auroc(np.round(s, 2), y)[0] == pytest.approx(
+    assert _binned_auroc(*_cell_counts(np.round(s, 2), y))[0] == pytest.approx(
         roc_auc_score(y, np.round(s, 2)), rel=1e-12
     )
     # Every pair in one cell, ranked perfectly: the bound auroc + tied / 2 is exact.
     close = 0.5 + 1e-9 * np.arange(100)
     order = (np.arange(100) >= 50).astype(np.uint8)
-    auroc, tied = _binned_auroc(close, order)
+    auroc, tied = _binned_auroc(*_cell_counts(close, order))
     assert (auroc, tied) == (0.5, 1.0) and roc_auc_score(order, close) == 1.0
+
+
+@pytest.mark.parametrize(
+    "make, chunked",
+    [
+        (lambda: NWCalibrationBound(h=2**-4, random_state=0), "list"),
+        (lambda: MonotoneCalibrationBound(random_state=0), "list"),
+        (lambda: NWCalibrationBound(h=2**-4, random_state=0), "dask"),
+    ],
+)
+def test_chunks_and_dask_warn_as_arrays_do(calibrated_churn, make, chunked):
+    # fit counts the AUROC in the estimate's per-cell sums, so rows that are not in
+    # one array (chunks, Dask) get the warning too, with the same numbers.
+    s, y, _ = calibrated_churn
+    flipped = 1 - y
+    _, in_memory = _fit_caught(lambda: make().fit(s, flipped))
+    if chunked == "dask":
+        da = pytest.importorskip("dask.array")
+        xs, ys = da.from_array(s, chunks=700), da.from_array(flipped, chunks=700)
+        _, caught = _fit_caught(lambda: make().fit(xs, ys))
+    else:
+        parts = [(flipped[a : a + 700], s[a : a + 700]) for a in range(0, len(s), 700)]
+        _, caught = _fit_caught(lambda: make().fit_chunks(parts))
+    assert len(in_memory) == len(caught) == 1
+    assert str(caught[0].message) == str(in_memory[0].message)
+    assert f"{roc_auc_score(flipped, s):.3f}" in str(caught[0].message)
+    assert caught[0].filename == __file__
