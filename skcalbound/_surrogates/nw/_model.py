@@ -31,9 +31,9 @@ from ._sums import (
     evaluated_rows,
     evaluation_sums,
     finish_split,
+    marked_rows,
     merge_extremes,
     needed_extremes,
-    table_cells,
     training_extremes,
 )
 
@@ -361,16 +361,15 @@ class NWGrid:
             evaluation, scores, labels, groups, evaluation.empty().extremes
         )
         counted = plan.counted is not None
-        rows = evaluated_rows(evaluation, scores, groups, keys)
-        scores, split = (
-            (np.empty(0), np.empty(0, dtype=np.intp)) if rows is None else rows
-        )
         if counted:
             # Only rows in crossing and fallback cells add to pass 1's cell sums:
             # found for every split at once.
-            cells = table_cells(evaluation, scores, split)
-            marked = np.flatnonzero(evaluation.marked.take(cells))
-            scores, split = scores[marked], split[marked]
+            scores, split = marked_rows(evaluation, scores, groups, keys)
+        else:
+            rows = evaluated_rows(evaluation, scores, groups, keys)
+            scores, split = (
+                (np.empty(0), np.empty(0, dtype=np.intp)) if rows is None else rows
+            )
         folds = tuple(
             row_sums(context, scores[split == k], counted)
             for k, context in enumerate(plan.contexts)

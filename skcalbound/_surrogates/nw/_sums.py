@@ -14,6 +14,10 @@ from .._cells import _BLOCK, bin_of, merge_extremes
 from ._kernel import KernelSums, bin_centres
 from ._smoother import PaperTables, query_tables
 
+# Rows per block when pass 2 only looks for the rows of marked cells (few numpy calls
+# a block: larger blocks than the arithmetic's).
+_MARK_BLOCK = 2**16
+
 
 def residual_shift(tables):
     """A shift close to the mean of ``|s - eta_hat|`` over the queries, from the
@@ -315,6 +319,24 @@ def table_cells(plan, s, sp):
         idx >>= plan.shifts[sp]
         idx += plan.offsets[sp]
     return idx
+
+
+def marked_rows(plan, scores, groups, keys=None):
+    """The evaluated rows of a chunk in marked cells (:attr:`Plan.marked`), as
+    ``(scores, split)``, found in blocks that stay in cache."""
+    parts = []
+    for a in range(0, scores.shape[0], _MARK_BLOCK):
+        b = slice(a, a + _MARK_BLOCK)
+        rows = evaluated_rows(
+            plan, scores[b], groups[b], None if keys is None else keys[b]
+        )
+        if rows is not None:
+            s, sp = rows
+            at = np.flatnonzero(plan.marked.take(table_cells(plan, s, sp)))
+            parts.append((s[at], sp[at]))
+    if not parts:
+        return np.empty(0), np.empty(0, dtype=np.intp)
+    return tuple(np.concatenate(part) for part in zip(*parts))
 
 
 def _evaluate_block(plan, s, groups, keys):
