@@ -63,8 +63,9 @@ class GridPlan:
     n_positive: int
     residuals: np.ndarray = None
     contexts: tuple = None  # SPEC 13: per split its ``_adaptive_grid.FoldContext``
-    # SPEC 13 when pass 2 evaluates every row: per split the count and offset sums
-    # of its validation rows on its table grid (a ``BinStats``), from pass 1.
+    # SPEC 13 when every validation row is evaluated: per split the count and
+    # offset sums of its validation rows on its table grid (a ``BinStats``), from
+    # pass 1.
     counted: tuple = None
 
 
