@@ -441,12 +441,15 @@ class NWGrid:
         if self.adaptive:
             tables = smoother.tables
             G = tables.n_bins
-            rows = cell_sums(scores, labels, np.zeros(n, dtype=np.intp), 1, G)
-            pilot = default_pilot(rows.group(0), G, tables.bandwidth, self.tempering)
+            rows = cell_sums(scores, labels, np.zeros(n, dtype=np.intp), 1, G).group(0)
+            pilot = default_pilot(rows, G, tables.bandwidth, self.tempering)
             context = FoldContext.of(
                 tables, smoother.training, pilot, self.b1, self.b2, self.h
             )
-            evaluated = scores if keys is None else scores[keys <= thresholds[0]]
+            if keys is None:  # every row evaluated: the pilot's sums count them
+                sums = row_sums(context, scores, counted=True)
+                return adaptive_finish(context, sums, smoother.nearest, rows)
+            evaluated = scores[keys <= thresholds[0]]
             return adaptive_finish(
                 context, row_sums(context, evaluated), smoother.nearest
             )
