@@ -80,7 +80,8 @@ class MonotoneCalibrationBound(_BaseCalibrationBound):
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the folds when ``cv`` is an int, the
-        order of tied scores, and the subsample of validation points if there is one.
+        order of tied scores, the two random halves of the rows behind
+        ``estimate_``, and NW's subsample of validation points (``max_validation``).
         Pass an int for reproducible output across calls.
 
     pos_label : int, float, bool or str, default=None
@@ -456,7 +457,8 @@ def monotone_bound(
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the folds when ``cv`` is an int, the
-        order of tied scores, and the subsample of validation points if there is one.
+        order of tied scores, the two random halves of the rows behind
+        ``estimate_``, and NW's subsample of validation points (``max_validation``).
         Pass an int for reproducible output across calls.
 
     pos_label : int, float, bool or str, default=None

@@ -280,7 +280,8 @@ class NWCalibrationBound(_BaseCalibrationBound):
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the folds when ``cv`` is an int, the
-        order of tied scores, and the subsample of validation points if there is one.
+        order of tied scores, the two random halves of the rows behind
+        ``estimate_``, and NW's subsample of validation points (``max_validation``).
         Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None
@@ -644,7 +645,8 @@ def nw_bound(
 
     random_state : int, RandomState instance or None, default=None
         Controls the randomness of the fit: the folds when ``cv`` is an int, the
-        order of tied scores, and the subsample of validation points if there is one.
+        order of tied scores, the two random halves of the rows behind
+        ``estimate_``, and NW's subsample of validation points (``max_validation``).
         Pass an int for reproducible output across calls.
 
     n_jobs : int, default=None

@@ -32,6 +32,13 @@ def pytest_configure(config):
         config.addinivalue_line(
             "filterwarnings", "ignore::skcalbound.VacuousBoundWarning"
         )
+        # The package's other warnings are errors unless a test expects them
+        # (pytest.warns): a warning nobody asked for is a bug in the test or the code.
+        for category in ("BelowChanceWarning", "MonotonicityWarning"):
+            config.addinivalue_line("filterwarnings", f"error::skcalbound.{category}")
+        config.addinivalue_line(
+            "filterwarnings", "error:TVCalibrationBound's cell bound:UserWarning"
+        )
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -39,6 +39,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 
 from skcalbound import (
+    BelowChanceWarning,
     LipschitzBucketBound,
     NWCalibrationBound,
     TVCalibrationBound,
@@ -270,7 +271,7 @@ def test_a_random_state_instance_draws_the_folds_of_its_seed(Est, data):
 @pytest.mark.parametrize("Est", BOUND_ESTIMATORS)
 def test_clone_is_unfitted_and_refits_identically(Est, data):
     X, y = data
-    est = make_bound(Est, random_state=0, cv=4, aggregate="min").fit(X, y)
+    est = folded_bound(Est, random_state=0, cv=4, aggregate="min").fit(X, y)
     twin = clone(est)
     assert twin.get_params() == est.get_params()
     assert not fitted_attributes(twin)
@@ -579,11 +580,13 @@ def test_default_positive_class_is_one(Est, classes, data):
     est = make_bound(Est, random_state=0).fit(scores, y)
     assert est.classes_.tolist() == [negative, positive]
     assert est.bound_ == _reference(Est).bound_
-    # The other class as the positive one is a different problem.
-    flipped = make_bound(Est, random_state=0, pos_label=negative).fit(scores, y)
-    assert (
-        flipped.bound_ == make_bound(Est, random_state=0).fit(scores, 1 - labels).bound_
-    )
+    # The other class as the positive one is a different problem, whose scores rank
+    # its positives below chance.
+    with pytest.warns(BelowChanceWarning, match="check pos_label"):
+        flipped = make_bound(Est, random_state=0, pos_label=negative).fit(scores, y)
+    with pytest.warns(BelowChanceWarning):
+        complement = make_bound(Est, random_state=0).fit(scores, 1 - labels)
+    assert flipped.bound_ == complement.bound_
     assert flipped.bound_ != est.bound_
 
 
@@ -648,8 +651,8 @@ def test_pos_label_picks_the_predict_proba_column(Est, data):
 @pytest.mark.parametrize("n", [2000, 150])  # unclipped and clipped at 1
 def test_min_aggregate_is_at_most_mean_on_the_same_folds(Est, n):
     X, y = scores_labels(n, seed=1)
-    mean = make_bound(Est, random_state=0, aggregate="mean").fit(X, y)
-    low = make_bound(Est, random_state=0, aggregate="min").fit(X, y)
+    mean = folded_bound(Est, random_state=0, aggregate="mean").fit(X, y)
+    low = folded_bound(Est, random_state=0, aggregate="min").fit(X, y)
     pd.testing.assert_frame_equal(mean.fold_results_, low.fold_results_)
     assert low.bound_ <= mean.bound_
     folds = mean.fold_results_["bound"]

@@ -52,9 +52,9 @@ def _quiet(*args, **kwargs):
 @pytest.mark.parametrize(
     "method, cls, params",
     [
-        ("nw", NWCalibrationBound, {"h": H}),
-        ("tv", TVCalibrationBound, {}),
-        ("lipschitz", LipschitzBucketBound, {"h": H}),
+        ("nw", NWCalibrationBound, {"h": H, "cv": 4}),
+        ("tv", TVCalibrationBound, {}),  # the cell bound: no folds
+        ("lipschitz", LipschitzBucketBound, {"h": H, "cv": 4}),
     ],
 )
 @pytest.mark.parametrize("include_overall", [False, True])
@@ -69,7 +69,6 @@ def test_rows_equal_segment_fits_at_adjusted_level(
         method=method,
         confidence_level=0.9,
         random_state=0,
-        cv=4,
         include_overall=include_overall,
         **params,
     )
@@ -84,7 +83,7 @@ def test_rows_equal_segment_fits_at_adjusted_level(
         mask = np.ones(len(y), bool) if row.group == "(all)" else groups == row.group
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", VacuousBoundWarning)
-            est = cls(**params, confidence_level=level, random_state=0, cv=4).fit(
+            est = cls(**params, confidence_level=level, random_state=0).fit(
                 s[mask], y[mask]
             )
         assert row.n == mask.sum() and row.n_positive == y[mask].sum()
@@ -209,7 +208,8 @@ def test_cv_rule_uses_fold_sizes():
     y = (rng.uniform(size=400) < s).astype(int)
     groups = np.r_[np.zeros(397, int), [1, 1, 1]]
     y[-3:] = [0, 1, 0]
-    table = _quiet(y, s, groups, method="tv", cv=2, random_state=0)
+    denoise = TVCalibrationBound(method="denoise", cv=2)  # the cross-fitted TV bound
+    table = _quiet(y, s, groups, method=denoise, random_state=0)
     assert table.group.tolist() == [0, 1]
     assert table.status.tolist() == ["certified", "too few samples for cv=2: 3"]
     assert table.attrs["n_certificates"] == 1
@@ -287,9 +287,10 @@ def test_splitter_cv(data):
     from sklearn.model_selection import KFold
 
     y, s, groups = data
-    a = _quiet(y, s, groups, method="tv", cv=KFold(3, shuffle=True, random_state=0))
+    cv = KFold(3, shuffle=True, random_state=0)
+    a = _quiet(y, s, groups, method=TVCalibrationBound(method="denoise"), cv=cv)
     est = TVCalibrationBound(
-        cv=KFold(3, shuffle=True, random_state=0), confidence_level=1 - 0.05 / 3
+        method="denoise", cv=cv, confidence_level=1 - 0.05 / 3
     ).fit(s[groups == "a"], y[groups == "a"])
     assert a.set_index("group").loc["a", "upper_bound"] == est.bound_
 

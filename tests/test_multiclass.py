@@ -240,6 +240,9 @@ def test_string_labels_follow_sorted_columns_and_pos_label_is_ignored():
     assert_array_equal(est.per_class_["class"], names)
 
 
+# The tied half is right 90% of the time at confidence 0.4, the other half about a
+# third of the time at higher confidences: below chance by construction.
+@pytest.mark.filterwarnings("ignore::skcalbound.BelowChanceWarning")
 def test_argmax_ties_go_to_the_first_maximal_column():
     rng = np.random.default_rng(0)
     n = 400

@@ -35,7 +35,12 @@ from _synthetic import (
 from numpy.testing import assert_allclose
 from sklearn.model_selection import KFold, ShuffleSplit
 
-from skcalbound import NWCalibrationBound, TVCalibrationBound, nw_bound
+from skcalbound import (
+    BelowChanceWarning,
+    NWCalibrationBound,
+    TVCalibrationBound,
+    nw_bound,
+)
 from skcalbound._sech import sech_derivative_bounds
 from skcalbound._surrogates.nw._search import plugin_bandwidth as nw_plugin_bandwidth
 from skcalbound._terms import nw_bound_terms
@@ -1222,7 +1227,9 @@ def test_auto_bandwidth_looks_at_no_label_and_no_validation_score():
     s, y = _sample(2000)
     train, val = np.arange(1500), np.arange(1500, 2000)
     est = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)]).fit(s, y)
-    other_labels = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)]).fit(s, 1 - y)
+    other = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)])
+    with pytest.warns(BelowChanceWarning):  # the flipped labels
+        other_labels = other.fit(s, 1 - y)
     moved = s.copy()
     moved[val] = np.random.default_rng(1).uniform(0.4, 0.6, size=500)
     other_validation = NWCalibrationBound(b1=2.0, b2=3.0, cv=[(train, val)])

@@ -18,6 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skcalbound import (
+    BelowChanceWarning,
     LipschitzBucketBound,
     MonotoneCalibrationBound,
     MonotonicityWarning,
@@ -168,7 +169,7 @@ def test_monotone_scorer_gives_a_crossing_band_the_trivial_score(data):
     X_fit, y_fit, X, y = data
     model = LogisticRegression().fit(X_fit, y_fit)
     scorer = make_bound_scorer("monotone", random_state=0)
-    with pytest.warns(MonotonicityWarning):
+    with pytest.warns(MonotonicityWarning), pytest.warns(BelowChanceWarning):
         crossed = MonotoneCalibrationBound(random_state=0).fit(
             model.predict_proba(X), 1 - y
         )
@@ -601,7 +602,8 @@ def _counted_search(X, y, scoring, grid):
         _CountingPerturbed(_CountingLogisticRegression(), random_state=0),
         {"h": grid},
         scoring=scoring,
-        refit=largest_h_within_tolerance(0.001),
+        # A tolerance some candidate meets (its warning is not what is tested here).
+        refit=largest_h_within_tolerance(0.02),
         cv=StratifiedKFold(3, shuffle=True, random_state=0),
     ).fit(X, y)
     return list(_CountingPerturbed.calls), list(_CountingLogisticRegression.calls)

@@ -272,9 +272,14 @@ def test_functional_equals_estimator():
     rng = np.random.default_rng(2)
     s = rng.beta(2, 3, size=3000)
     y = rng.uniform(size=3000) < np.sqrt(s)
-    for aggregate in ("mean", "min"):
-        est = TVCalibrationBound(V=1.5, aggregate=aggregate, random_state=4).fit(s, y)
-        assert tv_bound(y, s, V=1.5, aggregate=aggregate, random_state=4) == est.bound_
+    for method, aggregate in (
+        ("cells", "mean"),
+        ("denoise", "mean"),
+        ("denoise", "min"),
+    ):
+        params = dict(V=1.5, method=method, aggregate=aggregate, random_state=4)
+        est = TVCalibrationBound(**params).fit(s, y)
+        assert tv_bound(y, s, **params) == est.bound_
 
 
 def test_bound_tightens_with_n():

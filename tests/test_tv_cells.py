@@ -283,10 +283,12 @@ def test_estimator_attributes_and_relations():
     assert t["transfer_upper"] >= 0 >= t["transfer_lower"]
     assert 0 <= t["cells_lower"] <= est.estimate_ <= t["cells_upper"]
     assert t["n_blocks"] >= 2 and 0 < t["largest_block_mass"] < 0.2
-    # cv, aggregate and random_state play no part.
+    # cv, aggregate and random_state play no part (the first two are said unused).
     other = TVCalibrationBound(
         V=V, method="cells", cv=3, aggregate="min", random_state=7
-    ).fit(s, y)
+    )
+    with pytest.warns(UserWarning, match="no folds: cv=3 and aggregate='min' are not"):
+        other.fit(s, y)
     assert (other.bound_, other.lower_bound_) == (est.bound_, est.lower_bound_)
     # The functional form.
     assert tv_bound(y, s, V=V, method="cells") == est.bound_
