@@ -358,6 +358,11 @@ class _BaseCalibrationBound(BaseEstimator):
     def _method(self):
         raise NotImplementedError
 
+    def _has_folds(self):
+        """Whether the fit splits the rows by ``cv`` (else it is computed once on all
+        rows): what decides how large a segment must be."""
+        return self.cv is not None
+
     def _vacuous_advice(self):
         """What shrinks this bound when it is vacuous (``VacuousBoundWarning``)."""
         return (

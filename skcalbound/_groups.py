@@ -293,8 +293,10 @@ def bounds_by_group(
     **Which segments get a certificate.** A segment too small to be split into the
     folds of ``cv`` (fewer than ``cv`` samples, or fewer than 2 training points in a
     fold) gets a row with NaN bounds and the status ``'too few samples for cv=K: n'``;
-    it is not counted in ``G``. This decision depends on the segment sizes only, never
-    on the labels, so the union bound holds conditionally on the segments. A segment
+    it is not counted in ``G``. A bound without folds (TV's cell bound, the monotone
+    band with ``cv=None``) needs 2 samples (``'too few samples: n'``). This decision
+    depends on the segment sizes only, never on the labels, so the union bound holds
+    conditionally on the segments. A segment
     whose labels are all of one class has no bound (the estimators need both
     classes): its row says ``'single class'``, but it *is* counted in ``G``, because
     whether it has one class depends on the labels, and dropping it from ``G`` would
@@ -340,7 +342,10 @@ def bounds_by_group(
             f"groups contains the value {OVERALL!r}, which names the whole-population "
             "row of include_overall=True; rename that segment."
         )
-    n_splits = _n_splits(params.get("cv", cls().get_params()["cv"]))
+    estimator = cls(**params)
+    n_splits = _n_splits(estimator.cv)  # also refuses a cv that cannot be per segment
+    if not estimator._has_folds():
+        n_splits = None
 
     segments = [(_plain(g), np.flatnonzero(codes == k)) for k, g in enumerate(uniques)]
     if include_overall:

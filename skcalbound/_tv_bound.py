@@ -313,6 +313,9 @@ class TVCalibrationBound(_BaseCalibrationBound):
             return guarantee_of(self.guarantee).tv_method
         return self.method
 
+    def _has_folds(self):
+        return self._resolved_method() == "denoise"
+
     def _method(self):
         if self._resolved_method() == "cells":
             if guarantee_of(self.guarantee).published:

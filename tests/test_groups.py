@@ -216,6 +216,24 @@ def test_cv_rule_uses_fold_sizes():
     assert table.confidence_level.iloc[0] == 0.95
 
 
+def test_bounds_without_folds_need_two_samples_per_segment():
+    # TV's cell bound and the monotone band are computed once on all rows: the cv
+    # rule does not apply to them (it named a cv=5 that the cell bound never uses).
+    rng = np.random.default_rng(1)
+    s = rng.uniform(size=400)
+    y = (rng.uniform(size=400) < s).astype(int)
+    groups = np.r_[np.zeros(396, int), [1, 1, 1, 1], [2]]
+    s, y = np.r_[s, 0.5], np.r_[y[:-4], [0, 1, 0, 1], 1]
+    for method in ("tv", "monotone"):
+        table = _quiet(y, s, groups, method=method, random_state=0).set_index("group")
+        assert table.attrs["n_certificates"] == 2
+        assert table.loc[1, "status"] == "certified"
+        assert table.loc[2, "status"] == "too few samples: 1"
+    folded = _quiet(y, s, groups, method=TVCalibrationBound(method="denoise"))
+    assert folded.set_index("group").loc[1, "status"] == "too few samples for cv=5: 4"
+    assert folded.attrs["n_certificates"] == 1
+
+
 def test_pos_label_predict_proba_and_pandas_groups(data):
     y, s, groups = data
     ref = _quiet(y, s, groups, h=H, random_state=0)
