@@ -116,7 +116,7 @@ def test_default_is_the_monotone_band_with_the_estimators_numbers(
         shown = f"{value:d}" if term == "n_windows" else f"{value:.6f}"
         assert re.search(rf"^  {term}\s+{shown}$", stdout, flags=re.M), term
     assert "E[y|s] non-decreasing in s; holds with probability >= 95%" in stdout
-    assert "(monotone: one band on all rows, no folds)" in stdout
+    assert "(monotone: one fit on all rows, no folds)" in stdout
     assert _ece_row(stdout) == f"{binned_ece(y, s):.6f}"
     assert not re.search(r"^(TV|NW)", stdout, flags=re.M)  # the band alone
     assert "warning" not in stdout and "Note:" not in stdout
@@ -141,6 +141,7 @@ def test_csv_table_prints_the_estimators_numbers(csv_file, data, capsys):
     assert "6000 scores (column 'y_prob')" in stdout
     assert "positive class 1" in stdout
     assert "guarantee=high_probability" in stdout
+    assert "(tv: one fit on all rows, no folds)" in stdout  # the cell bound
     assert not re.search(r"^NW", stdout, flags=re.M)  # only TV without --h
     assert "PASS" not in stdout and "FAIL" not in stdout  # no gate
     # The estimator's VacuousBoundWarning (TV's bound is above 0.5 at n = 6000) is in

@@ -192,8 +192,9 @@ def _certify_arguments(parser):
         type=int,
         default=5,
         metavar="K",
-        help="number of cross-fitting folds of tv, nw and lipschitz (default: "
-        "%(default)s); monotone fits one band on all rows",
+        help="number of cross-fitting folds of nw, lipschitz and, with --guarantee "
+        "paper, tv (default: %(default)s); monotone and tv's cell bound (its "
+        "default) fit once on all rows",
     )
     bounds.add_argument(
         "--aggregate",

@@ -261,8 +261,8 @@ def print_table(args, run, verdict):
         f"random_state={args.random_state}"
     )
     for name, est in run.estimators.items():
-        if getattr(est, "cv", 0) is None:  # a bound that does not cross-fit
-            header += f" ({name}: one band on all rows, no folds)"
+        if not est._has_folds():  # the monotone band, TV's cell bound
+            header += f" ({name}: one fit on all rows, no folds)"
     if args.chunksize is not None:
         header += f"; read in chunks of {args.chunksize} rows"
     print(format_table(run.results, header))
